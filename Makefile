@@ -1,0 +1,244 @@
+# gpuprobe-bpf: one Makefile for the BPF programs, the loader, the shim, the
+# stub vendor and the tests. Everything is built under $(BUILD); nothing is
+# written into the source tree.
+#
+#   make               loader, shim, stub vendor, test programs
+#   make static        build/static/gpuprobe-bpf, fully static (for other hosts)
+#   make test          cmocka unit tests (no root)
+#   make test-bpf      root-only BPF integration tests
+#   make test-tsan     unit tests under ThreadSanitizer
+#   make test-asan     unit tests under AddressSanitizer + UBSan
+#   make fuzz-smoke    each fuzzer briefly; `make fuzz` runs them long
+#   make check         deps + all of the above + tools checks
+#   make demo          profile the bundled stub workload (no GPU needed)
+#   V=1                show full commands
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+.DEFAULT_GOAL := all
+
+V ?= 0
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-8s %s\n' $(1) $(2);
+endif
+
+ARCH ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+BUILD ?= build
+PREFIX ?= /usr/local
+DESTDIR ?=
+CUDA_HOME ?= /usr/local/cuda
+SAN ?=
+
+CC := clang
+BPF_CLANG ?= clang
+BPFTOOL ?= bpftool
+GO ?= go
+PKG_CONFIG ?= pkg-config
+
+# Our own code: warnings are errors.
+WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 \
+	-Wno-missing-field-initializers
+CPPFLAGS_COMMON := -I. -I$(BUILD)/bpf -D_GNU_SOURCE
+CFLAGS_COMMON := -std=gnu11 -g -O2 -fPIC -fno-omit-frame-pointer $(WARN) -MMD -MP
+ifeq ($(SAN),thread)
+CFLAGS_COMMON += -fsanitize=thread -O1
+LDFLAGS_SAN := -fsanitize=thread
+else ifeq ($(SAN),address)
+CFLAGS_COMMON += -fsanitize=address,undefined -fno-sanitize-recover=all -O1
+LDFLAGS_SAN := -fsanitize=address,undefined
+endif
+CFLAGS ?=
+EXTRA_CFLAGS ?=
+ALL_CFLAGS = $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(CFLAGS) $(EXTRA_CFLAGS)
+CUDA_CPPFLAGS := -isystem $(CUDA_HOME)/include
+
+LIBBPF_LIBS := -lbpf -lelf -lz
+STATIC_LIBS := -Wl,-Bstatic -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a
+SYS_LIBS := -lpthread -ldl -lm
+
+# ---------------------------------------------------------------- sources
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.skel.h,$(BPF_SRCS))
+
+SHIM_CORE_SRCS := $(wildcard shim/*.c)
+NVIDIA_SRCS := $(wildcard nvidia/*.c)
+USER_SRCS := $(shell find user -name '*.c' 2>/dev/null | sort)
+USER_MAIN := user/main.c
+USER_LIB_SRCS := $(filter-out $(USER_MAIN),$(USER_SRCS))
+STUB_CUDA_SRCS := $(wildcard stub/libcuda/*.c)
+STUB_CUPTI_SRCS := $(wildcard stub/cupti/*.c)
+PROG_SRCS := $(wildcard tests/progs/*.c)
+UNIT_SRCS := $(wildcard tests/test_*.c)
+BPFTEST_SRCS := $(wildcard tests/bpf/test_*.c)
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+SHIM_CORE_OBJS := $(call obj,$(SHIM_CORE_SRCS))
+NVIDIA_OBJS := $(call obj,$(NVIDIA_SRCS))
+USER_LIB_OBJS := $(call obj,$(USER_LIB_SRCS))
+STUB_CUDA_OBJS := $(call obj,$(STUB_CUDA_SRCS))
+STUB_CUPTI_OBJS := $(call obj,$(STUB_CUPTI_SRCS))
+
+LOADER := $(BUILD)/gpuprobe-bpf
+LOADER_STATIC := $(BUILD)/static/gpuprobe-bpf
+CORE_LIB := $(BUILD)/libgpuprobe.a
+SHIM_SO := $(BUILD)/libgpuprobe_shim.so
+STUB_CUDA := $(BUILD)/stub/libcuda.so.1
+STUB_CUPTI := $(BUILD)/stub/libcupti.so
+PROGS := $(patsubst tests/progs/%.c,$(BUILD)/tests/progs/%,$(PROG_SRCS))
+UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+BPF_TESTS := $(patsubst tests/bpf/%.c,$(BUILD)/tests/bpf/%,$(BPFTEST_SRCS))
+FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+
+ALL_TARGETS := $(LOADER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS)
+
+.PHONY: all static test test-bpf test-tsan test-asan check deps demo fuzz \
+	fuzz-smoke tools-check install clean cuda-check unit-tests bpf-tests
+
+all: $(ALL_TARGETS)
+
+# ---------------------------------------------------------------- CUDA headers
+cuda-check:
+	@test -f $(CUDA_HOME)/include/cupti.h -a -f $(CUDA_HOME)/include/cuda.h || \
+	{ echo "error: CUDA headers not found under CUDA_HOME=$(CUDA_HOME) (need include/cuda.h and include/cupti.h); install the CUDA toolkit or pass CUDA_HOME=/path" >&2; exit 1; }
+
+# ---------------------------------------------------------------- BPF
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c | $(BUILD)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+		-Ivmlinux/$(ARCH) -I. -MMD -MP -c $< -o $@
+	$(Q)llvm-strip -g $@ 2>/dev/null || true
+
+$(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/bpf:
+	$(Q)mkdir -p $@
+
+# ---------------------------------------------------------------- C objects
+# User-space objects may include a skeleton; the first build needs them all
+# generated before compiling (order-only); -MMD tracks them afterwards.
+$(BUILD)/obj/%.o: %.c | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(if $(filter nvidia/% stub/% tests/%,$<),$(CUDA_CPPFLAGS)) -c $< -o $@
+
+$(NVIDIA_OBJS) $(STUB_CUDA_OBJS) $(STUB_CUPTI_OBJS): | cuda-check
+
+# The shim is injected into programs we do not own: hide everything but
+# InitializeInjection, and link nothing but libc's family.
+$(SHIM_SO): $(SHIM_CORE_OBJS) $(NVIDIA_OBJS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -fvisibility=hidden -Wl,--no-undefined -Wl,-z,defs \
+		-Wl,--version-script=nvidia/shim.map $(LDFLAGS_SAN) -o $@ $^ -ldl -lpthread
+
+$(CORE_LIB): $(USER_LIB_OBJS) $(SHIM_CORE_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LOADER): $(call obj,$(USER_MAIN)) $(CORE_LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $^ $(LIBBPF_LIBS) $(SYS_LIBS)
+
+static: $(LOADER_STATIC)
+$(LOADER_STATIC): $(call obj,$(USER_MAIN)) $(CORE_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -static -o $@ $^ $(STATIC_LIBS) -Wl,-Bstatic $(SYS_LIBS)
+
+# ---------------------------------------------------------------- stub vendor
+$(STUB_CUDA): $(STUB_CUDA_OBJS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -shared -Wl,-soname,libcuda.so.1 $(LDFLAGS_SAN) -o $@ $^ -ldl -lpthread
+	$(Q)ln -sf libcuda.so.1 $(BUILD)/stub/libcuda.so
+
+$(STUB_CUPTI): $(STUB_CUPTI_OBJS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -shared -Wl,-soname,libcupti.so $(LDFLAGS_SAN) -o $@ $^ -ldl -lpthread
+
+# Test workloads link the stub driver the way real programs link libcuda.
+$(BUILD)/tests/progs/%: $(BUILD)/obj/tests/progs/%.o $(STUB_CUDA)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $< -L$(BUILD)/stub -l:libcuda.so.1 \
+		-Wl,-rpath,'$$ORIGIN/../../stub' -lpthread
+
+# ---------------------------------------------------------------- tests
+TEST_LIBS := -lcmocka $(LIBBPF_LIBS) $(SYS_LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(CORE_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $< $(CORE_LIB) $(TEST_LIBS)
+
+unit-tests: $(UNIT_TESTS) $(ALL_TARGETS)
+	$(Q)tools/run-tests.sh unit $(BUILD) $(UNIT_TESTS)
+
+test: unit-tests
+
+bpf-tests: $(BPF_TESTS) $(ALL_TARGETS)
+	$(Q)tools/run-tests.sh bpf $(BUILD) $(BPF_TESTS) $(sort $(wildcard tests/bpf/*.sh))
+
+test-bpf:
+	@if [ "$$(id -u)" != 0 ]; then \
+		echo "test-bpf: needs root (BPF programs and uprobes); run: sudo make test-bpf" >&2; exit 1; fi
+	$(Q)$(MAKE) --no-print-directory bpf-tests
+
+test-tsan:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan SAN=thread unit-tests
+
+test-asan:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=address unit-tests
+
+# ---------------------------------------------------------------- fuzzers
+FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(USER_LIB_SRCS) $(SHIM_CORE_SRCS) | $(SKELS)
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS_COMMON) -std=gnu11 -g -O1 $(WARN) $(FUZZ_FLAGS) -o $@ $< \
+		$(USER_LIB_SRCS) $(SHIM_CORE_SRCS) $(LIBBPF_LIBS) $(SYS_LIBS)
+
+FUZZ_SECONDS ?= 20
+fuzz-smoke: $(FUZZERS)
+	$(Q)tools/run-fuzzers.sh 5 $(FUZZERS)
+fuzz: $(FUZZERS)
+	$(Q)tools/run-fuzzers.sh $(FUZZ_SECONDS) $(FUZZERS)
+
+# ---------------------------------------------------------------- the rest
+tools-check: $(SHIM_SO)
+	$(Q)tools/check-portable-elf $(SHIM_SO)
+	$(Q)tools/check-cubin-defer
+
+deps:
+	$(Q)tools/deps.sh
+
+check: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory test
+	$(Q)$(MAKE) --no-print-directory test-bpf
+	$(Q)$(MAKE) --no-print-directory test-tsan
+	$(Q)$(MAKE) --no-print-directory test-asan
+	$(Q)$(MAKE) --no-print-directory fuzz-smoke
+	$(Q)$(MAKE) --no-print-directory tools-check
+	@echo "make check: all passed"
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tools/demo.sh $(BUILD)
+
+install: $(LOADER) $(SHIM_SO)
+	install -D -m 0755 $(LOADER) $(DESTDIR)$(PREFIX)/bin/gpuprobe-bpf
+	install -D -m 0644 $(SHIM_SO) $(DESTDIR)$(PREFIX)/lib/gpuprobe/libgpuprobe_shim.so
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

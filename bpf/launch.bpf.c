@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Uprobes on libcuda.so.1's exported launch, load and copy entry points.
+ * Each hit sends one gp_launch_event (pid, tid, time, cgroup, the launch
+ * arguments that matter and the user stack) through a BPF ring buffer.
+ *
+ * Cost matters: a wakeup per event costs microseconds per launch, so events
+ * are submitted without a wakeup until wakeup_bytes are waiting; the loader
+ * also drains the ring on its tick.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "bpf/launch.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the loader between open and load. */
+const volatile bool filter_pids = false;
+const volatile __u64 wakeup_bytes = 256 * 1024;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 * 1024 * 1024); /* resized by the loader */
+} events SEC(".maps");
+
+/* tgid -> 1 for the processes followed when filter_pids is set. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, GP_BPF_COUNTER_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* Scratch space: an event is too large for the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gp_launch_event);
+} scratch SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline bool followed(__u32 tgid)
+{
+	if (!filter_pids)
+		return true;
+	if (bpf_map_lookup_elem(&pids, &tgid))
+		return true;
+	count(GP_BPF_FILTERED);
+	return false;
+}
+
+/* Starts an event in the per-CPU scratch slot; NULL when not followed. */
+static __always_inline struct gp_launch_event *begin(__u32 probe)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 zero = 0;
+	struct gp_launch_event *e;
+
+	if (!followed(id >> 32))
+		return NULL;
+	e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
+		return NULL;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->cgroup_id = bpf_get_current_cgroup_id();
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->probe = probe;
+	e->nr_frames = 0;
+	e->func = 0;
+	e->stream = 0;
+	e->grid[0] = e->grid[1] = e->grid[2] = 0;
+	e->block[0] = e->block[1] = e->block[2] = 0;
+	e->reserved = 0;
+	return e;
+}
+
+/* Captures the user stack and sends the event, sized to its frames. */
+static __always_inline int finish(void *ctx, struct gp_launch_event *e)
+{
+	long len = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
+	__u64 flags = 0;
+
+	if (len < 0) {
+		count(GP_BPF_STACK_ERRORS);
+		len = 0;
+	}
+	if (len > (long)sizeof(e->stack))
+		len = sizeof(e->stack);
+	e->nr_frames = len / 8;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wakeup_bytes)
+		flags = BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&events, e, GP_LAUNCH_EVENT_HDR + (len & 0x3f8), flags)) {
+		count(GP_BPF_RINGBUF_FULL);
+		return 0;
+	}
+	count(GP_BPF_EVENTS);
+	return 0;
+}
+
+/*
+ * libbpf 1.1 has no PT_REGS_PARM6 and the stack-argument layout below is the
+ * x86-64 System V one (six register arguments, then the stack above the
+ * return address): the CUDA driver ships for x86-64 first.
+ */
+#if !defined(__TARGET_ARCH_x86)
+#error "launch.bpf.c reads x86-64 calling-convention arguments"
+#endif
+#define PARM6(x) ((x)->r9)
+
+/* Reads the n-th stack-passed argument (n = 7, 8, ...) at function entry. */
+static __always_inline __u64 stack_arg(struct pt_regs *ctx, int n)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * (n - 6)));
+	return v;
+}
+
+/* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra) */
+static __always_inline int launch_classic(struct pt_regs *ctx, __u32 probe)
+{
+	struct gp_launch_event *e = begin(probe);
+
+	if (!e)
+		return 0;
+	e->func = PT_REGS_PARM1(ctx);
+	e->grid[0] = PT_REGS_PARM2(ctx);
+	e->grid[1] = PT_REGS_PARM3(ctx);
+	e->grid[2] = PT_REGS_PARM4(ctx);
+	e->block[0] = PT_REGS_PARM5(ctx);
+	e->block[1] = PARM6(ctx);
+	e->block[2] = stack_arg(ctx, 7);
+	e->stream = stack_arg(ctx, 9);
+	return finish(ctx, e);
+}
+
+/* The head of CUlaunchConfig, as cuda.h lays it out. */
+struct launch_config_head {
+	__u32 grid[3];
+	__u32 block[3];
+	__u32 shmem;
+	__u32 pad;
+	__u64 stream;
+};
+
+/* cuLaunchKernelEx(const CUlaunchConfig *config, f, params, extra) */
+static __always_inline int launch_ex(struct pt_regs *ctx, __u32 probe)
+{
+	struct gp_launch_event *e = begin(probe);
+	struct launch_config_head cfg = {};
+
+	if (!e)
+		return 0;
+	bpf_probe_read_user(&cfg, sizeof(cfg), (void *)PT_REGS_PARM1(ctx));
+	e->func = PT_REGS_PARM2(ctx);
+	e->grid[0] = cfg.grid[0];
+	e->grid[1] = cfg.grid[1];
+	e->grid[2] = cfg.grid[2];
+	e->block[0] = cfg.block[0];
+	e->block[1] = cfg.block[1];
+	e->block[2] = cfg.block[2];
+	e->stream = cfg.stream;
+	return finish(ctx, e);
+}
+
+/* cuGraphLaunch(exec, stream) */
+static __always_inline int launch_graph(struct pt_regs *ctx, __u32 probe)
+{
+	struct gp_launch_event *e = begin(probe);
+
+	if (!e)
+		return 0;
+	e->func = PT_REGS_PARM1(ctx);
+	e->stream = PT_REGS_PARM2(ctx);
+	return finish(ctx, e);
+}
+
+/* Loads and copies: the first argument names the module slot or buffer. */
+static __always_inline int plain(struct pt_regs *ctx, __u32 probe)
+{
+	struct gp_launch_event *e = begin(probe);
+
+	if (!e)
+		return 0;
+	e->func = PT_REGS_PARM1(ctx);
+	e->stream = PT_REGS_PARM2(ctx);
+	return finish(ctx, e);
+}
+
+#define PROBE(name, kind, id) \
+	SEC("uprobe") int BPF_KPROBE(name) { return kind(ctx, id); }
+
+PROBE(cu_launch_kernel, launch_classic, GP_PROBE_LAUNCH_KERNEL)
+PROBE(cu_launch_kernel_ptsz, launch_classic, GP_PROBE_LAUNCH_KERNEL_PTSZ)
+PROBE(cu_launch_kernel_ex, launch_ex, GP_PROBE_LAUNCH_KERNEL_EX)
+PROBE(cu_launch_kernel_ex_ptsz, launch_ex, GP_PROBE_LAUNCH_KERNEL_EX_PTSZ)
+PROBE(cu_launch_cooperative, launch_classic, GP_PROBE_LAUNCH_COOPERATIVE)
+PROBE(cu_launch_cooperative_ptsz, launch_classic, GP_PROBE_LAUNCH_COOPERATIVE_PTSZ)
+PROBE(cu_graph_launch, launch_graph, GP_PROBE_GRAPH_LAUNCH)
+PROBE(cu_graph_launch_ptsz, launch_graph, GP_PROBE_GRAPH_LAUNCH_PTSZ)
+PROBE(cu_module_load, plain, GP_PROBE_MODULE_LOAD)
+PROBE(cu_module_load_data, plain, GP_PROBE_MODULE_LOAD_DATA)
+PROBE(cu_module_load_data_ex, plain, GP_PROBE_MODULE_LOAD_DATA_EX)
+PROBE(cu_module_load_fat_binary, plain, GP_PROBE_MODULE_LOAD_FAT_BINARY)
+PROBE(cu_library_load_data, plain, GP_PROBE_LIBRARY_LOAD_DATA)
+PROBE(cu_library_load_from_file, plain, GP_PROBE_LIBRARY_LOAD_FROM_FILE)
+PROBE(cu_memcpy_htod, plain, GP_PROBE_MEMCPY_HTOD)
+PROBE(cu_memcpy_dtoh, plain, GP_PROBE_MEMCPY_DTOH)
+PROBE(cu_memset_d8, plain, GP_PROBE_MEMSET_D8)
+
+/* A followed process's children are followed too (new processes only). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(follow_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (!filter_pids || child->pid != ctgid)
+		return 0;
+	if (bpf_map_lookup_elem(&pids, &ptgid))
+		bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY);
+	return 0;
+}

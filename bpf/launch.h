@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Data shared by bpf/launch.bpf.c and user/launch_probe.c: the events the
+ * uprobes on libcuda.so.1 send through the BPF ring buffer. Plain data only.
+ */
+#ifndef GP_LAUNCH_H
+#define GP_LAUNCH_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define GP_MAX_STACK 127
+
+/* Which entry point fired. Keep in step with user/launch_probe.c's table. */
+enum gp_probe {
+	GP_PROBE_LAUNCH_KERNEL = 0,
+	GP_PROBE_LAUNCH_KERNEL_PTSZ,
+	GP_PROBE_LAUNCH_KERNEL_EX,
+	GP_PROBE_LAUNCH_KERNEL_EX_PTSZ,
+	GP_PROBE_LAUNCH_COOPERATIVE,
+	GP_PROBE_LAUNCH_COOPERATIVE_PTSZ,
+	GP_PROBE_GRAPH_LAUNCH,
+	GP_PROBE_GRAPH_LAUNCH_PTSZ,
+	GP_PROBE_MODULE_LOAD,
+	GP_PROBE_MODULE_LOAD_DATA,
+	GP_PROBE_MODULE_LOAD_DATA_EX,
+	GP_PROBE_MODULE_LOAD_FAT_BINARY,
+	GP_PROBE_LIBRARY_LOAD_DATA,
+	GP_PROBE_LIBRARY_LOAD_FROM_FILE,
+	GP_PROBE_MEMCPY_HTOD,
+	GP_PROBE_MEMCPY_DTOH,
+	GP_PROBE_MEMSET_D8,
+	GP_PROBE_MAX,
+};
+
+/* Sizes in the ring buffer are configured by rodata; see launch.bpf.c. */
+struct gp_launch_event {
+	__u64 ts_ns;      /* 0: bpf_ktime_get_ns() at entry (CLOCK_MONOTONIC) */
+	__u64 cgroup_id;  /* 8 */
+	__u32 pid;        /* 16: host tgid */
+	__u32 tid;        /* 20: host tid */
+	__u32 probe;      /* 24: enum gp_probe */
+	__u32 nr_frames;  /* 28: valid entries in stack[] */
+	__u64 func;       /* 32: CUfunction / CUkernel / CUgraphExec / image */
+	__u64 stream;     /* 40: CUstream, 0 for the null stream */
+	__u32 grid[3];    /* 48 */
+	__u32 block[3];   /* 60 */
+	__u64 reserved;   /* 72 */
+	__u64 stack[GP_MAX_STACK]; /* 80: user stack, leaf first */
+};
+_Static_assert(sizeof(struct gp_launch_event) == 80 + 8 * GP_MAX_STACK,
+	       "gp_launch_event ABI");
+#define GP_LAUNCH_EVENT_HDR 80u
+
+/* Indices into the per-CPU counters map. */
+enum gp_bpf_counter {
+	GP_BPF_EVENTS = 0,       /* events submitted */
+	GP_BPF_RINGBUF_FULL,     /* events lost: ring buffer full */
+	GP_BPF_STACK_ERRORS,     /* bpf_get_stack failed: event sent, no stack */
+	GP_BPF_FILTERED,         /* probe fired for a process not followed */
+	GP_BPF_COUNTER_MAX,
+};
+
+#endif /* GP_LAUNCH_H */

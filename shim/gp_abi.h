@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shim <-> loader ABI: the layout of the shared memory the shim creates
+ * inside the profiled process (a memfd named GP_SHM_NAME) and the loader maps
+ * read-write from /proc/<pid>/map_files.
+ *
+ * Plain data only. Every field written by the shim is hostile to the loader
+ * (DESIGN.md invariant 5): the loader validates offsets, sizes and string
+ * indices against its own snapshot of the header before following them.
+ *
+ * Concurrency (DESIGN.md invariant 3: no lock is shared between processes):
+ *   - the record ring and the cubin ring are single-producer (the shim,
+ *     serialised by a lock private to the shim process) single-consumer (the
+ *     loader); positions are free-running u64 byte/slot counters published
+ *     with release stores and read with acquire loads;
+ *   - the producer area is written only by the shim, the consumer area only by
+ *     the loader. The shim reads the consumer positions only to compute free
+ *     space and clamps them, so a dead or lying loader cannot make it block or
+ *     write out of bounds: at worst its rings report full and it counts drops.
+ */
+#ifndef GP_ABI_H
+#define GP_ABI_H
+
+#include <linux/types.h>
+
+#define GP_SHM_MAGIC 0x42525047u /* "GPRB" */
+#define GP_SHM_VERSION 1u
+#define GP_SHM_NAME "gpuprobe-shm" /* maps shows "/memfd:gpuprobe-shm (deleted)" */
+
+/* Loss and activity counters, written by the shim, printed by the loader. */
+enum gp_counter {
+	GP_CTR_MODULES_CAPTURED = 0, /* cubins copied into the cubin ring */
+	GP_CTR_CUBIN_TOO_LARGE,      /* cubin over the per-cubin limit: lost */
+	GP_CTR_CUBIN_PENDING_FULL,   /* cubin ring full: module lost whole */
+	GP_CTR_RECORDS_WRITTEN,      /* records published in the record ring */
+	GP_CTR_RING_DROPPED,         /* record ring full: record lost */
+	GP_CTR_CUPTI_DROPPED,        /* records CUPTI itself reported dropped */
+	GP_CTR_STRINGS_FULL,         /* string table full: name lost */
+	GP_CTR_BUFFERS_EXHAUSTED,    /* CUPTI asked for a buffer beyond the bound */
+	GP_CTR_UNKNOWN_ACTIVITY,     /* activity records of kinds we do not copy */
+	GP_CTR_MODULES_UNLOADED,     /* module unload records written */
+	GP_CTR_CUPTI_ERRORS,         /* CUPTI calls that failed after init */
+	GP_CTR_MAX = 16,
+};
+
+/* Header flags (gp_shm_producer.flags). */
+#define GP_SHM_F_CLOCK_MONOTONIC (1u << 0) /* timestamps are CLOCK_MONOTONIC */
+#define GP_SHM_F_INERT           (1u << 1) /* shim gave up (no CUPTI, subscriber) */
+#define GP_SHM_F_TID_SYSTEM      (1u << 2) /* record tids are Linux tids */
+
+/* Written once by the shim before the memfd is mapped by anyone else. */
+struct gp_shm_layout {
+	__u32 magic;       /* 0 */
+	__u32 version;     /* 4 */
+	__u32 header_size; /* 8: sizeof(struct gp_shm_header) */
+	__u32 record_size; /* 12: sizeof(struct gp_record) */
+	__u64 total_size;  /* 16: bytes of the whole memfd */
+	__u32 pid;         /* 24: getpid() of the writer, in its pid namespace */
+	__u32 reserved0;   /* 28 */
+	__u64 create_ns;   /* 32: CLOCK_MONOTONIC at creation */
+	__u64 rec_off;     /* 40: offset of the record ring */
+	__u64 rec_slots;   /* 48: slots in the record ring, a power of two */
+	__u64 str_off;     /* 56: offset of the string table */
+	__u64 str_size;    /* 64: bytes of the string table */
+	__u64 cubin_off;   /* 72: offset of the cubin ring */
+	__u64 cubin_size;  /* 80: bytes of the cubin ring, a power of two */
+	__u64 cubin_max;   /* 88: largest cubin payload accepted */
+	__u64 reserved[4]; /* 96 */
+};
+_Static_assert(sizeof(struct gp_shm_layout) == 128, "gp_shm_layout ABI");
+
+/* Written only by the shim. */
+struct gp_shm_producer {
+	__u64 rec_head;    /* 0: records published (free-running) */
+	__u64 str_used;    /* 8: bytes of the string table published */
+	__u64 cubin_head;  /* 16: cubin ring bytes published (free-running) */
+	__u32 flags;       /* 24: GP_SHM_F_* */
+	__u32 reserved0;   /* 28 */
+	__u64 clock_offset_ns; /* 32: add to a CUPTI timestamp to get CLOCK_MONOTONIC, when !F_CLOCK_MONOTONIC (two's complement) */
+	__u64 reserved[3]; /* 40 */
+	__u64 counters[GP_CTR_MAX]; /* 64 */
+};
+_Static_assert(sizeof(struct gp_shm_producer) == 192, "gp_shm_producer ABI");
+
+/* Written only by the loader. */
+struct gp_shm_consumer {
+	__u64 rec_tail;     /* 0: records consumed (free-running) */
+	__u64 cubin_tail;   /* 8: cubin ring bytes consumed (free-running) */
+	__u32 reader_pid;   /* 16: host pid of the loader reading, 0 if none */
+	__u32 reserved0;    /* 20 */
+	__u64 reserved[5];  /* 24 */
+};
+_Static_assert(sizeof(struct gp_shm_consumer) == 64, "gp_shm_consumer ABI");
+
+/* The whole header; rings follow at the offsets the layout gives. */
+struct gp_shm_header {
+	struct gp_shm_layout layout;     /* 0 */
+	struct gp_shm_producer producer; /* 128 */
+	struct gp_shm_consumer consumer; /* 320 */
+	__u8 pad[4096 - 384];            /* 384: rings start page aligned */
+};
+_Static_assert(sizeof(struct gp_shm_header) == 4096, "gp_shm_header ABI");
+
+/* Record types in the record ring. */
+enum gp_record_type {
+	GP_REC_KERNEL = 1,  /* a kernel ran on the GPU */
+	GP_REC_MEMCPY = 2,  /* a copy ran */
+	GP_REC_MEMSET = 3,  /* a memset ran */
+	GP_REC_API = 4,     /* a launch/copy API call (runtime or driver) */
+	GP_REC_MODULE = 5,  /* a module was unloaded (loads go via the cubin ring) */
+	GP_REC_MAX,
+};
+
+/* gp_record.api.domain */
+enum gp_api_domain {
+	GP_API_DRIVER = 1,
+	GP_API_RUNTIME = 2,
+};
+
+/* gp_record.copy.kind: CUPTI's CUpti_ActivityMemcpyKind values, copied. */
+
+struct gp_record_kernel {
+	__u32 name_off;     /* 32: offset in the string table, NUL terminated */
+	__u32 device;       /* 36 */
+	__u32 stream;       /* 40 */
+	__u32 graph_id;     /* 44: 0 when not launched by a graph */
+	__u64 graph_node;   /* 48 */
+	__u32 grid;         /* 56: gridX*gridY*gridZ, saturated */
+	__u32 block;        /* 60: blockX*blockY*blockZ */
+};
+
+struct gp_record_api {
+	__u32 cbid;         /* 32: CUPTI callback id of the call */
+	__u32 domain;       /* 36: enum gp_api_domain */
+	__u32 pid;          /* 40: process id CUPTI reported */
+	__u32 reserved0;    /* 44 */
+	__u64 reserved[2];  /* 48 */
+};
+
+struct gp_record_copy {
+	__u64 bytes;        /* 32 */
+	__u32 kind;         /* 40: copy kind (memcpy) or 0 (memset) */
+	__u32 device;       /* 44 */
+	__u32 stream;       /* 48 */
+	__u32 graph_id;     /* 52 */
+	__u64 reserved;     /* 56 */
+};
+
+struct gp_record_module {
+	__u64 module_id;    /* 32 */
+	__u32 event;        /* 40: 1 = unloaded */
+	__u32 reserved0;    /* 44 */
+	__u64 reserved[2];  /* 48 */
+};
+
+/* One fixed-size record; 64 bytes so a slot is one cache line. */
+struct gp_record {
+	__u16 type;     /* 0: enum gp_record_type */
+	__u16 flags;    /* 2 */
+	__u32 tid;      /* 4: thread of the API call (API records) */
+	__u64 corr;     /* 8: correlation id, widened with an epoch */
+	__u64 start_ns; /* 16 */
+	__u64 end_ns;   /* 24 */
+	union {         /* 32 */
+		struct gp_record_kernel kernel;
+		struct gp_record_api api;
+		struct gp_record_copy copy;
+		struct gp_record_module module;
+		__u8 raw[32];
+	};
+};
+_Static_assert(sizeof(struct gp_record) == 64, "gp_record ABI");
+
+/*
+ * The cubin ring: a byte ring of entries, each a header and a payload padded
+ * to 8 bytes. An entry never wraps: when it does not fit before the end, the
+ * producer writes a GP_CUBIN_PAD entry (header only, size = bytes to the end)
+ * and starts again at offset 0.
+ */
+#define GP_CUBIN_MAGIC 0x4e425543u /* "CUBN" */
+#define GP_CUBIN_PAD   0x44415043u /* "CPAD" */
+
+struct gp_cubin_entry {
+	__u32 magic;     /* 0: GP_CUBIN_MAGIC or GP_CUBIN_PAD */
+	__u32 reserved0; /* 4 */
+	__u64 size;      /* 8: payload bytes (PAD: bytes skipped incl. header) */
+	__u64 module_id; /* 16: the module id the load callback gave */
+	__u64 load_ns;   /* 24: CLOCK_MONOTONIC of the load callback */
+	__u32 tid;       /* 32: thread the callback ran on */
+	__u32 reserved1; /* 36 */
+	__u64 reserved[3]; /* 40 */
+};
+_Static_assert(sizeof(struct gp_cubin_entry) == 64, "gp_cubin_entry ABI");
+
+#endif /* GP_ABI_H */

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Root-only: loads the real launch probe, attaches its uprobes to functions
+ * of this very binary that carry libcuda's names and signatures, calls them
+ * from several threads and checks every event: exact counts, arguments,
+ * thread ids, and a stack that contains the calling function.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "user/launch_probe.h"
+
+#define THREADS 4
+#define CALLS 2500
+
+/* Same names and argument layout as the driver's; the probes read them. */
+__attribute__((noinline, used)) int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
+						   unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+						   void *stream, void **params, void **extra)
+{
+	__asm__ volatile("" ::: "memory");
+	return (int)(gx + gy + gz + bx + by + bz + shmem) + (stream != NULL) + (params != NULL) +
+	       (extra != NULL) + (f != NULL);
+}
+
+struct launch_config {
+	unsigned grid[3], block[3], shmem;
+	void *stream;
+	void *attrs;
+	unsigned nattrs;
+};
+
+__attribute__((noinline, used)) int cuLaunchKernelEx(const struct launch_config *c, void *f,
+						     void **params, void **extra)
+{
+	__asm__ volatile("" ::: "memory");
+	return (int)c->grid[0] + (f != NULL) + (params != NULL) + (extra != NULL);
+}
+
+__attribute__((noinline)) static void call_site(uintptr_t tid)
+{
+	for (int i = 0; i < CALLS; i++)
+		cuLaunchKernel((void *)0x1234, 3, 2, 1, 128, 1, 1, 0, (void *)(0x5000 + tid), NULL, NULL);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *thread_main(void *arg)
+{
+	call_site((uintptr_t)arg);
+	return NULL;
+}
+
+struct seen {
+	unsigned launches, ex, bad_args, with_site, threads_mismatch;
+	pid_t pid;
+	uintptr_t site_lo, site_hi;
+};
+
+static int on_event(void *ctx, const struct gp_launch_event *e, size_t size)
+{
+	struct seen *s = ctx;
+
+	if (e->pid != (__u32)s->pid)
+		return 0;
+	if (size < GP_LAUNCH_EVENT_HDR + 8ull * e->nr_frames)
+		s->bad_args++;
+	if (e->probe == GP_PROBE_LAUNCH_KERNEL_EX) {
+		s->ex++;
+		if (e->grid[0] != 7 || e->block[2] != 9 || e->stream != 0x7777 || e->func != 0x4321)
+			s->bad_args++;
+		return 0;
+	}
+	if (e->probe != GP_PROBE_LAUNCH_KERNEL)
+		return 0;
+	s->launches++;
+	if (e->func != 0x1234 || e->grid[0] != 3 || e->grid[1] != 2 || e->grid[2] != 1 ||
+	    e->block[0] != 128 || e->block[1] != 1 || e->block[2] != 1 || e->stream < 0x5000 ||
+	    e->stream > 0x5000 + THREADS)
+		s->bad_args++;
+	if (e->tid == (__u32)s->pid)
+		s->threads_mismatch++; /* launches come from the worker threads only */
+	for (__u32 i = 0; i < e->nr_frames && i < GP_MAX_STACK; i++) {
+		if (e->stack[i] >= s->site_lo && e->stack[i] < s->site_hi) {
+			s->with_site++;
+			break;
+		}
+	}
+	return 0;
+}
+
+static void test_every_launch_arrives_once_with_its_arguments_and_stack(void **state)
+{
+	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 64 << 20,
+				       .wakeup_bytes = 1 << 20 };
+	struct launch_attach_result res;
+	struct launch_probe *lp = NULL;
+	struct seen s = { .pid = getpid() };
+	pthread_t th[THREADS];
+	__u64 ctr[GP_BPF_COUNTER_MAX];
+	struct launch_config cfg = { .grid = { 7, 1, 1 }, .block = { 1, 1, 9 }, .stream = (void *)0x7777 };
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	assert_true(n > 0);
+	exe[n] = 0;
+	s.site_lo = (uintptr_t)call_site;
+	s.site_hi = s.site_lo + 256;
+	assert_int_equal(launch_probe__open(&o, &lp), 0);
+	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
+	assert_true(res.attached >= 2);
+	assert_int_equal(launch_probe__follow(lp, getpid()), 0);
+
+	for (uintptr_t i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, thread_main, (void *)i), 0);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	cuLaunchKernelEx(&cfg, (void *)0x4321, NULL, NULL);
+
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(launch_probe__poll(lp, 20, on_event, &s), 0);
+	assert_int_equal(s.launches, THREADS * CALLS);
+	assert_int_equal(s.ex, 1);
+	assert_int_equal(s.bad_args, 0);
+	assert_int_equal(s.threads_mismatch, 0);
+	assert_int_equal(s.with_site, THREADS * CALLS);
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	assert_int_equal(ctr[GP_BPF_RINGBUF_FULL], 0);
+	assert_true(ctr[GP_BPF_EVENTS] >= THREADS * CALLS + 1);
+	launch_probe__destroy(lp);
+}
+
+static void test_an_unfollowed_process_sends_nothing(void **state)
+{
+	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 1 << 20, .wakeup_bytes = 4096 };
+	struct launch_attach_result res;
+	struct launch_probe *lp = NULL;
+	struct seen s = { .pid = getpid() };
+	__u64 ctr[GP_BPF_COUNTER_MAX];
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	assert_true(n > 0);
+	exe[n] = 0;
+	assert_int_equal(launch_probe__open(&o, &lp), 0);
+	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
+	/* Attaching the same file twice is a no-op, not a second set of probes. */
+	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
+	assert_true(res.already);
+	assert_int_equal(launch_probe__nr_files(lp), 1);
+	call_site(0);
+	assert_int_equal(launch_probe__poll(lp, 10, on_event, &s), 0);
+	assert_int_equal(s.launches, 0);
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	assert_int_equal(ctr[GP_BPF_FILTERED], CALLS);
+	launch_probe__destroy(lp);
+}
+
+static void test_a_file_without_launch_entry_points_is_refused(void **state)
+{
+	struct launch_probe_opts o = { .ringbuf_bytes = 1 << 20, .wakeup_bytes = 4096 };
+	struct launch_attach_result res;
+	struct launch_probe *lp = NULL;
+
+	assert_int_equal(launch_probe__open(&o, &lp), 0);
+	assert_int_equal(launch_probe__attach_file(lp, "/bin/true", &res), -ENOENT);
+	assert_int_equal(launch_probe__attach_file(lp, "/nonexistent/libcuda.so.1", &res), -ENOENT);
+	launch_probe__destroy(lp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_launch_arrives_once_with_its_arguments_and_stack),
+		cmocka_unit_test(test_an_unfollowed_process_sends_nothing),
+		cmocka_unit_test(test_a_file_without_launch_entry_points_is_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build and the tests need. Idempotent and
+# fast when everything is there: dpkg is asked first, apt only when needed.
+set -euo pipefail
+pkgs=(clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
+      libzstd-dev libcmocka-dev libclang-rt-14-dev golang-go python3 procps
+      util-linux binutils)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "deps: missing packages: ${missing[*]}; run as root: sudo make deps" >&2
+		exit 1
+	fi
+	echo "deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+cuda=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -f "$cuda/include/cupti.h" ] || [ ! -f "$cuda/include/cuda.h" ]; then
+	echo "deps: CUDA headers not found under $cuda (cuda.h, cupti.h); install the CUDA toolkit (12.4 or newer) or set CUDA_HOME" >&2
+	exit 1
+fi
+echo "deps: all present"

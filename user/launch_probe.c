@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The launch probe family (bpf/launch.bpf.c): split skeleton lifecycle
+ * (open, size, load, attach), one uprobe set per distinct libcuda file
+ * (a uprobe on a file covers every process that maps it), and the ring
+ * buffer reader.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "user/launch_probe.h"
+#include "launch.skel.h"
+
+#define MAX_FILES 64
+
+struct probe_desc {
+	const char *symbol;
+	const char *alt_symbol;  /* the _v2 name cuda.h maps it to, if any */
+	bool launch;
+	bool copy;
+};
+
+static const struct probe_desc probes[GP_PROBE_MAX] = {
+	[GP_PROBE_LAUNCH_KERNEL] = { "cuLaunchKernel", NULL, true, false },
+	[GP_PROBE_LAUNCH_KERNEL_PTSZ] = { "cuLaunchKernel_ptsz", NULL, true, false },
+	[GP_PROBE_LAUNCH_KERNEL_EX] = { "cuLaunchKernelEx", NULL, true, false },
+	[GP_PROBE_LAUNCH_KERNEL_EX_PTSZ] = { "cuLaunchKernelEx_ptsz", NULL, true, false },
+	[GP_PROBE_LAUNCH_COOPERATIVE] = { "cuLaunchCooperativeKernel", NULL, true, false },
+	[GP_PROBE_LAUNCH_COOPERATIVE_PTSZ] = { "cuLaunchCooperativeKernel_ptsz", NULL, true, false },
+	[GP_PROBE_GRAPH_LAUNCH] = { "cuGraphLaunch", NULL, true, false },
+	[GP_PROBE_GRAPH_LAUNCH_PTSZ] = { "cuGraphLaunch_ptsz", NULL, true, false },
+	[GP_PROBE_MODULE_LOAD] = { "cuModuleLoad", NULL, false, false },
+	[GP_PROBE_MODULE_LOAD_DATA] = { "cuModuleLoadData", NULL, false, false },
+	[GP_PROBE_MODULE_LOAD_DATA_EX] = { "cuModuleLoadDataEx", NULL, false, false },
+	[GP_PROBE_MODULE_LOAD_FAT_BINARY] = { "cuModuleLoadFatBinary", NULL, false, false },
+	[GP_PROBE_LIBRARY_LOAD_DATA] = { "cuLibraryLoadData", NULL, false, false },
+	[GP_PROBE_LIBRARY_LOAD_FROM_FILE] = { "cuLibraryLoadFromFile", NULL, false, false },
+	[GP_PROBE_MEMCPY_HTOD] = { "cuMemcpyHtoD_v2", "cuMemcpyHtoD", false, true },
+	[GP_PROBE_MEMCPY_DTOH] = { "cuMemcpyDtoH_v2", "cuMemcpyDtoH", false, true },
+	[GP_PROBE_MEMSET_D8] = { "cuMemsetD8_v2", "cuMemsetD8", false, true },
+};
+
+struct attached_file {
+	dev_t dev;
+	ino_t ino;
+};
+
+struct launch_probe {
+	struct launch_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	size_t nr_links, cap_links;
+	struct attached_file files[MAX_FILES];
+	unsigned nr_files;
+	launch_event_fn fn;
+	void *fn_ctx;
+	int fn_err;
+	bool verbose;
+};
+
+static bool libbpf_verbose;
+/* Attaching by name to a file that lacks the name is expected: stay quiet. */
+static bool libbpf_quiet;
+
+__attribute__((format(printf, 2, 0)))
+static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if ((level == LIBBPF_DEBUG || libbpf_quiet) && !libbpf_verbose)
+		return 0;
+	if (level == LIBBPF_WARN || libbpf_verbose)
+		return vfprintf(stderr, fmt, args);
+	return 0;
+}
+
+const char *launch_probe__name(__u32 probe)
+{
+	if (probe >= GP_PROBE_MAX)
+		return "?";
+	return probes[probe].symbol;
+}
+
+bool launch_probe__is_launch(__u32 probe)
+{
+	return probe < GP_PROBE_MAX && probes[probe].launch;
+}
+
+bool launch_probe__is_copy(__u32 probe)
+{
+	return probe < GP_PROBE_MAX && probes[probe].copy;
+}
+
+static struct bpf_program *program_of(struct launch_bpf *s, int probe)
+{
+	struct bpf_program *table[GP_PROBE_MAX] = {
+		[GP_PROBE_LAUNCH_KERNEL] = s->progs.cu_launch_kernel,
+		[GP_PROBE_LAUNCH_KERNEL_PTSZ] = s->progs.cu_launch_kernel_ptsz,
+		[GP_PROBE_LAUNCH_KERNEL_EX] = s->progs.cu_launch_kernel_ex,
+		[GP_PROBE_LAUNCH_KERNEL_EX_PTSZ] = s->progs.cu_launch_kernel_ex_ptsz,
+		[GP_PROBE_LAUNCH_COOPERATIVE] = s->progs.cu_launch_cooperative,
+		[GP_PROBE_LAUNCH_COOPERATIVE_PTSZ] = s->progs.cu_launch_cooperative_ptsz,
+		[GP_PROBE_GRAPH_LAUNCH] = s->progs.cu_graph_launch,
+		[GP_PROBE_GRAPH_LAUNCH_PTSZ] = s->progs.cu_graph_launch_ptsz,
+		[GP_PROBE_MODULE_LOAD] = s->progs.cu_module_load,
+		[GP_PROBE_MODULE_LOAD_DATA] = s->progs.cu_module_load_data,
+		[GP_PROBE_MODULE_LOAD_DATA_EX] = s->progs.cu_module_load_data_ex,
+		[GP_PROBE_MODULE_LOAD_FAT_BINARY] = s->progs.cu_module_load_fat_binary,
+		[GP_PROBE_LIBRARY_LOAD_DATA] = s->progs.cu_library_load_data,
+		[GP_PROBE_LIBRARY_LOAD_FROM_FILE] = s->progs.cu_library_load_from_file,
+		[GP_PROBE_MEMCPY_HTOD] = s->progs.cu_memcpy_htod,
+		[GP_PROBE_MEMCPY_DTOH] = s->progs.cu_memcpy_dtoh,
+		[GP_PROBE_MEMSET_D8] = s->progs.cu_memset_d8,
+	};
+
+	return table[probe];
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct launch_probe *lp = ctx;
+	int err;
+
+	if (size < GP_LAUNCH_EVENT_HDR)
+		return 0;
+	err = lp->fn(lp->fn_ctx, data, size);
+	if (err) {
+		lp->fn_err = err;
+		return err;
+	}
+	return 0;
+}
+
+static bool is_pow2(__u64 v)
+{
+	return v && !(v & (v - 1));
+}
+
+int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe **ret_lp)
+{
+	struct launch_probe *lp;
+	int err;
+
+	if (!is_pow2(opts->ringbuf_bytes) || opts->ringbuf_bytes < 4096)
+		return -EINVAL;
+	libbpf_verbose = opts->verbose;
+	libbpf_set_print(print_libbpf);
+	lp = calloc(1, sizeof(*lp));
+	if (!lp)
+		return -ENOMEM;
+	lp->verbose = opts->verbose;
+	lp->skel = launch_bpf__open();
+	if (!lp->skel) {
+		err = -errno ? -errno : -EINVAL;
+		goto err_free;
+	}
+	lp->skel->rodata->filter_pids = opts->filter_pids;
+	lp->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
+	err = bpf_map__set_max_entries(lp->skel->maps.events, opts->ringbuf_bytes);
+	if (err)
+		goto err_destroy;
+	err = launch_bpf__load(lp->skel);
+	if (err)
+		goto err_destroy;
+	/* Auto-attaches only the fork tracepoint; uprobes are per file, below. */
+	err = launch_bpf__attach(lp->skel);
+	if (err)
+		goto err_destroy;
+	lp->rb = ring_buffer__new(bpf_map__fd(lp->skel->maps.events), on_event, lp, NULL);
+	if (!lp->rb) {
+		err = -errno ? -errno : -ENOMEM;
+		goto err_destroy;
+	}
+	*ret_lp = lp;
+	return 0;
+
+err_destroy:
+	launch_bpf__destroy(lp->skel);
+err_free:
+	free(lp);
+	return err;
+}
+
+static int push_link(struct launch_probe *lp, struct bpf_link *link)
+{
+	if (lp->nr_links == lp->cap_links) {
+		size_t cap = lp->cap_links ? 2 * lp->cap_links : 32;
+		struct bpf_link **n = realloc(lp->links, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		lp->links = n;
+		lp->cap_links = cap;
+	}
+	lp->links[lp->nr_links++] = link;
+	return 0;
+}
+
+static int attach_one(struct launch_probe *lp, int probe, const char *path, bool *ret_found)
+{
+	const struct probe_desc *d = &probes[probe];
+	const char *names[2] = { d->symbol, d->alt_symbol };
+	int err = 0;
+
+	*ret_found = false;
+	for (int i = 0; i < 2 && names[i]; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = names[i], .retprobe = false);
+		struct bpf_link *link;
+
+		libbpf_quiet = true;
+		link = bpf_program__attach_uprobe_opts(program_of(lp->skel, probe), -1, path, 0, &uo);
+		libbpf_quiet = false;
+		if (!link) {
+			err = -errno;
+			if (err == -ENOENT || err == -ESRCH)
+				continue; /* the file does not export this name */
+			return err;
+		}
+		err = push_link(lp, link);
+		if (err) {
+			bpf_link__destroy(link);
+			return err;
+		}
+		*ret_found = true;
+		return 0;
+	}
+	return 0;
+}
+
+int launch_probe__attach_file(struct launch_probe *lp, const char *path,
+			      struct launch_attach_result *ret_res)
+{
+	struct launch_attach_result res = {};
+	struct stat st;
+	unsigned launches = 0;
+	int err;
+
+	if (stat(path, &st))
+		return -errno;
+	for (unsigned i = 0; i < lp->nr_files; i++) {
+		if (lp->files[i].dev == st.st_dev && lp->files[i].ino == st.st_ino) {
+			res.already = true;
+			*ret_res = res;
+			return 0;
+		}
+	}
+	if (lp->nr_files == MAX_FILES)
+		return -E2BIG;
+	for (int p = 0; p < GP_PROBE_MAX; p++) {
+		bool found;
+
+		err = attach_one(lp, p, path, &found);
+		if (err)
+			return err;
+		if (found) {
+			res.attached++;
+			launches += probes[p].launch;
+		} else {
+			res.missing++;
+		}
+	}
+	if (!launches)
+		return -ENOENT; /* not a CUDA driver: nothing launches through it */
+	lp->files[lp->nr_files].dev = st.st_dev;
+	lp->files[lp->nr_files].ino = st.st_ino;
+	lp->nr_files++;
+	*ret_res = res;
+	return 0;
+}
+
+unsigned launch_probe__nr_files(const struct launch_probe *lp)
+{
+	return lp->nr_files;
+}
+
+int launch_probe__follow(struct launch_probe *lp, __u32 tgid)
+{
+	__u8 one = 1;
+
+	if (bpf_map__update_elem(lp->skel->maps.pids, &tgid, sizeof(tgid), &one, sizeof(one), BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int launch_probe__unfollow(struct launch_probe *lp, __u32 tgid)
+{
+	if (bpf_map__delete_elem(lp->skel->maps.pids, &tgid, sizeof(tgid), 0) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int launch_probe__poll(struct launch_probe *lp, int timeout_ms, launch_event_fn fn, void *ctx)
+{
+	int err;
+
+	lp->fn = fn;
+	lp->fn_ctx = ctx;
+	lp->fn_err = 0;
+	err = ring_buffer__poll(lp->rb, timeout_ms);
+	if (err < 0 && err != -EINTR)
+		return lp->fn_err ? lp->fn_err : err;
+	/* Events submitted without a wakeup wait for us: take them all. */
+	err = ring_buffer__consume(lp->rb);
+	if (err < 0)
+		return lp->fn_err ? lp->fn_err : err;
+	return 0;
+}
+
+int launch_probe__counters(struct launch_probe *lp, __u64 ret_counters[GP_BPF_COUNTER_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 out[GP_BPF_COUNTER_MAX] = {};
+	__u64 *vals;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 k = 0; k < GP_BPF_COUNTER_MAX; k++) {
+		if (bpf_map__lookup_elem(lp->skel->maps.counters, &k, sizeof(k), vals,
+					 ncpu * sizeof(*vals), 0)) {
+			int err = -errno;
+
+			free(vals);
+			return err;
+		}
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+	memcpy(ret_counters, out, sizeof(out));
+	return 0;
+}
+
+void launch_probe__destroy(struct launch_probe *lp)
+{
+	if (!lp)
+		return;
+	ring_buffer__free(lp->rb);
+	for (size_t i = 0; i < lp->nr_links; i++)
+		bpf_link__destroy(lp->links[i]);
+	free(lp->links);
+	launch_bpf__destroy(lp->skel);
+	free(lp);
+}

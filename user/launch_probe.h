@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The launch probe family's lifecycle: open the BPF skeleton, size it, load
+ * it, attach the uprobes to each distinct libcuda file, follow pids, read the
+ * events. Nothing else in user/ sees struct launch_bpf.
+ */
+#ifndef GP_LAUNCH_PROBE_H
+#define GP_LAUNCH_PROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+#include "bpf/launch.h"
+
+struct launch_probe;
+
+struct launch_probe_opts {
+	bool filter_pids;        /* only pids added with launch_probe__follow */
+	__u32 ringbuf_bytes;     /* power of two, >= 4096 */
+	__u64 wakeup_bytes;      /* wake the reader once this much is waiting */
+	bool verbose;            /* let libbpf print its debug chatter */
+};
+
+/* Called for each event; its memory is valid only during the call. */
+typedef int (*launch_event_fn)(void *ctx, const struct gp_launch_event *e, size_t size);
+
+struct launch_attach_result {
+	unsigned attached;       /* probes attached to this file */
+	unsigned missing;        /* entry points the file does not export */
+	bool already;            /* the file (dev, inode) was attached before */
+};
+
+int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe **ret_lp);
+/* Attaches every probe to the ELF file at path (for every process mapping it). */
+int launch_probe__attach_file(struct launch_probe *lp, const char *path,
+			      struct launch_attach_result *ret_res);
+int launch_probe__follow(struct launch_probe *lp, __u32 tgid);
+int launch_probe__unfollow(struct launch_probe *lp, __u32 tgid);
+/* Waits up to timeout_ms for events, then consumes all that are waiting. */
+int launch_probe__poll(struct launch_probe *lp, int timeout_ms, launch_event_fn fn, void *ctx);
+/* Sums the per-CPU counters (enum gp_bpf_counter). */
+int launch_probe__counters(struct launch_probe *lp, __u64 ret_counters[GP_BPF_COUNTER_MAX]);
+unsigned launch_probe__nr_files(const struct launch_probe *lp);
+void launch_probe__destroy(struct launch_probe *lp);
+
+const char *launch_probe__name(__u32 probe);
+bool launch_probe__is_launch(__u32 probe);
+bool launch_probe__is_copy(__u32 probe);
+
+#endif

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/* The join of launch events and CUPTI records (user/join/join.c). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <string.h>
+#include "user/join/join.h"
+
+#define MAXS 4096
+#define MS 1000000ull
+
+struct sink {
+	struct join_sample s[MAXS];
+	struct join_activity act[MAXS];
+	unsigned n;
+};
+
+static void on_sample(void *ctx, const struct join_sample *s)
+{
+	struct sink *k = ctx;
+
+	if (k->n < MAXS) {
+		k->act[k->n] = *s->act;
+		k->s[k->n] = *s;
+		k->s[k->n].act = &k->act[k->n];
+	}
+	k->n++;
+}
+
+static struct join *new_join(struct sink *k, size_t max_queue)
+{
+	struct join_opts o = { .horizon_ns = 1000 * MS, .max_queue = max_queue };
+	struct join *j = NULL;
+
+	memset(k, 0, sizeof(*k));
+	assert_int_equal(join__new(&o, on_sample, k, &j), 0);
+	return j;
+}
+
+static void launch(struct join *j, __u32 tid, __u64 ts, __u64 site)
+{
+	struct join_launch l = { .pid = 100, .tid = tid, .ts = ts, .probe = 0,
+				 .cls = JOIN_CLASS_LAUNCH, .site = site };
+
+	join__add_launch(j, &l);
+}
+
+static void api(struct join *j, __u32 tid, __u64 start, __u64 end, __u64 corr, __u32 domain)
+{
+	struct join_api a = { .pid = 100, .tid = tid, .start = start, .end = end, .corr = corr,
+			      .domain = domain, .cls = JOIN_CLASS_LAUNCH };
+
+	join__add_api(j, &a);
+}
+
+static void kernel(struct join *j, __u64 corr, __u64 cookie)
+{
+	struct join_activity a = { .pid = 100, .corr = corr, .start = 1, .end = 2, .cookie = cookie };
+
+	join__add_activity(j, &a);
+}
+
+/* The sample for the activity with this cookie. */
+static const struct join_sample *find(const struct sink *k, __u64 cookie)
+{
+	for (unsigned i = 0; i < k->n && i < MAXS; i++)
+		if (k->s[i].act->cookie == cookie)
+			return &k->s[i];
+	fail_msg("no sample for cookie %llu", (unsigned long long)cookie);
+	return NULL;
+}
+
+static void test_driver_records_join_the_launch_that_precedes_them_per_thread(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+
+	/* Two threads interleaved in time; each call: event, then record inside it. */
+	for (int i = 0; i < 10; i++) {
+		launch(j, 1, 1000 + 100 * i, 10 + i);
+		launch(j, 2, 1010 + 100 * i, 20 + i);
+	}
+	for (int i = 0; i < 10; i++) {
+		api(j, 1, 1001 + 100 * i, 1005 + 100 * i, 500 + i, JOIN_DOMAIN_DRIVER);
+		api(j, 2, 1011 + 100 * i, 1015 + 100 * i, 600 + i, JOIN_DOMAIN_DRIVER);
+		kernel(j, 500 + i, 500 + i);
+		kernel(j, 600 + i, 600 + i);
+	}
+	join__advance(j, 1000 * MS, 1);
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(find(&k, 500 + i)->site, 10 + i);
+		assert_int_equal(find(&k, 500 + i)->tid, 1);
+		assert_int_equal(find(&k, 600 + i)->site, 20 + i);
+		assert_int_equal(find(&k, 600 + i)->reason, JOIN_OK);
+	}
+	assert_int_equal(k.n, 20);
+	join__destroy(j);
+}
+
+static void test_a_kernel_arriving_before_its_api_record_waits_for_it(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+
+	kernel(j, 7, 1);
+	join__advance(j, 0, 1);
+	assert_int_equal(k.n, 0);
+	launch(j, 1, 100, 42);
+	api(j, 1, 101, 110, 7, JOIN_DOMAIN_DRIVER);
+	join__advance(j, 200, 2);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(find(&k, 1)->site, 42);
+	assert_int_equal(find(&k, 1)->reason, JOIN_OK);
+	join__destroy(j);
+}
+
+static void test_a_graph_launch_gives_all_its_kernels_to_one_site(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+
+	launch(j, 1, 100, 42);
+	api(j, 1, 101, 110, 9, JOIN_DOMAIN_DRIVER);
+	join__advance(j, 200, 1);
+	kernel(j, 9, 1);
+	kernel(j, 9, 2);
+	kernel(j, 9, 3);
+	assert_int_equal(k.n, 3);
+	for (int c = 1; c <= 3; c++)
+		assert_int_equal(find(&k, c)->site, 42);
+	join__destroy(j);
+}
+
+static void test_a_lost_launch_event_is_counted_and_the_rest_resynchronise(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+	struct join_counters c;
+
+	/* Calls 0..4; the uprobe event of call 2 was lost. */
+	for (int i = 0; i < 5; i++) {
+		if (i != 2)
+			launch(j, 1, 1000 + 100 * i, 10 + i);
+		api(j, 1, 1001 + 100 * i, 1050 + 100 * i, 500 + i, JOIN_DOMAIN_DRIVER);
+		kernel(j, 500 + i, i);
+	}
+	join__advance(j, 10000, 1);
+	assert_int_equal(find(&k, 2)->reason, JOIN_NO_LAUNCH_EVENT);
+	for (int i = 0; i < 5; i++)
+		if (i != 2)
+			assert_int_equal(find(&k, i)->site, 10 + i);
+	join__counters(j, &c);
+	assert_int_equal(c.api_without_launch, 1);
+	assert_int_equal(c.launches_matched, 4);
+	assert_int_equal(c.activities_unattributed[JOIN_NO_LAUNCH_EVENT], 1);
+	join__destroy(j);
+}
+
+static void test_a_lost_api_record_is_counted_and_the_rest_resynchronise(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+	struct join_counters c;
+
+	/* CUPTI dropped the API record (and kernel) of call 1. */
+	for (int i = 0; i < 4; i++) {
+		launch(j, 1, 1000 + 100 * i, 10 + i);
+		if (i != 1) {
+			api(j, 1, 1001 + 100 * i, 1050 + 100 * i, 500 + i, JOIN_DOMAIN_DRIVER);
+			kernel(j, 500 + i, i);
+		}
+	}
+	join__advance(j, 10000, 1);
+	assert_int_equal(find(&k, 0)->site, 10);
+	assert_int_equal(find(&k, 2)->site, 12);
+	assert_int_equal(find(&k, 3)->site, 13);
+	join__counters(j, &c);
+	assert_int_equal(c.launches_without_record, 1);
+	assert_int_equal(k.n, 3);
+	join__destroy(j);
+}
+
+static void test_a_runtime_record_joins_the_driver_call_it_brackets(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+	struct join_counters c;
+
+	launch(j, 1, 150, 1);   /* inside [100, 200] */
+	launch(j, 1, 250, 2);   /* no record: between calls */
+	launch(j, 1, 350, 3);   /* inside [300, 400] */
+	api(j, 1, 100, 200, 70, JOIN_DOMAIN_RUNTIME);
+	api(j, 1, 300, 400, 71, JOIN_DOMAIN_RUNTIME);
+	api(j, 1, 500, 600, 72, JOIN_DOMAIN_RUNTIME); /* its event was lost */
+	kernel(j, 70, 70);
+	kernel(j, 71, 71);
+	kernel(j, 72, 72);
+	join__advance(j, 1000, 1);
+	assert_int_equal(find(&k, 70)->site, 1);
+	assert_int_equal(find(&k, 71)->site, 3);
+	assert_int_equal(find(&k, 72)->reason, JOIN_NO_LAUNCH_EVENT);
+	join__counters(j, &c);
+	assert_int_equal(c.launches_without_record, 1);
+	join__destroy(j);
+}
+
+static void test_a_record_waits_until_the_bpf_side_has_been_read_past_it(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+
+	api(j, 1, 1001, 1050, 5, JOIN_DOMAIN_DRIVER);
+	kernel(j, 5, 5);
+	join__advance(j, 1000, 1); /* events up to 1000 read: the call's may still come */
+	assert_int_equal(k.n, 0);
+	launch(j, 1, 1000, 77);
+	join__advance(j, 2000, 2);
+	assert_int_equal(find(&k, 5)->site, 77);
+	join__destroy(j);
+}
+
+static void test_an_activity_without_api_record_leaves_after_the_horizon(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+
+	kernel(j, 5, 5);
+	join__advance(j, 0, 10);
+	assert_int_equal(k.n, 0);
+	join__advance(j, 0, 10 + 1000 * MS);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(find(&k, 5)->reason, JOIN_NO_API_RECORD);
+	join__destroy(j);
+}
+
+static void test_finishing_a_process_resolves_everything_it_holds(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+	struct join_counters c;
+
+	launch(j, 1, 100, 1);
+	api(j, 1, 101, 110, 5, JOIN_DOMAIN_DRIVER);
+	kernel(j, 5, 5);
+	kernel(j, 6, 6);
+	launch(j, 1, 200, 2);
+	join__finish_pid(j, 100);
+	assert_int_equal(k.n, 2);
+	assert_int_equal(find(&k, 5)->site, 1);
+	assert_int_equal(find(&k, 6)->reason, JOIN_NO_API_RECORD);
+	join__counters(j, &c);
+	assert_int_equal(c.launches_without_record, 1);
+	join__destroy(j);
+}
+
+static void test_calls_made_before_attach_are_labelled_so(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+
+	assert_int_equal(join__attach(j, 100, 500), 0);
+	api(j, 1, 101, 110, 5, JOIN_DOMAIN_DRIVER);
+	kernel(j, 5, 5);
+	join__advance(j, 1000, 1);
+	assert_int_equal(find(&k, 5)->reason, JOIN_BEFORE_ATTACH);
+	join__destroy(j);
+}
+
+static void test_every_activity_leaves_exactly_once_when_queues_overflow(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 4);
+	struct join_counters c;
+
+	for (int i = 0; i < 20; i++)
+		launch(j, 1, 1000 + 100 * i, i);
+	for (int i = 0; i < 20; i++) {
+		api(j, 1, 1001 + 100 * i, 1050 + 100 * i, 500 + i, JOIN_DOMAIN_DRIVER);
+		kernel(j, 500 + i, i);
+	}
+	join__finish_all(j);
+	join__counters(j, &c);
+	assert_int_equal(k.n, 20);
+	for (int i = 0; i < 20; i++)
+		find(&k, i);
+	assert_true(c.queue_full > 0);
+	assert_int_equal(c.activities_joined + c.activities_unattributed[JOIN_NO_LAUNCH_EVENT] +
+			 c.activities_unattributed[JOIN_NO_API_RECORD] +
+			 c.activities_unattributed[JOIN_TABLE_FULL], 20);
+	join__destroy(j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_driver_records_join_the_launch_that_precedes_them_per_thread),
+		cmocka_unit_test(test_a_kernel_arriving_before_its_api_record_waits_for_it),
+		cmocka_unit_test(test_a_graph_launch_gives_all_its_kernels_to_one_site),
+		cmocka_unit_test(test_a_lost_launch_event_is_counted_and_the_rest_resynchronise),
+		cmocka_unit_test(test_a_lost_api_record_is_counted_and_the_rest_resynchronise),
+		cmocka_unit_test(test_a_runtime_record_joins_the_driver_call_it_brackets),
+		cmocka_unit_test(test_a_record_waits_until_the_bpf_side_has_been_read_past_it),
+		cmocka_unit_test(test_an_activity_without_api_record_leaves_after_the_horizon),
+		cmocka_unit_test(test_finishing_a_process_resolves_everything_it_holds),
+		cmocka_unit_test(test_calls_made_before_attach_are_labelled_so),
+		cmocka_unit_test(test_every_activity_leaves_exactly_once_when_queues_overflow),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

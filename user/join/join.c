@@ -1,0 +1,636 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The join engine of join.h: per-thread ordered merge of launch events and
+ * API records, correlation-id table, and activities waiting for their API
+ * record. Everything is bounded and every activity leaves exactly once.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/join/join.h"
+#include "user/util/u64map.h"
+
+/* A growable FIFO of fixed-size items with a hard bound. */
+struct fifo {
+	char *buf;
+	size_t item, cap, head, len, max;
+};
+
+static int fifo__push(struct fifo *f, const void *item)
+{
+	if (f->len == f->max)
+		return -E2BIG;
+	if (f->len == f->cap) {
+		size_t ncap = f->cap ? f->cap * 2 : 16;
+		char *n = malloc(ncap * f->item);
+
+		if (!n)
+			return -ENOMEM;
+		for (size_t i = 0; i < f->len; i++)
+			memcpy(n + i * f->item, f->buf + ((f->head + i) % f->cap) * f->item, f->item);
+		free(f->buf);
+		f->buf = n;
+		f->cap = ncap;
+		f->head = 0;
+	}
+	memcpy(f->buf + ((f->head + f->len) % f->cap) * f->item, item, f->item);
+	f->len++;
+	return 0;
+}
+
+static void *fifo__at(const struct fifo *f, size_t i)
+{
+	return i < f->len ? f->buf + ((f->head + i) % f->cap) * f->item : NULL;
+}
+
+static void fifo__pop(struct fifo *f)
+{
+	if (!f->len)
+		return;
+	f->head = (f->head + 1) % f->cap;
+	f->len--;
+}
+
+static void fifo__free(struct fifo *f)
+{
+	free(f->buf);
+	memset(f, 0, sizeof(*f));
+}
+
+struct jlaunch {
+	__u64 ts, site;
+	__u32 probe;
+};
+
+struct japi {
+	__u64 start, end, corr;
+	__u32 domain;
+};
+
+struct jthread {
+	__u32 tid, cls;
+	struct fifo launches; /* struct jlaunch, in ts order */
+	struct fifo apis;     /* struct japi, in start order */
+};
+
+struct jcorr {
+	__u64 corr, site, added;
+	__u32 tid, probe, reason;
+};
+
+struct jpending {
+	struct join_activity act;
+	__u64 added;
+	__u32 next;  /* next pending activity of the same corr, or NONE */
+	__u32 gen;   /* bumped on reuse, so stale order entries are recognised */
+	bool live;
+};
+
+struct jorder {
+	__u32 node, gen;
+};
+
+#define NONE UINT32_MAX
+
+struct jproc {
+	__u32 pid;
+	__u64 attach_ts;
+	struct u64map thread_idx;   /* tid << 1 | cls -> index in threads */
+	struct jthread *threads;
+	size_t nr_threads, cap_threads;
+	struct u64map corr_idx;     /* corr -> absolute position in corrs */
+	struct fifo corrs;          /* struct jcorr, insertion order */
+	__u64 corr_base;            /* absolute position of corrs' head */
+	struct u64map pending_head; /* corr -> first pending node */
+	struct jpending *pending;   /* node pool */
+	__u32 nr_pending_nodes, free_head, live_pending;
+	struct fifo pending_order;  /* struct jorder, arrival order */
+};
+
+struct join {
+	struct join_opts o;
+	join_emit_fn emit;
+	void *ctx;
+	struct u64map proc_idx;     /* pid -> index in procs */
+	struct jproc **procs;
+	size_t nr_procs;
+	struct join_counters c;
+	__u64 now;
+};
+
+const char *join__reason_name(enum join_reason r)
+{
+	switch (r) {
+	case JOIN_OK: return "joined";
+	case JOIN_NO_LAUNCH_EVENT: return "no launch event";
+	case JOIN_NO_API_RECORD: return "no API record";
+	case JOIN_BEFORE_ATTACH: return "launched before attach";
+	case JOIN_TABLE_FULL: return "join table full";
+	default: return "unknown";
+	}
+}
+
+int join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx, struct join **ret_j)
+{
+	struct join *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return -ENOMEM;
+	j->o = *opts;
+	if (!j->o.horizon_ns)
+		j->o.horizon_ns = 10ull * 1000000000;
+	if (!j->o.max_queue)
+		j->o.max_queue = 1 << 16;
+	if (!j->o.max_corr)
+		j->o.max_corr = 1 << 20;
+	if (!j->o.max_pending)
+		j->o.max_pending = 1 << 20;
+	if (!j->o.max_procs)
+		j->o.max_procs = 4096;
+	j->emit = emit;
+	j->ctx = ctx;
+	if (u64map__init(&j->proc_idx, j->o.max_procs)) {
+		free(j);
+		return -ENOMEM;
+	}
+	j->procs = calloc(j->o.max_procs, sizeof(*j->procs));
+	if (!j->procs) {
+		u64map__fini(&j->proc_idx);
+		free(j);
+		return -ENOMEM;
+	}
+	*ret_j = j;
+	return 0;
+}
+
+static void proc__free(struct jproc *p)
+{
+	for (size_t i = 0; i < p->nr_threads; i++) {
+		fifo__free(&p->threads[i].launches);
+		fifo__free(&p->threads[i].apis);
+	}
+	free(p->threads);
+	u64map__fini(&p->thread_idx);
+	u64map__fini(&p->corr_idx);
+	fifo__free(&p->corrs);
+	u64map__fini(&p->pending_head);
+	free(p->pending);
+	fifo__free(&p->pending_order);
+	free(p);
+}
+
+void join__destroy(struct join *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->nr_procs; i++)
+		proc__free(j->procs[i]);
+	free(j->procs);
+	u64map__fini(&j->proc_idx);
+	free(j);
+}
+
+static struct jproc *proc_get(struct join *j, __u32 pid, bool create)
+{
+	struct jproc *p;
+	__u64 idx;
+
+	if (u64map__get(&j->proc_idx, pid, &idx))
+		return j->procs[idx];
+	if (!create || j->nr_procs == j->o.max_procs)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->corrs.item = sizeof(struct jcorr);
+	p->corrs.max = j->o.max_corr;
+	p->pending_order.item = sizeof(struct jorder);
+	p->pending_order.max = 2 * j->o.max_pending;
+	p->free_head = NONE;
+	if (u64map__init(&p->thread_idx, 0) || u64map__init(&p->corr_idx, j->o.max_corr) ||
+	    u64map__init(&p->pending_head, j->o.max_pending) ||
+	    u64map__put(&j->proc_idx, pid, j->nr_procs)) {
+		proc__free(p);
+		return NULL;
+	}
+	j->procs[j->nr_procs++] = p;
+	return p;
+}
+
+int join__attach(struct join *j, __u32 pid, __u64 attach_ts)
+{
+	struct jproc *p = proc_get(j, pid, true);
+
+	if (!p)
+		return -ENOMEM;
+	p->attach_ts = attach_ts;
+	return 0;
+}
+
+static struct jthread *thread_get(struct join *j, struct jproc *p, __u32 tid, __u32 cls)
+{
+	__u64 key = (__u64)tid << 1 | cls, idx;
+	struct jthread *t;
+
+	if (u64map__get(&p->thread_idx, key, &idx))
+		return &p->threads[idx];
+	if (p->nr_threads == p->cap_threads) {
+		size_t cap = p->cap_threads ? p->cap_threads * 2 : 8;
+		struct jthread *n = realloc(p->threads, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		p->threads = n;
+		p->cap_threads = cap;
+	}
+	if (u64map__put(&p->thread_idx, key, p->nr_threads))
+		return NULL;
+	t = &p->threads[p->nr_threads++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->cls = cls;
+	t->launches.item = sizeof(struct jlaunch);
+	t->launches.max = j->o.max_queue;
+	t->apis.item = sizeof(struct japi);
+	t->apis.max = j->o.max_queue;
+	return t;
+}
+
+/* ------------------------------------------------------------ emission */
+
+static void emit(struct join *j, const struct join_activity *act, __u32 tid, __u64 site,
+		 __u32 probe, enum join_reason reason)
+{
+	struct join_sample s = { .act = act, .pid = act->pid, .tid = tid, .site = site,
+				 .probe = probe, .reason = reason };
+
+	if (reason == JOIN_OK)
+		j->c.activities_joined++;
+	else
+		j->c.activities_unattributed[reason]++;
+	j->emit(j->ctx, &s);
+}
+
+static void pending_release(struct jproc *p, __u32 node)
+{
+	p->pending[node].live = false;
+	p->pending[node].next = p->free_head;
+	p->free_head = node;
+	p->live_pending--;
+}
+
+/* Emits every activity waiting on corr with the resolution c. */
+static void resolve_pending(struct join *j, struct jproc *p, const struct jcorr *c)
+{
+	__u64 first;
+	__u32 node;
+
+	if (!u64map__del(&p->pending_head, c->corr, &first))
+		return;
+	for (node = (__u32)first; node != NONE;) {
+		__u32 next = p->pending[node].next;
+
+		emit(j, &p->pending[node].act, c->tid, c->site, c->probe, c->reason);
+		pending_release(p, node);
+		node = next;
+	}
+}
+
+/* ------------------------------------------------------------ corr table */
+
+static void corr_drop_front(struct jproc *p)
+{
+	struct jcorr *c = fifo__at(&p->corrs, 0);
+	__u64 pos;
+
+	if (u64map__get(&p->corr_idx, c->corr, &pos) && pos == p->corr_base)
+		u64map__del(&p->corr_idx, c->corr, NULL);
+	fifo__pop(&p->corrs);
+	p->corr_base++;
+}
+
+static void corr_add(struct join *j, struct jproc *p, const struct jcorr *c)
+{
+	if (p->corrs.len == p->corrs.max) {
+		corr_drop_front(p);
+		j->c.corr_evicted++;
+	}
+	if (fifo__push(&p->corrs, c) == 0 &&
+	    u64map__put(&p->corr_idx, c->corr, p->corr_base + p->corrs.len - 1) != 0)
+		fifo__pop(&p->corrs); /* cannot index it: activities will be unattributed */
+	resolve_pending(j, p, c);
+}
+
+static const struct jcorr *corr_find(struct jproc *p, __u64 corr)
+{
+	__u64 pos;
+
+	if (!u64map__get(&p->corr_idx, corr, &pos))
+		return NULL;
+	return fifo__at(&p->corrs, pos - p->corr_base);
+}
+
+/* ------------------------------------------------------------ matching */
+
+static void match(struct join *j, struct jproc *p, struct jthread *t)
+{
+	const struct jlaunch *l = fifo__at(&t->launches, 0);
+	const struct japi *a = fifo__at(&t->apis, 0);
+	struct jcorr c = { .corr = a->corr, .site = l->site, .added = j->now, .tid = t->tid,
+			   .probe = l->probe, .reason = JOIN_OK };
+
+	j->c.launches_matched++;
+	fifo__pop(&t->launches);
+	fifo__pop(&t->apis);
+	corr_add(j, p, &c);
+}
+
+static void api_orphan(struct join *j, struct jproc *p, struct jthread *t)
+{
+	const struct japi *a = fifo__at(&t->apis, 0);
+	struct jcorr c = { .corr = a->corr, .added = j->now, .tid = t->tid };
+
+	if (a->start < p->attach_ts) {
+		c.reason = JOIN_BEFORE_ATTACH;
+		j->c.api_before_attach++;
+	} else {
+		c.reason = JOIN_NO_LAUNCH_EVENT;
+		j->c.api_without_launch++;
+	}
+	fifo__pop(&t->apis);
+	corr_add(j, p, &c);
+}
+
+static void launch_orphan(struct join *j, struct jthread *t)
+{
+	j->c.launches_without_record++;
+	fifo__pop(&t->launches);
+}
+
+/*
+ * One step of the merge for the oldest API record a and launch event l of
+ * a thread. Returns false when nothing can be decided yet.
+ */
+static bool merge_step(struct join *j, struct jproc *p, struct jthread *t, __u64 watermark)
+{
+	const struct japi *a = fifo__at(&t->apis, 0);
+	const struct jlaunch *l = fifo__at(&t->launches, 0), *l2;
+
+	if (!l) {
+		/* Every event before a.end has been read: a has none. */
+		if (watermark <= a->end)
+			return false;
+		api_orphan(j, p, t);
+		return true;
+	}
+	if (a->domain == JOIN_DOMAIN_RUNTIME) {
+		if (l->ts < a->start)
+			launch_orphan(j, t);
+		else if (l->ts > a->end)
+			api_orphan(j, p, t);
+		else
+			match(j, p, t);
+		return true;
+	}
+	/* Driver record: stamped inside the call, after the uprobe fired. */
+	if (l->ts > a->start) {
+		api_orphan(j, p, t);
+		return true;
+	}
+	l2 = fifo__at(&t->launches, 1);
+	if (l2 && l2->ts <= a->start) {
+		launch_orphan(j, t); /* a belongs to a later call */
+		return true;
+	}
+	if (!l2 && watermark <= a->end)
+		return false; /* a later event, closer to a, may still arrive */
+	match(j, p, t);
+	return true;
+}
+
+static void merge_thread(struct join *j, struct jproc *p, struct jthread *t, __u64 watermark)
+{
+	while (t->apis.len && merge_step(j, p, t, watermark))
+		;
+	/* Events older than the horizon with no record left to pair with. */
+	while (!t->apis.len && t->launches.len) {
+		const struct jlaunch *l = fifo__at(&t->launches, 0);
+
+		if (watermark != UINT64_MAX && l->ts + j->o.horizon_ns > j->now)
+			break;
+		launch_orphan(j, t);
+	}
+}
+
+/* ------------------------------------------------------------ inputs */
+
+void join__add_launch(struct join *j, const struct join_launch *l)
+{
+	struct jproc *p = proc_get(j, l->pid, true);
+	struct jthread *t = p && l->cls < JOIN_CLASS_MAX ? thread_get(j, p, l->tid, l->cls) : NULL;
+	struct jlaunch jl = { .ts = l->ts, .site = l->site, .probe = l->probe };
+
+	if (!t || fifo__push(&t->launches, &jl))
+		j->c.queue_full++;
+}
+
+void join__add_api(struct join *j, const struct join_api *a)
+{
+	struct jproc *p = proc_get(j, a->pid, true);
+	struct jthread *t = p && a->cls < JOIN_CLASS_MAX ? thread_get(j, p, a->tid, a->cls) : NULL;
+	struct japi ja = { .start = a->start, .end = a->end, .corr = a->corr, .domain = a->domain };
+	size_t i;
+
+	if (!t || fifo__push(&t->apis, &ja)) {
+		struct jcorr c = { .corr = a->corr, .added = j->now, .tid = a->tid,
+				   .reason = JOIN_TABLE_FULL };
+
+		j->c.queue_full++;
+		if (p)
+			corr_add(j, p, &c);
+		return;
+	}
+	/* Keep start order: CUPTI buffers may hand records over out of order. */
+	for (i = t->apis.len - 1; i > 0; i--) {
+		struct japi *prev = fifo__at(&t->apis, i - 1), *cur = fifo__at(&t->apis, i), tmp;
+
+		if (prev->start <= cur->start)
+			break;
+		tmp = *prev;
+		*prev = *cur;
+		*cur = tmp;
+	}
+}
+
+static bool order_live(const struct jproc *p, const struct jorder *o)
+{
+	return p->pending[o->node].live && p->pending[o->node].gen == o->gen;
+}
+
+/* Drops order entries of resolved activities, keeping arrival order. */
+static void order_compact(struct jproc *p)
+{
+	size_t n = p->pending_order.len;
+
+	for (size_t i = 0; i < n; i++) {
+		struct jorder o = *(struct jorder *)fifo__at(&p->pending_order, 0);
+
+		fifo__pop(&p->pending_order);
+		if (order_live(p, &o))
+			fifo__push(&p->pending_order, &o);
+	}
+}
+
+static int pending_add(struct join *j, struct jproc *p, const struct join_activity *act)
+{
+	__u64 first = NONE;
+	struct jorder o;
+	__u32 node;
+
+	if (p->live_pending >= j->o.max_pending)
+		return -E2BIG;
+	if (p->free_head != NONE) {
+		node = p->free_head;
+		p->free_head = p->pending[node].next;
+	} else {
+		struct jpending *n;
+
+		if (p->nr_pending_nodes == j->o.max_pending)
+			return -E2BIG;
+		n = realloc(p->pending, (p->nr_pending_nodes + 1) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->pending = n;
+		node = p->nr_pending_nodes++;
+		p->pending[node].gen = 0;
+	}
+	if (p->pending_order.len == p->pending_order.max)
+		order_compact(p);
+	o.node = node;
+	o.gen = p->pending[node].gen + 1;
+	if (fifo__push(&p->pending_order, &o)) {
+		p->pending[node].next = p->free_head;
+		p->free_head = node;
+		return -E2BIG;
+	}
+	u64map__get(&p->pending_head, act->corr, &first);
+	p->pending[node] = (struct jpending){ .act = *act, .added = j->now, .next = (__u32)first,
+					      .gen = o.gen, .live = true };
+	u64map__put(&p->pending_head, act->corr, node);
+	p->live_pending++;
+	return 0;
+}
+
+void join__add_activity(struct join *j, const struct join_activity *act)
+{
+	struct jproc *p = proc_get(j, act->pid, true);
+	const struct jcorr *c;
+
+	if (!p) {
+		emit(j, act, 0, 0, 0, JOIN_TABLE_FULL);
+		return;
+	}
+	c = corr_find(p, act->corr);
+	if (c) {
+		emit(j, act, c->tid, c->site, c->probe, c->reason);
+		return;
+	}
+	if (pending_add(j, p, act))
+		emit(j, act, 0, 0, 0, JOIN_TABLE_FULL);
+}
+
+/* ------------------------------------------------------------ time */
+
+/* Unlinks node from its corr's list and emits it as unattributed. */
+static void pending_expire(struct join *j, struct jproc *p, __u32 node)
+{
+	__u64 corr = p->pending[node].act.corr, first;
+	__u32 *link, cur;
+
+	if (!u64map__get(&p->pending_head, corr, &first))
+		return;
+	if ((__u32)first == node) {
+		if (p->pending[node].next == NONE)
+			u64map__del(&p->pending_head, corr, NULL);
+		else
+			u64map__put(&p->pending_head, corr, p->pending[node].next);
+	} else {
+		for (cur = (__u32)first; cur != NONE; cur = *link) {
+			link = &p->pending[cur].next;
+			if (*link == node) {
+				*link = p->pending[node].next;
+				break;
+			}
+		}
+	}
+	emit(j, &p->pending[node].act, 0, 0, 0, JOIN_NO_API_RECORD);
+	pending_release(p, node);
+}
+
+static void expire_proc(struct join *j, struct jproc *p, bool all)
+{
+	while (p->pending_order.len) {
+		struct jorder *o = fifo__at(&p->pending_order, 0);
+
+		if (order_live(p, o)) {
+			if (!all && p->pending[o->node].added + j->o.horizon_ns > j->now)
+				break;
+			pending_expire(j, p, o->node);
+		}
+		fifo__pop(&p->pending_order);
+	}
+	while (p->corrs.len) {
+		const struct jcorr *c = fifo__at(&p->corrs, 0);
+
+		if (!all && c->added + j->o.horizon_ns > j->now)
+			break;
+		corr_drop_front(p);
+	}
+}
+
+void join__advance(struct join *j, __u64 bpf_watermark, __u64 now)
+{
+	j->now = now;
+	for (size_t i = 0; i < j->nr_procs; i++) {
+		struct jproc *p = j->procs[i];
+
+		for (size_t k = 0; k < p->nr_threads; k++)
+			merge_thread(j, p, &p->threads[k], bpf_watermark);
+		expire_proc(j, p, false);
+	}
+}
+
+static void finish_proc(struct join *j, struct jproc *p)
+{
+	for (size_t k = 0; k < p->nr_threads; k++)
+		merge_thread(j, p, &p->threads[k], UINT64_MAX);
+	expire_proc(j, p, true);
+}
+
+void join__finish_pid(struct join *j, __u32 pid)
+{
+	__u64 idx;
+
+	if (!u64map__get(&j->proc_idx, pid, &idx))
+		return;
+	finish_proc(j, j->procs[idx]);
+	proc__free(j->procs[idx]);
+	u64map__del(&j->proc_idx, pid, NULL);
+	j->nr_procs--;
+	if (idx != j->nr_procs) {
+		j->procs[idx] = j->procs[j->nr_procs];
+		u64map__put(&j->proc_idx, j->procs[idx]->pid, idx);
+	}
+}
+
+void join__finish_all(struct join *j)
+{
+	while (j->nr_procs)
+		join__finish_pid(j, j->procs[0]->pid);
+}
+
+void join__counters(const struct join *j, struct join_counters *ret)
+{
+	*ret = j->c;
+}

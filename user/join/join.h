@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The join of the two streams (DESIGN.md, Correlation): launch events from
+ * the BPF uprobes and launch API records from CUPTI describe the same calls
+ * on the same thread in the same order. They are merged per (process,
+ * thread, class), each pair checked against time; the API record's
+ * correlation id then names the activity records (kernels, copies) whose
+ * GPU time belongs to the launch's stack.
+ *
+ * Either side may arrive first or late. Unmatched entries wait in bounded
+ * tables and are resolved when the other side has provably been read (the
+ * BPF watermark), or evicted after a horizon. Nothing is dropped silently:
+ * every activity is emitted exactly once, joined or with the reason it
+ * could not be.
+ */
+#ifndef GP_JOIN_H
+#define GP_JOIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+enum join_class {
+	JOIN_CLASS_LAUNCH = 0, /* kernel launches and graph launches */
+	JOIN_CLASS_COPY = 1,   /* memcpy and memset calls */
+	JOIN_CLASS_MAX,
+};
+
+enum join_domain {
+	JOIN_DOMAIN_DRIVER = 1,  /* record stamped inside the probed call */
+	JOIN_DOMAIN_RUNTIME = 2, /* record brackets the probed driver call */
+};
+
+enum join_reason {
+	JOIN_OK = 0,
+	JOIN_NO_LAUNCH_EVENT,  /* API record with no uprobe event */
+	JOIN_NO_API_RECORD,    /* activity whose API record never came */
+	JOIN_BEFORE_ATTACH,    /* launched before the loader attached */
+	JOIN_TABLE_FULL,       /* a bounded table overflowed */
+	JOIN_REASON_MAX,
+};
+
+/* A uprobe event; `site` is the caller's handle for its stack. */
+struct join_launch {
+	__u32 pid, tid;        /* host ids */
+	__u64 ts;              /* CLOCK_MONOTONIC */
+	__u32 probe;           /* enum gp_probe */
+	__u32 cls;             /* enum join_class */
+	__u64 site;
+};
+
+/* An API record, its tid already translated to the host's. */
+struct join_api {
+	__u32 pid, tid;
+	__u64 start, end;      /* CLOCK_MONOTONIC */
+	__u64 corr;            /* epoch-widened correlation id */
+	__u32 domain;          /* enum join_domain */
+	__u32 cls;             /* enum join_class */
+};
+
+/* An activity (kernel, copy) record; the payload is the caller's. */
+struct join_activity {
+	__u32 pid;
+	__u64 corr;
+	__u64 start, end;
+	__u64 cookie;          /* caller data carried to the sample */
+};
+
+struct join_sample {
+	const struct join_activity *act;
+	__u32 pid, tid;        /* tid 0 when unknown */
+	__u64 site;            /* valid when reason == JOIN_OK */
+	__u32 probe;           /* valid when reason == JOIN_OK */
+	enum join_reason reason;
+};
+
+typedef void (*join_emit_fn)(void *ctx, const struct join_sample *s);
+
+struct join_opts {
+	__u64 horizon_ns;      /* how long an unmatched entry may wait */
+	size_t max_queue;      /* launch events or API records per thread */
+	size_t max_corr;       /* correlation entries per process */
+	size_t max_pending;    /* activities waiting for their API record, per process */
+	size_t max_procs;
+};
+
+struct join_counters {
+	__u64 launches_matched;
+	__u64 launches_without_record; /* events whose API record never came */
+	__u64 api_without_launch;      /* records whose event never came */
+	__u64 api_before_attach;
+	__u64 activities_joined;
+	__u64 activities_unattributed[JOIN_REASON_MAX];
+	__u64 queue_full;              /* events or records refused: queue bound */
+	__u64 corr_evicted;
+};
+
+struct join;
+
+int join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx, struct join **ret_j);
+void join__destroy(struct join *j);
+/* Records when the loader attached to pid: earlier calls cannot be matched. */
+int join__attach(struct join *j, __u32 pid, __u64 attach_ts);
+void join__add_launch(struct join *j, const struct join_launch *l);
+void join__add_api(struct join *j, const struct join_api *a);
+void join__add_activity(struct join *j, const struct join_activity *act);
+/*
+ * Matches what can be matched. bpf_watermark: every launch event with a
+ * timestamp below it has been handed over; now: the loader's clock, for the
+ * horizon.
+ */
+void join__advance(struct join *j, __u64 bpf_watermark, __u64 now);
+/* Resolves everything of pid (it exited, or the run ends). */
+void join__finish_pid(struct join *j, __u32 pid);
+void join__finish_all(struct join *j);
+void join__counters(const struct join *j, struct join_counters *ret);
+
+const char *join__reason_name(enum join_reason r);
+
+#endif

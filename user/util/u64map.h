@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A u64 -> u64 hash map: open addressing, linear probing, backward-shift
+ * deletion (no tombstones, so lookups stay short under churn). Keys are any
+ * u64; the map grows by doubling up to a caller-given bound.
+ */
+#ifndef GP_U64MAP_H
+#define GP_U64MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+
+struct u64map {
+	__u64 *keys;
+	__u64 *vals;
+	__u8 *used;
+	size_t cap;   /* slots, a power of two */
+	size_t len;
+	size_t limit; /* most entries ever held; put() beyond it fails */
+};
+
+int u64map__init(struct u64map *m, size_t limit);
+void u64map__fini(struct u64map *m);
+/* 0 on success, -E2BIG past the limit, -ENOMEM. Replaces an existing value. */
+int u64map__put(struct u64map *m, __u64 key, __u64 val);
+bool u64map__get(const struct u64map *m, __u64 key, __u64 *ret_val);
+bool u64map__del(struct u64map *m, __u64 key, __u64 *ret_val);
+size_t u64map__len(const struct u64map *m);
+
+/* Iteration: for (size_t i = 0; u64map__next(m, &i, &k, &v);) */
+bool u64map__next(const struct u64map *m, size_t *iter, __u64 *ret_key, __u64 *ret_val);
+
+__u64 u64map__hash(__u64 x);
+
+#endif

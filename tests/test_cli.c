@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* Option parsing (user/cli.c): every bad input is a one-line usage error. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <string.h>
+#include "user/cli.h"
+
+static int parse(struct gp_opts *o, char *err, ...)
+{
+	static char *argv[32] = { "gpuprobe-bpf" }; /* o->argv points here */
+	int argc = 1;
+	va_list ap;
+
+	va_start(ap, err);
+	for (char *a; argc < 31 && (a = va_arg(ap, char *));)
+		argv[argc++] = a;
+	va_end(ap);
+	argv[argc] = NULL;
+	return cli__parse(argc, argv, o, err, 256);
+}
+
+static void test_a_command_after_double_dash_keeps_its_own_flags(void **state)
+{
+	struct gp_opts o;
+	char err[256];
+
+	assert_int_equal(parse(&o, err, "-o", "x.pb.gz", "--", "python3", "-v", "t.py", NULL), 0);
+	assert_int_equal(o.mode, GP_MODE_COMMAND);
+	assert_string_equal(o.argv[0], "python3");
+	assert_string_equal(o.argv[1], "-v");
+	assert_string_equal(o.output, "x.pb.gz");
+	assert_false(o.verbose);
+}
+
+static void test_defaults_are_sane(void **state)
+{
+	struct gp_opts o;
+	char err[256];
+
+	assert_int_equal(parse(&o, err, "--pid", "42", NULL), 0);
+	assert_int_equal(o.pid, 42);
+	assert_string_equal(o.output, "gpuprobe.pb.gz");
+	assert_int_equal(o.ringbuf_mb, 32);
+	assert_int_equal(o.tick_ms, 100);
+	assert_true(o.duration_s == 0);
+}
+
+static void test_bad_numbers_are_usage_errors(void **state)
+{
+	const char *bad[][2] = {
+		{ "--pid", "abc" }, { "--pid", "-5" }, { "--pid", "0" }, { "--pid", "99999999999" },
+		{ "-d", "0" }, { "-d", "-1" }, { "-d", "nan" }, { "-d", "5x" }, { "--ringbuf-mb", "3" },
+		{ "--tick-ms", "1" }, { "--interval", "inf" },
+	};
+	struct gp_opts o;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(&o, err, "--all-cgroups", bad[i][0], bad[i][1], NULL), -EINVAL);
+		assert_true(strlen(err) > 0);
+		assert_null(strchr(err, '\n'));
+	}
+}
+
+static void test_targets_are_exclusive_and_required(void **state)
+{
+	struct gp_opts o;
+	char err[256];
+
+	assert_int_equal(parse(&o, err, "--pid", "1", "--all-cgroups", NULL), -EINVAL);
+	assert_non_null(strstr(err, "choose one target"));
+	assert_int_equal(parse(&o, err, "--pid", "1", "--", "true", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, NULL), -EINVAL);
+	assert_non_null(strstr(err, "no target"));
+	assert_int_equal(parse(&o, err, "--", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, "--bogus", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, "--all-cgroups", "stray", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, "-o", NULL), -EINVAL);
+}
+
+static void test_help_needs_no_target(void **state)
+{
+	struct gp_opts o;
+	char err[256];
+
+	assert_int_equal(parse(&o, err, "--help", NULL), 0);
+	assert_true(o.help);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_command_after_double_dash_keeps_its_own_flags),
+		cmocka_unit_test(test_defaults_are_sane),
+		cmocka_unit_test(test_bad_numbers_are_usage_errors),
+		cmocka_unit_test(test_targets_are_exclusive_and_required),
+		cmocka_unit_test(test_help_needs_no_target),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

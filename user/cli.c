@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Option parsing for gpuprobe-bpf. Numbers go through strtod/strtoul with
+ * errno and range checks; anything odd is a usage error with one clear line.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/cli.h"
+
+enum {
+	OPT_PID = 256,
+	OPT_ALL,
+	OPT_LIBCUDA,
+	OPT_SHIM,
+	OPT_CUPTI,
+	OPT_RINGBUF,
+	OPT_TICK,
+	OPT_INTERVAL,
+	OPT_TOP,
+};
+
+static const struct option long_opts[] = {
+	{ "pid", required_argument, NULL, OPT_PID },
+	{ "all-cgroups", no_argument, NULL, OPT_ALL },
+	{ "output", required_argument, NULL, 'o' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "libcuda", required_argument, NULL, OPT_LIBCUDA },
+	{ "shim", required_argument, NULL, OPT_SHIM },
+	{ "cupti", required_argument, NULL, OPT_CUPTI },
+	{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
+	{ "tick-ms", required_argument, NULL, OPT_TICK },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+void cli__usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"Usage: %1$s [OPTIONS] --pid PID\n"
+		"       %1$s [OPTIONS] --all-cgroups\n"
+		"       %1$s [OPTIONS] -- COMMAND [ARGS...]\n"
+		"\n"
+		"Profile CUDA programs: which CPU stack launched which GPU time.\n"
+		"BPF uprobes on libcuda.so.1 record each launch's stack; a CUPTI shim in the\n"
+		"program (CUDA_INJECTION64_PATH) records GPU activity; both are joined into a\n"
+		"pprof profile and a report. Needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN).\n"
+		"\n"
+		"Targets (exactly one):\n"
+		"  -- COMMAND [ARGS]     run COMMAND with the shim injected, profile it until it\n"
+		"                        exits, and exit with its status\n"
+		"  --pid PID             profile a running process and its threads (its GPU\n"
+		"                        activity needs the shim: start it with\n"
+		"                        CUDA_INJECTION64_PATH=<shim>); stops when it exits\n"
+		"  --all-cgroups         profile every process on the machine, containers too;\n"
+		"                        samples are labelled with their cgroup\n"
+		"\n"
+		"Options:\n"
+		"  -o, --output FILE     pprof output (gzip profile.proto); default gpuprobe.pb.gz\n"
+		"  -d, --duration SECS   stop after SECS seconds (default: until the target exits\n"
+		"                        or SIGINT/SIGTERM)\n"
+		"      --interval SECS   continuous mode: write one profile every SECS seconds,\n"
+		"                        named FILE with a timestamp inserted\n"
+		"  -v, --verbose         a report line every tick, and libbpf's debug output\n"
+		"      --libcuda PATH    attach to this libcuda.so.1 (default: found in the\n"
+		"                        targets' memory maps, or the usual system paths)\n"
+		"      --shim PATH       the CUPTI shim to inject (default: libgpuprobe_shim.so\n"
+		"                        beside the executable, or PREFIX/lib/gpuprobe)\n"
+		"      --cupti PATH      libcupti.so used to compute cubin CRCs\n"
+		"      --ringbuf-mb N    BPF ring buffer size in MiB, a power of two (default 32)\n"
+		"      --tick-ms N       how often the rings are read and joined (default 100)\n"
+		"      --top N           kernels listed in the report (default 15)\n"
+		"  -h, --help            this text\n"
+		"\n"
+		"Examples:\n"
+		"  sudo %1$s -- python3 train.py             profile a training script\n"
+		"  sudo %1$s -o step.pb.gz -d 30 --pid 4242  30 s of a running process\n"
+		"  sudo %1$s --all-cgroups --interval 60     one profile a minute, whole node\n"
+		"  go tool pprof -top gpuprobe.pb.gz           read the result\n"
+		"\n"
+		"Exit status: 0 success (with --, the command's own status), 1 runtime error,\n"
+		"2 usage error.\n",
+		prog);
+}
+
+__attribute__((format(printf, 3, 4)))
+static int usage_error(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int parse_seconds(const char *s, double *ret)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > 365.0 * 24 * 3600)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret)
+{
+	char *end;
+	unsigned long v;
+
+	if (*s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+static int set_mode(struct gp_opts *o, enum gp_mode m, char *err, size_t len)
+{
+	if (o->mode != GP_MODE_NONE && o->mode != m)
+		return usage_error(err, len, "choose one target: --pid, --all-cgroups or -- COMMAND");
+	o->mode = m;
+	return 0;
+}
+
+static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_t len)
+{
+	unsigned long v;
+
+	switch (c) {
+	case OPT_PID:
+		if (parse_uint(arg, 1, INT_MAX, &v))
+			return usage_error(err, len, "--pid: '%s' is not a process id", arg);
+		o->pid = (pid_t)v;
+		return set_mode(o, GP_MODE_PID, err, len);
+	case OPT_ALL:
+		return set_mode(o, GP_MODE_ALL, err, len);
+	case 'o':
+		if (!*arg)
+			return usage_error(err, len, "--output: empty file name");
+		o->output = arg;
+		return 0;
+	case 'd':
+		if (parse_seconds(arg, &o->duration_s))
+			return usage_error(err, len, "--duration: '%s' is not a positive number of seconds", arg);
+		return 0;
+	case OPT_INTERVAL:
+		if (parse_seconds(arg, &o->interval_s))
+			return usage_error(err, len, "--interval: '%s' is not a positive number of seconds", arg);
+		return 0;
+	case 'v':
+		o->verbose = true;
+		return 0;
+	case OPT_LIBCUDA:
+		o->libcuda = arg;
+		return 0;
+	case OPT_SHIM:
+		o->shim = arg;
+		return 0;
+	case OPT_CUPTI:
+		o->cupti = arg;
+		return 0;
+	case OPT_RINGBUF:
+		if (parse_uint(arg, 1, 1024, &v) || (v & (v - 1)))
+			return usage_error(err, len, "--ringbuf-mb: '%s' is not a power of two in 1..1024", arg);
+		o->ringbuf_mb = v;
+		return 0;
+	case OPT_TICK:
+		if (parse_uint(arg, 10, 10000, &v))
+			return usage_error(err, len, "--tick-ms: '%s' is not in 10..10000", arg);
+		o->tick_ms = v;
+		return 0;
+	case OPT_TOP:
+		if (parse_uint(arg, 1, 10000, &v))
+			return usage_error(err, len, "--top: '%s' is not in 1..10000", arg);
+		o->top = v;
+		return 0;
+	case 'h':
+		o->help = true;
+		return 0;
+	default:
+		return usage_error(err, len, "unknown option; see --help");
+	}
+}
+
+int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_t errlen)
+{
+	struct gp_opts o = { .output = "gpuprobe.pb.gz", .ringbuf_mb = 32, .tick_ms = 100, .top = 15 };
+	int c, e;
+
+	err[0] = 0;
+	optind = 1;
+	opterr = 0;
+	/* '+': stop at the first non-option, so COMMAND's own flags are its own. */
+	while ((c = getopt_long(argc, argv, "+o:d:vh", long_opts, NULL)) != -1) {
+		if (c == '?' || c == ':') {
+			const char *bad = argv[optind - 1];
+
+			return usage_error(err, errlen, "%s: %s; see --help", bad,
+					   optopt && c == '?' && strchr("od", optopt) ? "needs a value"
+											: "unknown option or missing value");
+		}
+		e = parse_one(c, optarg, &o, err, errlen);
+		if (e)
+			return e;
+	}
+	if (o.help) {
+		*ret_opts = o;
+		return 0;
+	}
+	if (optind < argc) {
+		if (strcmp(argv[optind - 1], "--") != 0)
+			return usage_error(err, errlen, "unexpected argument '%s' (put the command after --)",
+					   argv[optind]);
+		e = set_mode(&o, GP_MODE_COMMAND, err, errlen);
+		if (e)
+			return e;
+		o.argv = &argv[optind];
+	} else if (optind > 0 && optind <= argc && strcmp(argv[optind - 1], "--") == 0) {
+		return usage_error(err, errlen, "-- needs a command to run");
+	}
+	if (o.mode == GP_MODE_NONE)
+		return usage_error(err, errlen, "no target: give --pid PID, --all-cgroups or -- COMMAND; see --help");
+	if (o.interval_s && o.duration_s && o.interval_s > o.duration_s)
+		return usage_error(err, errlen, "--interval is longer than --duration");
+	*ret_opts = o;
+	return 0;
+}

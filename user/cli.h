@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* Command-line options of gpuprobe-bpf: parsing and help, nothing else. */
+#ifndef GP_CLI_H
+#define GP_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+enum gp_mode {
+	GP_MODE_NONE = 0,
+	GP_MODE_PID,        /* --pid N */
+	GP_MODE_ALL,        /* --all-cgroups */
+	GP_MODE_COMMAND,    /* -- COMMAND [ARGS] */
+};
+
+struct gp_opts {
+	enum gp_mode mode;
+	pid_t pid;
+	char **argv;            /* COMMAND and its arguments (GP_MODE_COMMAND) */
+	const char *output;     /* -o */
+	double duration_s;      /* -d; 0 = until the target exits or a signal */
+	double interval_s;      /* --interval; 0 = one profile at the end */
+	bool verbose;           /* -v */
+	const char *libcuda;    /* --libcuda */
+	const char *shim;       /* --shim */
+	const char *cupti;      /* --cupti: library providing cuptiGetCubinCrc */
+	unsigned ringbuf_mb;    /* --ringbuf-mb */
+	unsigned tick_ms;       /* --tick-ms */
+	unsigned top;           /* --top: kernels in the report */
+	bool help;
+};
+
+/* 0 on success; -EINVAL with a one-line message in err (for exit status 2). */
+int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_t errlen);
+void cli__usage(FILE *f, const char *prog);
+
+#endif

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/* Interning (user/util/blobtab.c) and the u64 map under it. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "user/util/blobtab.h"
+#include "user/util/u64map.h"
+
+static void test_equal_blobs_get_one_id_and_different_ones_another(void **state)
+{
+	struct blobtab *t;
+	__u32 a, b, c;
+	size_t len;
+
+	assert_int_equal(blobtab__new(100, 1 << 20, &t), 0);
+	assert_int_equal(blobtab__intern(t, "gemm", 5, &a), 0);
+	assert_int_equal(blobtab__intern(t, "softmax", 8, &b), 0);
+	assert_int_equal(blobtab__intern(t, "gemm", 5, &c), 0);
+	assert_int_equal(a, c);
+	assert_int_not_equal(a, b);
+	assert_string_equal(blobtab__get(t, b, &len), "softmax");
+	assert_int_equal(len, 8);
+	assert_null(blobtab__get(t, 0, NULL));
+	assert_null(blobtab__get(t, 99, NULL));
+	blobtab__destroy(t);
+}
+
+static void test_the_bounds_refuse_new_blobs_but_keep_old_ones(void **state)
+{
+	struct blobtab *t;
+	__u32 id;
+	char k[16];
+
+	assert_int_equal(blobtab__new(10, 1 << 20, &t), 0);
+	for (int i = 0; i < 10; i++) {
+		snprintf(k, sizeof(k), "k%d", i);
+		assert_int_equal(blobtab__intern(t, k, strlen(k), &id), 0);
+	}
+	assert_int_equal(blobtab__intern(t, "new", 3, &id), -E2BIG);
+	assert_int_equal(blobtab__intern(t, "k3", 2, &id), 0);
+	blobtab__destroy(t);
+}
+
+static void test_the_map_survives_heavy_churn(void **state)
+{
+	struct u64map m;
+	__u64 v;
+
+	assert_int_equal(u64map__init(&m, 0), 0);
+	for (__u64 round = 0; round < 20; round++) {
+		for (__u64 k = 0; k < 5000; k++)
+			assert_int_equal(u64map__put(&m, k * 7 + round, k), 0);
+		for (__u64 k = 0; k < 5000; k += 2)
+			assert_true(u64map__del(&m, k * 7 + round, NULL));
+		for (__u64 k = 1; k < 5000; k += 2) {
+			assert_true(u64map__get(&m, k * 7 + round, &v));
+			assert_int_equal(v, k);
+			assert_true(u64map__del(&m, k * 7 + round, NULL));
+		}
+		assert_int_equal(u64map__len(&m), 0);
+	}
+	u64map__fini(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_equal_blobs_get_one_id_and_different_ones_another),
+		cmocka_unit_test(test_the_bounds_refuse_new_blobs_but_keep_old_ones),
+		cmocka_unit_test(test_the_map_survives_heavy_churn),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* The interning table of blobtab.h: FNV-1a hash, chained by id. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/util/blobtab.h"
+#include "user/util/u64map.h"
+
+struct entry {
+	char *data;
+	size_t len;
+	__u32 next;  /* next id with the same hash, 0 = none */
+};
+
+struct blobtab {
+	struct u64map first;  /* hash -> first id */
+	struct entry *e;      /* e[id - 1] */
+	size_t n, cap, bytes, max_entries, max_bytes;
+};
+
+static __u64 fnv1a(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	__u64 h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+int blobtab__new(size_t max_entries, size_t max_bytes, struct blobtab **ret_t)
+{
+	struct blobtab *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	if (u64map__init(&t->first, 0)) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->max_entries = max_entries;
+	t->max_bytes = max_bytes;
+	*ret_t = t;
+	return 0;
+}
+
+void blobtab__destroy(struct blobtab *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		free(t->e[i].data);
+	free(t->e);
+	u64map__fini(&t->first);
+	free(t);
+}
+
+int blobtab__intern(struct blobtab *t, const void *data, size_t len, __u32 *ret_id)
+{
+	__u64 h = fnv1a(data, len), first = 0;
+	struct entry *e;
+	__u32 id;
+
+	if (u64map__get(&t->first, h, &first)) {
+		for (id = (__u32)first; id; id = t->e[id - 1].next) {
+			e = &t->e[id - 1];
+			if (e->len == len && !memcmp(e->data, data, len)) {
+				*ret_id = id;
+				return 0;
+			}
+		}
+	}
+	if (t->n >= t->max_entries || t->n >= UINT32_MAX - 1 || t->bytes + len > t->max_bytes)
+		return -E2BIG;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct entry *n = realloc(t->e, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		t->e = n;
+		t->cap = cap;
+	}
+	e = &t->e[t->n];
+	e->data = malloc(len ? len : 1);
+	if (!e->data)
+		return -ENOMEM;
+	memcpy(e->data, data, len);
+	e->len = len;
+	e->next = (__u32)first;
+	id = (__u32)++t->n;
+	if (u64map__put(&t->first, h, id)) {
+		free(e->data);
+		t->n--;
+		return -ENOMEM;
+	}
+	t->bytes += len;
+	*ret_id = id;
+	return 0;
+}
+
+const void *blobtab__get(const struct blobtab *t, __u32 id, size_t *ret_len)
+{
+	if (!id || id > t->n)
+		return NULL;
+	if (ret_len)
+		*ret_len = t->e[id - 1].len;
+	return t->e[id - 1].data;
+}
+
+size_t blobtab__count(const struct blobtab *t)
+{
+	return t->n;
+}
+
+size_t blobtab__bytes(const struct blobtab *t)
+{
+	return t->bytes;
+}

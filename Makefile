@@ -56,8 +56,9 @@ EXTRA_CFLAGS ?=
 ALL_CFLAGS = $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(CFLAGS) $(EXTRA_CFLAGS)
 CUDA_CPPFLAGS := -isystem $(CUDA_HOME)/include
 
-LIBBPF_LIBS := -lbpf -lelf -lz
-STATIC_LIBS := -Wl,-Bstatic -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a
+LIBBPF_LIBS := -lbpf -lelf -lz -lstdc++
+STATIC_LIBS := -Wl,-Bstatic -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a \
+	-Wl,-u,__cxa_demangle -l:libstdc++.a
 SYS_LIBS := -lpthread -ldl -lm
 
 # ---------------------------------------------------------------- sources
@@ -66,6 +67,7 @@ SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.skel.h,$(BPF_SRCS))
 
 SHIM_CORE_SRCS := $(wildcard shim/*.c)
 NVIDIA_SRCS := $(wildcard nvidia/*.c)
+NVIDIA_LOADER_SRCS := $(wildcard nvidia/loader/*.c)
 USER_SRCS := $(shell find user -name '*.c' 2>/dev/null | sort)
 USER_MAIN := user/main.c
 USER_LIB_SRCS := $(filter-out $(USER_MAIN),$(USER_SRCS))
@@ -80,7 +82,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 SHIM_CORE_OBJS := $(call obj,$(SHIM_CORE_SRCS))
 NVIDIA_OBJS := $(call obj,$(NVIDIA_SRCS))
-USER_LIB_OBJS := $(call obj,$(USER_LIB_SRCS))
+USER_LIB_OBJS := $(call obj,$(USER_LIB_SRCS) $(NVIDIA_LOADER_SRCS))
 STUB_CUDA_OBJS := $(call obj,$(STUB_CUDA_SRCS))
 STUB_CUPTI_OBJS := $(call obj,$(STUB_CUPTI_SRCS))
 
@@ -129,7 +131,7 @@ $(BUILD)/obj/%.o: %.c | $(SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(if $(filter nvidia/% stub/% tests/%,$<),$(CUDA_CPPFLAGS)) -c $< -o $@
 
-$(NVIDIA_OBJS) $(STUB_CUDA_OBJS) $(STUB_CUPTI_OBJS): | cuda-check
+$(NVIDIA_OBJS) $(call obj,$(NVIDIA_LOADER_SRCS)) $(STUB_CUDA_OBJS) $(STUB_CUPTI_OBJS): | cuda-check
 
 # The shim is injected into programs we do not own: hide everything but
 # InitializeInjection, and link nothing but libc's family.

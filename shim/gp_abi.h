@@ -117,6 +117,9 @@ enum gp_api_domain {
 	GP_API_RUNTIME = 2,
 };
 
+/* gp_record.flags */
+#define GP_REC_F_COPY (1u << 0) /* API record of a copy/memset call, not a launch */
+
 /* gp_record.copy.kind: CUPTI's CUpti_ActivityMemcpyKind values, copied. */
 
 struct gp_record_kernel {
@@ -175,7 +178,9 @@ _Static_assert(sizeof(struct gp_record) == 64, "gp_record ABI");
  * The cubin ring: a byte ring of entries, each a header and a payload padded
  * to 8 bytes. An entry never wraps: when it does not fit before the end, the
  * producer writes a GP_CUBIN_PAD entry (header only, size = bytes to the end)
- * and starts again at offset 0.
+ * and starts again at offset 0. When fewer than sizeof(struct gp_cubin_entry)
+ * bytes remain before the end (no PAD header fits), both sides skip them to
+ * offset 0 without an entry.
  */
 #define GP_CUBIN_MAGIC 0x4e425543u /* "CUBN" */
 #define GP_CUBIN_PAD   0x44415043u /* "CPAD" */

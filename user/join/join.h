@@ -64,6 +64,7 @@ struct join_activity {
 	__u64 corr;
 	__u64 start, end;
 	__u64 cookie;          /* caller data carried to the sample */
+	__u32 aux[4];          /* more caller data, carried as is */
 };
 
 struct join_sample {

@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for user/output/pprof: profiles are read back by an independent
+ * reader, `go tool pprof`, and checked value by value; file writes are
+ * checked to be all-or-nothing under real failures (EACCES, EFBIG from a
+ * file-size limit that cuts a write short).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <zlib.h>
+#include <cmocka.h>
+
+#include "user/output/pprof.h"
+
+static char go_bin[PATH_MAX];
+static char tmp_dir[PATH_MAX];
+
+static bool find_go(void)
+{
+	const char *path = getenv("PATH");
+	char *copy, *dir, *save = NULL;
+	bool found = false;
+
+	if (!path)
+		return false;
+	copy = strdup(path);
+	for (dir = strtok_r(copy, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+		snprintf(go_bin, sizeof(go_bin), "%s/go", dir);
+		found = access(go_bin, X_OK) == 0;
+	}
+	free(copy);
+	return found;
+}
+
+/* Runs `go tool pprof -symbolize=none <mode> <file>` and returns its stdout. */
+static char *go_pprof(const char *mode, const char *file)
+{
+	char cmd[PATH_MAX * 3];
+	size_t len = 0, cap = 1 << 16;
+	char *out = malloc(cap);
+	FILE *f;
+	size_t n;
+	int rc;
+
+	assert_non_null(out);
+	snprintf(cmd, sizeof(cmd), "'%s' tool pprof -symbolize=none %s '%s' 2>&1",
+		 go_bin, mode, file);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while ((n = fread(out + len, 1, cap - len - 1, f)) > 0) {
+		len += n;
+		if (len + 1 == cap) {
+			cap *= 2;
+			out = realloc(out, cap);
+			assert_non_null(out);
+		}
+	}
+	out[len] = '\0';
+	rc = pclose(f);
+	if (rc != 0)
+		fail_msg("go tool pprof %s failed (%d):\n%s", mode, rc, out);
+	return out;
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		fail_msg("expected to find \"%s\" in:\n%s", needle, hay);
+}
+
+static void path_in_tmp(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", tmp_dir, name);
+}
+
+/* The reference profile: two stacks, one hit twice with labels in either order. */
+static struct pprof *build_profile(void)
+{
+	struct pprof *p = pprof__new();
+	uint64_t f_main, f_launch, f_kernel, map, l_main, l_launch, l_kernel;
+	struct pprof_mapping m = {
+		.start = 0x1000, .limit = 0x9000, .offset = 0x200,
+		.filename = "/usr/lib/libfoo.so", .build_id = "abcdef0123",
+		.has_functions = true,
+	};
+	struct pprof_line ln;
+	uint64_t stack[3];
+	const int64_t v1[] = { 100, 1 }, v2[] = { 50, 2 }, v3[] = { 7, 1 };
+	const struct pprof_label labels[] = {
+		{ .key = "kernel", .str = "k1" },
+		{ .key = "pid", .num = 42 },
+	};
+	const struct pprof_label labels_swapped[] = { labels[1], labels[0] };
+
+	assert_non_null(p);
+	assert_int_equal(pprof__add_sample_type(p, "gpu_time", "nanoseconds"), 0);
+	assert_int_equal(pprof__add_sample_type(p, "launches", "count"), 0);
+	assert_int_equal(pprof__add_function(p, "main", NULL, "app.c", 10, &f_main), 0);
+	assert_int_equal(pprof__add_function(p, "launch", NULL, "app.c", 20, &f_launch), 0);
+	assert_int_equal(pprof__add_function(p, "kernel(float*, int)", "_Z6kernelPfi",
+					     "k.cu", 0, &f_kernel), 0);
+	assert_int_equal(pprof__add_mapping(p, &m, &map), 0);
+	ln = (struct pprof_line){ f_main, 11 };
+	assert_int_equal(pprof__add_location(p, map, 0x1100, &ln, 1, &l_main), 0);
+	ln = (struct pprof_line){ f_launch, 22 };
+	assert_int_equal(pprof__add_location(p, map, 0x1200, &ln, 1, &l_launch), 0);
+	ln = (struct pprof_line){ f_kernel, 0 };
+	assert_int_equal(pprof__add_location(p, 0, 0, &ln, 1, &l_kernel), 0);
+	stack[0] = l_kernel;
+	stack[1] = l_launch;
+	stack[2] = l_main;
+	assert_int_equal(pprof__add_sample(p, stack, 3, v1, labels, 2), 0);
+	assert_int_equal(pprof__add_sample(p, stack, 3, v2, labels_swapped, 2), 0);
+	assert_int_equal(pprof__add_sample(p, stack + 1, 2, v3, labels, 1), 0);
+	pprof__set_time(p, 1700000000000000000LL, 5000000000LL);
+	assert_int_equal(pprof__add_comment(p, "gpuprobe test"), 0);
+	return p;
+}
+
+static void require_go(void)
+{
+	if (!go_bin[0])
+		skip(); /* main() printed why */
+}
+
+static void test_go_pprof_reads_exact_values_labels_and_build_id(void **state)
+{
+	struct pprof *p;
+	char path[PATH_MAX];
+	char *raw;
+
+	require_go();
+	p = build_profile();
+	path_in_tmp(path, sizeof(path), "ref.pb.gz");
+	assert_int_equal(pprof__write_file(p, path), 0);
+	pprof__destroy(p);
+
+	raw = go_pprof("-raw", path);
+	assert_contains(raw, "gpu_time/nanoseconds[dflt] launches/count");
+	/* Merged: 100+50 and 1+2, leaf first. */
+	assert_contains(raw, "        150          3: 1 2 3 \n                kernel:[k1]\n                pid:[42]\n");
+	assert_contains(raw, "          7          1: 2 3 \n                kernel:[k1]\n");
+	assert_contains(raw, "     1: 0x0 kernel(float*, int) k.cu:0 s=0(_Z6kernelPfi)\n");
+	assert_contains(raw, "     2: 0x1200 M=1 launch app.c:22 s=20\n");
+	assert_contains(raw, "     3: 0x1100 M=1 main app.c:11 s=10\n");
+	assert_contains(raw, "1: 0x1000/0x9000/0x200 /usr/lib/libfoo.so abcdef0123 [FN]\n");
+	assert_contains(raw, "Comment: gpuprobe test\n");
+	assert_contains(raw, "Duration: 5s\n");
+	free(raw);
+}
+
+static void test_go_pprof_traces_and_top_show_the_merged_stacks(void **state)
+{
+	struct pprof *p;
+	char path[PATH_MAX];
+	char *out;
+
+	require_go();
+	p = build_profile();
+	path_in_tmp(path, sizeof(path), "traces.pb.gz");
+	assert_int_equal(pprof__write_file(p, path), 0);
+	pprof__destroy(p);
+
+	out = go_pprof("-traces", path);
+	assert_contains(out, "Build ID: abcdef0123");
+	assert_contains(out, "     150ns   kernel(float*, int)\n             launch\n             main\n");
+	assert_contains(out, "       7ns   launch\n             main\n");
+	free(out);
+
+	out = go_pprof("-top", path);
+	assert_contains(out, "Total samples = 157ns");
+	assert_contains(out, "     150ns 95.54% 95.54%      150ns 95.54%  kernel(float*, int)");
+	assert_contains(out, "       7ns  4.46%   100%      157ns   100%  launch");
+	free(out);
+
+	/* The second sample type, chosen by name. */
+	out = go_pprof("-top -sample_index=launches", path);
+	assert_contains(out, "Showing nodes accounting for 4, 100% of 4 total");
+	free(out);
+}
+
+static void test_default_sample_type_can_be_changed(void **state)
+{
+	struct pprof *p;
+	char path[PATH_MAX];
+	char *out;
+
+	require_go();
+	p = build_profile();
+	assert_int_equal(pprof__set_default_sample_type(p, "launches"), 0);
+	assert_int_equal(pprof__set_default_sample_type(p, "nope"), -ENOENT);
+	path_in_tmp(path, sizeof(path), "dflt.pb.gz");
+	assert_int_equal(pprof__write_file(p, path), 0);
+	pprof__destroy(p);
+	out = go_pprof("-raw", path);
+	assert_contains(out, "gpu_time/nanoseconds launches/count[dflt]");
+	free(out);
+}
+
+/* Minimal protobuf walk over the decompressed profile, independent of pprof.c. */
+static size_t gunzip(const uint8_t *in, size_t len, uint8_t *out, size_t cap)
+{
+	z_stream zs = { 0 };
+
+	assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK);
+	zs.next_in = (uint8_t *)in;
+	zs.avail_in = (unsigned)len;
+	zs.next_out = out;
+	zs.avail_out = (unsigned)cap;
+	assert_int_equal(inflate(&zs, Z_FINISH), Z_STREAM_END);
+	inflateEnd(&zs);
+	return zs.total_out;
+}
+
+static uint64_t read_varint(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t v = 0;
+	int shift = 0;
+
+	while (*p < end) {
+		uint8_t b = *(*p)++;
+
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+		shift += 7;
+		assert_true(shift < 64);
+	}
+	fail_msg("truncated varint");
+	return 0;
+}
+
+static void test_string_table_starts_with_the_empty_string(void **state)
+{
+	static uint8_t raw[1 << 16];
+	struct pprof *p = build_profile();
+	const uint8_t *cur, *end;
+	uint8_t *gz;
+	size_t gz_len, len;
+	uint64_t key, n;
+	int strings = 0;
+
+	assert_int_equal(pprof__write_buf(p, &gz, &gz_len), 0);
+	pprof__destroy(p);
+	len = gunzip(gz, gz_len, raw, sizeof(raw));
+	free(gz);
+	cur = raw;
+	end = raw + len;
+	while (cur < end) {
+		key = read_varint(&cur, end);
+		if ((key & 7) == 0) {
+			read_varint(&cur, end);
+			continue;
+		}
+		assert_int_equal(key & 7, 2);
+		n = read_varint(&cur, end);
+		assert_true(n <= (uint64_t)(end - cur));
+		if ((key >> 3) == 6 && strings++ == 0)
+			assert_int_equal(n, 0); /* string_table[0] == "" */
+		cur += n;
+	}
+	assert_true(strings > 5);
+}
+
+static void test_interning_returns_the_same_id_for_the_same_content(void **state)
+{
+	struct pprof *p = pprof__new();
+	struct pprof_mapping m = { .start = 1, .limit = 2, .filename = "a", .build_id = "b" };
+	struct pprof_line ln;
+	uint64_t a, b, s0;
+
+	assert_int_equal(pprof__intern_string(p, "", &s0), 0);
+	assert_int_equal(s0, 0);
+	assert_int_equal(pprof__add_function(p, "f", NULL, "x.c", 1, &a), 0);
+	assert_int_equal(pprof__add_function(p, "f", NULL, "x.c", 1, &b), 0);
+	assert_int_equal(a, b);
+	assert_int_equal(pprof__add_function(p, "f", NULL, "y.c", 1, &b), 0);
+	assert_int_not_equal(a, b);
+	assert_int_equal(pprof__add_mapping(p, &m, &a), 0);
+	assert_int_equal(pprof__add_mapping(p, &m, &b), 0);
+	assert_int_equal(a, b);
+	ln = (struct pprof_line){ 1, 3 };
+	assert_int_equal(pprof__add_location(p, 1, 0x10, &ln, 1, &a), 0);
+	assert_int_equal(pprof__add_location(p, 1, 0x10, &ln, 1, &b), 0);
+	assert_int_equal(a, b);
+	/* Dangling references are refused, not written. */
+	assert_int_equal(pprof__add_location(p, 7, 0x10, &ln, 1, &a), -ENOENT);
+	ln.function_id = 99;
+	assert_int_equal(pprof__add_location(p, 1, 0x10, &ln, 1, &a), -ENOENT);
+	pprof__destroy(p);
+	pprof__destroy(NULL);
+}
+
+static void test_samples_need_types_first_and_valid_locations(void **state)
+{
+	struct pprof *p = pprof__new();
+	const int64_t v[] = { 1 };
+	uint64_t loc = 1;
+
+	assert_int_equal(pprof__add_sample(p, NULL, 0, v, NULL, 0), -ENODATA);
+	assert_int_equal(pprof__add_sample_type(p, "t", "count"), 0);
+	assert_int_equal(pprof__add_sample(p, &loc, 1, v, NULL, 0), -ENOENT);
+	assert_int_equal(pprof__add_sample(p, NULL, 0, v, NULL, 0), 0);
+	assert_int_equal(pprof__add_sample_type(p, "u", "count"), -EBUSY);
+	pprof__destroy(p);
+}
+
+/* 200k samples over 1000 stacks: merged, summed, and fast (a hash, not a scan). */
+static void test_many_samples_merge_by_stack_and_sum(void **state)
+{
+	struct pprof *p = pprof__new();
+	uint64_t fn, locs[1000], stack[2];
+	struct pprof_line ln;
+	char name[32], path[PATH_MAX];
+	const int64_t one[] = { 1 };
+	char *out;
+	int i;
+
+	assert_int_equal(pprof__add_sample_type(p, "launches", "count"), 0);
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "fn%d", i);
+		assert_int_equal(pprof__add_function(p, name, NULL, NULL, 0, &fn), 0);
+		ln = (struct pprof_line){ fn, 0 };
+		assert_int_equal(pprof__add_location(p, 0, 0x1000 + i, &ln, 1, &locs[i]), 0);
+	}
+	for (i = 0; i < 200000; i++) {
+		stack[0] = locs[i % 1000];
+		stack[1] = locs[0];
+		assert_int_equal(pprof__add_sample(p, stack, 2, one, NULL, 0), 0);
+	}
+	assert_int_equal(pprof__sample_count(p), 1000);
+	if (go_bin[0]) {
+		path_in_tmp(path, sizeof(path), "many.pb.gz");
+		assert_int_equal(pprof__write_file(p, path), 0);
+		out = go_pprof("-top -nodecount=1 -focus=^fn7$", path);
+		assert_contains(out, "Showing nodes accounting for 200, ");
+		free(out);
+	}
+	pprof__destroy(p);
+}
+
+static bool dir_has_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool any = false;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			any = true;
+	closedir(d);
+	return any;
+}
+
+static void test_unwritable_directory_gives_eacces_and_no_file(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	struct pprof *p = build_profile();
+	pid_t pid;
+	int status;
+
+	path_in_tmp(dir, sizeof(dir), "ro");
+	assert_int_equal(mkdir(dir, 0555), 0);
+	assert_int_equal(chmod(dir, 0555), 0);
+	snprintf(path, sizeof(path), "%s/out.pb.gz", dir);
+	/* Root ignores modes: write as nobody in a child, report its error code. */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (geteuid() == 0 && (setgid(65534) || setuid(65534)))
+			_exit(100);
+		_exit(-pprof__write_file(p, path) & 0xff);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), EACCES);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_false(dir_has_entries(dir));
+	/* A missing directory is an error too, not a crash. */
+	snprintf(path, sizeof(path), "%s/missing/out.pb.gz", tmp_dir);
+	assert_int_equal(pprof__write_file(p, path), -ENOENT);
+	pprof__destroy(p);
+}
+
+/* A file-size limit makes write() come back short, then fail: EFBIG. */
+static void test_short_write_fails_and_keeps_the_old_profile(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX], name[64];
+	struct rlimit old, lim;
+	struct pprof *p = pprof__new();
+	struct stat st_before, st_after;
+	uint64_t fn, loc;
+	struct pprof_line ln;
+	const int64_t v[] = { 1 };
+	int i, err;
+
+	path_in_tmp(dir, sizeof(dir), "full");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/out.pb.gz", dir);
+	assert_int_equal(pprof__add_sample_type(p, "t", "count"), 0);
+	assert_int_equal(pprof__write_file(p, path), 0);
+	assert_int_equal(stat(path, &st_before), 0);
+	/* Incompressible names so the profile outgrows the limit. */
+	srand(1);
+	for (i = 0; i < 2000; i++) {
+		snprintf(name, sizeof(name), "f%08x%08x", rand(), rand());
+		assert_int_equal(pprof__add_function(p, name, NULL, NULL, 0, &fn), 0);
+		ln = (struct pprof_line){ fn, 0 };
+		assert_int_equal(pprof__add_location(p, 0, 0, &ln, 1, &loc), 0);
+		assert_int_equal(pprof__add_sample(p, &loc, 1, v, NULL, 0), 0);
+	}
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 5000;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	err = pprof__write_file(p, path);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(err, -EFBIG);
+	/* The previous profile is untouched and no temp file is left behind. */
+	assert_int_equal(stat(path, &st_after), 0);
+	assert_int_equal(st_after.st_ino, st_before.st_ino);
+	assert_int_equal(st_after.st_size, st_before.st_size);
+	assert_int_equal(unlink(path), 0);
+	assert_false(dir_has_entries(dir));
+	/* Without the limit, the same profile writes fine. */
+	assert_int_equal(pprof__write_file(p, path), 0);
+	pprof__destroy(p);
+}
+
+static int setup(void **state)
+{
+	const char *base = getenv("TMPDIR");
+
+	snprintf(tmp_dir, sizeof(tmp_dir), "%s/gp_pprof.XXXXXX", base ? base : "/tmp");
+	if (!mkdtemp(tmp_dir))
+		return -1;
+	/* nobody must be able to reach the read-only directory to get EACCES there. */
+	chmod(tmp_dir, 0755);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_go_pprof_reads_exact_values_labels_and_build_id),
+		cmocka_unit_test(test_go_pprof_traces_and_top_show_the_merged_stacks),
+		cmocka_unit_test(test_default_sample_type_can_be_changed),
+		cmocka_unit_test(test_string_table_starts_with_the_empty_string),
+		cmocka_unit_test(test_interning_returns_the_same_id_for_the_same_content),
+		cmocka_unit_test(test_samples_need_types_first_and_valid_locations),
+		cmocka_unit_test(test_many_samples_merge_by_stack_and_sum),
+		cmocka_unit_test(test_unwritable_directory_gives_eacces_and_no_file),
+		cmocka_unit_test(test_short_write_fails_and_keeps_the_old_profile),
+	};
+
+	if (!find_go()) {
+		go_bin[0] = '\0';
+		fprintf(stderr, "test_pprof: `go` not found in PATH: skipping the go tool pprof checks\n");
+	}
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

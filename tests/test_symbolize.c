@@ -1,0 +1,525 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for user/symbolize: this test binary and libc are symbolized from
+ * our own /proc/self/maps and compared with what the dynamic linker says;
+ * stripped and replaced files, a fake container root with links pointing
+ * out of it, hostile ELF bytes, /proc/<pid>/maps corner cases, demangling.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <elf.h>
+#include <cmocka.h>
+
+#include "user/symbolize/demangle.h"
+#include "user/symbolize/elf_syms.h"
+#include "user/symbolize/proc_maps.h"
+#include "user/symbolize/root_open.h"
+#include "user/symbolize/symbolize.h"
+
+static char tmp_dir[PATH_MAX];
+static char exe_copy[PATH_MAX];    /* this binary, with symbols */
+static char exe_stripped[PATH_MAX]; /* the same, objcopy --strip-all; "" if no objcopy */
+
+__attribute__((noinline, used)) int gp_test_target_fn(int x)
+{
+	/* Enough body that +1 stays inside the function. */
+	__asm__ volatile("" : "+r"(x));
+	return x * 3 + 1;
+}
+
+/* A sized 1-byte function followed by padding no symbol covers. */
+__asm__(".text\n"
+	".p2align 6\n"
+	".globl gp_test_gap_fn\n"
+	".hidden gp_test_gap_fn\n"
+	".type gp_test_gap_fn, @function\n"
+	"gp_test_gap_fn:\n"
+	"  ret\n"
+	".size gp_test_gap_fn, 1\n"
+	".zero 48\n"
+	".p2align 6\n");
+void gp_test_gap_fn(void);
+
+static uint64_t vaddr_in_exe(const void *addr)
+{
+	Dl_info info;
+
+	assert_true(dladdr(addr, &info) != 0);
+	return (uint64_t)((uintptr_t)addr - (uintptr_t)info.dli_fbase);
+}
+
+static int run(const char *cmd)
+{
+	return system(cmd);
+}
+
+static void test_function_of_this_binary_is_named_with_build_id(void **state)
+{
+	struct symbolize *s = symbolize__new();
+	struct symbolize_pid *sp;
+	struct symbolize_frame f;
+	uintptr_t addr = (uintptr_t)&gp_test_target_fn + 1;
+
+	assert_non_null(s);
+	assert_int_equal(symbolize__pid_new(s, getpid(), "/", &sp), 0);
+	assert_int_equal(symbolize_pid__lookup(sp, addr, &f), 0);
+	assert_string_equal(f.function, "gp_test_target_fn");
+	assert_true(f.has_symbol);
+	assert_false(f.is_python);
+	assert_int_equal(strlen(f.build_id), 40);
+	/* PIE: the ELF address is the runtime one less the load base. */
+	assert_int_equal(f.elf_addr, vaddr_in_exe((void *)addr));
+	assert_non_null(strstr(f.file, "test_symbolize"));
+	symbolize_pid__destroy(sp);
+	symbolize__destroy(s);
+}
+
+static void test_libc_function_is_named_as_the_dynamic_linker_names_it(void **state)
+{
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	struct symbolize *s = symbolize__new();
+	struct symbolize_pid *sp;
+	struct symbolize_frame f;
+	void *fn;
+
+	assert_non_null(libc);
+	fn = dlsym(libc, "getpid");
+	assert_non_null(fn);
+	assert_int_equal(symbolize__pid_new(s, getpid(), NULL, &sp), 0);
+	assert_int_equal(symbolize_pid__lookup(sp, (uintptr_t)fn, &f), 0);
+	assert_true(f.has_symbol);
+	assert_non_null(strstr(f.file, "libc"));
+	/* Aliases (getpid, __getpid) are fine as long as they name this address. */
+	assert_ptr_equal(dlsym(libc, f.function), fn);
+	assert_true(f.build_id[0] != '\0');
+	symbolize_pid__destroy(sp);
+	symbolize__destroy(s);
+	dlclose(libc);
+}
+
+static void test_address_past_a_symbols_size_gives_lib_plus_offset(void **state)
+{
+	struct symbolize *s = symbolize__new();
+	struct symbolize_pid *sp;
+	struct symbolize_frame f;
+	uintptr_t addr = (uintptr_t)&gp_test_gap_fn + 16;
+	char expect[128];
+
+	assert_int_equal(symbolize__pid_new(s, getpid(), "/", &sp), 0);
+	assert_int_equal(symbolize_pid__lookup(sp, (uintptr_t)&gp_test_gap_fn, &f), 0);
+	assert_string_equal(f.function, "gp_test_gap_fn");
+	assert_int_equal(symbolize_pid__lookup(sp, addr, &f), 0);
+	assert_false(f.has_symbol);
+	snprintf(expect, sizeof(expect), "%s+0x%llx", strrchr(f.file, '/') + 1,
+		 (unsigned long long)vaddr_in_exe((void *)addr));
+	assert_string_equal(f.function, expect);
+	symbolize_pid__destroy(sp);
+	symbolize__destroy(s);
+}
+
+static void test_address_in_no_mapping_is_not_found(void **state)
+{
+	struct symbolize *s = symbolize__new();
+	struct symbolize_pid *sp;
+	struct symbolize_frame f;
+
+	assert_int_equal(symbolize__pid_new(s, getpid(), "/", &sp), 0);
+	assert_int_equal(symbolize_pid__lookup(sp, 16, &f), -ENOENT);
+	symbolize_pid__destroy(sp);
+	symbolize__destroy(s);
+}
+
+static void test_python_frames_come_from_the_perf_map(void **state)
+{
+	struct symbolize *s = symbolize__new();
+	struct symbolize_pid *sp;
+	struct symbolize_frame f;
+	char path[64];
+	FILE *pm;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	pm = fopen(path, "w");
+	assert_non_null(pm);
+	/* CPython's format: hex without 0x. Addresses no mapping covers. */
+	fprintf(pm, "1000 40 py::train_step:/app/train.py\n0x2000 0x10 some_jit_fn\n");
+	fclose(pm);
+	assert_int_equal(symbolize__pid_new(s, getpid(), "/", &sp), 0);
+	assert_int_equal(symbolize_pid__lookup(sp, 0x1010, &f), 0);
+	assert_true(f.is_python);
+	assert_string_equal(f.function, "train_step");
+	assert_string_equal(f.file, "/app/train.py");
+	assert_int_equal(symbolize_pid__lookup(sp, 0x200f, &f), 0);
+	assert_false(f.is_python);
+	assert_string_equal(f.function, "some_jit_fn");
+	assert_int_equal(symbolize_pid__lookup(sp, 0x2010, &f), -ENOENT);
+	symbolize_pid__destroy(sp);
+	symbolize__destroy(s);
+	unlink(path);
+}
+
+static void test_per_process_handle_names_frames_and_raw_fallback(void **state)
+{
+	struct symbolizer *a, *b;
+	struct symbolized_frame f;
+
+	assert_int_equal(symbolizer__new(getpid(), &a), 0);
+	assert_int_equal(symbolizer__new(getpid(), &b), 0);
+	assert_int_equal(symbolizer__lookup(a, (uintptr_t)&gp_test_target_fn, &f), 0);
+	assert_string_equal(f.name, "gp_test_target_fn");
+	assert_int_equal(f.addr, vaddr_in_exe((void *)&gp_test_target_fn));
+	symbolizer__destroy(a);
+	/* The shared cache outlives the first handle. */
+	assert_int_equal(symbolizer__lookup(b, (uintptr_t)&gp_test_target_fn, &f), 0);
+	assert_int_equal(symbolizer__lookup(b, 16, &f), -ENOENT);
+	symbolizer__raw(0x1234, &f);
+	assert_string_equal(f.name, "[unknown] 0x1234");
+	symbolizer__destroy(b);
+	symbolizer__destroy(NULL);
+	assert_int_equal(symbolizer__new(-1, &a), -EINVAL);
+}
+
+static void test_stripped_copy_has_no_names_but_the_same_build_id(void **state)
+{
+	struct elf_cache *c = elf_cache__new(8);
+	struct elf_syms *full, *stripped;
+	uint64_t vaddr = vaddr_in_exe((void *)&gp_test_target_fn), off;
+	const char *name;
+	int root = open("/", O_PATH | O_DIRECTORY);
+
+	if (!exe_stripped[0])
+		skip();
+	assert_int_equal(elf_cache__get(c, root, exe_copy, &full), 0);
+	assert_int_equal(elf_cache__get(c, root, exe_stripped, &stripped), 0);
+	assert_int_equal(elf_syms__lookup(full, vaddr + 1, &name, &off), 0);
+	assert_string_equal(name, "gp_test_target_fn");
+	assert_int_equal(off, 1);
+	assert_int_equal(elf_syms__lookup(stripped, vaddr + 1, &name, &off), -ENOENT);
+	assert_string_equal(elf_syms__build_id(full), elf_syms__build_id(stripped));
+	assert_int_equal(strlen(elf_syms__build_id(stripped)), 40);
+	elf_syms__put(full);
+	elf_syms__put(stripped);
+	elf_cache__destroy(c);
+	close(root);
+}
+
+static void test_replaced_file_is_reloaded_and_unchanged_one_is_cached(void **state)
+{
+	struct elf_cache *c = elf_cache__new(8);
+	struct elf_syms *a, *b, *d;
+	char path[PATH_MAX], cmd[PATH_MAX * 3];
+	uint64_t vaddr = vaddr_in_exe((void *)&gp_test_target_fn), off;
+	const char *name;
+	int root = open("/", O_PATH | O_DIRECTORY);
+
+	if (!exe_stripped[0])
+		skip();
+	snprintf(path, sizeof(path), "%s/replaced", tmp_dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", exe_copy, path);
+	assert_int_equal(run(cmd), 0);
+	assert_int_equal(elf_cache__get(c, root, path, &a), 0);
+	assert_int_equal(elf_cache__get(c, root, path, &b), 0);
+	assert_ptr_equal(a, b);
+	elf_syms__put(b);
+	/* Replaced by rename: a new inode. */
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s.new' && mv '%s.new' '%s'", exe_stripped, path,
+		 path, path);
+	assert_int_equal(run(cmd), 0);
+	assert_int_equal(elf_cache__get(c, root, path, &b), 0);
+	assert_ptr_not_equal(a, b);
+	assert_int_equal(elf_syms__lookup(b, vaddr, &name, &off), -ENOENT);
+	/* The old reference stays valid for whoever holds it. */
+	assert_int_equal(elf_syms__lookup(a, vaddr, &name, &off), 0);
+	/* Rewritten in place: same inode, new size and mtime. */
+	snprintf(cmd, sizeof(cmd), "cat '%s' > '%s'", exe_copy, path);
+	assert_int_equal(run(cmd), 0);
+	assert_int_equal(elf_cache__get(c, root, path, &d), 0);
+	assert_int_equal(elf_syms__lookup(d, vaddr, &name, &off), 0);
+	assert_string_equal(name, "gp_test_target_fn");
+	elf_syms__put(a);
+	elf_syms__put(b);
+	elf_syms__put(d);
+	elf_cache__destroy(c);
+	close(root);
+}
+
+typedef int (*open_fn)(int, const char *, int *);
+
+static void check_fake_root(open_fn fn)
+{
+	char root[PATH_MAX], p[PATH_MAX * 2];
+	static const char *escapes[] = {
+		"/lib/passwd",          /* lib -> /etc (absolute: means <root>/etc) */
+		"lib/passwd",
+		"/up/passwd",           /* up -> ../../../../../../etc */
+		"/../../../../etc/passwd",
+		"/passwd",              /* passwd -> /etc/passwd */
+		"/loop/x",              /* loop -> loop */
+		"/real",                /* a directory, not a file */
+	};
+	struct stat st_in, st_got;
+	size_t i;
+	int rfd, fd;
+
+	snprintf(root, sizeof(root), "%s/root", tmp_dir);
+	for (i = 0; i < sizeof(escapes) / sizeof(*escapes); i++) {
+		rfd = open(root, O_PATH | O_DIRECTORY);
+		assert_true(rfd >= 0);
+		fd = -1;
+		if (fn(rfd, escapes[i], &fd) == 0)
+			fail_msg("opened %s outside the root (fd %d)", escapes[i], fd);
+		close(rfd);
+	}
+	/* Links that stay inside resolve as the container would see them. */
+	rfd = open(root, O_PATH | O_DIRECTORY);
+	snprintf(p, sizeof(p), "%s/real/lib.so", root);
+	assert_int_equal(stat(p, &st_in), 0);
+	assert_int_equal(fn(rfd, "/inlink/lib.so", &fd), 0);
+	assert_int_equal(fstat(fd, &st_got), 0);
+	assert_int_equal(st_got.st_ino, st_in.st_ino);
+	close(fd);
+	assert_int_equal(fn(rfd, "/real/../inlink/./lib.so", &fd), 0);
+	close(fd);
+	assert_int_equal(fn(rfd, "/rel/lib.so", &fd), 0);
+	close(fd);
+	close(rfd);
+}
+
+static void test_symlinks_out_of_the_root_are_not_followed(void **state)
+{
+	check_fake_root(root_open__file);
+}
+
+static void test_symlinks_out_of_the_root_are_not_followed_by_the_fallback(void **state)
+{
+	check_fake_root(root_open__walk);
+}
+
+static void test_elf_cache_refuses_a_link_out_of_the_root(void **state)
+{
+	struct elf_cache *c = elf_cache__new(4);
+	struct elf_syms *s;
+	char root[PATH_MAX], cmd[PATH_MAX * 3];
+	int rfd;
+
+	/* A link to a real ELF outside: must not be loaded through the root. */
+	snprintf(root, sizeof(root), "%s/root", tmp_dir);
+	snprintf(cmd, sizeof(cmd), "ln -sfn '%s' '%s/outside_elf'", exe_copy, root);
+	assert_int_equal(run(cmd), 0);
+	rfd = open(root, O_PATH | O_DIRECTORY);
+	assert_int_not_equal(elf_cache__get(c, rfd, "/outside_elf", &s), 0);
+	assert_int_equal(elf_cache__get(c, rfd, "/inlink/lib.so", &s), 0);
+	assert_true(elf_syms__count(s) > 0);
+	elf_syms__put(s);
+	close(rfd);
+	elf_cache__destroy(c);
+}
+
+static uint8_t *read_file(const char *path, size_t *ret_len)
+{
+	struct stat st;
+	uint8_t *buf;
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	buf = malloc((size_t)st.st_size);
+	assert_int_equal(read(fd, buf, (size_t)st.st_size), st.st_size);
+	close(fd);
+	*ret_len = (size_t)st.st_size;
+	return buf;
+}
+
+/* Loads a mutated image: any result but a crash or a leak is acceptable. */
+static void load_hostile(const uint8_t *img, size_t len)
+{
+	struct elf_syms *s;
+	const char *name;
+	uint64_t off, v;
+
+	if (elf_syms__load_mem(img, len, &s) == 0) {
+		elf_syms__lookup(s, 0x1000, &name, &off);
+		elf_syms__file_to_vaddr(s, 0x1000, &v);
+		assert_true(strlen(elf_syms__build_id(s)) <= 128);
+		elf_syms__put(s);
+	}
+}
+
+static void test_hostile_elf_images_are_refused_or_bounded(void **state)
+{
+	size_t len, i;
+	uint8_t *img = read_file(exe_copy, &len), *m = malloc(len);
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)m;
+	Elf64_Shdr *sh;
+
+	assert_true(len > sizeof(*eh));
+	/* Truncations at every header boundary. */
+	for (i = 0; i < 256 && i < len; i += 7)
+		load_hostile(img, i);
+	load_hostile(img, len / 2);
+	/* Section headers past the end, and a huge count. */
+	memcpy(m, img, len);
+	eh->e_shoff = UINT64_MAX - 8;
+	load_hostile(m, len);
+	memcpy(m, img, len);
+	eh->e_shnum = 0xffff;
+	load_hostile(m, len);
+	/* Every section claiming 2^32 entries of 2^40 bytes, then offsets outside. */
+	memcpy(m, img, len);
+	for (i = 0; i < eh->e_shnum; i++) {
+		sh = (Elf64_Shdr *)(m + eh->e_shoff + i * sizeof(*sh));
+		sh->sh_size = (uint64_t)1 << 40;
+	}
+	load_hostile(m, len);
+	memcpy(m, img, len);
+	for (i = 0; i < eh->e_shnum; i++) {
+		sh = (Elf64_Shdr *)(m + eh->e_shoff + i * sizeof(*sh));
+		sh->sh_offset = len - 1;
+		sh->sh_link = 0xfffffff0u;
+	}
+	load_hostile(m, len);
+	/* Random bit flips over the whole image. */
+	srand(7);
+	for (i = 0; i < 40; i++) {
+		size_t k;
+
+		memcpy(m, img, len);
+		for (k = 0; k < 64; k++)
+			m[(size_t)rand() % 4096 % len] ^= (uint8_t)(1u << (rand() % 8));
+		load_hostile(m, len);
+	}
+	/* Not an ELF at all. */
+	load_hostile((const uint8_t *)"\x7f" "ELF", 4);
+	load_hostile((const uint8_t *)"hello", 5);
+	free(m);
+	free(img);
+}
+
+static void test_proc_maps_keep_executable_mappings_with_their_kinds(void **state)
+{
+	static const char text[] =
+		"55d0c0000000-55d0c0001000 r--p 00000000 fd:01 123 /usr/bin/app\n"
+		"55d0c0001000-55d0c0005000 r-xp 00001000 fd:01 123 /usr/bin/app\n"
+		"7f0000000000-7f0000010000 r-xp 00002000 08:11 456 /opt/my lib/libx.so (deleted)\n"
+		"7f0000010000-7f0000020000 r-xs 00000000 00:01 789 /memfd:jit (deleted)\n"
+		"7f0000020000-7f0000030000 rwxp 00000000 00:00 0 \n"
+		"7f0000030000-7f0000031000 r-xp 00000000 00:00 0                          [vdso]\n"
+		"garbage line\n"
+		"7f0000040000-7f0000030000 r-xp 00000000 00:00 0 backwards\n"
+		"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n";
+	struct proc_maps *pm;
+	const struct proc_map *m;
+	uint64_t off;
+	size_t idx;
+
+	assert_int_equal(proc_maps__parse(text, sizeof(text) - 1, &pm), 0);
+	assert_int_equal(proc_maps__count(pm), 6);
+	assert_int_equal(proc_maps__dropped(pm), 2);
+	m = proc_maps__at(pm, 0);
+	assert_int_equal(m->kind, PROC_MAP_FILE);
+	assert_int_equal(m->inode, 123);
+	m = proc_maps__at(pm, 1);
+	assert_string_equal(m->path, "/opt/my lib/libx.so");
+	assert_true(m->deleted);
+	assert_int_equal(m->dev, makedev(8, 0x11));
+	assert_int_equal(proc_maps__at(pm, 2)->kind, PROC_MAP_MEMFD);
+	assert_int_equal(proc_maps__at(pm, 3)->kind, PROC_MAP_ANON);
+	assert_int_equal(proc_maps__at(pm, 4)->kind, PROC_MAP_SPECIAL);
+	assert_string_equal(proc_maps__at(pm, 4)->path, "[vdso]");
+	assert_int_equal(proc_maps__find(pm, 0x55d0c0001234, &idx, &off), 0);
+	assert_int_equal(idx, 0);
+	assert_int_equal(off, 0x1234);
+	assert_int_equal(proc_maps__find(pm, 0x55d0c0000fff, &idx, &off), -ENOENT);
+	assert_int_equal(proc_maps__find(pm, 0x7f0000000010, &idx, &off), 0);
+	assert_int_equal(off, 0x2010);
+	proc_maps__destroy(pm);
+	assert_int_equal(proc_maps__parse("", 0, &pm), 0);
+	assert_int_equal(proc_maps__count(pm), 0);
+	proc_maps__destroy(pm);
+}
+
+static void test_cxx_names_are_demangled_and_others_pass_through(void **state)
+{
+	char *out;
+
+	assert_int_equal(demangle__cxx("_Z6kernelPfi", &out), 0);
+	assert_string_equal(out, "kernel(float*, int)");
+	free(out);
+	assert_int_equal(demangle__cxx("main", &out), -EINVAL);
+	assert_int_equal(demangle__cxx("_Z!!garbage", &out), -EINVAL);
+	out = demangle__or_copy("cudaLaunchKernel");
+	assert_string_equal(out, "cudaLaunchKernel");
+	free(out);
+	out = demangle__or_copy("_ZN3foo3barIiEEvT_");
+	assert_string_equal(out, "void foo::bar<int>(int)");
+	free(out);
+}
+
+static int setup(void **state)
+{
+	char cmd[PATH_MAX * 4], root[PATH_MAX];
+	int rc = 0;
+
+	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/gp_sym.XXXXXX");
+	if (!mkdtemp(tmp_dir))
+		return -1;
+	snprintf(exe_copy, sizeof(exe_copy), "%s/exe", tmp_dir);
+	snprintf(cmd, sizeof(cmd), "cp /proc/%d/exe '%s'", (int)getpid(), exe_copy);
+	rc |= system(cmd);
+	snprintf(exe_stripped, sizeof(exe_stripped), "%s/exe.stripped", tmp_dir);
+	snprintf(cmd, sizeof(cmd), "objcopy --strip-all '%s' '%s' 2>/dev/null", exe_copy,
+		 exe_stripped);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "objcopy not usable: skipping the stripped-file tests\n");
+		exe_stripped[0] = '\0';
+	}
+	snprintf(root, sizeof(root), "%s/root", tmp_dir);
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; mkdir -p '%s/real'; cp '%s' '%s/real/lib.so'; cd '%s';"
+		 "ln -s /etc lib; ln -s ../../../../../../etc up; ln -s /etc/passwd passwd;"
+		 "ln -s loop loop; ln -s /real inlink; ln -s real rel",
+		 root, exe_copy, root, root);
+	rc |= system(cmd);
+	return rc ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_function_of_this_binary_is_named_with_build_id),
+		cmocka_unit_test(test_libc_function_is_named_as_the_dynamic_linker_names_it),
+		cmocka_unit_test(test_address_past_a_symbols_size_gives_lib_plus_offset),
+		cmocka_unit_test(test_address_in_no_mapping_is_not_found),
+		cmocka_unit_test(test_python_frames_come_from_the_perf_map),
+		cmocka_unit_test(test_per_process_handle_names_frames_and_raw_fallback),
+		cmocka_unit_test(test_stripped_copy_has_no_names_but_the_same_build_id),
+		cmocka_unit_test(test_replaced_file_is_reloaded_and_unchanged_one_is_cached),
+		cmocka_unit_test(test_symlinks_out_of_the_root_are_not_followed),
+		cmocka_unit_test(test_symlinks_out_of_the_root_are_not_followed_by_the_fallback),
+		cmocka_unit_test(test_elf_cache_refuses_a_link_out_of_the_root),
+		cmocka_unit_test(test_hostile_elf_images_are_refused_or_bounded),
+		cmocka_unit_test(test_proc_maps_keep_executable_mappings_with_their_kinds),
+		cmocka_unit_test(test_cxx_names_are_demangled_and_others_pass_through),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

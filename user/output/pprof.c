@@ -1,0 +1,918 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pprof writer. Field numbers follow profile.proto as encoded by pprof's own
+ * Go package (profile/encode.go). Every interned object is kept as the bytes
+ * of its protobuf encoding without its id: equal content gives equal bytes,
+ * so one hash table of byte strings ("blobs") de-duplicates strings,
+ * functions, mappings, locations and sample keys alike, and writing the
+ * profile is a copy. Ids are 1-based positions in each table.
+ */
+#include "user/output/pprof.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* Bounds: a profile this large is a bug upstream; refuse rather than swap. */
+#define PPROF_MAX_ENTRIES (1u << 24)
+#define PPROF_MAX_ARENA ((size_t)1 << 30)
+#define PPROF_MAX_SAMPLE_TYPES 16
+#define PPROF_MAX_STACK 4096
+#define PPROF_MAX_LABELS 64
+#define PPROF_MAX_LINES 256
+
+/* Profile fields. */
+enum {
+	F_PROFILE_SAMPLE_TYPE = 1,
+	F_PROFILE_SAMPLE = 2,
+	F_PROFILE_MAPPING = 3,
+	F_PROFILE_LOCATION = 4,
+	F_PROFILE_FUNCTION = 5,
+	F_PROFILE_STRING_TABLE = 6,
+	F_PROFILE_TIME_NANOS = 9,
+	F_PROFILE_DURATION_NANOS = 10,
+	F_PROFILE_PERIOD_TYPE = 11,
+	F_PROFILE_PERIOD = 12,
+	F_PROFILE_COMMENT = 13,
+	F_PROFILE_DEFAULT_SAMPLE_TYPE = 14,
+};
+enum { F_VT_TYPE = 1, F_VT_UNIT = 2 };
+enum { F_SAMPLE_LOCATION_ID = 1, F_SAMPLE_VALUE = 2, F_SAMPLE_LABEL = 3 };
+enum { F_LABEL_KEY = 1, F_LABEL_STR = 2, F_LABEL_NUM = 3, F_LABEL_NUM_UNIT = 4 };
+enum {
+	F_MAPPING_ID = 1,
+	F_MAPPING_START = 2,
+	F_MAPPING_LIMIT = 3,
+	F_MAPPING_OFFSET = 4,
+	F_MAPPING_FILENAME = 5,
+	F_MAPPING_BUILD_ID = 6,
+	F_MAPPING_HAS_FUNCTIONS = 7,
+};
+enum { F_LOC_ID = 1, F_LOC_MAPPING_ID = 2, F_LOC_ADDRESS = 3, F_LOC_LINE = 4 };
+enum { F_LINE_FUNCTION_ID = 1, F_LINE_LINE = 2 };
+enum {
+	F_FUNC_ID = 1,
+	F_FUNC_NAME = 2,
+	F_FUNC_SYSTEM_NAME = 3,
+	F_FUNC_FILENAME = 4,
+	F_FUNC_START_LINE = 5,
+};
+
+enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
+
+/* A growable byte buffer with a sticky error, so encoders chain without checks. */
+struct pbuf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+	int err;
+};
+
+struct blob {
+	size_t off;
+	uint32_t len;
+	uint32_t hash;
+};
+
+struct blobtab {
+	uint8_t *arena;
+	size_t arena_len;
+	size_t arena_cap;
+	struct blob *ents;
+	size_t n;
+	size_t cap;
+	uint32_t *slots; /* entry index + 1; 0 is empty */
+	size_t nslots;
+};
+
+struct value_type {
+	uint64_t type;
+	uint64_t unit;
+};
+
+struct pprof {
+	struct blobtab strings;
+	struct blobtab functions;
+	struct blobtab mappings;
+	struct blobtab locations;
+	struct blobtab samples;
+	int64_t *values; /* samples.n * n_types */
+	size_t values_cap;
+	struct value_type types[PPROF_MAX_SAMPLE_TYPES];
+	size_t n_types;
+	uint64_t default_type; /* string index, 0 = first type */
+	struct value_type period_type;
+	int64_t period;
+	int64_t time_nanos;
+	int64_t duration_nanos;
+	uint64_t *comments;
+	size_t n_comments;
+	size_t comments_cap;
+};
+
+/* ---------------------------------------------------------------- pbuf */
+
+static void pbuf__reserve(struct pbuf *b, size_t extra)
+{
+	size_t cap;
+	uint8_t *d;
+
+	if (b->err)
+		return;
+	if (extra > PPROF_MAX_ARENA || b->len > PPROF_MAX_ARENA - extra) {
+		b->err = -E2BIG;
+		return;
+	}
+	if (b->len + extra <= b->cap)
+		return;
+	cap = b->cap ? b->cap : 256;
+	while (cap < b->len + extra)
+		cap *= 2;
+	d = realloc(b->data, cap);
+	if (!d) {
+		b->err = -ENOMEM;
+		return;
+	}
+	b->data = d;
+	b->cap = cap;
+}
+
+static void pbuf__bytes(struct pbuf *b, const void *src, size_t len)
+{
+	pbuf__reserve(b, len);
+	if (b->err || !len)
+		return;
+	memcpy(b->data + b->len, src, len);
+	b->len += len;
+}
+
+static void pbuf__varint(struct pbuf *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+
+	do {
+		tmp[n] = v & 0x7f;
+		v >>= 7;
+		if (v)
+			tmp[n] |= 0x80;
+		n++;
+	} while (v);
+	pbuf__bytes(b, tmp, n);
+}
+
+static void pbuf__tag(struct pbuf *b, unsigned field, unsigned wire)
+{
+	pbuf__varint(b, ((uint64_t)field << 3) | wire);
+}
+
+/* Proto3 scalars: zero is the default and is not written. */
+static void pbuf__uint_field(struct pbuf *b, unsigned field, uint64_t v)
+{
+	if (!v)
+		return;
+	pbuf__tag(b, field, WIRE_VARINT);
+	pbuf__varint(b, v);
+}
+
+static void pbuf__len_field(struct pbuf *b, unsigned field, const void *src, size_t len)
+{
+	pbuf__tag(b, field, WIRE_LEN);
+	pbuf__varint(b, len);
+	pbuf__bytes(b, src, len);
+}
+
+static void pbuf__packed(struct pbuf *b, unsigned field, const uint64_t *v, size_t n)
+{
+	size_t len = 0, i;
+	uint64_t x;
+
+	if (!n)
+		return;
+	for (i = 0; i < n; i++) {
+		x = v[i];
+		do {
+			len++;
+			x >>= 7;
+		} while (x);
+	}
+	pbuf__tag(b, field, WIRE_LEN);
+	pbuf__varint(b, len);
+	for (i = 0; i < n; i++)
+		pbuf__varint(b, v[i]);
+}
+
+static void pbuf__free(struct pbuf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+/* ---------------------------------------------------------------- blobtab */
+
+static uint32_t blob__hash(const uint8_t *d, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, folded */
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= d[i];
+		h *= 0x100000001b3ull;
+	}
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+static int blobtab__grow_slots(struct blobtab *t)
+{
+	size_t nslots = t->nslots ? t->nslots * 2 : 64, i, j;
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (i = 0; i < t->n; i++) {
+		j = t->ents[i].hash & (nslots - 1);
+		while (slots[j])
+			j = (j + 1) & (nslots - 1);
+		slots[j] = (uint32_t)(i + 1);
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->nslots = nslots;
+	return 0;
+}
+
+static int blobtab__append(struct blobtab *t, const uint8_t *d, size_t len, uint32_t hash)
+{
+	size_t cap;
+	void *p;
+
+	if (t->n >= PPROF_MAX_ENTRIES || len > UINT32_MAX ||
+	    len > PPROF_MAX_ARENA - t->arena_len)
+		return -E2BIG;
+	if (t->n == t->cap) {
+		cap = t->cap ? t->cap * 2 : 64;
+		p = realloc(t->ents, cap * sizeof(*t->ents));
+		if (!p)
+			return -ENOMEM;
+		t->ents = p;
+		t->cap = cap;
+	}
+	if (t->arena_len + len > t->arena_cap) {
+		cap = t->arena_cap ? t->arena_cap : 1024;
+		while (cap < t->arena_len + len)
+			cap *= 2;
+		p = realloc(t->arena, cap);
+		if (!p)
+			return -ENOMEM;
+		t->arena = p;
+		t->arena_cap = cap;
+	}
+	if (len)
+		memcpy(t->arena + t->arena_len, d, len);
+	t->ents[t->n] = (struct blob){ .off = t->arena_len, .len = (uint32_t)len, .hash = hash };
+	t->arena_len += len;
+	t->n++;
+	return 0;
+}
+
+/* Finds or adds a blob; ret_index is 0-based, ret_added says which. */
+static int blobtab__intern(struct blobtab *t, const uint8_t *d, size_t len,
+			   size_t *ret_index, bool *ret_added)
+{
+	uint32_t hash = blob__hash(d, len);
+	const struct blob *e;
+	size_t j;
+	int err;
+
+	/* Keep the load factor under 1/2 so probes stay short. */
+	if ((t->n + 1) * 2 > t->nslots) {
+		err = blobtab__grow_slots(t);
+		if (err)
+			return err;
+	}
+	for (j = hash & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
+		e = &t->ents[t->slots[j] - 1];
+		if (e->hash == hash && e->len == len &&
+		    (!len || !memcmp(t->arena + e->off, d, len))) {
+			*ret_index = t->slots[j] - 1;
+			*ret_added = false;
+			return 0;
+		}
+	}
+	err = blobtab__append(t, d, len, hash);
+	if (err)
+		return err;
+	t->slots[j] = (uint32_t)t->n;
+	*ret_index = t->n - 1;
+	*ret_added = true;
+	return 0;
+}
+
+static void blobtab__free(struct blobtab *t)
+{
+	free(t->arena);
+	free(t->ents);
+	free(t->slots);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---------------------------------------------------------------- objects */
+
+struct pprof *pprof__new(void)
+{
+	struct pprof *p = calloc(1, sizeof(*p));
+	uint64_t idx;
+
+	if (!p)
+		return NULL;
+	/* string_table[0] must be "". */
+	if (pprof__intern_string(p, "", &idx)) {
+		pprof__destroy(p);
+		return NULL;
+	}
+	return p;
+}
+
+void pprof__destroy(struct pprof *p)
+{
+	if (!p)
+		return;
+	blobtab__free(&p->strings);
+	blobtab__free(&p->functions);
+	blobtab__free(&p->mappings);
+	blobtab__free(&p->locations);
+	blobtab__free(&p->samples);
+	free(p->values);
+	free(p->comments);
+	free(p);
+}
+
+int pprof__intern_string(struct pprof *p, const char *s, uint64_t *ret_index)
+{
+	size_t idx;
+	bool added;
+	int err;
+
+	if (!p || !ret_index)
+		return -EINVAL;
+	if (!s)
+		s = "";
+	err = blobtab__intern(&p->strings, (const uint8_t *)s, strlen(s), &idx, &added);
+	if (err)
+		return err;
+	*ret_index = idx;
+	return 0;
+}
+
+int pprof__add_sample_type(struct pprof *p, const char *type, const char *unit)
+{
+	struct value_type vt;
+	int err;
+
+	if (!p || !type || !unit)
+		return -EINVAL;
+	if (p->samples.n)
+		return -EBUSY;
+	if (p->n_types >= PPROF_MAX_SAMPLE_TYPES)
+		return -E2BIG;
+	err = pprof__intern_string(p, type, &vt.type);
+	if (!err)
+		err = pprof__intern_string(p, unit, &vt.unit);
+	if (err)
+		return err;
+	p->types[p->n_types++] = vt;
+	return 0;
+}
+
+int pprof__set_default_sample_type(struct pprof *p, const char *type)
+{
+	uint64_t idx;
+	size_t i;
+	int err;
+
+	if (!p || !type)
+		return -EINVAL;
+	err = pprof__intern_string(p, type, &idx);
+	if (err)
+		return err;
+	for (i = 0; i < p->n_types; i++) {
+		if (p->types[i].type == idx) {
+			p->default_type = idx;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int pprof__set_period(struct pprof *p, const char *type, const char *unit, int64_t period)
+{
+	struct value_type vt;
+	int err;
+
+	if (!p || !type || !unit)
+		return -EINVAL;
+	err = pprof__intern_string(p, type, &vt.type);
+	if (!err)
+		err = pprof__intern_string(p, unit, &vt.unit);
+	if (err)
+		return err;
+	p->period_type = vt;
+	p->period = period;
+	return 0;
+}
+
+void pprof__set_time(struct pprof *p, int64_t time_nanos, int64_t duration_nanos)
+{
+	if (!p)
+		return;
+	p->time_nanos = time_nanos;
+	p->duration_nanos = duration_nanos;
+}
+
+int pprof__add_comment(struct pprof *p, const char *comment)
+{
+	uint64_t idx, *c;
+	size_t cap;
+	int err;
+
+	if (!p || !comment)
+		return -EINVAL;
+	if (p->n_comments >= PPROF_MAX_LABELS * 16)
+		return -E2BIG;
+	err = pprof__intern_string(p, comment, &idx);
+	if (err)
+		return err;
+	if (p->n_comments == p->comments_cap) {
+		cap = p->comments_cap ? p->comments_cap * 2 : 8;
+		c = realloc(p->comments, cap * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		p->comments = c;
+		p->comments_cap = cap;
+	}
+	p->comments[p->n_comments++] = idx;
+	return 0;
+}
+
+/* Interns the id-less encoding in b; the id is the 1-based position. */
+static int pprof__intern_encoded(struct blobtab *t, struct pbuf *b, uint64_t *ret_id)
+{
+	size_t idx;
+	bool added;
+	int err = b->err;
+
+	if (!err)
+		err = blobtab__intern(t, b->data, b->len, &idx, &added);
+	pbuf__free(b);
+	if (err)
+		return err;
+	*ret_id = idx + 1;
+	return 0;
+}
+
+int pprof__add_function(struct pprof *p, const char *name, const char *system_name,
+			const char *filename, int64_t start_line, uint64_t *ret_id)
+{
+	uint64_t name_x, sys_x, file_x;
+	struct pbuf b = { 0 };
+	int err;
+
+	if (!p || !ret_id)
+		return -EINVAL;
+	err = pprof__intern_string(p, name, &name_x);
+	if (!err)
+		err = pprof__intern_string(p, system_name ? system_name : name, &sys_x);
+	if (!err)
+		err = pprof__intern_string(p, filename, &file_x);
+	if (err)
+		return err;
+	pbuf__uint_field(&b, F_FUNC_NAME, name_x);
+	pbuf__uint_field(&b, F_FUNC_SYSTEM_NAME, sys_x);
+	pbuf__uint_field(&b, F_FUNC_FILENAME, file_x);
+	pbuf__uint_field(&b, F_FUNC_START_LINE, (uint64_t)start_line);
+	return pprof__intern_encoded(&p->functions, &b, ret_id);
+}
+
+int pprof__add_mapping(struct pprof *p, const struct pprof_mapping *m, uint64_t *ret_id)
+{
+	uint64_t file_x, build_x;
+	struct pbuf b = { 0 };
+	int err;
+
+	if (!p || !m || !ret_id)
+		return -EINVAL;
+	err = pprof__intern_string(p, m->filename, &file_x);
+	if (!err)
+		err = pprof__intern_string(p, m->build_id, &build_x);
+	if (err)
+		return err;
+	pbuf__uint_field(&b, F_MAPPING_START, m->start);
+	pbuf__uint_field(&b, F_MAPPING_LIMIT, m->limit);
+	pbuf__uint_field(&b, F_MAPPING_OFFSET, m->offset);
+	pbuf__uint_field(&b, F_MAPPING_FILENAME, file_x);
+	pbuf__uint_field(&b, F_MAPPING_BUILD_ID, build_x);
+	pbuf__uint_field(&b, F_MAPPING_HAS_FUNCTIONS, m->has_functions);
+	return pprof__intern_encoded(&p->mappings, &b, ret_id);
+}
+
+int pprof__add_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
+			const struct pprof_line *lines, size_t n_lines, uint64_t *ret_id)
+{
+	struct pbuf b = { 0 }, l = { 0 };
+	size_t i;
+
+	if (!p || !ret_id || (n_lines && !lines) || n_lines > PPROF_MAX_LINES)
+		return -EINVAL;
+	if (mapping_id > p->mappings.n)
+		return -ENOENT;
+	for (i = 0; i < n_lines; i++)
+		if (!lines[i].function_id || lines[i].function_id > p->functions.n)
+			return -ENOENT;
+	pbuf__uint_field(&b, F_LOC_MAPPING_ID, mapping_id);
+	pbuf__uint_field(&b, F_LOC_ADDRESS, address);
+	for (i = 0; i < n_lines; i++) {
+		l.len = 0;
+		pbuf__uint_field(&l, F_LINE_FUNCTION_ID, lines[i].function_id);
+		pbuf__uint_field(&l, F_LINE_LINE, (uint64_t)lines[i].line);
+		if (l.err)
+			b.err = l.err;
+		else
+			pbuf__len_field(&b, F_LOC_LINE, l.data, l.len);
+	}
+	pbuf__free(&l);
+	return pprof__intern_encoded(&p->locations, &b, ret_id);
+}
+
+struct label_x {
+	uint64_t key;
+	uint64_t str;
+	int64_t num;
+	uint64_t unit;
+};
+
+static int label_x__cmp(const struct label_x *a, const struct label_x *b)
+{
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	if (a->str != b->str)
+		return a->str < b->str ? -1 : 1;
+	if (a->num != b->num)
+		return a->num < b->num ? -1 : 1;
+	if (a->unit != b->unit)
+		return a->unit < b->unit ? -1 : 1;
+	return 0;
+}
+
+/* Labels in a canonical order, so the same set merges whatever the call order. */
+static int pprof__labels_x(struct pprof *p, const struct pprof_label *labels, size_t n,
+			   struct label_x *out)
+{
+	struct label_x tmp;
+	size_t i, j;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		if (!labels[i].key)
+			return -EINVAL;
+		memset(&out[i], 0, sizeof(out[i]));
+		err = pprof__intern_string(p, labels[i].key, &out[i].key);
+		if (!err && labels[i].str)
+			err = pprof__intern_string(p, labels[i].str, &out[i].str);
+		if (!err && !labels[i].str) {
+			out[i].num = labels[i].num;
+			if (labels[i].num_unit)
+				err = pprof__intern_string(p, labels[i].num_unit, &out[i].unit);
+		}
+		if (err)
+			return err;
+	}
+	for (i = 1; i < n; i++) {
+		tmp = out[i];
+		for (j = i; j > 0 && label_x__cmp(&out[j - 1], &tmp) > 0; j--)
+			out[j] = out[j - 1];
+		out[j] = tmp;
+	}
+	return 0;
+}
+
+static void pbuf__label(struct pbuf *b, const struct label_x *x)
+{
+	struct pbuf l = { 0 };
+
+	pbuf__uint_field(&l, F_LABEL_KEY, x->key);
+	pbuf__uint_field(&l, F_LABEL_STR, x->str);
+	pbuf__uint_field(&l, F_LABEL_NUM, (uint64_t)x->num);
+	pbuf__uint_field(&l, F_LABEL_NUM_UNIT, x->unit);
+	if (l.err)
+		b->err = b->err ? b->err : l.err;
+	else
+		pbuf__len_field(b, F_SAMPLE_LABEL, l.data, l.len);
+	pbuf__free(&l);
+}
+
+static int64_t add_saturating(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static int pprof__values_reserve(struct pprof *p, size_t n_samples)
+{
+	size_t cap = p->values_cap ? p->values_cap : 64;
+	int64_t *v;
+
+	if (n_samples * p->n_types <= p->values_cap)
+		return 0;
+	while (cap < n_samples * p->n_types)
+		cap *= 2;
+	v = realloc(p->values, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->values = v;
+	p->values_cap = cap;
+	return 0;
+}
+
+int pprof__add_sample(struct pprof *p, const uint64_t *loc_ids, size_t n_locs,
+		      const int64_t *values, const struct pprof_label *labels,
+		      size_t n_labels)
+{
+	struct label_x lx[PPROF_MAX_LABELS];
+	struct pbuf b = { 0 };
+	int64_t *dst;
+	size_t i, idx;
+	bool added;
+	int err;
+
+	if (!p || (n_locs && !loc_ids) || !values || (n_labels && !labels))
+		return -EINVAL;
+	if (!p->n_types)
+		return -ENODATA;
+	if (n_locs > PPROF_MAX_STACK || n_labels > PPROF_MAX_LABELS)
+		return -E2BIG;
+	for (i = 0; i < n_locs; i++)
+		if (!loc_ids[i] || loc_ids[i] > p->locations.n)
+			return -ENOENT;
+	err = pprof__labels_x(p, labels, n_labels, lx);
+	if (err)
+		return err;
+	err = pprof__values_reserve(p, p->samples.n + 1);
+	if (err)
+		return err;
+	/* The key is the sample's encoding without its values. */
+	pbuf__packed(&b, F_SAMPLE_LOCATION_ID, loc_ids, n_locs);
+	for (i = 0; i < n_labels; i++)
+		pbuf__label(&b, &lx[i]);
+	err = b.err;
+	if (!err)
+		err = blobtab__intern(&p->samples, b.data, b.len, &idx, &added);
+	pbuf__free(&b);
+	if (err)
+		return err;
+	dst = p->values + idx * p->n_types;
+	for (i = 0; i < p->n_types; i++)
+		dst[i] = added ? values[i] : add_saturating(dst[i], values[i]);
+	return 0;
+}
+
+size_t pprof__sample_count(const struct pprof *p)
+{
+	return p ? p->samples.n : 0;
+}
+
+/* ---------------------------------------------------------------- encoding */
+
+static void pbuf__value_type(struct pbuf *b, unsigned field, const struct value_type *vt)
+{
+	struct pbuf m = { 0 };
+
+	pbuf__uint_field(&m, F_VT_TYPE, vt->type);
+	pbuf__uint_field(&m, F_VT_UNIT, vt->unit);
+	if (m.err)
+		b->err = b->err ? b->err : m.err;
+	else
+		pbuf__len_field(b, field, m.data, m.len);
+	pbuf__free(&m);
+}
+
+/* Each entry of t becomes message `field` = {id_field: i+1} + stored bytes. */
+static void pbuf__table(struct pbuf *b, unsigned field, unsigned id_field,
+			const struct blobtab *t)
+{
+	struct pbuf head = { 0 };
+	size_t i;
+
+	for (i = 0; i < t->n && !b->err; i++) {
+		head.len = 0;
+		pbuf__uint_field(&head, id_field, i + 1);
+		if (head.err) {
+			b->err = head.err;
+			break;
+		}
+		pbuf__tag(b, field, WIRE_LEN);
+		pbuf__varint(b, head.len + t->ents[i].len);
+		pbuf__bytes(b, head.data, head.len);
+		pbuf__bytes(b, t->arena + t->ents[i].off, t->ents[i].len);
+	}
+	pbuf__free(&head);
+}
+
+static void pbuf__samples(struct pbuf *b, const struct pprof *p)
+{
+	struct pbuf vals = { 0 };
+	const int64_t *v;
+	size_t i;
+
+	for (i = 0; i < p->samples.n && !b->err; i++) {
+		vals.len = 0;
+		v = p->values + i * p->n_types;
+		/* int64 on the wire: negatives are 10-byte two's-complement varints. */
+		pbuf__packed(&vals, F_SAMPLE_VALUE, (const uint64_t *)v, p->n_types);
+		if (vals.err) {
+			b->err = vals.err;
+			break;
+		}
+		pbuf__tag(b, F_PROFILE_SAMPLE, WIRE_LEN);
+		pbuf__varint(b, vals.len + p->samples.ents[i].len);
+		pbuf__bytes(b, vals.data, vals.len);
+		pbuf__bytes(b, p->samples.arena + p->samples.ents[i].off, p->samples.ents[i].len);
+	}
+	pbuf__free(&vals);
+}
+
+static int pprof__encode(const struct pprof *p, struct pbuf *b)
+{
+	const struct blob *s;
+	size_t i;
+
+	for (i = 0; i < p->n_types; i++)
+		pbuf__value_type(b, F_PROFILE_SAMPLE_TYPE, &p->types[i]);
+	pbuf__samples(b, p);
+	pbuf__table(b, F_PROFILE_MAPPING, F_MAPPING_ID, &p->mappings);
+	pbuf__table(b, F_PROFILE_LOCATION, F_LOC_ID, &p->locations);
+	pbuf__table(b, F_PROFILE_FUNCTION, F_FUNC_ID, &p->functions);
+	for (i = 0; i < p->strings.n; i++) {
+		s = &p->strings.ents[i];
+		pbuf__len_field(b, F_PROFILE_STRING_TABLE, p->strings.arena + s->off, s->len);
+	}
+	pbuf__uint_field(b, F_PROFILE_TIME_NANOS, (uint64_t)p->time_nanos);
+	pbuf__uint_field(b, F_PROFILE_DURATION_NANOS, (uint64_t)p->duration_nanos);
+	if (p->period_type.type)
+		pbuf__value_type(b, F_PROFILE_PERIOD_TYPE, &p->period_type);
+	pbuf__uint_field(b, F_PROFILE_PERIOD, (uint64_t)p->period);
+	pbuf__packed(b, F_PROFILE_COMMENT, p->comments, p->n_comments);
+	/* Without it readers default to the *last* type; we promise the first. */
+	if (p->default_type)
+		pbuf__uint_field(b, F_PROFILE_DEFAULT_SAMPLE_TYPE, p->default_type);
+	else if (p->n_types)
+		pbuf__uint_field(b, F_PROFILE_DEFAULT_SAMPLE_TYPE, p->types[0].type);
+	return b->err;
+}
+
+static int gzip__compress(const uint8_t *src, size_t len, uint8_t **ret_buf, size_t *ret_len)
+{
+	z_stream zs = { 0 };
+	uint8_t *out;
+	size_t cap;
+	int zerr;
+
+	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	cap = deflateBound(&zs, len);
+	out = malloc(cap);
+	if (!out || len > UINT_MAX || cap > UINT_MAX) {
+		deflateEnd(&zs);
+		free(out);
+		return out ? -E2BIG : -ENOMEM;
+	}
+	zs.next_in = (uint8_t *)src;
+	zs.avail_in = (unsigned)len;
+	zs.next_out = out;
+	zs.avail_out = (unsigned)cap;
+	zerr = deflate(&zs, Z_FINISH);
+	if (zerr != Z_STREAM_END) {
+		deflateEnd(&zs);
+		free(out);
+		return -EIO;
+	}
+	*ret_len = zs.total_out;
+	deflateEnd(&zs);
+	*ret_buf = out;
+	return 0;
+}
+
+int pprof__write_buf(const struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
+{
+	struct pbuf b = { 0 };
+	int err;
+
+	if (!p || !ret_buf || !ret_len)
+		return -EINVAL;
+	err = pprof__encode(p, &b);
+	if (!err)
+		err = gzip__compress(b.data ? b.data : (uint8_t *)"", b.len, ret_buf, ret_len);
+	pbuf__free(&b);
+	return err;
+}
+
+/* ---------------------------------------------------------------- files */
+
+static int fd__write_all(int fd, const uint8_t *d, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, d, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		d += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Best effort: makes the rename itself durable; failure loses no data. */
+static void dir__fsync(const char *path)
+{
+	char tmp[PATH_MAX];
+	int fd;
+
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return;
+	fd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	fsync(fd);
+	close(fd);
+}
+
+int pprof__write_file(const struct pprof *p, const char *path)
+{
+	char tmp[PATH_MAX];
+	uint8_t *buf = NULL;
+	mode_t mask;
+	size_t len;
+	int fd, err;
+
+	if (!p || !path || !*path)
+		return -EINVAL;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	err = pprof__write_buf(p, &buf, &len);
+	if (err)
+		return err;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		goto err_free_buf;
+	}
+	/* mkostemp makes 0600; a profile is as readable as any file we create. */
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask)) {
+		err = -errno;
+		goto err_unlink_tmp;
+	}
+	err = fd__write_all(fd, buf, len);
+	if (!err && fsync(fd))
+		err = -errno;
+	if (err)
+		goto err_unlink_tmp;
+	if (close(fd)) {
+		fd = -1;
+		err = -errno;
+		goto err_unlink_tmp;
+	}
+	fd = -1;
+	if (rename(tmp, path)) {
+		err = -errno;
+		goto err_unlink_tmp;
+	}
+	dir__fsync(path);
+	free(buf);
+	return 0;
+
+err_unlink_tmp:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+err_free_buf:
+	free(buf);
+	return err;
+}

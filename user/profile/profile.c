@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Aggregation of joined samples and the two outputs made from them (see
+ * profile.h). Every string is interned once; samples are keyed by a plain
+ * struct interned in a blob table, so equal samples merge by construction.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/profile/profile.h"
+#include "user/output/pprof.h"
+#include "user/symbolize/demangle.h"
+#include "user/util/blobtab.h"
+#include "user/util/u64map.h"
+
+#define MAX_STRINGS (1u << 20)
+#define MAX_STRING_BYTES (256u << 20)
+#define MAX_KEYS (1u << 21)
+#define MAX_FRAMES (1u << 21)
+
+struct agg_key {
+	__u32 pid, stack_id, api, reason, name, device, stream, graph_id;
+};
+
+struct agg_val {
+	__u64 ns, count;
+};
+
+struct frame_key {
+	__u32 name, file, build_id, line;
+	__u64 addr;
+};
+
+struct stack {
+	__u32 *frames; /* frame ids, leaf first */
+	__u32 n;
+	bool truncated;
+};
+
+struct proc_info {
+	__u32 comm, cgroup; /* string ids, 0 = none */
+};
+
+struct profile {
+	struct blobtab *str, *frames, *keys;
+	struct agg_val *vals;        /* vals[key id - 1] */
+	size_t cap_vals;
+	struct u64map stack_idx;     /* stack id -> index in stacks */
+	struct stack *stacks;
+	size_t nr_stacks, cap_stacks;
+	struct u64map procs;         /* pid -> index in proc_infos */
+	struct proc_info *proc_infos;
+	size_t nr_procs, cap_procs;
+	struct profile_totals t;
+};
+
+int profile__new(struct profile **ret_p)
+{
+	struct profile *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	if (blobtab__new(MAX_STRINGS, MAX_STRING_BYTES, &p->str) ||
+	    blobtab__new(MAX_FRAMES, SIZE_MAX, &p->frames) ||
+	    blobtab__new(MAX_KEYS, SIZE_MAX, &p->keys) || u64map__init(&p->stack_idx, 0) ||
+	    u64map__init(&p->procs, 0)) {
+		profile__destroy(p);
+		return -ENOMEM;
+	}
+	*ret_p = p;
+	return 0;
+}
+
+void profile__destroy(struct profile *p)
+{
+	if (!p)
+		return;
+	blobtab__destroy(p->str);
+	blobtab__destroy(p->frames);
+	blobtab__destroy(p->keys);
+	free(p->vals);
+	for (size_t i = 0; i < p->nr_stacks; i++)
+		free(p->stacks[i].frames);
+	free(p->stacks);
+	u64map__fini(&p->stack_idx);
+	u64map__fini(&p->procs);
+	free(p->proc_infos);
+	free(p);
+}
+
+static __u32 intern(struct profile *p, const char *s)
+{
+	__u32 id = 0;
+
+	if (!s)
+		return 0;
+	if (blobtab__intern(p->str, s, strlen(s) + 1, &id))
+		return 0;
+	return id;
+}
+
+static const char *str_of(const struct profile *p, __u32 id)
+{
+	const char *s = id ? blobtab__get(p->str, id, NULL) : NULL;
+
+	return s ? s : "";
+}
+
+static void *grow(void *arr, size_t *cap, size_t need, size_t item)
+{
+	size_t ncap;
+	void *n;
+
+	if (need <= *cap)
+		return arr;
+	ncap = *cap ? *cap * 2 : 64;
+	while (ncap < need)
+		ncap *= 2;
+	n = realloc(arr, ncap * item);
+	if (!n)
+		return NULL;
+	memset((char *)n + *cap * item, 0, (ncap - *cap) * item);
+	*cap = ncap;
+	return n;
+}
+
+int profile__set_proc(struct profile *p, const struct profile_proc *proc)
+{
+	struct proc_info *pi;
+	__u64 idx;
+
+	if (!u64map__get(&p->procs, proc->pid, &idx)) {
+		struct proc_info *n = grow(p->proc_infos, &p->cap_procs, p->nr_procs + 1, sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		p->proc_infos = n;
+		idx = p->nr_procs;
+		if (u64map__put(&p->procs, proc->pid, idx))
+			return -ENOMEM;
+		p->nr_procs++;
+	}
+	pi = &p->proc_infos[idx];
+	if (proc->comm)
+		pi->comm = intern(p, proc->comm);
+	if (proc->cgroup)
+		pi->cgroup = intern(p, proc->cgroup);
+	return 0;
+}
+
+bool profile__has_stack(const struct profile *p, __u32 stack_id)
+{
+	return u64map__get(&p->stack_idx, stack_id, NULL);
+}
+
+int profile__set_stack(struct profile *p, __u32 stack_id, const struct profile_frame *frames,
+		       __u32 n, bool truncated)
+{
+	struct stack *s, *ns;
+	__u32 *ids;
+
+	if (!stack_id)
+		return -EINVAL;
+	if (profile__has_stack(p, stack_id))
+		return -EEXIST;
+	ids = calloc(n ? n : 1, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (__u32 i = 0; i < n; i++) {
+		struct frame_key k = { .name = intern(p, frames[i].name), .file = intern(p, frames[i].file),
+				       .build_id = intern(p, frames[i].build_id),
+				       .line = frames[i].line, .addr = frames[i].addr };
+
+		if (blobtab__intern(p->frames, &k, sizeof(k), &ids[i])) {
+			n = i; /* keep what fits: the stack is marked truncated */
+			truncated = true;
+			break;
+		}
+	}
+	ns = grow(p->stacks, &p->cap_stacks, p->nr_stacks + 1, sizeof(*ns));
+	if (!ns || u64map__put(&p->stack_idx, stack_id, p->nr_stacks)) {
+		free(ids);
+		return -ENOMEM;
+	}
+	p->stacks = ns;
+	s = &p->stacks[p->nr_stacks++];
+	s->frames = ids;
+	s->n = n;
+	s->truncated = truncated;
+	return 0;
+}
+
+int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
+		 const char *reason, const struct profile_activity *act)
+{
+	struct agg_key k = { .pid = pid, .stack_id = stack_id, .api = intern(p, api),
+			     .reason = intern(p, reason), .name = intern(p, act->name),
+			     .device = act->device, .stream = act->stream, .graph_id = act->graph_id };
+	struct agg_val *v;
+	__u32 id;
+
+	p->t.activities++;
+	if (!stack_id) {
+		p->t.unattributed++;
+		p->t.unattributed_ns += act->ns;
+	}
+	p->t.gpu_ns += act->ns;
+	if (blobtab__intern(p->keys, &k, sizeof(k), &id)) {
+		p->t.dropped++;
+		return -E2BIG;
+	}
+	v = grow(p->vals, &p->cap_vals, id, sizeof(*v));
+	if (!v) {
+		p->t.dropped++;
+		return -ENOMEM;
+	}
+	p->vals = v;
+	p->vals[id - 1].ns += act->ns;
+	p->vals[id - 1].count++;
+	return 0;
+}
+
+void profile__totals(const struct profile *p, struct profile_totals *ret)
+{
+	*ret = p->t;
+	ret->samples = blobtab__count(p->keys);
+}
+
+void profile__reset_samples(struct profile *p)
+{
+	struct blobtab *fresh;
+
+	if (blobtab__new(MAX_KEYS, SIZE_MAX, &fresh))
+		return;
+	blobtab__destroy(p->keys);
+	p->keys = fresh;
+	memset(p->vals, 0, p->cap_vals * sizeof(*p->vals));
+	memset(&p->t, 0, sizeof(p->t));
+}
+
+/* ------------------------------------------------------------ pprof */
+
+struct writer {
+	const struct profile *p;
+	struct pprof *pp;
+	struct u64map fn_loc;   /* string id of a synthetic frame -> location id */
+	struct u64map frame_loc;/* frame id -> location id */
+	struct u64map file_map; /* file string id -> mapping id */
+};
+
+/* pprof ids are uint64_t, map values __u64: the two differ in C's eyes only. */
+static bool id_get(const struct u64map *m, __u64 key, uint64_t *ret)
+{
+	__u64 v;
+
+	if (!u64map__get(m, key, &v))
+		return false;
+	*ret = v;
+	return true;
+}
+
+static int synthetic_loc(struct writer *w, __u32 name_id, const char *system_name, uint64_t *ret)
+{
+	uint64_t fn, loc;
+	char *pretty;
+	int err;
+
+	if (id_get(&w->fn_loc, name_id, ret))
+		return 0;
+	pretty = demangle__or_copy(str_of(w->p, name_id));
+	if (!pretty)
+		return -ENOMEM;
+	err = pprof__add_function(w->pp, pretty, system_name ? system_name : pretty, "", 0, &fn);
+	free(pretty);
+	if (err)
+		return err;
+	err = pprof__add_location(w->pp, 0, 0, &(struct pprof_line){ .function_id = fn }, 1, &loc);
+	if (err)
+		return err;
+	*ret = loc;
+	return u64map__put(&w->fn_loc, name_id, loc);
+}
+
+static int frame_loc(struct writer *w, __u32 frame_id, uint64_t *ret)
+{
+	const struct frame_key *k = blobtab__get(w->p->frames, frame_id, NULL);
+	uint64_t fn, loc, map = 0;
+	int err;
+
+	if (id_get(&w->frame_loc, frame_id, ret))
+		return 0;
+	if (k->file && !id_get(&w->file_map, k->file, &map)) {
+		struct pprof_mapping m = { .start = 0, .limit = UINT64_MAX >> 1,
+					   .filename = str_of(w->p, k->file),
+					   .build_id = str_of(w->p, k->build_id), .has_functions = true };
+
+		err = pprof__add_mapping(w->pp, &m, &map);
+		if (err || (err = u64map__put(&w->file_map, k->file, map)))
+			return err;
+	}
+	err = pprof__add_function(w->pp, str_of(w->p, k->name), str_of(w->p, k->name),
+				  str_of(w->p, k->file), 0, &fn);
+	if (err)
+		return err;
+	err = pprof__add_location(w->pp, map, k->addr,
+				  &(struct pprof_line){ .function_id = fn, .line = k->line }, 1, &loc);
+	if (err)
+		return err;
+	*ret = loc;
+	return u64map__put(&w->frame_loc, frame_id, loc);
+}
+
+static const struct proc_info *proc_of(const struct profile *p, __u32 pid)
+{
+	__u64 idx;
+
+	return u64map__get(&p->procs, pid, &idx) ? &p->proc_infos[idx] : NULL;
+}
+
+static int write_sample(struct writer *w, const struct agg_key *k, const struct agg_val *v)
+{
+	const struct profile *p = w->p;
+	const struct proc_info *pi = proc_of(p, k->pid);
+	const struct stack *st = NULL;
+	uint64_t locs[GP_PROFILE_MAX_LOCS];
+	__u64 idx;
+	size_t n = 0;
+	struct pprof_label labels[6];
+	size_t nl = 0;
+	int64_t values[2] = { (int64_t)v->ns, (int64_t)v->count };
+	char root[96], unattr[160];
+	int err;
+
+	if (k->stack_id && u64map__get(&p->stack_idx, k->stack_id, &idx))
+		st = &p->stacks[idx];
+	err = synthetic_loc(w, k->name, NULL, &locs[n++]);
+	if (err)
+		return err;
+	if (!k->stack_id) {
+		snprintf(unattr, sizeof(unattr), "[unattributed: %s]", str_of(p, k->reason));
+		err = synthetic_loc(w, intern((struct profile *)p, unattr), NULL, &locs[n++]);
+	} else {
+		err = synthetic_loc(w, k->api, NULL, &locs[n++]);
+	}
+	if (err)
+		return err;
+	for (__u32 i = 0; st && i < st->n && n < GP_PROFILE_MAX_LOCS - 2; i++) {
+		err = frame_loc(w, st->frames[i], &locs[n++]);
+		if (err)
+			return err;
+	}
+	if (st && st->truncated) {
+		err = synthetic_loc(w, intern((struct profile *)p, "[truncated stack]"), NULL, &locs[n++]);
+		if (err)
+			return err;
+	}
+	snprintf(root, sizeof(root), "%s (pid %u)", pi && pi->comm ? str_of(p, pi->comm) : "?", k->pid);
+	err = synthetic_loc(w, intern((struct profile *)p, root), NULL, &locs[n++]);
+	if (err)
+		return err;
+	labels[nl++] = (struct pprof_label){ .key = "pid", .num = k->pid };
+	if (pi && pi->comm)
+		labels[nl++] = (struct pprof_label){ .key = "comm", .str = str_of(p, pi->comm) };
+	labels[nl++] = (struct pprof_label){ .key = "device", .num = k->device };
+	labels[nl++] = (struct pprof_label){ .key = "stream", .num = k->stream };
+	if (k->graph_id)
+		labels[nl++] = (struct pprof_label){ .key = "graph", .num = k->graph_id };
+	if (pi && pi->cgroup)
+		labels[nl++] = (struct pprof_label){ .key = "cgroup", .str = str_of(p, pi->cgroup) };
+	return pprof__add_sample(w->pp, locs, n, values, labels, nl);
+}
+
+int profile__write_pprof(const struct profile *p, const char *path, __u64 time_ns, __u64 duration_ns)
+{
+	struct writer w = { .p = p };
+	size_t nkeys = blobtab__count(p->keys);
+	int err = -ENOMEM;
+
+	w.pp = pprof__new();
+	if (!w.pp || u64map__init(&w.fn_loc, 0) || u64map__init(&w.frame_loc, 0) ||
+	    u64map__init(&w.file_map, 0))
+		goto out;
+	if ((err = pprof__add_sample_type(w.pp, "gpu_time", "nanoseconds")) ||
+	    (err = pprof__add_sample_type(w.pp, "launches", "count")) ||
+	    (err = pprof__set_default_sample_type(w.pp, "gpu_time")))
+		goto out;
+	pprof__set_time(w.pp, (int64_t)time_ns, (int64_t)duration_ns);
+	for (__u32 id = 1; id <= nkeys; id++) {
+		const struct agg_key *k = blobtab__get(p->keys, id, NULL);
+
+		if (!p->vals[id - 1].count)
+			continue;
+		err = write_sample(&w, k, &p->vals[id - 1]);
+		if (err)
+			goto out;
+	}
+	err = pprof__write_file(w.pp, path);
+out:
+	u64map__fini(&w.fn_loc);
+	u64map__fini(&w.frame_loc);
+	u64map__fini(&w.file_map);
+	pprof__destroy(w.pp);
+	return err;
+}
+
+/* ------------------------------------------------------------ report */
+
+struct kernel_row {
+	__u32 name;
+	__u64 ns, count;
+	__u32 best_key;   /* key with the most GPU time for this kernel */
+	__u64 best_ns;
+};
+
+static int cmp_rows(const void *a, const void *b)
+{
+	const struct kernel_row *x = a, *y = b;
+
+	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : (x->name > y->name) - (x->name < y->name);
+}
+
+/* A CUDA library frame says little about who launched: skip past those. */
+static bool vendor_file(const char *file)
+{
+	const char *base = strrchr(file, '/');
+
+	base = base ? base + 1 : file;
+	return !strncmp(base, "libcu", 5) || !strncmp(base, "libnv", 5) ||
+	       !strncmp(base, "libcudnn", 8) || !strncmp(base, "libtorch_cuda", 13);
+}
+
+static void site_of(const struct profile *p, const struct agg_key *k, char *buf, size_t len)
+{
+	const struct frame_key *fk, *first = NULL;
+	__u64 idx;
+
+	if (!k->stack_id) {
+		snprintf(buf, len, "[unattributed: %s]", str_of(p, k->reason));
+		return;
+	}
+	if (!u64map__get(&p->stack_idx, k->stack_id, &idx) || !p->stacks[idx].n) {
+		snprintf(buf, len, "%s", str_of(p, k->api));
+		return;
+	}
+	for (__u32 i = 0; i < p->stacks[idx].n; i++) {
+		fk = blobtab__get(p->frames, p->stacks[idx].frames[i], NULL);
+		if (!first)
+			first = fk;
+		if (!vendor_file(str_of(p, fk->file))) {
+			first = fk;
+			break;
+		}
+	}
+	if (first->line)
+		snprintf(buf, len, "%s (%s:%u)", str_of(p, first->name), str_of(p, first->file), first->line);
+	else
+		snprintf(buf, len, "%s", str_of(p, first->name));
+}
+
+void profile__report(const struct profile *p, FILE *f, unsigned top)
+{
+	size_t nkeys = blobtab__count(p->keys), nrows = 0;
+	struct kernel_row *rows = calloc(nkeys ? nkeys : 1, sizeof(*rows));
+	struct u64map row_of;
+	__u64 total = 0;
+
+	if (!rows || u64map__init(&row_of, 0)) {
+		free(rows);
+		fprintf(f, "report: out of memory\n");
+		return;
+	}
+	for (__u32 id = 1; id <= nkeys; id++) {
+		const struct agg_key *k = blobtab__get(p->keys, id, NULL);
+		const struct agg_val *v = &p->vals[id - 1];
+		__u64 r;
+
+		if (!v->count)
+			continue;
+		if (!u64map__get(&row_of, k->name, &r)) {
+			r = nrows++;
+			rows[r].name = k->name;
+			u64map__put(&row_of, k->name, r);
+		}
+		rows[r].ns += v->ns;
+		rows[r].count += v->count;
+		total += v->ns;
+		if (v->ns >= rows[r].best_ns) {
+			rows[r].best_ns = v->ns;
+			rows[r].best_key = id;
+		}
+	}
+	qsort(rows, nrows, sizeof(*rows), cmp_rows);
+	fprintf(f, "%-6s %12s %10s %12s  %-40s %s\n", "share", "gpu_time_ms", "count", "mean_us",
+		"kernel", "heaviest launch site");
+	for (size_t i = 0; i < nrows && i < top; i++) {
+		char *name = demangle__or_copy(str_of(p, rows[i].name));
+		char site[512];
+
+		site_of(p, blobtab__get(p->keys, rows[i].best_key, NULL), site, sizeof(site));
+		fprintf(f, "%5.1f%% %12.3f %10llu %12.3f  %-40.40s %s\n",
+			total ? 100.0 * rows[i].ns / total : 0.0, rows[i].ns / 1e6, rows[i].count,
+			rows[i].count ? rows[i].ns / 1e3 / rows[i].count : 0.0, name ? name : "?", site);
+		free(name);
+	}
+	if (nrows > top)
+		fprintf(f, "  ... %zu more kernels\n", nrows - top);
+	u64map__fini(&row_of);
+	free(rows);
+}

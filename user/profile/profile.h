@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profile being built: joined samples aggregated by (process, stack,
+ * launch API, activity, labels), the symbolized stacks, and the two outputs
+ * made from them: a pprof file and the text report.
+ */
+#ifndef GP_PROFILE_H
+#define GP_PROFILE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <linux/types.h>
+
+/* Locations per sample: kernel, API, frames, markers, process root. */
+#define GP_PROFILE_MAX_LOCS 160
+
+struct profile;
+
+/* What ran on the GPU, as the activity record says. */
+struct profile_activity {
+	const char *name;      /* kernel name (mangled) or a [memcpy ...] label */
+	__u64 ns;              /* duration */
+	__u32 device, stream, graph_id;
+};
+
+/* One symbolized frame; strings are copied. */
+struct profile_frame {
+	const char *name;      /* function, or "lib+0xoff" when unknown */
+	const char *file;      /* library, or the Python file */
+	const char *build_id;  /* hex, may be "" */
+	__u64 addr;            /* address inside file (ELF vaddr), 0 if unknown */
+	__u32 line;            /* Python line, 0 if unknown */
+};
+
+struct profile_proc {
+	__u32 pid;
+	const char *comm;
+	const char *cgroup;    /* NULL unless cgroups are labelled */
+};
+
+int profile__new(struct profile **ret_p);
+void profile__destroy(struct profile *p);
+
+/* Declares a process; repeated calls update comm/cgroup. */
+int profile__set_proc(struct profile *p, const struct profile_proc *proc);
+/*
+ * Declares the symbolized frames (leaf first, the launch API excluded) of
+ * stack_id, a caller-chosen id > 0. Once per id.
+ */
+int profile__set_stack(struct profile *p, __u32 stack_id, const struct profile_frame *frames,
+		       __u32 n, bool truncated);
+bool profile__has_stack(const struct profile *p, __u32 stack_id);
+
+/* Adds GPU time. stack_id 0 = unattributed, with reason naming why. */
+int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
+		 const char *reason, const struct profile_activity *act);
+
+int profile__write_pprof(const struct profile *p, const char *path, __u64 time_ns,
+			 __u64 duration_ns);
+/* The report: top kernels by GPU time with their heaviest launch site. */
+void profile__report(const struct profile *p, FILE *f, unsigned top);
+
+struct profile_totals {
+	__u64 samples, gpu_ns, activities, unattributed_ns, unattributed;
+	__u64 dropped;         /* additions refused by a bound */
+};
+void profile__totals(const struct profile *p, struct profile_totals *ret);
+/* Forgets samples (continuous mode), keeps processes and stacks. */
+void profile__reset_samples(struct profile *p);
+
+#endif

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Cubin CRCs for settle(): CUPTI's cuptiGetCubinCrc when a libcupti can be
+ * loaded (the CRC PC-sampling records carry), else a documented fallback:
+ * zlib's CRC-32 of the bytes, marked so that it is never mistaken for
+ * CUPTI's (bit 63 set).
+ */
+#ifndef GP_CRC_H
+#define GP_CRC_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+#define GP_CRC_FALLBACK_BIT (1ull << 63)
+
+struct crc_engine;
+
+/* Never fails: without CUPTI the engine uses the fallback. */
+void crc_engine__new(const char *cupti_path, struct crc_engine **ret_e);
+void crc_engine__destroy(struct crc_engine *e);
+/* A cubin_crc_fn. */
+int crc_engine__fn(void *ctx, const void *cubin, size_t size, __u64 *ret_crc);
+int crc_engine__is_cupti(const struct crc_engine *e);
+
+#endif

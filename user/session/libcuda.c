@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* Locating libcuda.so.1 and attaching the probes to it (libcuda.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "user/session/libcuda.h"
+#include "user/launch_probe.h"
+#include "user/proc/proc.h"
+
+/* Where drivers install it: distro packages, NVIDIA's runfile, k8s plugins. */
+static const char *const system_dirs[] = {
+	"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib/x86_64-linux-gnu", "/lib64",
+	"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/run/nvidia/driver/usr/lib/x86_64-linux-gnu",
+};
+
+int libcuda__attach_path(struct launch_probe *lp, const char *path, bool loud)
+{
+	struct launch_attach_result res;
+	int err = launch_probe__attach_file(lp, path, &res);
+
+	if (err && loud)
+		fprintf(stderr, "gpuprobe-bpf: cannot attach to %s: %s%s\n", path, strerror(-err),
+			err == -ENOENT ? " (no such file, or it exports no CUDA launch entry point)" : "");
+	if (!err && !res.already && loud)
+		fprintf(stderr, "gpuprobe-bpf: attached %u probes to %s\n", res.attached, path);
+	return err ? err : res.already ? 0 : 1;
+}
+
+int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose)
+{
+	struct proc_lib *libs = NULL;
+	size_t n = 0;
+	int added = 0;
+
+	if (proc__find_libs(pid, "libcuda.so", &libs, &n))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (libcuda__attach_path(lp, libs[i].host_path, verbose) > 0)
+			added++;
+	free(libs);
+	return added;
+}
+
+int libcuda__attach_all(struct launch_probe *lp, bool verbose)
+{
+	pid_t *pids = NULL, self = getpid();
+	size_t n = 0;
+	int added = 0;
+
+	if (proc__list_pids(&pids, &n))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (pids[i] != self)
+			added += libcuda__attach_pid(lp, pids[i], verbose);
+	free(pids);
+	return added;
+}
+
+static int attach_dir(struct launch_probe *lp, const char *dir, bool verbose)
+{
+	char path[PATH_MAX];
+
+	if (!*dir || strstr(dir, "/stubs")) /* the toolkit's link-time stub launches nothing */
+		return 0;
+	snprintf(path, sizeof(path), "%s/libcuda.so.1", dir);
+	if (access(path, R_OK))
+		return 0;
+	return libcuda__attach_path(lp, path, verbose) > 0;
+}
+
+int libcuda__attach_system(struct launch_probe *lp, const char *ld_library_path, bool verbose)
+{
+	int added = 0;
+
+	if (ld_library_path) {
+		char *copy = strdup(ld_library_path), *save = NULL;
+
+		for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
+			added += attach_dir(lp, d, verbose);
+		free(copy);
+	}
+	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++)
+		added += attach_dir(lp, system_dirs[i], verbose);
+	return added;
+}

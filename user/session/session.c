@@ -1,0 +1,694 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loader's run loop (session.h). Owns every decision the shim leaves to
+ * it: on each tick it drains the BPF ring, reads each target's shared ring
+ * (hostile input, through user/shm), settles cubins, feeds the join and the
+ * profile, and notices processes that are gone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "user/session/session.h"
+#include "user/session/launcher.h"
+#include "user/session/libcuda.h"
+#include "user/session/target.h"
+#include "user/session/crc.h"
+#include "user/launch_probe.h"
+#include "user/join/join.h"
+#include "user/profile/profile.h"
+#include "user/proc/proc.h"
+#include "user/shm/shm_reader.h"
+#include "user/symbolize/symbolize.h"
+#include "user/util/blobtab.h"
+
+#define NS_PER_MS 1000000ull
+#define NS_PER_S 1000000000ull
+#define SHM_RETRY_NS (200 * NS_PER_MS)
+#define NO_SHIM_WARN_NS (3 * NS_PER_S)
+#define SCAN_NS (2 * NS_PER_S)
+#define READ_BATCH 4096
+/* Events committed after we read the clock may still be in flight. */
+#define WATERMARK_SLACK_NS (5 * NS_PER_MS)
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+struct session {
+	const struct gp_opts *o;
+	struct launch_probe *lp;
+	struct join *join;
+	struct profile *prof;
+	struct blobtab *stacks;     /* (pid, frames) -> stack id */
+	struct blobtab *names;      /* activity names -> id */
+	struct target_table tt;
+	struct crc_engine *crc;
+	struct u64map modules;      /* (pid << 32 | module id) -> crc */
+	struct launcher child;      /* -- COMMAND */
+	bool have_child;
+	__u64 start_ns, last_write_ns, next_scan_ns;
+	__u64 start_realtime_ns;
+	/* losses the report line prints */
+	__u64 stacks_dropped, names_dropped, sym_failed, records_unknown, modules_settled;
+	__u64 shm_ctr_gone[GP_CTR_MAX]; /* counters of targets already removed */
+	struct shm_reader_stats reader_gone;
+	int exit_status;
+};
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static __u64 realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (__u64)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------ targets */
+
+static int declare_proc(struct session *s, struct target *t)
+{
+	struct profile_proc pp = { .pid = t->pid, .comm = t->comm,
+				   .cgroup = s->o->mode == GP_MODE_ALL && t->cgroup[0] ? t->cgroup : NULL };
+
+	return profile__set_proc(s->prof, &pp);
+}
+
+static struct target *target_for(struct session *s, pid_t pid)
+{
+	struct target *t = target_table__find(&s->tt, pid);
+
+	if (t)
+		return t;
+	if (target_table__add(&s->tt, pid, now_ns(), &t))
+		return NULL;
+	if (s->have_child && pid == s->child.pid) {
+		t->shm_fd = dup(s->child.shm_fd);
+	}
+	join__attach(s->join, pid, t->attach_ns);
+	declare_proc(s, t);
+	if (s->o->verbose)
+		fprintf(stderr, "gpuprobe-bpf: following pid %d (%s)\n", pid, t->comm);
+	return t;
+}
+
+/* ------------------------------------------------------------ BPF side */
+
+static void symbolize_stack(struct session *s, struct target *t, __u32 stack_id,
+			    const struct gp_launch_event *e)
+{
+	struct profile_frame frames[GP_MAX_STACK];
+	struct symbolized_frame sf[GP_MAX_STACK];
+	__u32 n = 0;
+	bool truncated = e->nr_frames >= GP_MAX_STACK;
+
+	/* Frame 0 is the probed entry point itself: the launch API frame stands for it. */
+	for (__u32 i = 1; i < e->nr_frames && i < GP_MAX_STACK; i++, n++) {
+		if (!t || !t->sym || symbolizer__lookup(t->sym, e->stack[i], &sf[n])) {
+			symbolizer__raw(e->stack[i], &sf[n]);
+			s->sym_failed++;
+		}
+		frames[n] = (struct profile_frame){ .name = sf[n].name, .file = sf[n].file,
+						    .build_id = sf[n].build_id, .addr = sf[n].addr,
+						    .line = sf[n].line };
+	}
+	profile__set_stack(s->prof, stack_id, frames, n, truncated);
+}
+
+static int on_launch_event(void *ctx, const struct gp_launch_event *e, size_t size)
+{
+	struct session *s = ctx;
+	struct {
+		__u32 pid, n;
+		__u64 ips[GP_MAX_STACK];
+	} key;
+	struct join_launch jl;
+	struct target *t;
+	__u32 nr = e->nr_frames, stack_id = 0;
+
+	if (nr > GP_MAX_STACK || GP_LAUNCH_EVENT_HDR + 8ull * nr > size)
+		nr = 0;
+	if (!launch_probe__is_launch(e->probe) && !launch_probe__is_copy(e->probe))
+		return 0; /* module loads: handles for the cubin link, not yet used */
+	t = target_for(s, e->pid);
+	key.pid = e->pid;
+	key.n = nr;
+	memcpy(key.ips, e->stack, 8ull * nr);
+	if (blobtab__intern(s->stacks, &key, 8 + 8ull * nr, &stack_id)) {
+		s->stacks_dropped++;
+		stack_id = 0;
+	} else if (!profile__has_stack(s->prof, stack_id)) {
+		struct gp_launch_event copy;
+
+		memcpy(&copy, e, GP_LAUNCH_EVENT_HDR + 8ull * nr);
+		copy.nr_frames = nr;
+		symbolize_stack(s, t, stack_id, &copy);
+	}
+	jl = (struct join_launch){ .pid = e->pid, .tid = e->tid, .ts = e->ts_ns, .probe = e->probe,
+				   .cls = launch_probe__is_copy(e->probe) ? JOIN_CLASS_COPY : JOIN_CLASS_LAUNCH,
+				   .site = stack_id };
+	join__add_launch(s->join, &jl);
+	return 0;
+}
+
+/* ------------------------------------------------------------ shim side */
+
+static const char *copy_label(__u32 kind)
+{
+	static const char *const names[] = {
+		"[memcpy]", "[memcpy HtoD]", "[memcpy DtoH]", "[memcpy HtoA]", "[memcpy AtoH]",
+		"[memcpy AtoA]", "[memcpy AtoD]", "[memcpy DtoA]", "[memcpy DtoD]", "[memcpy HtoH]",
+		"[memcpy PtoP]",
+	};
+
+	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "[memcpy]";
+}
+
+static __u32 name_id(struct session *s, struct target *t, const struct gp_record *r)
+{
+	char buf[4096];
+	const char *name = buf;
+	__u64 id;
+	__u32 nid = 0;
+
+	if (r->type == GP_REC_MEMSET)
+		name = "[memset]";
+	else if (r->type == GP_REC_MEMCPY)
+		name = copy_label(r->copy.kind);
+	else if (u64map__get(&t->names, r->kernel.name_off, &id))
+		return (__u32)id;
+	else
+		shm_reader__name(t->shm, r->kernel.name_off, buf, sizeof(buf));
+	if (blobtab__intern(s->names, name, strlen(name) + 1, &nid)) {
+		s->names_dropped++;
+		return 0;
+	}
+	if (r->type == GP_REC_KERNEL)
+		u64map__put(&t->names, r->kernel.name_off, nid); /* full: looked up again next time */
+	return nid;
+}
+
+static __u64 fix_clock(const struct target *t, __u64 ts)
+{
+	if (shm_reader__flags(t->shm) & GP_SHM_F_CLOCK_MONOTONIC)
+		return ts;
+	return ts + (__u64)shm_reader__clock_offset(t->shm);
+}
+
+static void ingest_record(struct session *s, struct target *t, const struct gp_record *r, __u64 now)
+{
+	if (r->type == GP_REC_API) {
+		struct join_api a = {
+			.pid = t->pid, .tid = target__host_tid(t, r->tid, now),
+			.start = fix_clock(t, r->start_ns), .end = fix_clock(t, r->end_ns),
+			.corr = r->corr,
+			.domain = r->api.domain == GP_API_RUNTIME ? JOIN_DOMAIN_RUNTIME : JOIN_DOMAIN_DRIVER,
+			.cls = r->flags & GP_REC_F_COPY ? JOIN_CLASS_COPY : JOIN_CLASS_LAUNCH,
+		};
+
+		join__add_api(s->join, &a);
+	} else if (r->type == GP_REC_KERNEL || r->type == GP_REC_MEMCPY || r->type == GP_REC_MEMSET) {
+		struct join_activity act = { .pid = t->pid, .corr = r->corr,
+					     .start = fix_clock(t, r->start_ns), .end = fix_clock(t, r->end_ns) };
+
+		act.aux[0] = name_id(s, t, r);
+		if (r->type == GP_REC_KERNEL) {
+			act.aux[1] = r->kernel.device;
+			act.aux[2] = r->kernel.stream;
+			act.aux[3] = r->kernel.graph_id;
+		} else {
+			act.aux[1] = r->copy.device;
+			act.aux[2] = r->copy.stream;
+			act.aux[3] = r->copy.graph_id;
+		}
+		join__add_activity(s->join, &act);
+	} else if (r->type != GP_REC_MODULE) {
+		s->records_unknown++;
+	}
+}
+
+static void on_module(void *ctx, const struct gpu_module_load_v1 *rec)
+{
+	struct session *s = ctx;
+
+	s->modules_settled++;
+	(void)rec;
+}
+
+static int try_open_shm(struct session *s, struct target *t, __u64 now)
+{
+	int err;
+
+	if (t->shm || now < t->next_shm_try_ns)
+		return t->shm ? 0 : -EAGAIN;
+	t->next_shm_try_ns = now + SHM_RETRY_NS;
+	if (t->shm_fd >= 0)
+		err = shm_reader__open_fd(t->shm_fd, &t->shm);
+	else
+		err = shm_reader__open_pid(t->pid, &t->shm);
+	if (err == 0) {
+		if (s->o->verbose)
+			fprintf(stderr, "gpuprobe-bpf: reading the shim ring of pid %d\n", t->pid);
+		return 0;
+	}
+	t->shm = NULL;
+	if (!t->warned_no_shim && now - t->attach_ns > NO_SHIM_WARN_NS &&
+	    (err == -ENOENT || t->shm_fd >= 0)) {
+		t->warned_no_shim = true;
+		fprintf(stderr,
+			"gpuprobe-bpf: pid %d (%s) has no gpuprobe shim, so its GPU time is unknown "
+			"(launches are still counted); start it with CUDA_INJECTION64_PATH=<libgpuprobe_shim.so>\n",
+			t->pid, t->comm);
+	} else if (err != -ENOENT && err != -ESRCH && !t->warned_no_shim && t->shm_fd < 0) {
+		t->warned_no_shim = true;
+		fprintf(stderr, "gpuprobe-bpf: pid %d: cannot read its shim ring: %s\n", t->pid,
+			strerror(-err));
+	}
+	return err;
+}
+
+static void read_target(struct session *s, struct target *t, __u64 now)
+{
+	static struct gp_record recs[READ_BATCH];
+	size_t n;
+
+	if (try_open_shm(s, t, now))
+		return;
+	if (!t->shm_inert_reported && (shm_reader__flags(t->shm) & GP_SHM_F_INERT)) {
+		t->shm_inert_reported = true;
+		fprintf(stderr, "gpuprobe-bpf: pid %d (%s): the shim is inert (no CUPTI, or another "
+			"CUPTI subscriber such as torch.profiler holds it): GPU time is missing\n",
+			t->pid, t->comm);
+	}
+	do {
+		if (shm_reader__read(t->shm, recs, READ_BATCH, &n))
+			break;
+		for (size_t i = 0; i < n; i++)
+			ingest_record(s, t, &recs[i], now);
+	} while (n == READ_BATCH);
+	shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module, s);
+}
+
+static void retire_target(struct session *s, struct target *t)
+{
+	__u64 ctr[GP_CTR_MAX];
+	struct shm_reader_stats st;
+	pid_t pid = t->pid;
+
+	if (t->shm) {
+		shm_reader__counters(t->shm, ctr);
+		shm_reader__stats(t->shm, &st);
+		for (int i = 0; i < GP_CTR_MAX; i++)
+			s->shm_ctr_gone[i] += ctr[i];
+		s->reader_gone.records_bad += st.records_bad;
+		s->reader_gone.ring_resyncs += st.ring_resyncs;
+		s->reader_gone.names_bad += st.names_bad;
+	}
+	join__finish_pid(s->join, pid);
+	launch_probe__unfollow(s->lp, pid);
+	target_table__remove(&s->tt, pid);
+	if (s->o->verbose)
+		fprintf(stderr, "gpuprobe-bpf: pid %d exited\n", pid);
+}
+
+/* ------------------------------------------------------------ join output */
+
+static void on_sample(void *ctx, const struct join_sample *js)
+{
+	struct session *s = ctx;
+	const struct join_activity *a = js->act;
+	const char *name = blobtab__get(s->names, a->aux[0], NULL);
+	struct profile_activity pa = {
+		.name = name ? name : "[unknown]",
+		.ns = a->end > a->start ? a->end - a->start : 0,
+		.device = a->aux[1], .stream = a->aux[2], .graph_id = a->aux[3],
+	};
+
+	if (js->reason == JOIN_OK && js->site)
+		profile__add(s->prof, js->pid, js->site, launch_probe__name(js->probe), NULL, &pa);
+	else
+		profile__add(s->prof, js->pid, 0, NULL,
+			     js->reason == JOIN_OK ? "stack table full" : join__reason_name(js->reason), &pa);
+}
+
+/* ------------------------------------------------------------ report */
+
+static void counters_line(struct session *s, FILE *f)
+{
+	__u64 bpf[GP_BPF_COUNTER_MAX] = {}, shm[GP_CTR_MAX], ctr[GP_CTR_MAX];
+	struct shm_reader_stats rs = s->reader_gone, st;
+	struct join_counters jc;
+	struct profile_totals pt;
+
+	memcpy(shm, s->shm_ctr_gone, sizeof(shm));
+	for (size_t i = 0; i < s->tt.n; i++) {
+		if (!s->tt.t[i]->shm)
+			continue;
+		shm_reader__counters(s->tt.t[i]->shm, ctr);
+		shm_reader__stats(s->tt.t[i]->shm, &st);
+		for (int k = 0; k < GP_CTR_MAX; k++)
+			shm[k] += ctr[k];
+		rs.records_bad += st.records_bad;
+		rs.ring_resyncs += st.ring_resyncs;
+		rs.names_bad += st.names_bad;
+	}
+	launch_probe__counters(s->lp, bpf);
+	join__counters(s->join, &jc);
+	profile__totals(s->prof, &pt);
+	fprintf(f,
+		"counters: launch_events=%llu ringbuf_full=%llu stack_errors=%llu "
+		"records=%llu ring_dropped=%llu cupti_dropped=%llu buffers_exhausted=%llu "
+		"modules_captured=%llu modules_settled=%llu cubin_too_large=%llu cubin_pending_full=%llu "
+		"strings_full=%llu records_bad=%llu ring_resyncs=%llu "
+		"joined=%llu api_without_launch=%llu launches_without_record=%llu "
+		"unattributed=%llu (no_launch_event=%llu no_api_record=%llu before_attach=%llu table_full=%llu) "
+		"queue_full=%llu stacks_dropped=%llu symbolize_failed=%llu\n",
+		bpf[GP_BPF_EVENTS], bpf[GP_BPF_RINGBUF_FULL], bpf[GP_BPF_STACK_ERRORS],
+		shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
+		shm[GP_CTR_BUFFERS_EXHAUSTED], shm[GP_CTR_MODULES_CAPTURED], s->modules_settled,
+		shm[GP_CTR_CUBIN_TOO_LARGE], shm[GP_CTR_CUBIN_PENDING_FULL], shm[GP_CTR_STRINGS_FULL],
+		rs.records_bad, rs.ring_resyncs, jc.activities_joined, jc.api_without_launch,
+		jc.launches_without_record, pt.unattributed,
+		jc.activities_unattributed[JOIN_NO_LAUNCH_EVENT],
+		jc.activities_unattributed[JOIN_NO_API_RECORD],
+		jc.activities_unattributed[JOIN_BEFORE_ATTACH],
+		jc.activities_unattributed[JOIN_TABLE_FULL], jc.queue_full, s->stacks_dropped,
+		s->sym_failed);
+}
+
+static void interval_path(const char *out, __u64 realtime, char *buf, size_t len)
+{
+	time_t secs = (time_t)(realtime / NS_PER_S);
+	const char *dot = strstr(out, ".pb.gz");
+	struct tm tm;
+	char stamp[32];
+
+	gmtime_r(&secs, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	if (!dot)
+		dot = out + strlen(out);
+	snprintf(buf, len, "%.*s-%s%s", (int)(dot - out), out, stamp, dot);
+}
+
+static int write_profile(struct session *s, const char *path, __u64 now)
+{
+	int err = profile__write_pprof(s->prof, path, s->start_realtime_ns + (s->last_write_ns - s->start_ns),
+				       now - s->last_write_ns);
+
+	if (err) {
+		fprintf(stderr, "gpuprobe-bpf: cannot write %s: %s (nothing was written there)\n", path,
+			strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ tick */
+
+static void scan_new_libcuda(struct session *s, __u64 now)
+{
+	if (now < s->next_scan_ns)
+		return;
+	s->next_scan_ns = now + SCAN_NS;
+	for (size_t i = 0; i < s->tt.n; i++)
+		libcuda__attach_pid(s->lp, s->tt.t[i]->pid, s->o->verbose);
+	if (s->o->mode == GP_MODE_ALL)
+		libcuda__attach_all(s->lp, s->o->verbose);
+}
+
+static void tick(struct session *s, int timeout_ms)
+{
+	__u64 before, now;
+	int err;
+
+	err = launch_probe__poll(s->lp, timeout_ms, on_launch_event, s);
+	if (err && err != -EINTR)
+		fprintf(stderr, "gpuprobe-bpf: reading the BPF ring: %s\n", strerror(-err));
+	before = now_ns();
+	/* A second drain after reading the clock: everything before it is in. */
+	launch_probe__poll(s->lp, 0, on_launch_event, s);
+	now = now_ns();
+	for (size_t i = 0; i < s->tt.n;) {
+		struct target *t = s->tt.t[i];
+		bool alive = proc__alive(t->pid) && !(s->have_child && t->pid == s->child.pid &&
+						      s->child.exited);
+
+		read_target(s, t, now);
+		if (!alive) {
+			retire_target(s, t); /* swaps the last entry into i */
+			continue;
+		}
+		i++;
+	}
+	join__advance(s->join, before - WATERMARK_SLACK_NS, now);
+	scan_new_libcuda(s, now);
+}
+
+static bool should_stop(struct session *s, __u64 now)
+{
+	if (stop_signal)
+		return true;
+	if (s->o->duration_s && now - s->start_ns >= (__u64)(s->o->duration_s * NS_PER_S))
+		return true;
+	if (s->have_child) {
+		launcher__reap(&s->child);
+		return s->child.exited;
+	}
+	if (s->o->mode == GP_MODE_PID)
+		return !proc__alive(s->o->pid);
+	return false;
+}
+
+/* ------------------------------------------------------------ setup */
+
+static int preflight(const struct gp_opts *o)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "gpuprobe-bpf: needs root to load BPF programs and attach uprobes "
+			"(CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN): run it with sudo\n");
+		return -EPERM;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		fprintf(stderr, "gpuprobe-bpf: this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+			"a kernel built with CONFIG_DEBUG_INFO_BTF=y is needed\n");
+		return -ENOTSUP;
+	}
+	if (access("/sys/bus/event_source/devices/uprobe/type", R_OK)) {
+		fprintf(stderr, "gpuprobe-bpf: this kernel has no uprobe support "
+			"(CONFIG_UPROBE_EVENTS): cannot probe libcuda\n");
+		return -ENOTSUP;
+	}
+	if (o->mode == GP_MODE_PID && !proc__alive(o->pid)) {
+		fprintf(stderr, "gpuprobe-bpf: no such process: %d\n", o->pid);
+		return -ESRCH;
+	}
+	return 0;
+}
+
+static int check_output(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (access(dir, W_OK | X_OK)) {
+		int err = -errno;
+
+		fprintf(stderr, "gpuprobe-bpf: cannot write the output %s: directory %s: %s\n", path, dir,
+			strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+static int open_probe(struct session *s)
+{
+	struct launch_probe_opts lo = {
+		.filter_pids = s->o->mode != GP_MODE_ALL,
+		.ringbuf_bytes = s->o->ringbuf_mb << 20,
+		.wakeup_bytes = (__u64)(s->o->ringbuf_mb << 20) / 4,
+		.verbose = s->o->verbose,
+	};
+	int err = launch_probe__open(&lo, &s->lp);
+
+	if (err)
+		fprintf(stderr, "gpuprobe-bpf: cannot load the BPF programs: %s%s\n", strerror(-err),
+			s->o->verbose ? "" : " (run with -v for libbpf's log)");
+	return err;
+}
+
+static int setup_targets(struct session *s)
+{
+	int err;
+
+	switch (s->o->mode) {
+	case GP_MODE_PID:
+		err = launch_probe__follow(s->lp, s->o->pid);
+		if (err)
+			return err;
+		if (!target_for(s, s->o->pid))
+			return -ENOMEM;
+		libcuda__attach_pid(s->lp, s->o->pid, s->o->verbose);
+		if (s->o->libcuda)
+			return libcuda__attach_path(s->lp, s->o->libcuda, true);
+		if (!launch_probe__nr_files(s->lp))
+			fprintf(stderr, "gpuprobe-bpf: pid %d has not loaded libcuda.so.1 yet; waiting for it\n",
+				s->o->pid);
+		return 0;
+	case GP_MODE_ALL:
+		if (s->o->libcuda)
+			return libcuda__attach_path(s->lp, s->o->libcuda, true);
+		libcuda__attach_all(s->lp, s->o->verbose);
+		libcuda__attach_system(s->lp, NULL, s->o->verbose);
+		return 0;
+	case GP_MODE_COMMAND:
+		if (s->o->libcuda) {
+			err = libcuda__attach_path(s->lp, s->o->libcuda, true);
+			if (err)
+				return err;
+		} else {
+			libcuda__attach_system(s->lp, getenv("LD_LIBRARY_PATH"), s->o->verbose);
+		}
+		err = launcher__start(&s->child, s->o->argv, s->o->shim, s->lp);
+		if (err)
+			return err;
+		s->have_child = true;
+		if (!target_for(s, s->child.pid))
+			return -ENOMEM;
+		return launcher__go(&s->child);
+	default:
+		return -EINVAL;
+	}
+}
+
+static int session__init(struct session *s, const struct gp_opts *o)
+{
+	struct join_opts jo = { 0 };
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	s->o = o;
+	s->child.shm_fd = -1;
+	if ((err = target_table__init(&s->tt)) || (err = profile__new(&s->prof)) ||
+	    (err = blobtab__new(1u << 20, 512u << 20, &s->stacks)) ||
+	    (err = blobtab__new(1u << 18, 64u << 20, &s->names)) ||
+	    (err = u64map__init(&s->modules, 1u << 20)) ||
+	    (err = join__new(&jo, on_sample, s, &s->join)))
+		return err;
+	crc_engine__new(o->cupti, &s->crc);
+	return 0;
+}
+
+static void session__fini(struct session *s)
+{
+	launcher__fini(&s->child);
+	target_table__fini(&s->tt);
+	join__destroy(s->join);
+	profile__destroy(s->prof);
+	blobtab__destroy(s->stacks);
+	blobtab__destroy(s->names);
+	u64map__fini(&s->modules);
+	crc_engine__destroy(s->crc);
+	launch_probe__destroy(s->lp);
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void finish(struct session *s)
+{
+	/* What the targets wrote last: their final flush lands before exit. */
+	tick(s, 0);
+	for (size_t i = 0; i < s->tt.n; i++)
+		read_target(s, s->tt.t[i], now_ns());
+	join__finish_all(s->join);
+}
+
+int session__run(const struct gp_opts *o, const char *argv0)
+{
+	struct session s;
+	char path[PATH_MAX];
+	int err, status = 1;
+
+	if (preflight(o) || check_output(o->output))
+		return 1;
+	err = session__init(&s, o);
+	if (err) {
+		fprintf(stderr, "gpuprobe-bpf: %s\n", strerror(-err));
+		session__fini(&s);
+		return 1;
+	}
+	install_signals();
+	s.start_ns = s.last_write_ns = now_ns();
+	s.start_realtime_ns = realtime_ns();
+	if (open_probe(&s) || setup_targets(&s)) {
+		session__fini(&s);
+		return 1;
+	}
+	if (!launch_probe__nr_files(s.lp) && o->mode != GP_MODE_PID)
+		fprintf(stderr, "gpuprobe-bpf: no libcuda.so.1 found yet (give --libcuda PATH if it is "
+			"somewhere unusual); watching for it\n");
+	for (;;) {
+		__u64 now;
+
+		tick(&s, (int)o->tick_ms);
+		now = now_ns();
+		if (o->verbose)
+			counters_line(&s, stderr);
+		if (should_stop(&s, now))
+			break;
+		if (o->interval_s && now - s.last_write_ns >= (__u64)(o->interval_s * NS_PER_S)) {
+			interval_path(o->output, s.start_realtime_ns + (now - s.start_ns), path, sizeof(path));
+			write_profile(&s, path, now);
+			s.last_write_ns = now;
+			profile__reset_samples(s.prof);
+		}
+	}
+	finish(&s);
+	if (o->interval_s)
+		interval_path(o->output, s.start_realtime_ns + (now_ns() - s.start_ns), path, sizeof(path));
+	else
+		snprintf(path, sizeof(path), "%s", o->output);
+	err = write_profile(&s, path, now_ns());
+	profile__report(s.prof, stderr, o->top);
+	counters_line(&s, stderr);
+	if (!err)
+		fprintf(stderr, "gpuprobe-bpf: wrote %s (read it with: go tool pprof -top %s)\n", path, path);
+	status = err ? 1 : 0;
+	if (s.have_child && !err)
+		status = s.child.status;
+	(void)argv0;
+	session__fini(&s);
+	return status;
+}

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* The table of profiled processes (target.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "user/session/target.h"
+#include "user/proc/proc.h"
+#include "user/shm/shm_reader.h"
+#include "user/symbolize/symbolize.h"
+
+#define TID_REFRESH_NS 50000000ull /* re-read a namespace's threads at most every 50 ms */
+
+int target_table__init(struct target_table *tt)
+{
+	memset(tt, 0, sizeof(*tt));
+	return u64map__init(&tt->by_pid, 0);
+}
+
+static void target__free(struct target *t)
+{
+	if (!t)
+		return;
+	shm_reader__destroy(t->shm);
+	if (t->shm_fd >= 0)
+		close(t->shm_fd);
+	proc_tid_map__free(t->tids);
+	u64map__fini(&t->names);
+	symbolizer__destroy(t->sym);
+	free(t);
+}
+
+void target_table__fini(struct target_table *tt)
+{
+	for (size_t i = 0; i < tt->n; i++)
+		target__free(tt->t[i]);
+	free(tt->t);
+	u64map__fini(&tt->by_pid);
+	memset(tt, 0, sizeof(*tt));
+}
+
+struct target *target_table__find(struct target_table *tt, pid_t pid)
+{
+	__u64 idx;
+
+	return u64map__get(&tt->by_pid, (__u64)pid, &idx) ? tt->t[idx] : NULL;
+}
+
+int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct target **ret_t)
+{
+	struct target *t = target_table__find(tt, pid);
+	int err;
+
+	if (t) {
+		*ret_t = t;
+		return 0;
+	}
+	if (tt->n == tt->cap) {
+		size_t cap = tt->cap ? tt->cap * 2 : 16;
+		struct target **n = realloc(tt->t, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		tt->t = n;
+		tt->cap = cap;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->pid = pid;
+	t->shm_fd = -1;
+	t->attach_ns = now;
+	if (u64map__init(&t->names, 1 << 16)) {
+		free(t);
+		return -ENOMEM;
+	}
+	if (proc__comm(pid, t->comm, sizeof(t->comm)))
+		snprintf(t->comm, sizeof(t->comm), "?");
+	if (proc__cgroup_path(pid, t->cgroup, sizeof(t->cgroup)))
+		t->cgroup[0] = 0;
+	if (proc__ns_pid(pid, &t->ns_pid))
+		t->ns_pid = pid;
+	err = symbolizer__new(pid, &t->sym);
+	if (err)
+		t->sym = NULL; /* frames stay raw addresses; counted by the caller */
+	err = u64map__put(&tt->by_pid, (__u64)pid, tt->n);
+	if (err) {
+		target__free(t);
+		return err;
+	}
+	tt->t[tt->n++] = t;
+	*ret_t = t;
+	return 0;
+}
+
+void target_table__remove(struct target_table *tt, pid_t pid)
+{
+	__u64 idx;
+
+	if (!u64map__del(&tt->by_pid, (__u64)pid, &idx))
+		return;
+	target__free(tt->t[idx]);
+	tt->n--;
+	if (idx != tt->n) {
+		tt->t[idx] = tt->t[tt->n];
+		u64map__put(&tt->by_pid, (__u64)tt->t[idx]->pid, idx);
+	}
+}
+
+__u32 target__host_tid(struct target *t, __u32 ns_tid, __u64 now)
+{
+	pid_t host;
+
+	if (t->ns_pid == t->pid)
+		return ns_tid; /* same pid namespace as the loader */
+	if (t->tids && proc_tid_map__lookup(t->tids, (pid_t)ns_tid, &host))
+		return (__u32)host;
+	/* A thread born since the last read: refresh, rate-limited. */
+	if (now < t->tid_refresh_ns)
+		return 0;
+	t->tid_refresh_ns = now + TID_REFRESH_NS;
+	proc_tid_map__free(t->tids);
+	t->tids = NULL;
+	if (proc__ns_tids(t->pid, &t->tids))
+		return 0;
+	return proc_tid_map__lookup(t->tids, (pid_t)ns_tid, &host) ? (__u32)host : 0;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A profiled process as the loader sees it: its shared ring (once found),
+ * its thread-id translation (PID namespaces), names, and lifecycle.
+ */
+#ifndef GP_TARGET_H
+#define GP_TARGET_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "user/util/u64map.h"
+
+struct shm_reader;
+struct proc_tid_map;
+struct symbolizer;
+
+struct target {
+	pid_t pid;                 /* host pid */
+	pid_t ns_pid;              /* its own view of its pid */
+	struct shm_reader *shm;    /* NULL until the shim's memfd is found */
+	int shm_fd;                /* loader-created memfd (-- COMMAND), or -1 */
+	struct proc_tid_map *tids; /* ns tid -> host tid, NULL when same namespace */
+	struct u64map names;       /* string-table offset -> profile-independent name id */
+	struct symbolizer *sym;
+	char comm[32];
+	char cgroup[256];
+	__u64 attach_ns;
+	__u64 next_shm_try_ns;
+	__u64 tid_refresh_ns;
+	bool gone;
+	bool warned_no_shim;
+	bool shm_inert_reported;
+};
+
+struct target_table {
+	struct target **t;
+	size_t n, cap;
+	struct u64map by_pid;
+};
+
+int target_table__init(struct target_table *tt);
+void target_table__fini(struct target_table *tt);
+struct target *target_table__find(struct target_table *tt, pid_t pid);
+/* Creates the entry (reading comm, cgroup, namespace) or returns the existing one. */
+int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct target **ret_t);
+void target_table__remove(struct target_table *tt, pid_t pid);
+
+/* Translates a tid from the target's namespace to the host's; 0 when unknown. */
+__u32 target__host_tid(struct target *t, __u32 ns_tid, __u64 now);
+
+#endif

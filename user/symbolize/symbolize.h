@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Address -> frame for a profiled process: native code through its
+ * mappings and ELF symbol tables (read inside the process's root, so
+ * containers work and cannot point us outside), JIT and CPython code
+ * through its perf map. One struct symbolize holds what processes share
+ * (the ELF cache); per-process state is created and destroyed explicitly.
+ */
+#ifndef GP_SYMBOLIZE_SYMBOLIZE_H
+#define GP_SYMBOLIZE_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SYMBOLIZE_NAME_MAX 512
+
+struct symbolize_frame {
+	char function[SYMBOLIZE_NAME_MAX]; /* demangled; "lib.so+0x1234" if unknown */
+	char file[SYMBOLIZE_NAME_MAX];     /* mapped file, or the .py file */
+	char build_id[129];                /* hex, "" if none */
+	uint64_t elf_addr;                 /* ELF virtual address; runtime address for JIT */
+	bool is_python;
+	bool has_symbol;                   /* function came from a symbol table or perf map */
+};
+
+struct symbolize;
+struct symbolize_pid;
+
+struct symbolize *symbolize__new(void);
+/* Every symbolize_pid made from s must be destroyed first. NULL-safe. */
+void symbolize__destroy(struct symbolize *s);
+
+/*
+ * Per-process state. root is the directory the process sees as "/"
+ * (NULL: /proc/<pid>/root); its maps are read now, its perf map on demand.
+ */
+int symbolize__pid_new(struct symbolize *s, pid_t pid, const char *root,
+		       struct symbolize_pid **ret_sp);
+void symbolize_pid__destroy(struct symbolize_pid *sp);
+/* Re-reads the maps and drops the perf map (after dlopen, or new JIT code). */
+int symbolize_pid__refresh(struct symbolize_pid *sp);
+/* -ENOENT for an address in no executable mapping and no perf map entry. */
+int symbolize_pid__lookup(struct symbolize_pid *sp, uint64_t addr,
+			  struct symbolize_frame *ret_frame);
+
+/*
+ * The one-handle-per-process form user/session uses: a symbolize_pid over a
+ * process-wide shared ELF cache (created with the first handle, freed with
+ * the last). Not thread-safe: call from the loader's one session thread.
+ */
+struct symbolized_frame {
+	char name[SYMBOLIZE_NAME_MAX];
+	char file[SYMBOLIZE_NAME_MAX];
+	char build_id[129];
+	uint64_t addr;  /* ELF virtual address, 0 when unknown */
+	uint32_t line;  /* not known from symbol tables or perf maps: 0 */
+	bool is_python;
+};
+
+struct symbolizer;
+
+int symbolizer__new(pid_t pid, struct symbolizer **ret_sym);
+void symbolizer__destroy(struct symbolizer *sym);
+int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,
+		       struct symbolized_frame *ret_frame);
+/* The frame for an address nothing could name: "[unknown] 0x..." */
+void symbolizer__raw(uint64_t addr, struct symbolized_frame *ret_frame);
+
+#endif /* GP_SYMBOLIZE_SYMBOLIZE_H */

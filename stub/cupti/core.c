@@ -1,0 +1,654 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The stub CUPTI: what a CUPTI client like our shim calls, driven by the stub
+ * driver through stub/stub_hooks.h.
+ *
+ * - One subscriber; a second cuptiSubscribe gets
+ *   CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, as on the measured driver.
+ * - Correlation ids: one per driver API call (recorded or not), a wrapping
+ *   u32 that skips 0 (0 means "none" in CUPTI records). The first id is 1,
+ *   or GPUPROBE_STUB_CORR_START (read once, when this library loads).
+ * - API records (CUpti_ActivityAPI, kind DRIVER) start just after the call's
+ *   entry and end just before its return; only cbids enabled with
+ *   cuptiActivityEnableDriverApi produce them, or all when the DRIVER kind is
+ *   enabled wholesale.
+ * - Kernel records (CUpti_ActivityKernel10) carry the launch's correlation
+ *   id; kind CONCURRENT_KERNEL if enabled, else KERNEL. As measured on the
+ *   real driver, enabling GRAPH_TRACE suppresses the per-node kernel records
+ *   of graph launches (and the stub writes no graph-trace records).
+ * - Timestamps: the registered timestamp callback, else CLOCK_REALTIME.
+ * - threadId: gettid() after cuptiSetThreadIdType(SYSTEM), else the low 32
+ *   bits of pthread_self(), like CUPTI's default.
+ * - Callbacks: RESOURCE MODULE_LOADED / MODULE_UNLOAD_STARTING (CUDA 13 has
+ *   no _UNLOADED), on the application thread inside the driver call; and
+ *   DRIVER_API enter/exit with functionParams == NULL (the stub has no
+ *   parameter structs: a client must not read them).
+ * Other activity kinds are accepted and produce nothing.
+ */
+#include "stub/cupti/internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+struct cupti_state g_cupti;
+
+struct CUpti_Subscriber_st {
+	_Atomic(CUpti_CallbackFunc) callback;
+	_Atomic(void *) userdata;
+	atomic_uchar resource[CUPTI_CBID_RESOURCE_SIZE];
+	atomic_uchar driver_api[CUPTI_DRIVER_TRACE_CBID_SIZE];
+};
+
+static struct CUpti_Subscriber_st the_subscriber;
+static atomic_bool subscribed;
+static _Atomic uint32_t next_corr = 1;
+static _Atomic int64_t next_grid_id = 1;
+
+/* ------------------------------------------------------------ clock, ids */
+
+uint64_t cupti_now(void)
+{
+	CUpti_TimestampCallbackFunc cb = atomic_load(&g_cupti.ts_cb);
+	struct timespec ts;
+
+	if (cb)
+		return cb();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t thread_id(void)
+{
+	if (atomic_load(&g_cupti.system_tid))
+		return (uint32_t)syscall(SYS_gettid);
+	return (uint32_t)(uintptr_t)pthread_self();
+}
+
+static uint32_t take_correlation_id(void)
+{
+	uint32_t id = atomic_fetch_add(&next_corr, 1);
+
+	if (id == 0) /* wrapped: 0 names nothing */
+		id = atomic_fetch_add(&next_corr, 1);
+	return id;
+}
+
+/* ------------------------------------------------------------ callbacks */
+
+static bool callback_on(CUpti_CallbackDomain domain, uint32_t cbid)
+{
+	struct CUpti_Subscriber_st *s = &the_subscriber;
+
+	if (!atomic_load(&subscribed))
+		return false;
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+		return cbid < CUPTI_CBID_RESOURCE_SIZE && atomic_load(&s->resource[cbid]);
+	if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+		return cbid < CUPTI_DRIVER_TRACE_CBID_SIZE &&
+		       atomic_load(&s->driver_api[cbid]);
+	return false;
+}
+
+static void callback_call(CUpti_CallbackDomain domain, uint32_t cbid,
+			  const void *data)
+{
+	CUpti_CallbackFunc fn = atomic_load(&the_subscriber.callback);
+
+	if (fn)
+		fn(atomic_load(&the_subscriber.userdata), domain, cbid, data);
+}
+
+static void api_callback(struct stub_api_call *c, CUpti_ApiCallbackSite site)
+{
+	CUresult ret = (CUresult)c->result;
+	CUpti_CallbackData d = {
+		.callbackSite = site,
+		.functionName = c->func_name,
+		.functionParams = NULL,
+		.functionReturnValue = site == CUPTI_API_EXIT ? &ret : NULL,
+		.contextUid = 1,
+		.correlationData = &c->correlation_data,
+		.correlationId = c->correlation_id,
+	};
+
+	if (callback_on(CUPTI_CB_DOMAIN_DRIVER_API, c->cbid))
+		callback_call(CUPTI_CB_DOMAIN_DRIVER_API, c->cbid, &d);
+}
+
+static void module_callback(CUpti_CallbackIdResource cbid,
+			    const struct stub_module_event *m)
+{
+	CUpti_ModuleResourceData mod = {
+		.moduleId = m->module_id,
+		.cubinSize = m->size,
+		.pCubin = m->image,
+	};
+	CUpti_ResourceData d = {
+		.context = m->context,
+		.resourceDescriptor = &mod,
+	};
+
+	if (callback_on(CUPTI_CB_DOMAIN_RESOURCE, cbid))
+		callback_call(CUPTI_CB_DOMAIN_RESOURCE, cbid, &d);
+}
+
+/* ------------------------------------------------------------ driver ops */
+
+static bool kind_on(CUpti_ActivityKind k)
+{
+	return atomic_load(&g_cupti.kind[k]);
+}
+
+static void op_api_enter(struct stub_api_call *c)
+{
+	c->correlation_id = take_correlation_id();
+	c->thread_id = thread_id();
+	api_callback(c, CUPTI_API_ENTER);
+	c->start_ns = cupti_now();
+}
+
+static bool driver_record_on(uint32_t cbid)
+{
+	if (!kind_on(CUPTI_ACTIVITY_KIND_DRIVER) &&
+	    !(cbid < CUPTI_DRIVER_TRACE_CBID_SIZE &&
+	      atomic_load(&g_cupti.driver_cbid[cbid])))
+		return false;
+	return true;
+}
+
+static void op_api_exit(struct stub_api_call *c)
+{
+	CUpti_ActivityAPI rec;
+
+	c->end_ns = cupti_now();
+	if (driver_record_on(c->cbid)) {
+		memset(&rec, 0, sizeof(rec));
+		rec.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+		rec.cbid = c->cbid;
+		rec.start = c->start_ns;
+		rec.end = c->end_ns;
+		rec.processId = (uint32_t)getpid();
+		rec.threadId = c->thread_id;
+		rec.correlationId = c->correlation_id;
+		rec.returnValue = (uint32_t)c->result;
+		buf_emit(&rec, sizeof(rec));
+	}
+	api_callback(c, CUPTI_API_EXIT);
+}
+
+static void kernel_fill(CUpti_ActivityKernel10 *r, const struct stub_api_call *c,
+			const struct stub_kernel_exec *k)
+{
+	r->start = k->start_ns;
+	r->end = k->end_ns;
+	r->completed = k->end_ns;
+	r->contextId = k->context_id;
+	r->streamId = k->stream_id;
+	r->gridX = (int32_t)k->grid[0];
+	r->gridY = (int32_t)k->grid[1];
+	r->gridZ = (int32_t)k->grid[2];
+	r->blockX = (int32_t)k->block[0];
+	r->blockY = (int32_t)k->block[1];
+	r->blockZ = (int32_t)k->block[2];
+	r->dynamicSharedMemory = (int32_t)k->dynamic_smem;
+	r->correlationId = c->correlation_id;
+	r->gridId = atomic_fetch_add(&next_grid_id, 1);
+	r->name = k->name;
+	r->launchType = k->cooperative ? CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE
+				       : CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
+	r->graphNodeId = k->graph_node_id;
+	r->graphId = k->graph_id;
+	r->clusterX = k->cluster[0];
+	r->clusterY = k->cluster[1];
+	r->clusterZ = k->cluster[2];
+}
+
+static void op_kernel(const struct stub_api_call *c,
+		      const struct stub_kernel_exec *k)
+{
+	CUpti_ActivityKernel10 rec;
+	CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+
+	if (!kind_on(kind))
+		kind = CUPTI_ACTIVITY_KIND_KERNEL;
+	if (!kind_on(kind))
+		return;
+	if (k->graph_id && kind_on(CUPTI_ACTIVITY_KIND_GRAPH_TRACE))
+		return;
+	memset(&rec, 0, sizeof(rec));
+	rec.kind = kind;
+	kernel_fill(&rec, c, k);
+	buf_emit(&rec, sizeof(rec));
+}
+
+static void memcpy_emit(const struct stub_api_call *c,
+			const struct stub_copy_exec *ce)
+{
+	CUpti_ActivityMemcpy6 rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	rec.copyKind = ce->copy_kind;
+	rec.srcKind = ce->src_kind;
+	rec.dstKind = ce->dst_kind;
+	rec.bytes = ce->bytes;
+	rec.start = ce->start_ns;
+	rec.end = ce->end_ns;
+	rec.contextId = ce->context_id;
+	rec.streamId = ce->stream_id;
+	rec.correlationId = c->correlation_id;
+	rec.copyCount = 1;
+	buf_emit(&rec, sizeof(rec));
+}
+
+static void memset_emit(const struct stub_api_call *c,
+			const struct stub_copy_exec *ce)
+{
+	CUpti_ActivityMemset4 rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+	rec.value = ce->value;
+	rec.bytes = ce->bytes;
+	rec.start = ce->start_ns;
+	rec.end = ce->end_ns;
+	rec.contextId = ce->context_id;
+	rec.streamId = ce->stream_id;
+	rec.correlationId = c->correlation_id;
+	rec.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	buf_emit(&rec, sizeof(rec));
+}
+
+static void op_copy(const struct stub_api_call *c, const struct stub_copy_exec *ce)
+{
+	if (ce->is_memset && kind_on(CUPTI_ACTIVITY_KIND_MEMSET))
+		memset_emit(c, ce);
+	else if (!ce->is_memset && kind_on(CUPTI_ACTIVITY_KIND_MEMCPY))
+		memcpy_emit(c, ce);
+}
+
+static void op_module_loaded(const struct stub_module_event *m)
+{
+	module_callback(CUPTI_CBID_RESOURCE_MODULE_LOADED, m);
+}
+
+static void op_module_unloading(const struct stub_module_event *m)
+{
+	module_callback(CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, m);
+}
+
+static const struct stub_cupti_ops ops = {
+	.version = STUB_HOOKS_VERSION,
+	.size = sizeof(struct stub_cupti_ops),
+	.now = cupti_now,
+	.api_enter = op_api_enter,
+	.api_exit = op_api_exit,
+	.kernel = op_kernel,
+	.copy = op_copy,
+	.module_loaded = op_module_loaded,
+	.module_unloading = op_module_unloading,
+};
+
+/* ------------------------------------------------------------ attach */
+
+typedef int (*register_fn)(const struct stub_cupti_ops *,
+			   const struct stub_cuda_info **);
+
+static register_fn find_register(void)
+{
+	register_fn fn;
+	void *h;
+
+	*(void **)&fn = dlsym(RTLD_DEFAULT, STUBCUDA_REGISTER_SYM);
+	if (fn)
+		return fn;
+	/* A driver dlopen'ed RTLD_LOCAL (as libcudart does) is not in the
+	 * global scope: ask for it by soname. */
+	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		return NULL;
+	*(void **)&fn = dlsym(h, STUBCUDA_REGISTER_SYM);
+	dlclose(h);
+	return fn;
+}
+
+/* Idempotent; retried from the entry points a client calls first, for a
+ * CUPTI loaded before the driver. */
+static void attach_driver(void)
+{
+	const struct stub_cuda_info *info = NULL;
+	register_fn fn;
+
+	if (atomic_load(&g_cupti.driver))
+		return;
+	fn = find_register();
+	if (fn && fn(&ops, &info) == 0 && info &&
+	    info->version == STUB_HOOKS_VERSION && info->size == sizeof(*info))
+		atomic_store(&g_cupti.driver, info);
+}
+
+static void corr_start_from_env(void)
+{
+	const char *v = getenv("GPUPROBE_STUB_CORR_START");
+	unsigned long long n;
+	char *end;
+
+	if (!v || !*v)
+		return;
+	errno = 0;
+	n = strtoull(v, &end, 0);
+	if (errno || *end || n > UINT32_MAX)
+		return;
+	atomic_store(&next_corr, (uint32_t)n);
+}
+
+__attribute__((constructor)) static void stub_cupti_init(void)
+{
+	corr_start_from_env();
+	attach_driver();
+}
+
+__attribute__((destructor)) static void stub_cupti_fini(void)
+{
+	register_fn fn;
+
+	if (!atomic_load(&g_cupti.driver))
+		return;
+	fn = find_register();
+	if (fn)
+		fn(NULL, NULL);
+}
+
+/* ------------------------------------------------------------ callback API */
+
+static CUptiResult subscribe(CUpti_SubscriberHandle *subscriber,
+			     CUpti_CallbackFunc callback, void *userdata)
+{
+	bool expected = false;
+
+	if (!subscriber)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	attach_driver();
+	if (!atomic_compare_exchange_strong(&subscribed, &expected, true))
+		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	atomic_store(&the_subscriber.userdata, userdata);
+	atomic_store(&the_subscriber.callback, callback);
+	*subscriber = &the_subscriber;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber,
+				    CUpti_CallbackFunc callback, void *userdata)
+{
+	return subscribe(subscriber, callback, userdata);
+}
+
+CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber,
+				       CUpti_CallbackFunc callback, void *userdata,
+				       CUpti_SubscriberParams *pParams)
+{
+	CUptiResult r = subscribe(subscriber, callback, userdata);
+
+	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && pParams &&
+	    pParams->oldSubscriberName && pParams->oldSubscriberSize)
+		snprintf(pParams->oldSubscriberName, pParams->oldSubscriberSize,
+			 "CUPTI for stub subscriber");
+	return r;
+}
+
+CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
+{
+	if (subscriber != &the_subscriber || !atomic_load(&subscribed))
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	atomic_store(&the_subscriber.callback, NULL);
+	for (size_t i = 0; i < CUPTI_CBID_RESOURCE_SIZE; i++)
+		atomic_store(&the_subscriber.resource[i], 0);
+	for (size_t i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
+		atomic_store(&the_subscriber.driver_api[i], 0);
+	atomic_store(&subscribed, false);
+	return CUPTI_SUCCESS;
+}
+
+/* domain/cbid must name a callback this stub can make. */
+static atomic_uchar *callback_slot(CUpti_SubscriberHandle s,
+				   CUpti_CallbackDomain domain, uint32_t cbid)
+{
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid < CUPTI_CBID_RESOURCE_SIZE)
+		return &s->resource[cbid];
+	if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+		return &s->driver_api[cbid];
+	return NULL;
+}
+
+static bool known_domain(CUpti_CallbackDomain d)
+{
+	return d > CUPTI_CB_DOMAIN_INVALID && d < CUPTI_CB_DOMAIN_SIZE;
+}
+
+CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable,
+					 CUpti_SubscriberHandle subscriber,
+					 CUpti_CallbackDomain domain,
+					 CUpti_CallbackId cbid)
+{
+	atomic_uchar *slot;
+
+	if (subscriber != &the_subscriber || !known_domain(domain))
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	slot = callback_slot(subscriber, domain, cbid);
+	if (slot)
+		atomic_store(slot, enable ? 1 : 0);
+	return CUPTI_SUCCESS; /* other domains: accepted, never called */
+}
+
+CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable,
+				       CUpti_SubscriberHandle subscriber,
+				       CUpti_CallbackDomain domain)
+{
+	uint32_t n = domain == CUPTI_CB_DOMAIN_RESOURCE ? CUPTI_CBID_RESOURCE_SIZE :
+		     domain == CUPTI_CB_DOMAIN_DRIVER_API ? CUPTI_DRIVER_TRACE_CBID_SIZE : 0;
+
+	if (subscriber != &the_subscriber || !known_domain(domain))
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	for (uint32_t i = 0; i < n; i++)
+		atomic_store(callback_slot(subscriber, domain, i), enable ? 1 : 0);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain,
+					  uint32_t cbid, const char **name)
+{
+	(void)domain, (void)cbid;
+	if (!name)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*name = NULL;
+	return CUPTI_ERROR_NOT_SUPPORTED;
+}
+
+/* ------------------------------------------------------------ activity API */
+
+static bool kind_valid(CUpti_ActivityKind kind)
+{
+	return kind > CUPTI_ACTIVITY_KIND_INVALID && kind < CUPTI_ACTIVITY_KIND_COUNT;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
+{
+	if (!kind_valid(kind))
+		return CUPTI_ERROR_INVALID_KIND;
+	attach_driver();
+	atomic_store(&g_cupti.kind[kind], true);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableAndDump(CUpti_ActivityKind kind)
+{
+	return cuptiActivityEnable(kind);
+}
+
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
+{
+	if (!kind_valid(kind))
+		return CUPTI_ERROR_INVALID_KIND;
+	atomic_store(&g_cupti.kind[kind], false);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableContext(CUcontext context,
+						CUpti_ActivityKind kind)
+{
+	(void)context;
+	return cuptiActivityEnable(kind);
+}
+
+CUptiResult CUPTIAPI cuptiActivityDisableContext(CUcontext context,
+						 CUpti_ActivityKind kind)
+{
+	(void)context;
+	return cuptiActivityDisable(kind);
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid,
+						  uint8_t enable)
+{
+	if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	attach_driver();
+	atomic_store(&g_cupti.driver_cbid[cbid], enable ? 1 : 0);
+	return CUPTI_SUCCESS;
+}
+
+/* Recorded but unused: the stub has no runtime to trace. */
+CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid,
+						   uint8_t enable)
+{
+	if (cbid >= CUPTI_RUNTIME_TRACE_CBID_SIZE)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	atomic_store(&g_cupti.runtime_cbid[cbid], enable ? 1 : 0);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc funcTimestamp)
+{
+	if (!funcTimestamp)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	atomic_store(&g_cupti.ts_cb, funcTimestamp);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableLatencyTimestamps(uint8_t enable)
+{
+	(void)enable;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableLaunchAttributes(uint8_t enable)
+{
+	(void)enable;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type)
+{
+	if (type != CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT &&
+	    type != CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	atomic_store(&g_cupti.system_tid, type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetThreadIdType(CUpti_ActivityThreadIdType *type)
+{
+	if (!type)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*type = atomic_load(&g_cupti.system_tid) ? CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM :
+						   CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+	return CUPTI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ misc API */
+
+CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *timestamp)
+{
+	if (!timestamp)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*timestamp = cupti_now();
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version)
+{
+	if (!version)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*version = CUPTI_API_VERSION;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetLastError(void)
+{
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetContextId(CUcontext context, uint32_t *contextId)
+{
+	const struct stub_cuda_info *drv = atomic_load(&g_cupti.driver);
+
+	if (!contextId || !context)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (!drv || !drv->context_id(context))
+		return CUPTI_ERROR_INVALID_CONTEXT;
+	*contextId = drv->context_id(context);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetStreamIdEx(CUcontext context, CUstream stream,
+					uint8_t perThreadStream, uint32_t *streamId)
+{
+	const struct stub_cuda_info *drv = atomic_load(&g_cupti.driver);
+	uint32_t id;
+
+	if (!streamId)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (!drv)
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	id = drv->stream_id(context, stream, perThreadStream);
+	if (!id)
+		return CUPTI_ERROR_INVALID_STREAM;
+	*streamId = id;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetStreamId(CUcontext context, CUstream stream,
+				      uint32_t *streamId)
+{
+	return cuptiGetStreamIdEx(context, stream, 0, streamId);
+}
+
+CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext context, uint32_t *deviceId)
+{
+	(void)context;
+	if (!deviceId)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*deviceId = 0;
+	return CUPTI_SUCCESS;
+}
+
+/* Detach like real CUPTI: deliver what is queued, stop the buffer thread,
+ * drop every enable and the subscriber. */
+CUptiResult CUPTIAPI cuptiFinalize(void)
+{
+	for (size_t i = 0; i < CUPTI_ACTIVITY_KIND_COUNT; i++)
+		atomic_store(&g_cupti.kind[i], false);
+	for (size_t i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
+		atomic_store(&g_cupti.driver_cbid[i], 0);
+	buf_shutdown();
+	if (atomic_load(&subscribed))
+		cuptiUnsubscribe(&the_subscriber);
+	return CUPTI_SUCCESS;
+}

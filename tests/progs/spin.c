@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spin: launches one kernel in a loop until killed or for a while, for the
+ * "program started before the loader" and "program exits mid-run" tests.
+ *
+ *   spin [-s SECONDS] [-w FILE] [-S] [-g GRID] [-i INTERVAL_US] [-v]
+ *
+ * It initialises CUDA and loads its module ("spin_mod", kernel "spin_kernel")
+ * first, prints "spin: ready pid=PID" (flushed), then waits, if asked, until
+ * FILE exists (-w) or SIGUSR1 arrives (-S), so a test can attach a loader in
+ * between. Then it calls cuLaunchKernel(spin_kernel, grid GRID (default 1),
+ * block 32) on its own stream every INTERVAL_US microseconds (default 1000),
+ * from a noinline spin_site(), for SECONDS (0, the default: until SIGTERM or
+ * SIGINT). On the stub each launch is GRID*1000 GPU ns. It ends with
+ * "spin: launches=N" and exit status 0 (1 on a CUDA failure, 2 on bad flags).
+ * Under lazy loading the module-loaded callback fires inside the first launch,
+ * so after the wait.
+ */
+#include <cuda.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/progs/cubin.h"
+
+#define CHECK(call) \
+	do { \
+		CUresult r_ = (call); \
+		if (r_ != CUDA_SUCCESS) { \
+			fprintf(stderr, "spin: %s failed: %d\n", #call, (int)r_); \
+			exit(1); \
+		} \
+	} while (0)
+
+static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t go_flag;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void on_go(int sig)
+{
+	(void)sig;
+	go_flag = 1;
+}
+
+static long parse_long(const char *s, long lo, long hi, const char *what)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi) {
+		fprintf(stderr, "spin: %s: expected an integer in [%ld, %ld], got '%s'\n",
+			what, lo, hi, s);
+		exit(2);
+	}
+	return v;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_us(long us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
+
+	nanosleep(&ts, NULL); /* EINTR on a signal is fine: we re-check flags */
+}
+
+__attribute__((noinline)) static void spin_site(CUfunction f, unsigned int grid,
+						CUstream s)
+{
+	CHECK(cuLaunchKernel(f, grid, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+}
+
+static void install(int sig, void (*fn)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+}
+
+static void wait_to_start(const char *file, bool want_signal)
+{
+	while (!stop_flag) {
+		if (file && access(file, F_OK) == 0)
+			return;
+		if (want_signal && go_flag)
+			return;
+		if (!file && !want_signal)
+			return;
+		sleep_us(10000);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const kernels[] = { "spin_kernel" };
+	long seconds = 0, grid = 1, interval = 1000;
+	unsigned long long launches = 0;
+	const char *file = NULL;
+	bool want_signal = false, verbose = false;
+	uint8_t img[1024];
+	CUcontext ctx;
+	CUmodule mod;
+	CUfunction f;
+	CUstream s;
+	double end;
+	int opt;
+
+	while ((opt = getopt(argc, argv, "s:w:Sg:i:v")) != -1) {
+		switch (opt) {
+		case 's': seconds = parse_long(optarg, 0, 86400, "-s SECONDS"); break;
+		case 'w': file = optarg; break;
+		case 'S': want_signal = true; break;
+		case 'g': grid = parse_long(optarg, 1, 1000000, "-g GRID"); break;
+		case 'i': interval = parse_long(optarg, 0, 10000000, "-i INTERVAL_US"); break;
+		case 'v': verbose = true; break;
+		default:
+			fprintf(stderr, "usage: spin [-s SECONDS] [-w FILE] [-S] [-g GRID] "
+				"[-i INTERVAL_US] [-v]\n");
+			return 2;
+		}
+	}
+	install(SIGTERM, on_stop);
+	install(SIGINT, on_stop);
+	install(SIGUSR1, on_go);
+
+	CHECK(cuInit(0));
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+	CHECK(cuCtxSetCurrent(ctx));
+	if (!cubin_build(img, sizeof(img), "spin", kernels, 1))
+		return 1;
+	CHECK(cuModuleLoadData(&mod, img));
+	CHECK(cuModuleGetFunction(&f, mod, "spin_kernel"));
+	CHECK(cuStreamCreate(&s, 0));
+	printf("spin: ready pid=%d\n", (int)getpid());
+	fflush(stdout);
+
+	wait_to_start(file, want_signal);
+	end = now_s() + (double)seconds;
+	while (!stop_flag && (seconds == 0 || now_s() < end)) {
+		spin_site(f, (unsigned int)grid, s);
+		launches++;
+		if (interval)
+			sleep_us(interval);
+	}
+	CHECK(cuStreamSynchronize(s));
+	CHECK(cuModuleUnload(mod));
+	printf("spin: launches=%llu\n", launches);
+	if (verbose)
+		printf("spin: gpu_ns=%llu\n", launches * (unsigned long long)grid * 1000ull);
+	return 0;
+}

@@ -202,11 +202,11 @@ test-asan:
 
 # ---------------------------------------------------------------- fuzzers
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(USER_LIB_SRCS) $(SHIM_CORE_SRCS) | $(SKELS)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(USER_LIB_SRCS) $(SHIM_CORE_SRCS) $(NVIDIA_LOADER_SRCS) | $(SKELS) cuda-check
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS_COMMON) -std=gnu11 -g -O1 $(WARN) $(FUZZ_FLAGS) -o $@ $< \
-		$(USER_LIB_SRCS) $(SHIM_CORE_SRCS) $(LIBBPF_LIBS) $(SYS_LIBS)
+	$(Q)$(CC) $(CPPFLAGS_COMMON) $(CUDA_CPPFLAGS) -std=gnu11 -g -O1 $(WARN) $(FUZZ_FLAGS) -o $@ $< \
+		$(USER_LIB_SRCS) $(SHIM_CORE_SRCS) $(NVIDIA_LOADER_SRCS) $(LIBBPF_LIBS) $(SYS_LIBS)
 
 FUZZ_SECONDS ?= 20
 fuzz-smoke: $(FUZZERS)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Locating libcuda.so.1 and attaching the probes to it (libcuda.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,11 @@ int libcuda__attach_path(struct launch_probe *lp, const char *path, bool loud)
 	return err ? err : res.already ? 0 : 1;
 }
 
+/*
+ * The file is opened inside the target's root without leaving it (a
+ * container could plant an absolute symlink pointing at a host file), and
+ * the probes attach through the opened fd.
+ */
 int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose)
 {
 	struct proc_lib *libs = NULL;
@@ -37,9 +43,20 @@ int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose)
 
 	if (proc__find_libs(pid, "libcuda.so", &libs, &n))
 		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (libcuda__attach_path(lp, libs[i].host_path, verbose) > 0)
+	for (size_t i = 0; i < n; i++) {
+		char fdpath[64];
+		int fd = proc__root_open(pid, libs[i].path, O_RDONLY);
+
+		if (fd < 0)
+			continue;
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+		if (libcuda__attach_path(lp, fdpath, false) > 0) {
 			added++;
+			if (verbose)
+				fprintf(stderr, "gpuprobe-bpf: attached to %s of pid %d\n", libs[i].path, pid);
+		}
+		close(fd);
+	}
 	free(libs);
 	return added;
 }

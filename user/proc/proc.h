@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the loader learns about other processes from /proc and /sys/fs/cgroup:
+ * liveness, comm, mapped libraries and memfds, PID-namespace translation,
+ * cgroup paths, and opening a file inside a process's root without escaping
+ * it.
+ *
+ * Everything read here is controlled by the profiled (unprivileged) process:
+ * its comm, its mappings' paths, its mount namespace and every symlink in
+ * its root. Reads are bounded, numbers are range-checked, and no path is
+ * resolved outside the target's root (use proc__root_open, not host_path,
+ * to open a target's file).
+ *
+ * Conventions: actions return 0 (or an fd) or -errno; out-parameters are
+ * ret_*, last, and written only on success; predicates return bool; nothing
+ * here prints.
+ */
+#ifndef GP_PROC_H
+#define GP_PROC_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+/* A file-backed executable mapping found in /proc/<pid>/maps. */
+struct proc_lib {
+	/* The path as the target sees it (inside its own root and mount
+	 * namespace), as printed by the kernel: "\012" is turned back into a
+	 * newline, nothing else is unescaped. */
+	char path[PATH_MAX];
+	/* "/proc/<pid>/root" + path: reaches the same name from the host even
+	 * in another mount namespace. For display and for kernel interfaces
+	 * that take only a path: the kernel resolves an absolute symlink met
+	 * on the way against the *host's* root, so never open it as root;
+	 * open with proc__root_open(pid, path, ...) and compare dev/ino. */
+	char host_path[PATH_MAX];
+	dev_t dev;   /* major:minor from maps (on overlayfs: the real layer's) */
+	ino_t ino;
+};
+
+/* One line of /proc/<pid>/maps, without its path. */
+struct proc_mapping {
+	__u64 start;
+	__u64 end;
+	__u64 offset;
+	char perms[5];   /* "r-xp", NUL-terminated */
+	dev_t dev;
+	ino_t ino;
+};
+
+/* Innermost-namespace tid -> host tid for every thread of one process. */
+struct proc_tid_map;
+
+/* Most distinct libraries proc__find_libs returns (-E2BIG beyond). */
+#define PROC_LIBS_MAX 256
+
+/* The process exists and is neither a zombie ('Z') nor dead ('X'). */
+bool proc__alive(pid_t pid);
+
+/* The task's comm, without the kernel's trailing newline. Raw bytes: the
+ * target chooses them (any byte but NUL), escape before printing.
+ * -ENAMETOOLONG when it does not fit in len (buf untouched). */
+int proc__comm(pid_t pid, char *buf, size_t len);
+
+/* All numeric entries of /proc, ascending. *ret_pids is malloc'ed (NULL when
+ * *ret_n is 0); the caller frees it. */
+int proc__list_pids(pid_t **ret_pids, size_t *ret_n);
+
+/* The distinct (dev, ino, path) executable file mappings whose basename
+ * starts with basename_prefix (e.g. "libcuda.so"). Deleted files are
+ * skipped. *ret_libs is malloc'ed (NULL when *ret_n is 0). */
+int proc__find_libs(pid_t pid, const char *basename_prefix,
+		    struct proc_lib **ret_libs, size_t *ret_n);
+
+/* The first mapping of "/memfd:<memfd_name>" (deleted or not). -ENOENT when
+ * there is none. */
+int proc__find_memfd(pid_t pid, const char *memfd_name, struct proc_mapping *ret);
+
+/* "/proc/<pid>/map_files/<start>-<end>" (lowercase hex, no 0x). Opening it
+ * needs CAP_SYS_ADMIN; it reaches the mapped file itself, whatever its name. */
+int proc__map_files_path(pid_t pid, const struct proc_mapping *m, char *buf, size_t len);
+
+/* Parses the "NSpid:" line of a /proc/<pid>/status text (not necessarily
+ * NUL-terminated). Innermost = the pid in the process's own namespace,
+ * outermost = the pid in the namespace of the /proc that was read.
+ * -ENOENT: no NSpid line; -EINVAL: malformed or repeated; -ERANGE: a number
+ * outside 1..INT_MAX. */
+int proc__parse_nspid(const char *status_text, size_t len,
+		      pid_t *ret_innermost, pid_t *ret_outermost);
+
+/* The pid of host_pid inside its innermost PID namespace. */
+int proc__ns_pid(pid_t host_pid, pid_t *ret_ns_pid);
+
+/* Maps every thread of pid from its innermost-namespace tid to its host tid.
+ * Threads that exit during the scan are left out. */
+int proc__ns_tids(pid_t pid, struct proc_tid_map **ret_map);
+bool proc_tid_map__lookup(const struct proc_tid_map *map, pid_t ns_tid, pid_t *ret_host_tid);
+size_t proc_tid_map__size(const struct proc_tid_map *map);
+void proc_tid_map__free(struct proc_tid_map *map);
+
+/* The cgroup v2 path of pid (the "0::" line of /proc/<pid>/cgroup), e.g.
+ * "/system.slice/foo.service"; -ENOENT when the process has none. */
+int proc__cgroup_path(pid_t pid, char *buf, size_t len);
+
+/* The path, in the same form as proc__cgroup_path, of the cgroup whose id
+ * (bpf_get_current_cgroup_id(): the inode number of its cgroup2 directory)
+ * is cgroup_id. Walks the cgroup2 mount (bounded depth and count: -E2BIG
+ * when the bound is hit first) and caches what it finds. -ENOENT: no such
+ * cgroup (or no cgroup2 mount: -ENODEV). Thread-safe. */
+int proc__cgroup_id_path(__u64 cgroup_id, char *buf, size_t len);
+
+/* Forgets cached cgroup ids and the cgroup2 mount point. */
+void proc__cgroup_cache_reset(void);
+
+/* Opens path (absolute or relative: both start at the target's root) inside
+ * the root of pid without ever leaving it: "..", absolute symlinks and
+ * magic links all stay inside. flags as open(2), O_CLOEXEC is added;
+ * O_CREAT and O_TMPFILE are refused (-EINVAL). Returns an fd or -errno. */
+int proc__root_open(pid_t pid, const char *path, int flags);
+
+#endif /* GP_PROC_H */

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals of user/proc/ shared between its files, its tests and its fuzzer.
+ * Nothing else in user/ includes this.
+ */
+#ifndef GP_PROC_INTERNAL_H
+#define GP_PROC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+#include "user/proc/proc.h"
+
+/* Symlinks followed in one resolution, as the kernel's MAXSYMLINKS. */
+#define PROC_MAX_SYMLINKS 40
+
+/* One parsed maps line; path points into the line (not NUL-terminated),
+ * path_len 0 for an anonymous mapping. */
+struct proc_maps_line {
+	struct proc_mapping map;
+	const char *path;
+	size_t path_len;
+};
+
+/* Parses one /proc/<pid>/maps line (without or with its '\n'). -EINVAL on
+ * anything but the kernel's format. */
+int proc__parse_maps_line(const char *line, size_t len, struct proc_maps_line *ret);
+
+/* Strict decimal/hex parse of exactly n bytes of s (no sign, no spaces, no
+ * prefix) into [0, max]. -EINVAL: not a number; -ERANGE: above max. */
+int proc__parse_u64(const char *s, size_t n, int base, __u64 max, __u64 *ret);
+
+/* O_PATH fd of /proc/<pid>, or -errno. */
+int proc__open_pid_dir(pid_t pid);
+
+/* Reads the whole of dirfd/name (name relative, not followed) into buf,
+ * NUL-terminated; -EFBIG when it does not fit in cap - 1 bytes. */
+int proc__read_file_at(int dirfd, const char *name, char *buf, size_t cap, size_t *ret_len);
+
+/* proc__root_open against an already opened root directory: openat2 with
+ * RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, falling back to
+ * proc__root_walk when the kernel has no openat2. */
+int proc__root_openat(int rootfd, const char *path, int flags);
+
+/* The fallback: a component-by-component openat(O_NOFOLLOW) walk from
+ * rootfd that resolves symlinks itself (at most PROC_MAX_SYMLINKS), keeps
+ * ".." at the root, and never uses ".." on disk. */
+int proc__root_walk(int rootfd, const char *path, int flags);
+
+/* The cgroup2 mount point from /proc/self/mounts (unescaped). */
+int proc__cgroup2_mount(char *buf, size_t len);
+
+/* Hits and misses of the cgroup id cache since the last reset (tests). */
+void proc__cgroup_cache_stats(unsigned long *ret_hits, unsigned long *ret_misses);
+
+#endif /* GP_PROC_INTERNAL_H */

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Opening a file inside another process's root without leaving it.
+ *
+ * "/proc/<pid>/root/<path>" is not enough: the kernel resolves ".." and
+ * absolute symlinks met after the magic link against the *caller's* root, so
+ * a container that plants "usr/lib/libcuda.so.1 -> /etc/shadow" makes a root
+ * loader open the host's file. openat2(RESOLVE_IN_ROOT) resolves everything
+ * against the given directory; on kernels without it (< 5.6) we walk the
+ * path ourselves, one openat(O_NOFOLLOW) per component, expanding symlinks
+ * by hand, and never open ".." on disk (a directory renamed out of the root
+ * mid-walk must not lead us out): ".." pops a stack of directory fds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/openat2.h>
+#include "user/proc/proc.h"
+#include "user/proc/proc_internal.h"
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+/* Directory depth the fallback walker follows (one fd per level). */
+#define WALK_DEPTH_MAX 128
+/* openat2 answers EAGAIN when a rename races with RESOLVE_IN_ROOT. */
+#define OPENAT2_RETRIES 8
+
+static bool flags_refused(int flags)
+{
+	/* This opens existing files only: never create in a hostile tree. */
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+struct walk {
+	int stack[WALK_DEPTH_MAX];   /* stack[0] is the root, not ours */
+	int depth;
+	char rest[PATH_MAX];          /* what is left to resolve */
+	char link[PATH_MAX];
+	char tmp[PATH_MAX];
+};
+
+static void walk__pop_to(struct walk *w, int depth)
+{
+	while (w->depth > depth)
+		close(w->stack[w->depth--]);
+}
+
+/* Replaces the component just read with the symlink's target: rest becomes
+ * link + remaining. Absolute targets restart at the root. */
+static int walk__expand(struct walk *w, size_t link_len, const char *remaining)
+{
+	size_t rn = strlen(remaining);
+
+	if (link_len == 0)
+		return -ENOENT;
+	if (link_len + rn + 1 > sizeof(w->tmp))
+		return -ENAMETOOLONG;
+	memcpy(w->tmp, w->link, link_len);
+	memcpy(w->tmp + link_len, remaining, rn + 1);
+	memcpy(w->rest, w->tmp, link_len + rn + 1);
+	if (w->link[0] == '/')
+		walk__pop_to(w, 0);
+	return 0;
+}
+
+static int read_link(int dirfd, const char *name, char *buf, size_t cap, size_t *ret_len)
+{
+	ssize_t n = readlinkat(dirfd, name, buf, cap);
+
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= cap)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	*ret_len = (size_t)n;
+	return 0;
+}
+
+int proc__root_walk(int rootfd, const char *path, int flags)
+{
+	struct walk w;
+	size_t pos = 0;
+	unsigned links = 0;
+	int err;
+
+	if (rootfd < 0 || !path || flags_refused(flags))
+		return -EINVAL;
+	if (!*path)
+		return -ENOENT;
+	if (strlen(path) >= sizeof(w.rest))
+		return -ENAMETOOLONG;
+	memcpy(w.rest, path, strlen(path) + 1);
+	w.stack[0] = rootfd;
+	w.depth = 0;
+	flags |= O_CLOEXEC;
+
+	for (;;) {
+		char name[NAME_MAX + 1];
+		const char *comp;
+		size_t clen, after, next;
+		bool last, trailing_slash;
+		int cur = w.stack[w.depth], fd;
+		struct stat st;
+
+		while (w.rest[pos] == '/')
+			pos++;
+		if (!w.rest[pos])
+			break;   /* resolved to a directory on the stack */
+		comp = w.rest + pos;
+		clen = strcspn(comp, "/");
+		after = pos + clen;
+		next = after;
+		while (w.rest[next] == '/')
+			next++;
+		last = !w.rest[next];
+		trailing_slash = last && next > after;
+		if (clen > NAME_MAX) {
+			err = -ENAMETOOLONG;
+			goto err_pop;
+		}
+		memcpy(name, comp, clen);
+		name[clen] = '\0';
+		pos = after;
+
+		if (!strcmp(name, "."))
+			continue;
+		if (!strcmp(name, "..")) {
+			/* At the root, ".." is the root, as in chroot. */
+			walk__pop_to(&w, w.depth > 0 ? w.depth - 1 : 0);
+			continue;
+		}
+
+		if (last && !trailing_slash && (flags & O_NOFOLLOW)) {
+			/* The caller asked not to follow the final link. */
+			fd = openat(cur, name, flags);
+			if (fd < 0) {
+				err = -errno;
+				goto err_pop;
+			}
+			walk__pop_to(&w, 0);
+			return fd;
+		}
+
+		fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			err = -errno;
+			goto err_pop;
+		}
+		if (fstat(fd, &st) < 0) {
+			err = -errno;
+			close(fd);
+			goto err_pop;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			size_t ln;
+
+			err = read_link(fd, "", w.link, sizeof(w.link), &ln);
+			close(fd);
+			if (err)
+				goto err_pop;
+			if (++links > PROC_MAX_SYMLINKS) {
+				err = -ELOOP;
+				goto err_pop;
+			}
+			err = walk__expand(&w, ln, w.rest + after);
+			if (err)
+				goto err_pop;
+			pos = 0;
+			continue;
+		}
+		if (!last || trailing_slash) {
+			if (!S_ISDIR(st.st_mode)) {
+				close(fd);
+				err = -ENOTDIR;
+				goto err_pop;
+			}
+			if (!last) {
+				if (w.depth + 1 >= WALK_DEPTH_MAX) {
+					close(fd);
+					err = -ENAMETOOLONG;
+					goto err_pop;
+				}
+				w.stack[++w.depth] = fd;
+				continue;
+			}
+		}
+		close(fd);
+		/* The final component, not a symlink a moment ago. O_NOFOLLOW
+		 * keeps a symlink swapped in since from being followed. */
+		fd = openat(cur, name, flags | O_NOFOLLOW | (trailing_slash ? O_DIRECTORY : 0));
+		if (fd < 0) {
+			err = -errno;
+			if (err == -ELOOP && ++links <= PROC_MAX_SYMLINKS) {
+				/* Raced with a swap: resolve this component again. */
+				pos = after - clen;
+				continue;
+			}
+			goto err_pop;
+		}
+		if (flags & O_PATH) {
+			/* O_PATH | O_NOFOLLOW opens a symlink itself. */
+			if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
+				close(fd);
+				if (++links > PROC_MAX_SYMLINKS) {
+					err = -ELOOP;
+					goto err_pop;
+				}
+				pos = after - clen;
+				continue;
+			}
+		}
+		walk__pop_to(&w, 0);
+		return fd;
+	}
+
+	/* The path ended on a directory ("", ".", "a/.."). */
+	{
+		int fd = openat(w.stack[w.depth], ".", flags);
+
+		err = fd < 0 ? -errno : fd;
+	}
+err_pop:
+	walk__pop_to(&w, 0);
+	return err;
+}
+
+int proc__root_openat(int rootfd, const char *path, int flags)
+{
+	struct open_how how;
+	int i;
+
+	if (rootfd < 0 || !path || flags_refused(flags))
+		return -EINVAL;
+	memset(&how, 0, sizeof(how));
+	how.flags = (__u64)(unsigned)(flags | O_CLOEXEC);
+	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+	for (i = 0; i < OPENAT2_RETRIES; i++) {
+		long fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+
+		if (fd >= 0)
+			return (int)fd;
+		if (errno == ENOSYS)
+			return proc__root_walk(rootfd, path, flags);
+		if (errno != EAGAIN)
+			return -errno;
+	}
+	return -EAGAIN;
+}
+
+int proc__root_open(pid_t pid, const char *path, int flags)
+{
+	int dfd, rootfd, fd;
+
+	if (!path || flags_refused(flags))
+		return -EINVAL;
+	dfd = proc__open_pid_dir(pid);
+	if (dfd < 0)
+		return dfd;
+	/* Following this one magic link is the point: it is the target's root. */
+	rootfd = openat(dfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	fd = rootfd < 0 ? -errno : 0;
+	close(dfd);
+	if (fd < 0)
+		return fd;
+	fd = proc__root_openat(rootfd, path, flags);
+	close(rootfd);
+	return fd;
+}

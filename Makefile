@@ -66,6 +66,7 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.skel.h,$(BPF_SRCS))
 
 SHIM_CORE_SRCS := $(wildcard shim/*.c)
+# nvidia/*.c is the shim's CUPTI adapter; nvidia/loader/ the loader's one CUPTI call.
 NVIDIA_SRCS := $(wildcard nvidia/*.c)
 NVIDIA_LOADER_SRCS := $(wildcard nvidia/loader/*.c)
 USER_SRCS := $(shell find user -name '*.c' 2>/dev/null | sort)
@@ -137,7 +138,7 @@ $(NVIDIA_OBJS) $(call obj,$(NVIDIA_LOADER_SRCS)) $(STUB_CUDA_OBJS) $(STUB_CUPTI_
 # InitializeInjection, and link nothing but libc's family.
 $(SHIM_SO): $(SHIM_CORE_OBJS) $(NVIDIA_OBJS)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -fvisibility=hidden -Wl,--no-undefined -Wl,-z,defs \
+	$(Q)$(CC) -shared -fvisibility=hidden $(if $(SAN),,-Wl,--no-undefined -Wl,-z,defs) \
 		-Wl,--version-script=nvidia/shim.map $(LDFLAGS_SAN) -o $@ $^ -ldl -lpthread
 
 $(CORE_LIB): $(USER_LIB_OBJS) $(SHIM_CORE_OBJS)
@@ -187,7 +188,7 @@ unit-tests: $(UNIT_TESTS) $(ALL_TARGETS)
 test: unit-tests
 
 bpf-tests: $(BPF_TESTS) $(ALL_TARGETS)
-	$(Q)tools/run-tests.sh bpf $(BUILD) $(BPF_TESTS) $(sort $(wildcard tests/bpf/*.sh))
+	$(Q)tools/run-tests.sh bpf $(BUILD) $(BPF_TESTS) $(sort $(wildcard tests/bpf/e2e_*.sh))
 
 test-bpf:
 	@if [ "$$(id -u)" != 0 ]; then \
@@ -222,7 +223,10 @@ tools-check: $(SHIM_SO)
 deps:
 	$(Q)tools/deps.sh
 
+# Every test runner appends "KIND PASSED FAILED" to GP_SUMMARY; one total closes the run.
+check: export GP_SUMMARY = $(abspath $(BUILD))/check-summary
 check: deps
+	$(Q)mkdir -p $(BUILD) && rm -f $(GP_SUMMARY)
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory test
 	$(Q)$(MAKE) --no-print-directory test-bpf
@@ -230,7 +234,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory test-asan
 	$(Q)$(MAKE) --no-print-directory fuzz-smoke
 	$(Q)$(MAKE) --no-print-directory tools-check
-	@echo "make check: all passed"
+	@awk '{p += $$2; f += $$3} END {printf "check: %d passed, %d failed\n", p, f}' $(GP_SUMMARY)
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all

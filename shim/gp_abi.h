@@ -17,6 +17,11 @@
  *     the loader. The shim reads the consumer positions only to compute free
  *     space and clamps them, so a dead or lying loader cannot make it block or
  *     write out of bounds: at worst its rings report full and it counts drops.
+ *   - exit handshake (DESIGN.md invariant 6): at exit the shim flushes, bumps
+ *     exit_seq and waits until exit_ack reaches it, but only while the loader's
+ *     heartbeat is fresh and never longer than one loader tick (at most 1 s),
+ *     so the loader reads the last records and symbolizes stacks while the
+ *     process still has its memory maps. A dead loader costs nothing.
  */
 #ifndef GP_ABI_H
 #define GP_ABI_H
@@ -77,7 +82,8 @@ struct gp_shm_producer {
 	__u32 flags;       /* 24: GP_SHM_F_* */
 	__u32 reserved0;   /* 28 */
 	__u64 clock_offset_ns; /* 32: add to a CUPTI timestamp to get CLOCK_MONOTONIC, when !F_CLOCK_MONOTONIC (two's complement) */
-	__u64 reserved[3]; /* 40 */
+	__u64 exit_seq;    /* 40: bumped when the process starts exiting (see exit_ack) */
+	__u64 reserved[2]; /* 48 */
 	__u64 counters[GP_CTR_MAX]; /* 64 */
 };
 _Static_assert(sizeof(struct gp_shm_producer) == 192, "gp_shm_producer ABI");
@@ -87,8 +93,10 @@ struct gp_shm_consumer {
 	__u64 rec_tail;     /* 0: records consumed (free-running) */
 	__u64 cubin_tail;   /* 8: cubin ring bytes consumed (free-running) */
 	__u32 reader_pid;   /* 16: host pid of the loader reading, 0 if none */
-	__u32 reserved0;    /* 20 */
-	__u64 reserved[5];  /* 24 */
+	__u32 tick_ms;      /* 20: the loader's tick: the longest the shim waits at exit */
+	__u64 heartbeat_ns; /* 24: CLOCK_MONOTONIC of the loader's last visit */
+	__u64 exit_ack;     /* 32: the exit_seq the loader has read everything up to */
+	__u64 reserved[3];  /* 40 */
 };
 _Static_assert(sizeof(struct gp_shm_consumer) == 64, "gp_shm_consumer ABI");
 

@@ -23,4 +23,5 @@ for t in "$@"; do
 	fi
 done
 echo "$kind: $pass passed, $fail failed"
+[ -n "${GP_SUMMARY:-}" ] && echo "$kind $pass $fail" >>"$GP_SUMMARY"
 [ $fail = 0 ]

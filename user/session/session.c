@@ -62,6 +62,7 @@ struct session {
 	__u64 start_realtime_ns;
 	/* losses the report line prints */
 	__u64 stacks_dropped, names_dropped, sym_failed, records_unknown, modules_settled;
+	__u64 before_window;        /* activities that ended before we attached */
 	__u64 shm_ctr_gone[GP_CTR_MAX]; /* counters of targets already removed */
 	struct shm_reader_stats reader_gone;
 	int exit_status;
@@ -118,12 +119,17 @@ static void symbolize_stack(struct session *s, struct target *t, __u32 stack_id,
 {
 	struct profile_frame frames[GP_MAX_STACK];
 	struct symbolized_frame sf[GP_MAX_STACK];
+	bool had_sym = t && t->sym;
+	struct symbolizer *sym = t ? target__symbolizer(t) : NULL;
 	__u32 n = 0;
 	bool truncated = e->nr_frames >= GP_MAX_STACK;
 
+	if (t && !had_sym)
+		declare_proc(s, t); /* the comm read after exec */
+
 	/* Frame 0 is the probed entry point itself: the launch API frame stands for it. */
 	for (__u32 i = 1; i < e->nr_frames && i < GP_MAX_STACK; i++, n++) {
-		if (!t || !t->sym || symbolizer__lookup(t->sym, e->stack[i], &sf[n])) {
+		if (!sym || symbolizer__lookup(sym, e->stack[i], &sf[n])) {
 			symbolizer__raw(e->stack[i], &sf[n]);
 			s->sym_failed++;
 		}
@@ -230,6 +236,12 @@ static void ingest_record(struct session *s, struct target *t, const struct gp_r
 		struct join_activity act = { .pid = t->pid, .corr = r->corr,
 					     .start = fix_clock(t, r->start_ns), .end = fix_clock(t, r->end_ns) };
 
+		/* Ran and ended before we attached: outside the profile's window. */
+		if (act.end < t->attach_ns) {
+			s->before_window++;
+			return;
+		}
+
 		act.aux[0] = name_id(s, t, r);
 		if (r->type == GP_REC_KERNEL) {
 			act.aux[1] = r->kernel.device;
@@ -260,7 +272,8 @@ static int try_open_shm(struct session *s, struct target *t, __u64 now)
 
 	if (t->shm || now < t->next_shm_try_ns)
 		return t->shm ? 0 : -EAGAIN;
-	t->next_shm_try_ns = now + SHM_RETRY_NS;
+	/* Our own memfd is cheap to look at: try it every tick. */
+	t->next_shm_try_ns = t->shm_fd >= 0 ? now : now + SHM_RETRY_NS;
 	if (t->shm_fd >= 0)
 		err = shm_reader__open_fd(t->shm_fd, &t->shm);
 	else
@@ -306,6 +319,9 @@ static void read_target(struct session *s, struct target *t, __u64 now)
 			ingest_record(s, t, &recs[i], now);
 	} while (n == READ_BATCH);
 	shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module, s);
+	/* The BPF ring was drained before this: all of an exiting process is in. */
+	shm_reader__ack_exit(t->shm, shm_reader__exit_seq(t->shm));
+	shm_reader__heartbeat(t->shm, now, s->o->tick_ms);
 }
 
 static void retire_target(struct session *s, struct target *t)
@@ -381,7 +397,7 @@ static void counters_line(struct session *s, FILE *f)
 		"strings_full=%llu records_bad=%llu ring_resyncs=%llu "
 		"joined=%llu api_without_launch=%llu launches_without_record=%llu "
 		"unattributed=%llu (no_launch_event=%llu no_api_record=%llu before_attach=%llu table_full=%llu) "
-		"queue_full=%llu stacks_dropped=%llu symbolize_failed=%llu\n",
+		"queue_full=%llu stacks_dropped=%llu symbolize_failed=%llu before_window=%llu\n",
 		bpf[GP_BPF_EVENTS], bpf[GP_BPF_RINGBUF_FULL], bpf[GP_BPF_STACK_ERRORS],
 		shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
 		shm[GP_CTR_BUFFERS_EXHAUSTED], shm[GP_CTR_MODULES_CAPTURED], s->modules_settled,
@@ -392,7 +408,7 @@ static void counters_line(struct session *s, FILE *f)
 		jc.activities_unattributed[JOIN_NO_API_RECORD],
 		jc.activities_unattributed[JOIN_BEFORE_ATTACH],
 		jc.activities_unattributed[JOIN_TABLE_FULL], jc.queue_full, s->stacks_dropped,
-		s->sym_failed);
+		s->sym_failed, s->before_window);
 }
 
 static void interval_path(const char *out, __u64 realtime, char *buf, size_t len)
@@ -553,22 +569,22 @@ static int setup_targets(struct session *s)
 		if (!target_for(s, s->o->pid))
 			return -ENOMEM;
 		libcuda__attach_pid(s->lp, s->o->pid, s->o->verbose);
-		if (s->o->libcuda)
-			return libcuda__attach_path(s->lp, s->o->libcuda, true);
+		if (s->o->libcuda && (err = libcuda__attach_path(s->lp, s->o->libcuda, true)) < 0)
+			return err;
 		if (!launch_probe__nr_files(s->lp))
 			fprintf(stderr, "gpuprobe-bpf: pid %d has not loaded libcuda.so.1 yet; waiting for it\n",
 				s->o->pid);
 		return 0;
 	case GP_MODE_ALL:
 		if (s->o->libcuda)
-			return libcuda__attach_path(s->lp, s->o->libcuda, true);
+			return libcuda__attach_path(s->lp, s->o->libcuda, true) < 0 ? -ENOENT : 0;
 		libcuda__attach_all(s->lp, s->o->verbose);
 		libcuda__attach_system(s->lp, NULL, s->o->verbose);
 		return 0;
 	case GP_MODE_COMMAND:
 		if (s->o->libcuda) {
 			err = libcuda__attach_path(s->lp, s->o->libcuda, true);
-			if (err)
+			if (err < 0)
 				return err;
 		} else {
 			libcuda__attach_system(s->lp, getenv("LD_LIBRARY_PATH"), s->o->verbose);
@@ -579,7 +595,10 @@ static int setup_targets(struct session *s)
 		s->have_child = true;
 		if (!target_for(s, s->child.pid))
 			return -ENOMEM;
-		return launcher__go(&s->child);
+		err = launcher__go(&s->child);
+		if (err)
+			fprintf(stderr, "gpuprobe-bpf: cannot run %s: %s\n", s->o->argv[0], strerror(-err));
+		return err;
 	default:
 		return -EINVAL;
 	}

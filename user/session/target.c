@@ -81,9 +81,6 @@ int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct targ
 		t->cgroup[0] = 0;
 	if (proc__ns_pid(pid, &t->ns_pid))
 		t->ns_pid = pid;
-	err = symbolizer__new(pid, &t->sym);
-	if (err)
-		t->sym = NULL; /* frames stay raw addresses; counted by the caller */
 	err = u64map__put(&tt->by_pid, (__u64)pid, tt->n);
 	if (err) {
 		target__free(t);
@@ -106,6 +103,21 @@ void target_table__remove(struct target_table *tt, pid_t pid)
 		tt->t[idx] = tt->t[tt->n];
 		u64map__put(&tt->by_pid, (__u64)tt->t[idx]->pid, idx);
 	}
+}
+
+/*
+ * Created on first use, not with the target: a -- COMMAND child is found
+ * before its exec, when its maps are still the loader's.
+ */
+struct symbolizer *target__symbolizer(struct target *t)
+{
+	if (t->sym || t->sym_failed)
+		return t->sym;
+	if (symbolizer__new(t->pid, &t->sym))
+		t->sym_failed = true;
+	/* Its name too may have changed with the exec. */
+	proc__comm(t->pid, t->comm, sizeof(t->comm));
+	return t->sym;
 }
 
 __u32 target__host_tid(struct target *t, __u32 ns_tid, __u64 now)

@@ -29,6 +29,7 @@ struct target {
 	__u64 next_shm_try_ns;
 	__u64 tid_refresh_ns;
 	bool gone;
+	bool sym_failed;
 	bool warned_no_shim;
 	bool shm_inert_reported;
 };
@@ -45,6 +46,8 @@ struct target *target_table__find(struct target_table *tt, pid_t pid);
 /* Creates the entry (reading comm, cgroup, namespace) or returns the existing one. */
 int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct target **ret_t);
 void target_table__remove(struct target_table *tt, pid_t pid);
+
+struct symbolizer *target__symbolizer(struct target *t);
 
 /* Translates a tid from the target's namespace to the host's; 0 when unknown. */
 __u32 target__host_tid(struct target *t, __u32 ns_tid, __u64 now);

@@ -16,6 +16,7 @@
 #include "user/symbolize/root_open.h"
 
 #include <errno.h>
+#include <time.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -357,7 +358,22 @@ int symbolize_pid__lookup(struct symbolize_pid *sp, uint64_t addr,
 
 struct symbolizer {
 	struct symbolize_pid *sp;
+	struct timespec refreshed; /* last re-read of the maps */
 };
+
+/* Re-reading maps costs a /proc read: at most once per 50 ms per process. */
+static bool symbolizer__may_refresh(struct symbolizer *sym)
+{
+	struct timespec now;
+	long long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (now.tv_sec - sym->refreshed.tv_sec) * 1000LL + (now.tv_nsec - sym->refreshed.tv_nsec) / 1000000;
+	if (ms < 50)
+		return false;
+	sym->refreshed = now;
+	return true;
+}
 
 static struct symbolize *shared_symbolize;
 static unsigned long shared_users;
@@ -380,6 +396,7 @@ int symbolizer__new(pid_t pid, struct symbolizer **ret_sym)
 		}
 	}
 	shared_users++;
+	clock_gettime(CLOCK_MONOTONIC, &sym->refreshed);
 	err = symbolize__pid_new(shared_symbolize, pid, NULL, &sym->sp);
 	if (err) {
 		symbolizer__destroy(sym);
@@ -410,6 +427,9 @@ int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,
 	if (!sym || !ret_frame)
 		return -EINVAL;
 	err = symbolize_pid__lookup(sym->sp, addr, &f);
+	/* A library loaded since the maps were read: read them again, once. */
+	if (err == -ENOENT && symbolizer__may_refresh(sym) && symbolize_pid__refresh(sym->sp) == 0)
+		err = symbolize_pid__lookup(sym->sp, addr, &f);
 	if (err)
 		return err;
 	memset(ret_frame, 0, sizeof(*ret_frame));

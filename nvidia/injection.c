@@ -1,0 +1,697 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CUPTI adapter: InitializeInjection (the driver's entry point into the
+ * shim through CUDA_INJECTION64_PATH), the CUPTI callbacks, the bounded
+ * activity buffer pool, the flush thread, exit and fork handling. The only
+ * code that includes <cupti.h>; everything else speaks shim/gp_abi.h.
+ *
+ * Rules (DESIGN.md): never fatal, never exit()/abort(); application threads
+ * in a callback only copy, under the shim's own leaf locks (invariant 1);
+ * cuptiActivityFlushAll only from the flush thread or the exiting thread,
+ * never inside a CUPTI callback and never under a lock (invariant 2). All
+ * CUPTI entry points come from dlsym: the shim links no CUPTI.
+ */
+#include "shim/glibc_compat.h"
+
+#include <cupti.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nvidia/cupti_find.h"
+#include "shim/cubin_queue.h"
+#include "shim/shm.h"
+
+#define GP_EXPORT __attribute__((visibility("default")))
+
+/* CUPTI functions we need, and those we can live without. */
+#define CUPTI_REQUIRED(X) \
+	X(cuptiSubscribe) X(cuptiEnableCallback) X(cuptiActivityRegisterCallbacks) \
+	X(cuptiActivityEnable) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord) \
+	X(cuptiActivityGetNumDroppedRecords)
+#define CUPTI_OPTIONAL(X) \
+	X(cuptiActivityRegisterTimestampCallback) X(cuptiSetThreadIdType) \
+	X(cuptiActivityEnableDriverApi) X(cuptiActivityEnableRuntimeApi) X(cuptiGetResultString)
+
+struct cupti_api {
+#define DECLARE(fn) __typeof__(&fn) fn;
+	CUPTI_REQUIRED(DECLARE)
+	CUPTI_OPTIONAL(DECLARE)
+#undef DECLARE
+};
+
+/* The activity buffer pool: preallocated, so a request never allocates. */
+struct buf_pool {
+	pthread_mutex_t lock; /* leaf */
+	__u8 *mem;
+	size_t buf_size;
+	unsigned n, nfree;
+	__u8 **free_list;
+};
+
+static struct {
+	pthread_once_t once;
+	struct cupti_api api;
+	CUpti_SubscriberHandle sub;
+	struct shm *shm;
+	struct cubin_queue *cubins;
+	struct buf_pool pool;
+	unsigned flush_ms;
+	bool api_filter;      /* whole DRIVER/RUNTIME kinds enabled: filter by cbid */
+	int dead;             /* atomic: inert, fork child, or exited */
+	int exiting;          /* atomic */
+	__u64 corr_hw;        /* atomic: correlation high-water mark */
+	const char *failed_call; /* the CUPTI call that made us give up */
+	CUptiResult failed_status;
+} g = { .once = PTHREAD_ONCE_INIT };
+
+static bool shim__dead(void)
+{
+	return __atomic_load_n(&g.dead, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* Records the failing call for the one give-up line; prints nothing itself. */
+#define CUPTI_CALL(fn, ...)                                                \
+	({                                                                 \
+		CUptiResult _st = g.api.fn(__VA_ARGS__);                   \
+		if (_st != CUPTI_SUCCESS && !g.failed_call) {              \
+			g.failed_call = #fn;                               \
+			g.failed_status = _st;                             \
+		}                                                          \
+		_st;                                                       \
+	})
+
+/* ------------------------------------------------------------- helpers */
+
+static __u64 clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+static uint64_t CUPTIAPI timestamp_monotonic(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+static __u32 this_tid(void)
+{
+	return (__u32)syscall(SYS_gettid);
+}
+
+static unsigned env_uint(const char *name, unsigned def, unsigned lo, unsigned hi)
+{
+	const char *s = getenv(name);
+	unsigned long v;
+	char *end;
+
+	if (!s || !*s)
+		return def;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || s[0] == '-')
+		return def;
+	return v < lo ? lo : v > hi ? hi : (unsigned)v;
+}
+
+static const char *cupti__strerror(CUptiResult st)
+{
+	const char *s = NULL;
+
+	if (g.api.cuptiGetResultString && g.api.cuptiGetResultString(st, &s) == CUPTI_SUCCESS && s)
+		return s;
+	return "unknown CUPTI error";
+}
+
+/* The one line nvidia/ ever prints: we are giving up, the program runs on. */
+__attribute__((format(printf, 1, 2)))
+static void shim__give_up(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "gpuprobe-shim: %s; profiling off, the program runs on\n", msg);
+	if (g.shm)
+		shm__set_flags(g.shm, GP_SHM_F_INERT, 0);
+	__atomic_store_n(&g.dead, 1, __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------ the pool */
+
+static int pool__init(struct buf_pool *p, unsigned n, size_t size)
+{
+	void *mem;
+
+	/* Reserved, not touched: pages cost only once CUPTI writes them. */
+	mem = mmap(NULL, (size_t)n * size, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED)
+		return -errno;
+	p->free_list = calloc(n, sizeof(*p->free_list));
+	if (!p->free_list) {
+		munmap(mem, (size_t)n * size);
+		return -ENOMEM;
+	}
+	p->mem = mem;
+	p->buf_size = size;
+	p->n = p->nfree = n;
+	for (unsigned i = 0; i < n; i++)
+		p->free_list[i] = p->mem + (size_t)i * size;
+	pthread_mutex_init(&p->lock, NULL);
+	return 0;
+}
+
+static __u8 *pool__get(struct buf_pool *p)
+{
+	__u8 *b = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->nfree)
+		b = p->free_list[--p->nfree];
+	pthread_mutex_unlock(&p->lock);
+	return b;
+}
+
+static void pool__put(struct buf_pool *p, __u8 *b)
+{
+	/* Only our own buffers go back, and never more than we have. */
+	if (b < p->mem || b >= p->mem + (size_t)p->n * p->buf_size ||
+	    (size_t)(b - p->mem) % p->buf_size)
+		return;
+	pthread_mutex_lock(&p->lock);
+	if (p->nfree < p->n)
+		p->free_list[p->nfree++] = b;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ------------------------------------------------------ API selection */
+
+static const CUpti_CallbackId driver_cbids[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy, CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy2D_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy3D_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DAsync_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer, CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyBatchAsync, CUPTI_DRIVER_TRACE_CBID_cuMemcpyBatchAsync_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D8_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D32_v2,
+};
+
+static const CUpti_CallbackId runtime_cbids[] = {
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v12080, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_v3020,
+};
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The first LAUNCH_CBIDS entries of each list launch; the rest copy or set. */
+#define LAUNCH_CBIDS 8
+_Static_assert(ARRAY_LEN(driver_cbids) > LAUNCH_CBIDS && ARRAY_LEN(runtime_cbids) > LAUNCH_CBIDS,
+	       "each cbid list starts with the launch calls");
+
+/* -1: not wanted, 0: a launch, 1: a copy or memset. */
+static int cbid__class(const CUpti_CallbackId *ids, size_t n, CUpti_CallbackId cbid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == cbid)
+			return i >= LAUNCH_CBIDS;
+	return -1;
+}
+
+/* ---------------------------------------------------------- decoding */
+
+/*
+ * CUPTI's correlation ids are u32 and wrap. Widen each to the u64 nearest
+ * the high-water mark, so the API record and the kernel records of one call
+ * (which may arrive in different buffers) land in the same epoch.
+ */
+static __u64 corr__widen(__u32 id)
+{
+	__u64 hw = __atomic_load_n(&g.corr_hw, __ATOMIC_RELAXED), best, cand, epoch;
+	__u64 best_d = ~0ull;
+
+	if (!id)
+		return 0;
+	epoch = hw >> 32;
+	best = ((__u64)epoch << 32) | id;
+	for (int d = -1; d <= 1; d++) {
+		if (d < 0 && !epoch)
+			continue;
+		cand = ((epoch + (__u64)(__s64)d) << 32) | id;
+		__u64 dist = cand > hw ? cand - hw : hw - cand;
+		if (dist < best_d) {
+			best_d = dist;
+			best = cand;
+		}
+	}
+	while (best > hw && !__atomic_compare_exchange_n(&g.corr_hw, &hw, best, true,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return best;
+}
+
+static __u32 sat_mul3(__s32 a, __s32 b, __s32 c)
+{
+	__u64 v = (__u64)(a > 0 ? a : 0) * (__u64)(b > 0 ? b : 0);
+
+	if (v > UINT32_MAX)
+		return UINT32_MAX;
+	v *= (__u64)(c > 0 ? c : 0);
+	return v > UINT32_MAX ? UINT32_MAX : (__u32)v;
+}
+
+static bool decode__kernel(const CUpti_Activity *a, struct gp_record *r)
+{
+	/* CUPTI writes its newest layout; the fields we read share offsets. */
+	const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)a;
+	__u32 off = 0;
+
+	r->type = GP_REC_KERNEL;
+	r->corr = corr__widen(k->correlationId);
+	r->start_ns = k->start;
+	r->end_ns = k->end;
+	shm__intern(g.shm, k->name, &off);
+	r->kernel.name_off = off;
+	r->kernel.device = k->deviceId;
+	r->kernel.stream = k->streamId;
+	r->kernel.graph_id = k->graphId;
+	r->kernel.graph_node = k->graphNodeId;
+	r->kernel.grid = sat_mul3(k->gridX, k->gridY, k->gridZ);
+	r->kernel.block = sat_mul3(k->blockX, k->blockY, k->blockZ);
+	return true;
+}
+
+static bool decode__memcpy(const CUpti_Activity *a, struct gp_record *r)
+{
+	const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)a;
+
+	r->type = GP_REC_MEMCPY;
+	r->corr = corr__widen(m->correlationId);
+	r->start_ns = m->start;
+	r->end_ns = m->end;
+	r->copy.bytes = m->bytes;
+	r->copy.kind = m->copyKind;
+	r->copy.device = m->deviceId;
+	r->copy.stream = m->streamId;
+	r->copy.graph_id = m->graphId;
+	return true;
+}
+
+static bool decode__memset(const CUpti_Activity *a, struct gp_record *r)
+{
+	const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)a;
+
+	r->type = GP_REC_MEMSET;
+	r->corr = corr__widen(m->correlationId);
+	r->start_ns = m->start;
+	r->end_ns = m->end;
+	r->copy.bytes = m->bytes;
+	r->copy.device = m->deviceId;
+	r->copy.stream = m->streamId;
+	r->copy.graph_id = m->graphId;
+	return true;
+}
+
+static bool decode__api(const CUpti_Activity *a, struct gp_record *r)
+{
+	const CUpti_ActivityAPI *api = (const CUpti_ActivityAPI *)a;
+	bool driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+
+	int cls = driver ? cbid__class(driver_cbids, ARRAY_LEN(driver_cbids), api->cbid)
+			 : cbid__class(runtime_cbids, ARRAY_LEN(runtime_cbids), api->cbid);
+
+	if (cls < 0 && g.api_filter)
+		return false;
+	r->type = GP_REC_API;
+	r->flags = cls == 1 ? GP_REC_F_COPY : 0;
+	r->tid = api->threadId;
+	r->corr = corr__widen(api->correlationId);
+	r->start_ns = api->start;
+	r->end_ns = api->end;
+	r->api.cbid = api->cbid;
+	r->api.domain = driver ? GP_API_DRIVER : GP_API_RUNTIME;
+	r->api.pid = api->processId;
+	return true;
+}
+
+static void activity__copy(const CUpti_Activity *a)
+{
+	struct gp_record r;
+	bool keep;
+
+	memset(&r, 0, sizeof(r));
+	switch (a->kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		keep = decode__kernel(a, &r);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		keep = decode__memcpy(a, &r);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMSET:
+		keep = decode__memset(a, &r);
+		break;
+	case CUPTI_ACTIVITY_KIND_DRIVER:
+	case CUPTI_ACTIVITY_KIND_RUNTIME:
+		keep = decode__api(a, &r);
+		break;
+	default:
+		shm__count(g.shm, GP_CTR_UNKNOWN_ACTIVITY, 1);
+		return;
+	}
+	if (keep)
+		shm__write_record(g.shm, &r);
+}
+
+/* --------------------------------------------------- CUPTI callbacks */
+
+static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	__u8 *b = shim__dead() ? NULL : pool__get(&g.pool);
+
+	*max_records = 0;
+	*buffer = b;
+	*size = b ? g.pool.buf_size : 0;
+	/* No buffer: CUPTI drops the records and counts them for us too. */
+	if (!b && !shim__dead())
+		shm__count(g.shm, GP_CTR_BUFFERS_EXHAUSTED, 1);
+}
+
+/* CUPTI's thread (or the flushing one). Never flushes from in here. */
+static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+					 size_t size, size_t valid)
+{
+	CUpti_Activity *a = NULL;
+	size_t dropped = 0;
+
+	if (shim__dead())
+		return; /* a fork child: the pool lock may be held by a vanished thread */
+	while (valid && g.api.cuptiActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS)
+		activity__copy(a);
+	if (g.api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS &&
+	    dropped)
+		shm__count(g.shm, GP_CTR_CUPTI_DROPPED, dropped);
+	pool__put(&g.pool, buffer);
+}
+
+/* Application thread, possibly inside cuLaunchKernel: copy only. */
+static void module__loaded(const CUpti_ModuleResourceData *m)
+{
+	struct cubin_capture cap = {
+		.module_id = m->moduleId,
+		.load_ns = clock_ns(CLOCK_MONOTONIC),
+		.tid = this_tid(),
+		.data = m->pCubin,
+		.size = m->pCubin ? m->cubinSize : 0,
+	};
+
+	cubin_queue__capture(g.cubins, &cap);
+}
+
+static void module__unloading(const CUpti_ModuleResourceData *m)
+{
+	struct gp_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = GP_REC_MODULE;
+	r.tid = this_tid();
+	r.start_ns = r.end_ns = clock_ns(CLOCK_MONOTONIC);
+	r.module.module_id = m->moduleId;
+	r.module.event = 1;
+	if (!shm__write_record(g.shm, &r))
+		shm__count(g.shm, GP_CTR_MODULES_UNLOADED, 1);
+}
+
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
+				 CUpti_CallbackId cbid, const void *data)
+{
+	const CUpti_ResourceData *rd = data;
+	const CUpti_ModuleResourceData *m;
+
+	if (shim__dead() || domain != CUPTI_CB_DOMAIN_RESOURCE || !rd)
+		return;
+	m = rd->resourceDescriptor;
+	if (!m)
+		return;
+	if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
+		module__loaded(m);
+	else if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING)
+		module__unloading(m);
+}
+
+/* --------------------------------------------------- flush, exit, fork */
+
+/* Holds no lock while flushing, and takes none a callback takes. */
+static void *flush__main(void *arg)
+{
+	struct timespec ts = { .tv_sec = g.flush_ms / 1000,
+			       .tv_nsec = (long)(g.flush_ms % 1000) * 1000000L };
+
+	while (!__atomic_load_n(&g.exiting, __ATOMIC_ACQUIRE) && !shim__dead()) {
+		nanosleep(&ts, NULL);
+		if (__atomic_load_n(&g.exiting, __ATOMIC_ACQUIRE) || shim__dead())
+			break;
+		if (g.api.cuptiActivityFlushAll(0) != CUPTI_SUCCESS)
+			shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+	}
+	return NULL;
+}
+
+static int flush__start(void)
+{
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t t;
+	int err;
+
+	/* The flush thread must never run the application's signal handlers. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = -pthread_create(&t, &attr, flush__main, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
+/* One final flush from the exiting thread; the flush thread is not waited for. */
+static void shim__at_exit(void)
+{
+	__atomic_store_n(&g.exiting, 1, __ATOMIC_RELEASE);
+	if (shim__dead())
+		return;
+	g.api.cuptiActivityFlushAll(0);
+	shm__exit_handshake(g.shm);
+}
+
+/* The child of fork() must not write into its parent's rings. */
+static void shim__at_fork_child(void)
+{
+	__atomic_store_n(&g.dead, 1, __ATOMIC_RELEASE);
+	shm__detach(g.shm);
+	cubin_queue__detach(g.cubins);
+}
+
+/* dlclose would unmap the code our atexit/atfork handlers point into. */
+static void shim__pin(void)
+{
+	Dl_info info;
+
+	if (dladdr((void *)shim__pin, &info) && info.dli_fname)
+		dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+/* ----------------------------------------------------------- setup */
+
+static int cupti__resolve(void *h, const char **ret_missing)
+{
+#define RESOLVE_REQ(fn)                                        \
+	g.api.fn = (__typeof__(g.api.fn))dlsym(h, #fn);        \
+	if (!g.api.fn) {                                       \
+		*ret_missing = #fn;                            \
+		return -ENOENT;                                \
+	}
+#define RESOLVE_OPT(fn) g.api.fn = (__typeof__(g.api.fn))dlsym(h, #fn);
+	CUPTI_REQUIRED(RESOLVE_REQ)
+	CUPTI_OPTIONAL(RESOLVE_OPT)
+#undef RESOLVE_REQ
+#undef RESOLVE_OPT
+	return 0;
+}
+
+static void clock__setup(void)
+{
+	__u64 m1, m2, rt;
+
+	if (g.api.cuptiActivityRegisterTimestampCallback &&
+	    g.api.cuptiActivityRegisterTimestampCallback(timestamp_monotonic) == CUPTI_SUCCESS) {
+		shm__set_flags(g.shm, GP_SHM_F_CLOCK_MONOTONIC, 0);
+		return;
+	}
+	/* CUPTI keeps its default clock (CLOCK_REALTIME): give the loader the offset. */
+	m1 = clock_ns(CLOCK_MONOTONIC);
+	rt = clock_ns(CLOCK_REALTIME);
+	m2 = clock_ns(CLOCK_MONOTONIC);
+	shm__set_clock_offset(g.shm, (__s64)(m1 + (m2 - m1) / 2 - rt));
+	shm__set_flags(g.shm, 0, GP_SHM_F_CLOCK_MONOTONIC);
+}
+
+static void api__enable(void)
+{
+	bool ok = g.api.cuptiActivityEnableDriverApi && g.api.cuptiActivityEnableRuntimeApi;
+
+	for (size_t i = 0; ok && i < ARRAY_LEN(driver_cbids); i++)
+		ok = g.api.cuptiActivityEnableDriverApi(driver_cbids[i], 1) == CUPTI_SUCCESS;
+	for (size_t i = 0; ok && i < ARRAY_LEN(runtime_cbids); i++)
+		ok = g.api.cuptiActivityEnableRuntimeApi(runtime_cbids[i], 1) == CUPTI_SUCCESS;
+	if (ok)
+		return;
+	/* An older CUPTI without per-call control: take all API records, keep ours. */
+	g.api_filter = true;
+	if (CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_DRIVER) ||
+	    CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_RUNTIME))
+		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+}
+
+/* 0, or a CUPTI status with g.failed_call set. Order matters: clock first. */
+static CUptiResult cupti__start(void)
+{
+	CUptiResult st;
+
+	st = CUPTI_CALL(cuptiSubscribe, &g.sub, on_callback, NULL);
+	if (st)
+		return st;
+	clock__setup();
+	if (g.api.cuptiSetThreadIdType &&
+	    g.api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) == CUPTI_SUCCESS)
+		shm__set_flags(g.shm, GP_SHM_F_TID_SYSTEM, 0);
+	st = CUPTI_CALL(cuptiActivityRegisterCallbacks, on_buffer_requested,
+			on_buffer_completed);
+	if (st)
+		return st;
+	if (CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
+		       CUPTI_CBID_RESOURCE_MODULE_LOADED) ||
+	    CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
+		       CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING))
+		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+	/* Not GRAPH_TRACE: it suppresses the per-node kernel records. */
+	st = CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	if (st)
+		return st;
+	if (CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_MEMCPY) ||
+	    CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_MEMSET))
+		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+	api__enable();
+	return CUPTI_SUCCESS;
+}
+
+static int shim__setup_memory(void)
+{
+	struct shm_config cfg;
+	struct cubin_ring ring;
+	unsigned nbuf, kb;
+	int err;
+
+	shm_config__from_env(&cfg); /* garbage values fall back to defaults */
+	err = shm__create(&cfg, &g.shm);
+	if (err)
+		return err;
+	shm__cubin_ring(g.shm, &ring);
+	err = cubin_queue__new(&ring, NULL, &g.cubins);
+	if (err)
+		return err;
+	nbuf = env_uint("GPUPROBE_CUPTI_BUFFERS", 32, 2, 1024);
+	kb = env_uint("GPUPROBE_CUPTI_BUFFER_KB", 1024, 64, 65536);
+	g.flush_ms = env_uint("GPUPROBE_FLUSH_MS", 100, 1, 60000);
+	return pool__init(&g.pool, nbuf, (size_t)kb * 1024);
+}
+
+static void shim__init(void)
+{
+	const char *missing = NULL;
+	char where[512] = "";
+	void *h = NULL;
+	CUptiResult st;
+	int err;
+
+	shim__pin();
+	err = shim__setup_memory();
+	if (err) {
+		shim__give_up("cannot set up shared memory: %s", strerror(-err));
+		return;
+	}
+	if (cupti_find__open(&h, where, sizeof(where))) {
+		shim__give_up("libcupti not found (set GPUPROBE_CUPTI=/path/to/libcupti.so)");
+		return;
+	}
+	if (cupti__resolve(h, &missing)) {
+		shim__give_up("%s lacks %s", where, missing);
+		return;
+	}
+	st = cupti__start();
+	if (st) {
+		shim__give_up("%s failed: %s%s", g.failed_call ? g.failed_call : "CUPTI setup",
+			      cupti__strerror(st),
+			      st == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+				      ? " (another CUPTI client, e.g. torch.profiler or Nsight, owns this process)"
+				      : "");
+		return;
+	}
+	pthread_atfork(NULL, NULL, shim__at_fork_child);
+	atexit(shim__at_exit);
+	if (flush__start())
+		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1); /* buffers still flush when full */
+}
+
+GP_EXPORT int InitializeInjection(void)
+{
+	pthread_once(&g.once, shim__init);
+	return 1; /* never fatal: the driver carries on either way */
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# -- COMMAND on the stub vendor: every (call site, kernel) pair carries exactly
+# the GPU time and launch count the workload's deterministic durations imply,
+# under lazy and eager module loading; exit statuses pass through.
+source "$(dirname "$0")/lib.sh"
+
+for loading in LAZY EAGER; do
+	out="$WORK/cmd-$loading.pb.gz"
+	CUDA_MODULE_LOADING=$loading LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$out" \
+		--libcuda "$STUBLIB" -- "$PROGS/launcher" -t 4 -n 50 2>"$WORK/err-$loading" ||
+		{ cat "$WORK/err-$loading"; fail "loader failed ($loading)"; }
+	$CHECK "$out" launcher 4 50 || { cat "$WORK/err-$loading"; fail "profile mismatch ($loading)"; }
+	grep -q "unattributed=0 " "$WORK/err-$loading" || fail "unattributed activities ($loading)"
+	grep -q "modules_captured=5 modules_settled=5 " "$WORK/err-$loading" || {
+		grep counters "$WORK/err-$loading"; fail "not every module captured and settled ($loading)"; }
+	# events: 6 launch calls per (thread, iteration), 3 copies per thread, 5 loads
+	grep -q "launch_events=$((6 * 200 + 12 + 5)) " "$WORK/err-$loading" || {
+		grep counters "$WORK/err-$loading"; fail "launch event count ($loading)"; }
+	ok "exact profile with $loading loading"
+done
+$CHECK "$out" pids | grep -q " launcher " || fail "root frame/comm is not the command's"
+
+set +e
+"$LOADER" -o "$WORK/x.pb.gz" -- sh -c 'exit 3' 2>/dev/null; rc=$?
+set -e
+[ $rc = 3 ] || fail "command exit status 3 became $rc"
+ok "the command's exit status passes through"
+set +e
+"$LOADER" -o "$WORK/x.pb.gz" -- /nonexistent/cmd 2>"$WORK/err"; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "cannot run /nonexistent/cmd" "$WORK/err" || fail "missing command: rc=$rc $(cat "$WORK/err")"
+ok "a command that cannot run is one clear error"

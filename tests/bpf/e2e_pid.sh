@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# --pid: a program started before the loader is covered; a second process is
+# excluded; the loader stops when the program exits mid-run.
+source "$(dirname "$0")/lib.sh"
+
+start_stub "$PROGS/spin" -s 3 -i 2000 -g 2 >"$WORK/a.log"; A=${PIDS[-1]}
+start_stub "$PROGS/spin" -s 3 -i 2000 -g 5 >"$WORK/b.log"; Bp=${PIDS[-1]}
+wait_file "$WORK/a.log" 5
+wait_file "$WORK/b.log" 5
+sleep 0.3
+"$LOADER" -o "$WORK/pid.pb.gz" --pid "$A" -d 20 2>"$WORK/err" || { cat "$WORK/err"; fail "loader failed"; }
+# The loader stopped when A exited (after ~3 s), well before -d 20.
+kill -0 "$A" 2>/dev/null && fail "loader returned while pid $A still runs"
+wait "$A" || fail "spin A failed"
+pids=$($CHECK "$WORK/pid.pb.gz" pids)
+echo "$pids" | grep -q "^$A spin " || fail "pid $A missing: $pids"
+echo "$pids" | grep -q "^$Bp " && fail "pid $Bp was not excluded: $pids"
+$CHECK "$WORK/pid.pb.gz" totals >"$WORK/totals"
+# Only launches made before the loader attached may stay unjoined, and say so.
+grep "^\[unattributed" "$WORK/totals" | grep -v "launched before attach" && { cat "$WORK/totals"; fail "unjoined samples"; }
+grep -q "^? " "$WORK/totals" && { cat "$WORK/totals"; fail "samples without the launching site"; }
+n=$(awk '$2=="spin_kernel" && $1=="spin_site"{print $4}' "$WORK/totals")
+[ "${n:-0}" -gt 100 ] || fail "too few spin_kernel launches joined: ${n:-0}"
+# spin_kernel runs grid(2)*1000 ns: every joined launch carries exactly that
+ns=$(awk '$2=="spin_kernel" && $1=="spin_site"{print $3}' "$WORK/totals")
+[ "$ns" = $((n * 2000)) ] || fail "spin_kernel GPU time $ns != $n x 2000"
+grep -q "before_attach=" "$WORK/err" || fail "no counters line"
+ok "pid $A profiled from a later start ($n launches), pid $Bp excluded, stop on exit"
+wait "$Bp" || fail "spin B failed"
+
+set +e
+"$LOADER" --pid 999999 -o "$WORK/x.pb.gz" 2>"$WORK/err"; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "no such process: 999999" "$WORK/err" || fail "bad pid: rc=$rc $(cat "$WORK/err")"
+ok "a pid that does not exist is one clear error"

@@ -1,0 +1,27 @@
+# Shared helpers for the root-only end-to-end tests (sourced).
+set -euo pipefail
+B=${GP_BUILD:?GP_BUILD: the absolute build dir}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+LOADER="$B/gpuprobe-bpf"
+SHIM="$B/libgpuprobe_shim.so"
+STUBLIB="$B/stub/libcuda.so.1"
+PROGS="$B/tests/progs"
+CHECK="python3 $ROOT/tests/bpf/profile_check.py"
+WORK=$(mktemp -d /tmp/gpuprobe-test.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+# Runs a program on the stub vendor with the shim injected, in the background.
+start_stub() {
+	CUDA_INJECTION64_PATH="$SHIM" LD_LIBRARY_PATH="$B/stub" "$@" &
+	PIDS+=($!)
+}
+wait_file() { # FILE SECONDS
+	for _ in $(seq 1 $(( $2 * 20 ))); do [ -s "$1" ] && return 0; sleep 0.05; done
+	fail "timed out waiting for $1"
+}

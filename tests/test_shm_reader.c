@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loader's reader of a shim memfd (user/shm/shm_reader.c): layout
+ * validation, hostile records and names, settling cubins through a mapping,
+ * and a writer scribbling over everything while the reader reads.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shim/shm.h"
+#include "shim/cubin_queue.h"
+#include "user/shm/shm_reader.h"
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
+static struct shm *small_shm(void)
+{
+	struct shm_config cfg = { .ring_records = 64, .strtab_bytes = 16 * 1024,
+		.cubin_bytes = 1 << 20, .cubin_max = 64 * 1024 };
+	struct shm *shm;
+
+	assert_int_equal(shm__create(&cfg, &shm), 0);
+	return shm;
+}
+
+/* A private copy of a fresh image, to break in chosen ways. */
+static __u8 *image_of(struct shm *shm, size_t *ret_size)
+{
+	size_t size = shm__size(shm);
+	__u8 *img = aligned_alloc(64, size);
+
+	assert_non_null(img);
+	memcpy(img, shm__header(shm), size);
+	*ret_size = size;
+	return img;
+}
+
+static int open_broken(void (*breakit)(struct gp_shm_layout *l), size_t shrink)
+{
+	struct shm *shm = small_shm();
+	struct shm_reader *r = NULL;
+	size_t size;
+	__u8 *img = image_of(shm, &size);
+	int err;
+
+	breakit((struct gp_shm_layout *)img);
+	err = shm_reader__open_mem(img, size - shrink, &r);
+	shm_reader__destroy(r);
+	free(img);
+	shm__destroy(shm);
+	return err;
+}
+
+static void no_change(struct gp_shm_layout *l) { (void)l; }
+static void bad_magic(struct gp_shm_layout *l) { l->magic = 0x12345678; }
+static void bad_version(struct gp_shm_layout *l) { l->version = 99; }
+static void rec_past_end(struct gp_shm_layout *l) { l->rec_off = l->total_size - 64; }
+static void rec_not_pow2(struct gp_shm_layout *l) { l->rec_slots = 63; }
+static void str_overlaps_rec(struct gp_shm_layout *l) { l->str_off = l->rec_off + 64; }
+static void cubin_wraps_u64(struct gp_shm_layout *l) { l->cubin_off = ~0ull - 7; }
+static void total_too_big(struct gp_shm_layout *l) { l->total_size += 4096; }
+static void cubin_max_too_big(struct gp_shm_layout *l) { l->cubin_max = l->cubin_size; }
+static void rec_in_header(struct gp_shm_layout *l) { l->rec_off = 0; }
+
+static void test_a_valid_image_opens(void **state)
+{
+	assert_int_equal(open_broken(no_change, 0), 0);
+}
+
+static void test_wrong_magic_is_rejected_with_eproto(void **state)
+{
+	assert_int_equal(open_broken(bad_magic, 0), -EPROTO);
+}
+
+static void test_an_unknown_version_is_rejected_with_eprotonosupport(void **state)
+{
+	assert_int_equal(open_broken(bad_version, 0), -EPROTONOSUPPORT);
+}
+
+static void test_bad_offsets_and_sizes_are_rejected_with_ebadmsg(void **state)
+{
+	assert_int_equal(open_broken(rec_past_end, 0), -EBADMSG);
+	assert_int_equal(open_broken(rec_not_pow2, 0), -EBADMSG);
+	assert_int_equal(open_broken(str_overlaps_rec, 0), -EBADMSG);
+	assert_int_equal(open_broken(cubin_wraps_u64, 0), -EBADMSG);
+	assert_int_equal(open_broken(total_too_big, 0), -EBADMSG);
+	assert_int_equal(open_broken(cubin_max_too_big, 0), -EBADMSG);
+	assert_int_equal(open_broken(rec_in_header, 0), -EBADMSG);
+	/* A layout that claims more than the file really has. */
+	assert_int_equal(open_broken(no_change, 4096), -EBADMSG);
+}
+
+static void test_an_image_smaller_than_a_header_is_rejected(void **state)
+{
+	static __u64 tiny[16];
+	struct shm_reader *r;
+
+	assert_int_equal(shm_reader__open_mem(tiny, sizeof(tiny), &r), -EBADMSG);
+}
+
+static void test_an_unsealed_fd_is_refused(void **state)
+{
+	struct shm *shm = small_shm();
+	struct shm_reader *r;
+	size_t size;
+	__u8 *img = image_of(shm, &size);
+	char path[] = "/tmp/gp-shm-test-XXXXXX";
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(write(fd, img, size), (ssize_t)size);
+	assert_int_equal(shm_reader__open_fd(fd, &r), -EBADFD);
+	close(fd);
+	free(img);
+	shm__destroy(shm);
+}
+
+static void test_a_name_without_nul_reads_as_the_placeholder(void **state)
+{
+	struct shm *shm = small_shm();
+	struct gp_shm_header *hdr = shm__header(shm);
+	struct shm_reader *r;
+	struct shm_reader_stats st;
+	char name[64];
+	__u32 off;
+
+	assert_int_equal(shm__intern(shm, "abc", &off), 0);
+	assert_int_equal(shm_reader__open_fd(shm__fd(shm), &r), 0);
+	/* The writer overwrites the terminating NUL, the last published byte. */
+	((__u8 *)hdr)[hdr->layout.str_off + off + 3] = 'X';
+	assert_int_equal(shm_reader__name(r, off, name, sizeof(name)), -EBADMSG);
+	assert_string_equal(name, SHM_READER_BAD_NAME);
+	assert_int_equal(shm_reader__name(r, 60000, name, sizeof(name)), -ERANGE);
+	assert_string_equal(name, SHM_READER_BAD_NAME);
+	/* str_used itself lies: clamped to the table, still no NUL found. */
+	hdr->producer.str_used = ~0ull;
+	assert_int_equal(shm_reader__name(r, off, name, 4), -ENAMETOOLONG);
+	assert_string_equal(name, "abc");
+	shm_reader__stats(r, &st);
+	assert_int_equal(st.names_bad, 2);
+	assert_true(st.str_used_bad >= 1);
+	shm_reader__destroy(r);
+	shm__destroy(shm);
+}
+
+static void test_a_head_that_jumps_backwards_is_counted_and_resynced(void **state)
+{
+	struct shm *shm = small_shm();
+	struct gp_shm_header *hdr = shm__header(shm);
+	struct shm_reader *r;
+	struct shm_reader_stats st;
+	struct gp_record out[64];
+	size_t n;
+
+	for (int i = 0; i < 10; i++)
+		shm__write_record(shm, &(struct gp_record){ .type = GP_REC_MEMSET });
+	assert_int_equal(shm_reader__open_fd(shm__fd(shm), &r), 0);
+	assert_int_equal(shm_reader__read(r, out, 64, &n), 0);
+	assert_int_equal(n, 10);
+	hdr->producer.rec_head = 3;
+	assert_int_equal(shm_reader__read(r, out, 64, &n), 0);
+	assert_int_equal(n, 0);
+	hdr->producer.rec_head = 3 + (1ull << 40);
+	assert_int_equal(shm_reader__read(r, out, 64, &n), 0);
+	assert_int_equal(n, 0);
+	shm_reader__stats(r, &st);
+	assert_int_equal(st.ring_resyncs, 2);
+	shm_reader__destroy(r);
+	shm__destroy(shm);
+}
+
+static void test_invalid_records_are_counted_and_skipped(void **state)
+{
+	struct shm *shm = small_shm();
+	struct shm_reader *r;
+	struct shm_reader_stats st;
+	struct gp_record out[8];
+	size_t n;
+
+	shm__write_record(shm, &(struct gp_record){ .type = 77 });
+	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_KERNEL, .kernel.name_off = 1u << 30 });
+	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_API, .api.domain = 9 });
+	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_MEMCPY, .start_ns = 5, .end_ns = 4 });
+	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_API, .api.domain = GP_API_RUNTIME });
+	assert_int_equal(shm_reader__open_fd(shm__fd(shm), &r), 0);
+	assert_int_equal(shm_reader__read(r, out, 8, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(out[0].type, GP_REC_API);
+	shm_reader__stats(r, &st);
+	assert_int_equal(st.records_bad, 4);
+	shm_reader__destroy(r);
+	shm__destroy(shm);
+}
+
+/* ------------------------------------------------ settling through a mapping */
+
+static int sum_crc(void *ctx, const void *cubin, size_t size, __u64 *ret_crc)
+{
+	const __u8 *p = cubin;
+	__u64 h = 7;
+
+	for (size_t i = 0; i < size; i++)
+		h = h * 131 + p[i];
+	*ret_crc = h;
+	return 0;
+}
+
+struct seen {
+	int n;
+	struct gpu_module_load_v1 recs[8];
+};
+
+static void on_rec(void *ctx, const struct gpu_module_load_v1 *rec)
+{
+	struct seen *s = ctx;
+
+	if (s->n < 8)
+		s->recs[s->n] = *rec;
+	s->n++;
+}
+
+static void test_the_loader_settles_what_the_shim_captured_through_its_own_mapping(void **state)
+{
+	struct shm *shm = small_shm();
+	struct cubin_ring ring;
+	struct cubin_queue *shim_q;
+	struct shm_reader *r;
+	struct seen seen = { 0 };
+	__u8 cubin[3000];
+	char line[512];
+
+	memset(cubin, 0x42, sizeof(cubin));
+	shm__cubin_ring(shm, &ring);
+	assert_int_equal(cubin_queue__new(&ring, NULL, &shim_q), 0);
+	assert_int_equal(cubin_queue__capture(shim_q, &(struct cubin_capture){ .module_id = 5,
+		.load_ns = 55, .data = cubin, .size = sizeof(cubin) }), 0);
+	assert_int_equal(cubin_queue__capture(shim_q, &(struct cubin_capture){ .module_id = 6,
+		.load_ns = 66, .data = cubin, .size = sizeof(cubin) }), 0);
+	assert_int_equal(shm_reader__open_fd(shm__fd(shm), &r), 0);
+	assert_int_equal(shm_reader__settle(r, sum_crc, NULL, on_rec, &seen), 2);
+	assert_int_equal(seen.n, 2);
+	assert_int_equal(seen.recs[0].module_id, 5);
+	assert_int_equal(seen.recs[1].load_ns, 66);
+	assert_int_equal(cubin_queue__drain(shm_reader__cubins(r), 0, NULL, NULL), 1);
+	assert_true(cubin_queue__format_counters(shm_reader__cubins(r), line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, "modules_captured=2 "));
+	assert_non_null(strstr(line, "cubin_pending_depth=0 "));
+	/* The consumer tail went back to the shim: the ring space is free. */
+	assert_int_equal(shm__header(shm)->consumer.cubin_tail, shm__header(shm)->producer.cubin_head);
+	shm_reader__destroy(r);
+	cubin_queue__destroy(shim_q);
+	shm__destroy(shm);
+}
+
+/* ------------------------------------------------------------ scribbler */
+
+#ifndef UNDER_TSAN
+struct scribble {
+	__u8 *base;
+	size_t size;
+	volatile int stop;
+};
+
+static void *scribble_thread(void *arg)
+{
+	struct scribble *s = arg;
+	unsigned seed = 1;
+
+	while (!s->stop) {
+		size_t at = (size_t)rand_r(&seed) % s->size;
+		__u64 v = ((__u64)rand_r(&seed) << 32) | (__u64)rand_r(&seed);
+
+		/* Keep the header's positions the most abused fields. */
+		if (rand_r(&seed) % 4 == 0)
+			at = 128 + (size_t)(rand_r(&seed) % 64) * 8 % 256;
+		if (at + 8 <= s->size)
+			memcpy(s->base + at, &v, 8);
+	}
+	return NULL;
+}
+#endif
+
+static void test_a_writer_scribbling_everywhere_cannot_crash_the_reader(void **state)
+{
+#ifdef UNDER_TSAN
+	skip(); /* racy by design: run under ASan (make test-asan) */
+#else
+	struct shm *shm = small_shm();
+	struct shm_reader *r;
+	struct scribble s = { .base = (__u8 *)shm__header(shm), .size = shm__size(shm) };
+	struct shm_reader_stats st;
+	struct gp_record out[64];
+	__u8 cubin[2000];
+	char name[128], line[512];
+	struct cubin_ring ring;
+	struct cubin_queue *shim_q;
+	pthread_t t;
+	size_t n;
+
+	memset(cubin, 1, sizeof(cubin));
+	shm__cubin_ring(shm, &ring);
+	assert_int_equal(cubin_queue__new(&ring, NULL, &shim_q), 0);
+	assert_int_equal(shm_reader__open_fd(shm__fd(shm), &r), 0);
+	assert_int_equal(pthread_create(&t, NULL, scribble_thread, &s), 0);
+	for (int i = 0; i < 20000; i++) {
+		shm__write_record(shm, &(struct gp_record){ .type = GP_REC_MEMSET });
+		if (i % 16 == 0)
+			cubin_queue__capture(shim_q, &(struct cubin_capture){ .module_id = (__u64)i,
+				.data = cubin, .size = (__u64)(i % 2000) });
+		shm_reader__read(r, out, 64, &n);
+		for (size_t k = 0; k < n; k++)
+			if (out[k].type == GP_REC_KERNEL)
+				shm_reader__name(r, out[k].kernel.name_off, name, sizeof(name));
+		shm_reader__name(r, (__u32)rand(), name, sizeof(name));
+		if (i % 8 == 0) {
+			shm_reader__settle(r, sum_crc, NULL, NULL, NULL);
+			cubin_queue__drain(shm_reader__cubins(r), 0, NULL, NULL);
+		}
+	}
+	s.stop = 1;
+	pthread_join(t, NULL);
+	cubin_queue__format_counters(shm_reader__cubins(r), line, sizeof(line));
+	shm_reader__stats(r, &st);
+	assert_true(st.ring_resyncs + st.records_bad + st.names_bad > 0);
+	shm_reader__destroy(r);
+	cubin_queue__destroy(shim_q);
+	shm__destroy(shm);
+#endif
+}
+
+/* ------------------------------------------------------------- /proc */
+
+static void test_a_pid_that_is_gone_gives_esrch(void **state)
+{
+	struct shm_reader *r;
+	pid_t child = fork();
+
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	waitpid(child, NULL, 0);
+	assert_int_equal(shm_reader__open_pid(child, &r), -ESRCH);
+}
+
+static void test_a_fork_child_does_not_inherit_the_mapping(void **state)
+{
+	struct shm *shm = small_shm();
+	struct shm_reader *r;
+	int pipefd[2];
+	pid_t child;
+	char c;
+
+	assert_int_equal(pipe(pipefd), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		close(pipefd[1]);
+		(void)!read(pipefd[0], &c, 1);
+		_exit(0);
+	}
+	close(pipefd[0]);
+	assert_int_equal(shm_reader__open_pid(child, &r), -ENOENT);
+	close(pipefd[1]);
+	waitpid(child, NULL, 0);
+	shm__destroy(shm);
+}
+
+static void test_open_pid_finds_this_process_memfd(void **state)
+{
+	struct shm *shm = small_shm();
+	struct shm_reader *r = NULL;
+	int err = shm_reader__open_pid(getpid(), &r);
+
+	/* map_files needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN: the loader is root. */
+	if (err == -EPERM || err == -EACCES) {
+		shm__destroy(shm);
+		skip();
+	}
+	assert_int_equal(err, 0);
+	assert_int_equal(shm_reader__alive(r), 0);
+	assert_int_equal(shm_reader__layout(r)->pid, (__u32)getpid());
+	shm_reader__destroy(r);
+	shm__destroy(shm);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_valid_image_opens),
+		cmocka_unit_test(test_wrong_magic_is_rejected_with_eproto),
+		cmocka_unit_test(test_an_unknown_version_is_rejected_with_eprotonosupport),
+		cmocka_unit_test(test_bad_offsets_and_sizes_are_rejected_with_ebadmsg),
+		cmocka_unit_test(test_an_image_smaller_than_a_header_is_rejected),
+		cmocka_unit_test(test_an_unsealed_fd_is_refused),
+		cmocka_unit_test(test_a_name_without_nul_reads_as_the_placeholder),
+		cmocka_unit_test(test_a_head_that_jumps_backwards_is_counted_and_resynced),
+		cmocka_unit_test(test_invalid_records_are_counted_and_skipped),
+		cmocka_unit_test(test_the_loader_settles_what_the_shim_captured_through_its_own_mapping),
+		cmocka_unit_test(test_a_writer_scribbling_everywhere_cannot_crash_the_reader),
+		cmocka_unit_test(test_a_pid_that_is_gone_gives_esrch),
+		cmocka_unit_test(test_a_fork_child_does_not_inherit_the_mapping),
+		cmocka_unit_test(test_open_pid_finds_this_process_memfd),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,469 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading a profiled process's gpuprobe-shm memfd: locate it through
+ * /proc/<pid>/maps and map_files, validate the whole layout once into a
+ * private snapshot, then read records, names and counters, and settle its
+ * cubin ring through the same CubinQueue code the shim uses.
+ *
+ * Hostile-input rules (DESIGN.md invariant 5): copy a record or a name out
+ * before looking at it; bound every index by the snapshot; clamp positions;
+ * count every anomaly; refuse an unsealed memfd (it could be shrunk under us
+ * and turn a read into SIGBUS).
+ */
+#include "user/shm/shm_reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define SHM_MAPS_NAME "/memfd:" GP_SHM_NAME " (deleted)"
+/* Sanity bounds well above anything the shim lays out (shim/shm.h). */
+#define READER_MAX_SLOTS (1ull << 26)
+#define READER_MAX_TOTAL (1ull << 40)
+
+struct shm_reader {
+	__u8 *base;
+	__u64 map_size;
+	bool owns_map;
+	pid_t pid;
+	int pidfd;
+	struct gp_shm_layout layout; /* validated snapshot */
+	struct gp_shm_header *hdr;
+	__u64 rec_tail;
+	struct cubin_queue *cubins;
+	struct shm_reader_stats st;
+};
+
+static bool is_pow2(__u64 v)
+{
+	return v && !(v & (v - 1));
+}
+
+static bool region__inside(__u64 off, __u64 len, __u64 total)
+{
+	return off <= total && len <= total - off;
+}
+
+static bool region__overlap(__u64 a, __u64 alen, __u64 b, __u64 blen)
+{
+	return a < b + blen && b < a + alen;
+}
+
+int shm_reader__validate_layout(const struct gp_shm_layout *l, __u64 real_size)
+{
+	__u64 hdr = sizeof(struct gp_shm_header), rec_len;
+
+	if (l->magic != GP_SHM_MAGIC)
+		return -EPROTO;
+	if (l->version != GP_SHM_VERSION)
+		return -EPROTONOSUPPORT;
+	if (l->header_size != hdr || l->record_size != sizeof(struct gp_record))
+		return -EBADMSG;
+	if (l->total_size < hdr || l->total_size > real_size || l->total_size > READER_MAX_TOTAL)
+		return -EBADMSG;
+	if (!is_pow2(l->rec_slots) || l->rec_slots > READER_MAX_SLOTS || l->rec_off % 64)
+		return -EBADMSG;
+	rec_len = l->rec_slots * sizeof(struct gp_record);
+	/* name_off is a __u32; a wider table could not be addressed anyway. */
+	if (!l->str_size || l->str_size > UINT32_MAX)
+		return -EBADMSG;
+	if (!is_pow2(l->cubin_size) || l->cubin_size < 2 * sizeof(struct gp_cubin_entry) ||
+	    l->cubin_off % 8 || l->cubin_max > l->cubin_size - sizeof(struct gp_cubin_entry))
+		return -EBADMSG;
+	if (l->rec_off < hdr || l->str_off < hdr || l->cubin_off < hdr)
+		return -EBADMSG;
+	if (!region__inside(l->rec_off, rec_len, l->total_size) ||
+	    !region__inside(l->str_off, l->str_size, l->total_size) ||
+	    !region__inside(l->cubin_off, l->cubin_size, l->total_size))
+		return -EBADMSG;
+	if (region__overlap(l->rec_off, rec_len, l->str_off, l->str_size) ||
+	    region__overlap(l->rec_off, rec_len, l->cubin_off, l->cubin_size) ||
+	    region__overlap(l->str_off, l->str_size, l->cubin_off, l->cubin_size))
+		return -EBADMSG;
+	return 0;
+}
+
+/* Validates the snapshot, then builds everything that trusts it. */
+static int reader__init(struct shm_reader *r, __u64 real_size)
+{
+	struct cubin_ring ring;
+	int err;
+
+	if (real_size < sizeof(struct gp_shm_header))
+		return -EBADMSG;
+	memcpy(&r->layout, r->base, sizeof(r->layout));
+	err = shm_reader__validate_layout(&r->layout, real_size);
+	if (err)
+		return err;
+	r->hdr = (struct gp_shm_header *)r->base;
+	ring.data = r->base + r->layout.cubin_off;
+	ring.size = r->layout.cubin_size;
+	ring.max = r->layout.cubin_max;
+	ring.head = &r->hdr->producer.cubin_head;
+	ring.tail = &r->hdr->consumer.cubin_tail;
+	ring.counters = r->hdr->producer.counters;
+	err = cubin_queue__new(&ring, NULL, &r->cubins);
+	if (err)
+		return err;
+	/* Resume where a previous loader stopped; clamped on the first read. */
+	r->rec_tail = __atomic_load_n(&r->hdr->consumer.rec_tail, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&r->hdr->consumer.reader_pid, (__u32)getpid(), __ATOMIC_RELAXED);
+	return 0;
+}
+
+static struct shm_reader *reader__alloc(void)
+{
+	struct shm_reader *r = calloc(1, sizeof(*r));
+
+	if (r)
+		r->pidfd = -1;
+	return r;
+}
+
+int shm_reader__open_mem(void *mem, size_t size, struct shm_reader **ret_r)
+{
+	struct shm_reader *r;
+	int err;
+
+	if (!mem || ((uintptr_t)mem & 7) || !ret_r)
+		return -EINVAL;
+	r = reader__alloc();
+	if (!r)
+		return -ENOMEM;
+	r->base = mem;
+	r->map_size = size;
+	err = reader__init(r, size);
+	if (err) {
+		free(r);
+		return err;
+	}
+	*ret_r = r;
+	return 0;
+}
+
+/* Reads the header with pread so nothing is mapped before it is validated. */
+static int fd__check(int fd, __u64 *ret_size, struct gp_shm_layout *ret_l)
+{
+	struct stat st;
+	ssize_t n;
+	int seals, err;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return -EBADFD;
+	if (st.st_size < (off_t)sizeof(struct gp_shm_header))
+		return -EBADMSG;
+	n = pread(fd, ret_l, sizeof(*ret_l), 0);
+	if (n < 0)
+		return -errno;
+	if (n != (ssize_t)sizeof(*ret_l))
+		return -EBADMSG;
+	err = shm_reader__validate_layout(ret_l, (__u64)st.st_size);
+	if (err)
+		return err;
+	*ret_size = (__u64)st.st_size;
+	return 0;
+}
+
+int shm_reader__open_fd(int fd, struct shm_reader **ret_r)
+{
+	struct gp_shm_layout l;
+	struct shm_reader *r;
+	__u64 size;
+	void *map;
+	int err;
+
+	if (fd < 0 || !ret_r)
+		return -EINVAL;
+	err = fd__check(fd, &size, &l);
+	if (err)
+		return err;
+	r = reader__alloc();
+	if (!r)
+		return -ENOMEM;
+	/* Map only what the layout covers; it was checked against st_size. */
+	map = mmap(NULL, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		err = -errno;
+		goto err_free;
+	}
+	r->base = map;
+	r->map_size = l.total_size;
+	r->owns_map = true;
+	err = reader__init(r, l.total_size);
+	if (err)
+		goto err_unmap;
+	*ret_r = r;
+	return 0;
+err_unmap:
+	munmap(map, l.total_size);
+err_free:
+	free(r);
+	return err;
+}
+
+/* ENOENT on a /proc path means the pid is gone if /proc/<pid> is gone too. */
+static int proc__errno(pid_t pid, int err)
+{
+	char path[64];
+
+	if (err != -ENOENT && err != -ESRCH)
+		return err;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return access(path, F_OK) ? -ESRCH : err;
+}
+
+/* Finds "start-end" of the first gpuprobe-shm mapping at offset 0. */
+static int maps__find(pid_t pid, char *ret_range, size_t len)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	int err = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return proc__errno(pid, -errno);
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long long start, end, off;
+		char *name;
+		int pos = 0;
+
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &off, &pos) < 3 || !pos)
+			continue;
+		name = line + pos;
+		if (off != 0 || strcmp(name, SHM_MAPS_NAME) != 0)
+			continue;
+		snprintf(ret_range, len, "%llx-%llx", start, end);
+		err = 0;
+		break;
+	}
+	free(line);
+	fclose(f);
+	return err;
+}
+
+int shm_reader__open_pid(pid_t pid, struct shm_reader **ret_r)
+{
+	char range[64], path[128];
+	struct shm_reader *r;
+	int fd, err;
+
+	if (pid <= 0 || !ret_r)
+		return -EINVAL;
+	err = maps__find(pid, range, sizeof(range));
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%s", (int)pid, range);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return proc__errno(pid, -errno);
+	err = shm_reader__open_fd(fd, &r);
+	close(fd);
+	if (err)
+		return err;
+	r->pid = pid;
+	/* A pidfd tells "gone" apart from a recycled pid. */
+	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	*ret_r = r;
+	return 0;
+}
+
+void shm_reader__destroy(struct shm_reader *r)
+{
+	if (!r)
+		return;
+	cubin_queue__destroy(r->cubins);
+	if (r->owns_map)
+		munmap(r->base, r->map_size);
+	if (r->pidfd >= 0)
+		close(r->pidfd);
+	free(r);
+}
+
+const struct gp_shm_layout *shm_reader__layout(const struct shm_reader *r)
+{
+	return &r->layout;
+}
+
+static bool record__valid(const struct shm_reader *r, const struct gp_record *rec)
+{
+	switch (rec->type) {
+	case GP_REC_KERNEL:
+		if (rec->kernel.name_off >= r->layout.str_size)
+			return false;
+		break;
+	case GP_REC_API:
+		if (rec->api.domain != GP_API_DRIVER && rec->api.domain != GP_API_RUNTIME)
+			return false;
+		break;
+	case GP_REC_MEMCPY:
+	case GP_REC_MEMSET:
+		break;
+	case GP_REC_MODULE:
+		return rec->module.event == 1;
+	default:
+		return false;
+	}
+	return rec->start_ns <= rec->end_ns;
+}
+
+static void tail__publish(struct shm_reader *r)
+{
+	__atomic_store_n(&r->hdr->consumer.rec_tail, r->rec_tail, __ATOMIC_RELEASE);
+}
+
+int shm_reader__read(struct shm_reader *r, struct gp_record *recs, size_t max, size_t *ret_n)
+{
+	const __u8 *ring;
+	__u64 mask, head;
+	struct gp_record rec;
+	size_t n = 0;
+
+	if (!r || (!recs && max) || !ret_n)
+		return -EINVAL;
+	ring = r->base + r->layout.rec_off;
+	mask = r->layout.rec_slots - 1;
+	head = __atomic_load_n(&r->hdr->producer.rec_head, __ATOMIC_ACQUIRE);
+	if (head < r->rec_tail || head - r->rec_tail > r->layout.rec_slots) {
+		r->st.ring_resyncs++;
+		r->rec_tail = head;
+	}
+	while (r->rec_tail != head && n < max) {
+		memcpy(&rec, ring + (r->rec_tail & mask) * sizeof(rec), sizeof(rec));
+		r->rec_tail++;
+		if (!record__valid(r, &rec)) {
+			r->st.records_bad++;
+			continue;
+		}
+		recs[n++] = rec;
+	}
+	tail__publish(r);
+	r->st.records_read += n;
+	*ret_n = n;
+	return 0;
+}
+
+static void name__bad(char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", SHM_READER_BAD_NAME);
+}
+
+int shm_reader__name(struct shm_reader *r, __u32 off, char *buf, size_t len)
+{
+	const __u8 *tab = r->base + r->layout.str_off;
+	__u64 used, avail, n;
+	char *nul;
+
+	if (!buf || !len)
+		return -EINVAL;
+	used = __atomic_load_n(&r->hdr->producer.str_used, __ATOMIC_ACQUIRE);
+	if (used > r->layout.str_size) {
+		r->st.str_used_bad++;
+		used = r->layout.str_size;
+	}
+	if (off >= used) {
+		r->st.names_bad++;
+		name__bad(buf, len);
+		return -ERANGE;
+	}
+	avail = used - off;
+	n = avail < len ? avail : len;
+	/* Copy first, then look: the writer may change the bytes meanwhile. */
+	memcpy(buf, tab + off, n);
+	nul = memchr(buf, 0, n);
+	if (nul)
+		return 0;
+	if (avail > len) {
+		buf[len - 1] = 0;
+		return -ENAMETOOLONG;
+	}
+	r->st.names_bad++;
+	name__bad(buf, len);
+	return -EBADMSG;
+}
+
+void shm_reader__counters(const struct shm_reader *r, __u64 ret_ctr[GP_CTR_MAX])
+{
+	for (int i = 0; i < GP_CTR_MAX; i++)
+		ret_ctr[i] = __atomic_load_n(&r->hdr->producer.counters[i], __ATOMIC_RELAXED);
+}
+
+__u32 shm_reader__flags(const struct shm_reader *r)
+{
+	return __atomic_load_n(&r->hdr->producer.flags, __ATOMIC_ACQUIRE);
+}
+
+__s64 shm_reader__clock_offset(const struct shm_reader *r)
+{
+	return (__s64)__atomic_load_n(&r->hdr->producer.clock_offset_ns, __ATOMIC_ACQUIRE);
+}
+
+void shm_reader__stats(const struct shm_reader *r, struct shm_reader_stats *ret_stats)
+{
+	*ret_stats = r->st;
+}
+
+struct cubin_queue *shm_reader__cubins(struct shm_reader *r)
+{
+	return r->cubins;
+}
+
+int shm_reader__settle(struct shm_reader *r, cubin_crc_fn crc, void *crc_ctx,
+		       cubin_record_fn on_record, void *rec_ctx)
+{
+	return cubin_queue__settle(r->cubins, crc, crc_ctx, on_record, rec_ctx);
+}
+
+int shm_reader__alive(const struct shm_reader *r)
+{
+	struct pollfd p;
+
+	if (r->pid <= 0)
+		return -EOPNOTSUPP;
+	if (r->pidfd >= 0) {
+		p.fd = r->pidfd;
+		p.events = POLLIN;
+		p.revents = 0;
+		/* A pidfd polls readable once the process has exited. */
+		if (poll(&p, 1, 0) > 0)
+			return -ESRCH;
+		return 0;
+	}
+	if (kill(r->pid, 0) < 0 && errno == ESRCH)
+		return -ESRCH;
+	return 0;
+}
+
+/* ------------------------------------------------------ exit handshake */
+
+void shm_reader__heartbeat(struct shm_reader *r, __u64 now_ns, __u32 tick_ms)
+{
+	__atomic_store_n(&r->hdr->consumer.tick_ms, tick_ms, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->hdr->consumer.heartbeat_ns, now_ns, __ATOMIC_RELEASE);
+}
+
+__u64 shm_reader__exit_seq(const struct shm_reader *r)
+{
+	return __atomic_load_n(&r->hdr->producer.exit_seq, __ATOMIC_ACQUIRE);
+}
+
+void shm_reader__ack_exit(struct shm_reader *r, __u64 seq)
+{
+	__atomic_store_n(&r->hdr->consumer.exit_ack, seq, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loader's side of the shim's shared memory (shim/gp_abi.h): find the
+ * memfd in a profiled process, map it, validate its layout, and read records,
+ * names, counters and cubins out of it.
+ *
+ * The loader runs as root and the memory is written by an unprivileged
+ * process (DESIGN.md invariant 5): every read copies the bytes out first and
+ * validates the copy; positions are clamped; nothing outside the mapping is
+ * ever touched; every anomaly is counted. The reader writes only the
+ * consumer area. It takes no lock the shim could hold (invariant 3).
+ */
+#ifndef GP_USER_SHM_READER_H
+#define GP_USER_SHM_READER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "shim/gp_abi.h"
+#include "shim/cubin_queue.h"
+
+/* Written into a name buffer when a name cannot be read safely. */
+#define SHM_READER_BAD_NAME "[bad name]"
+
+/* Errors (negative errno), beyond allocation and open failures:
+ *   -ESRCH       the pid is gone
+ *   -ENOENT      the pid has no gpuprobe-shm mapping
+ *   -EPROTO      wrong magic: not a gpuprobe shm
+ *   -EPROTONOSUPPORT  a layout version this loader does not know
+ *   -EBADMSG     inconsistent layout (sizes, offsets, overlaps, too small)
+ *   -EBADFD      the memfd is not sealed against shrinking (would SIGBUS us)
+ */
+
+struct shm_reader_stats {
+	__u64 records_read;    /* valid records returned */
+	__u64 records_bad;     /* slots that failed validation, skipped */
+	__u64 ring_resyncs;    /* record head went backwards or leapt a ring ahead */
+	__u64 names_bad;       /* lookups answered with SHM_READER_BAD_NAME */
+	__u64 str_used_bad;    /* published str_used beyond the table, clamped */
+};
+
+struct shm_reader;
+
+int shm_reader__open_pid(pid_t pid, struct shm_reader **ret_r);
+/* fd is not taken over; the mapping outlives it. */
+int shm_reader__open_fd(int fd, struct shm_reader **ret_r);
+/* mem (8-byte aligned, size bytes) must outlive the reader; not freed. */
+int shm_reader__open_mem(void *mem, size_t size, struct shm_reader **ret_r);
+void shm_reader__destroy(struct shm_reader *r);
+
+/* Checks a layout snapshot against the bytes really available. */
+int shm_reader__validate_layout(const struct gp_shm_layout *l, __u64 real_size);
+/* The validated snapshot; later changes in shared memory are ignored. */
+const struct gp_shm_layout *shm_reader__layout(const struct shm_reader *r);
+
+/* Copies up to max valid records out; *ret_n set. 0 or -errno. */
+int shm_reader__read(struct shm_reader *r, struct gp_record *recs, size_t max, size_t *ret_n);
+
+/*
+ * Copies the NUL-terminated name at off into buf (len >= 1). On failure buf
+ * holds SHM_READER_BAD_NAME (or the truncated name for -ENAMETOOLONG) and
+ * the error is -ERANGE (off past the published table) or -EBADMSG (no NUL).
+ */
+int shm_reader__name(struct shm_reader *r, __u32 off, char *buf, size_t len);
+
+void shm_reader__counters(const struct shm_reader *r, __u64 ret_ctr[GP_CTR_MAX]);
+__u32 shm_reader__flags(const struct shm_reader *r);
+__s64 shm_reader__clock_offset(const struct shm_reader *r);
+void shm_reader__stats(const struct shm_reader *r, struct shm_reader_stats *ret_stats);
+
+/* The cubin ring as a CubinQueue (settle/drain/format_counters). */
+struct cubin_queue *shm_reader__cubins(struct shm_reader *r);
+int shm_reader__settle(struct shm_reader *r, cubin_crc_fn crc, void *crc_ctx,
+		       cubin_record_fn on_record, void *rec_ctx);
+
+/*
+ * The exit handshake (shim/gp_abi.h): the loader stamps a heartbeat and its
+ * tick each visit; once it has read everything of an exiting process (and
+ * symbolized its stacks) it acknowledges the exit_seq it saw, which lets the
+ * process finish exiting before its one-tick wait runs out.
+ */
+void shm_reader__heartbeat(struct shm_reader *r, __u64 now_ns, __u32 tick_ms);
+__u64 shm_reader__exit_seq(const struct shm_reader *r);
+void shm_reader__ack_exit(struct shm_reader *r, __u64 seq);
+
+/* 0 while the process lives, -ESRCH once gone, -EOPNOTSUPP for fd/mem readers. */
+int shm_reader__alive(const struct shm_reader *r);
+
+#endif /* GP_USER_SHM_READER_H */

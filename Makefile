@@ -58,7 +58,7 @@ CUDA_CPPFLAGS := -isystem $(CUDA_HOME)/include
 
 LIBBPF_LIBS := -lbpf -lelf -lz -lstdc++
 STATIC_LIBS := -Wl,-Bstatic -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a \
-	-Wl,-u,__cxa_demangle -l:libstdc++.a
+	-l:libstdc++.a
 SYS_LIBS := -lpthread -ldl -lm
 
 # ---------------------------------------------------------------- sources

@@ -222,9 +222,17 @@ PROBE(cu_module_load_data_ex, plain, GP_PROBE_MODULE_LOAD_DATA_EX)
 PROBE(cu_module_load_fat_binary, plain, GP_PROBE_MODULE_LOAD_FAT_BINARY)
 PROBE(cu_library_load_data, plain, GP_PROBE_LIBRARY_LOAD_DATA)
 PROBE(cu_library_load_from_file, plain, GP_PROBE_LIBRARY_LOAD_FROM_FILE)
-PROBE(cu_memcpy_htod, plain, GP_PROBE_MEMCPY_HTOD)
-PROBE(cu_memcpy_dtoh, plain, GP_PROBE_MEMCPY_DTOH)
-PROBE(cu_memset_d8, plain, GP_PROBE_MEMSET_D8)
+
+/* Every copy and memset entry point: the loader sets the probe id as cookie. */
+SEC("uprobe")
+int BPF_KPROBE(cu_copy)
+{
+	__u64 probe = bpf_get_attach_cookie(ctx);
+
+	if (probe < GP_PROBE_COPY_FIRST || probe >= GP_PROBE_MAX)
+		return 0;
+	return plain(ctx, (__u32)probe);
+}
 
 /* A followed process's children are followed too (new processes only). */
 SEC("tp_btf/sched_process_fork")

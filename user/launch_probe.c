@@ -41,9 +41,39 @@ static const struct probe_desc probes[GP_PROBE_MAX] = {
 	[GP_PROBE_MODULE_LOAD_FAT_BINARY] = { "cuModuleLoadFatBinary", NULL, false, false },
 	[GP_PROBE_LIBRARY_LOAD_DATA] = { "cuLibraryLoadData", NULL, false, false },
 	[GP_PROBE_LIBRARY_LOAD_FROM_FILE] = { "cuLibraryLoadFromFile", NULL, false, false },
-	[GP_PROBE_MEMCPY_HTOD] = { "cuMemcpyHtoD_v2", "cuMemcpyHtoD", false, true },
-	[GP_PROBE_MEMCPY_DTOH] = { "cuMemcpyDtoH_v2", "cuMemcpyDtoH", false, true },
-	[GP_PROBE_MEMSET_D8] = { "cuMemsetD8_v2", "cuMemsetD8", false, true },
+	[GP_PROBE_MEMCPY] = { "cuMemcpy", NULL, false, true },
+	[GP_PROBE_MEMCPY_PTDS] = { "cuMemcpy_ptds", NULL, false, true },
+	[GP_PROBE_MEMCPY_ASYNC] = { "cuMemcpyAsync", NULL, false, true },
+	[GP_PROBE_MEMCPY_ASYNC_PTSZ] = { "cuMemcpyAsync_ptsz", NULL, false, true },
+	[GP_PROBE_MEMCPY_HTO_D_V2] = { "cuMemcpyHtoD_v2", "cuMemcpyHtoD", false, true },
+	[GP_PROBE_MEMCPY_HTO_D_V2_PTDS] = { "cuMemcpyHtoD_v2_ptds", NULL, false, true },
+	[GP_PROBE_MEMCPY_DTO_H_V2] = { "cuMemcpyDtoH_v2", "cuMemcpyDtoH", false, true },
+	[GP_PROBE_MEMCPY_DTO_H_V2_PTDS] = { "cuMemcpyDtoH_v2_ptds", NULL, false, true },
+	[GP_PROBE_MEMCPY_DTO_D_V2] = { "cuMemcpyDtoD_v2", "cuMemcpyDtoD", false, true },
+	[GP_PROBE_MEMCPY_DTO_D_V2_PTDS] = { "cuMemcpyDtoD_v2_ptds", NULL, false, true },
+	[GP_PROBE_MEMCPY_HTO_D_ASYNC_V2] = { "cuMemcpyHtoDAsync_v2", NULL, false, true },
+	[GP_PROBE_MEMCPY_HTO_D_ASYNC_V2_PTSZ] = { "cuMemcpyHtoDAsync_v2_ptsz", NULL, false, true },
+	[GP_PROBE_MEMCPY_DTO_H_ASYNC_V2] = { "cuMemcpyDtoHAsync_v2", NULL, false, true },
+	[GP_PROBE_MEMCPY_DTO_H_ASYNC_V2_PTSZ] = { "cuMemcpyDtoHAsync_v2_ptsz", NULL, false, true },
+	[GP_PROBE_MEMCPY_DTO_D_ASYNC_V2] = { "cuMemcpyDtoDAsync_v2", NULL, false, true },
+	[GP_PROBE_MEMCPY_DTO_D_ASYNC_V2_PTSZ] = { "cuMemcpyDtoDAsync_v2_ptsz", NULL, false, true },
+	[GP_PROBE_MEMCPY2_D_V2] = { "cuMemcpy2D_v2", NULL, false, true },
+	[GP_PROBE_MEMCPY2_D_ASYNC_V2] = { "cuMemcpy2DAsync_v2", NULL, false, true },
+	[GP_PROBE_MEMCPY3_D_V2] = { "cuMemcpy3D_v2", NULL, false, true },
+	[GP_PROBE_MEMCPY3_D_ASYNC_V2] = { "cuMemcpy3DAsync_v2", NULL, false, true },
+	[GP_PROBE_MEMCPY_PEER] = { "cuMemcpyPeer", NULL, false, true },
+	[GP_PROBE_MEMCPY_PEER_ASYNC] = { "cuMemcpyPeerAsync", NULL, false, true },
+	[GP_PROBE_MEMCPY_BATCH_ASYNC] = { "cuMemcpyBatchAsync", NULL, false, true },
+	[GP_PROBE_MEMSET_D8_V2] = { "cuMemsetD8_v2", "cuMemsetD8", false, true },
+	[GP_PROBE_MEMSET_D8_ASYNC] = { "cuMemsetD8Async", NULL, false, true },
+	[GP_PROBE_MEMSET_D8_ASYNC_PTSZ] = { "cuMemsetD8Async_ptsz", NULL, false, true },
+	[GP_PROBE_MEMSET_D16_V2] = { "cuMemsetD16_v2", "cuMemsetD16", false, true },
+	[GP_PROBE_MEMSET_D16_ASYNC] = { "cuMemsetD16Async", NULL, false, true },
+	[GP_PROBE_MEMSET_D32_V2] = { "cuMemsetD32_v2", "cuMemsetD32", false, true },
+	[GP_PROBE_MEMSET_D32_ASYNC] = { "cuMemsetD32Async", NULL, false, true },
+	[GP_PROBE_MEMSET_D32_ASYNC_PTSZ] = { "cuMemsetD32Async_ptsz", NULL, false, true },
+	[GP_PROBE_MEMSET_D2_D8_V2] = { "cuMemsetD2D8_v2", NULL, false, true },
+	[GP_PROBE_MEMSET_D2_D32_V2] = { "cuMemsetD2D32_v2", NULL, false, true },
 };
 
 struct attached_file {
@@ -112,12 +142,9 @@ static struct bpf_program *program_of(struct launch_bpf *s, int probe)
 		[GP_PROBE_MODULE_LOAD_FAT_BINARY] = s->progs.cu_module_load_fat_binary,
 		[GP_PROBE_LIBRARY_LOAD_DATA] = s->progs.cu_library_load_data,
 		[GP_PROBE_LIBRARY_LOAD_FROM_FILE] = s->progs.cu_library_load_from_file,
-		[GP_PROBE_MEMCPY_HTOD] = s->progs.cu_memcpy_htod,
-		[GP_PROBE_MEMCPY_DTOH] = s->progs.cu_memcpy_dtoh,
-		[GP_PROBE_MEMSET_D8] = s->progs.cu_memset_d8,
 	};
 
-	return table[probe];
+	return probe >= GP_PROBE_COPY_FIRST ? s->progs.cu_copy : table[probe];
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -208,7 +235,8 @@ static int attach_one(struct launch_probe *lp, int probe, const char *path, bool
 
 	*ret_found = false;
 	for (int i = 0; i < 2 && names[i]; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = names[i], .retprobe = false);
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = names[i], .retprobe = false,
+			    .bpf_cookie = (__u64)probe);
 		struct bpf_link *link;
 
 		libbpf_quiet = true;

@@ -36,10 +36,21 @@ static void *open_cupti(const char *path)
 	return NULL;
 }
 
+/* Present in every dynamically linked executable, absent from static ones. */
+extern char _DYNAMIC[] __attribute__((weak));
+
 int cupti_crc__open(const char *path, struct cupti_crc **ret_c)
 {
-	struct cupti_crc *c = calloc(1, sizeof(*c));
+	struct cupti_crc *c;
 
+	/*
+	 * A static executable's dlopen loads a second, possibly newer libc
+	 * beside its own: measured on the H200 machine, the loader then died of
+	 * SIGFPE. Static builds use the fallback CRC instead.
+	 */
+	if (!_DYNAMIC)
+		return -ENOTSUP;
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->lib = open_cupti(path);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -156,6 +157,8 @@ static int on_launch_event(void *ctx, const struct gp_launch_event *e, size_t si
 	if (!launch_probe__is_launch(e->probe) && !launch_probe__is_copy(e->probe))
 		return 0; /* module loads: handles for the cubin link, not yet used */
 	t = target_for(s, e->pid);
+	if (t && !t->first_launch_ns)
+		t->first_launch_ns = e->ts_ns;
 	key.pid = e->pid;
 	key.n = nr;
 	memcpy(key.ips, e->stack, 8ull * nr);
@@ -284,7 +287,8 @@ static int try_open_shm(struct session *s, struct target *t, __u64 now)
 		return 0;
 	}
 	t->shm = NULL;
-	if (!t->warned_no_shim && now - t->attach_ns > NO_SHIM_WARN_NS &&
+	/* Launching for a while with no ring: the shim is not there. */
+	if (!t->warned_no_shim && t->first_launch_ns && now > t->first_launch_ns + NO_SHIM_WARN_NS &&
 	    (err == -ENOENT || t->shm_fd >= 0)) {
 		t->warned_no_shim = true;
 		fprintf(stderr,
@@ -409,6 +413,19 @@ static void counters_line(struct session *s, FILE *f)
 		jc.activities_unattributed[JOIN_BEFORE_ATTACH],
 		jc.activities_unattributed[JOIN_TABLE_FULL], jc.queue_full, s->stacks_dropped,
 		s->sym_failed, s->before_window);
+}
+
+/* The loader's own cost, so benchmarks need no outside tool. */
+static void loader_usage(struct session *s, FILE *f)
+{
+	struct rusage ru;
+	double wall = (now_ns() - s->start_ns) / 1e9, cpu;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return;
+	cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+	fprintf(f, "loader: cpu_s=%.3f wall_s=%.3f cpu_share=%.2f%% max_rss_mb=%.1f\n", cpu, wall,
+		wall > 0 ? 100.0 * cpu / wall : 0.0, ru.ru_maxrss / 1024.0);
 }
 
 static void interval_path(const char *out, __u64 realtime, char *buf, size_t len)
@@ -702,6 +719,7 @@ int session__run(const struct gp_opts *o, const char *argv0)
 	err = write_profile(&s, path, now_ns());
 	profile__report(s.prof, stderr, o->top);
 	counters_line(&s, stderr);
+	loader_usage(&s, stderr);
 	if (!err)
 		fprintf(stderr, "gpuprobe-bpf: wrote %s (read it with: go tool pprof -top %s)\n", path, path);
 	status = err ? 1 : 0;

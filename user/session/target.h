@@ -26,6 +26,7 @@ struct target {
 	char comm[32];
 	char cgroup[256];
 	__u64 attach_ns;
+	__u64 first_launch_ns;     /* 0 until its first launch event */
 	__u64 next_shm_try_ns;
 	__u64 tid_refresh_ns;
 	bool gone;

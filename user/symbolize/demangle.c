@@ -8,9 +8,7 @@
  */
 #include "user/symbolize/demangle.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,26 +16,8 @@
  * hostile and demanglers have a history of deep recursion on crafted input. */
 #define DEMANGLE_MAX_INPUT 4096
 
-typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
-
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status)
-	__attribute__((weak));
-
-static cxa_demangle_fn demangler;
-static pthread_once_t demangler_once = PTHREAD_ONCE_INIT;
-
-static void demangle__resolve(void)
-{
-	void *lib;
-
-	if (__cxa_demangle) {
-		demangler = __cxa_demangle;
-		return;
-	}
-	lib = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
-	if (lib) /* kept open for the life of the process */
-		demangler = (cxa_demangle_fn)dlsym(lib, "__cxa_demangle");
-}
+/* libstdc++'s demangler: linked in (-lstdc++, or libstdc++.a when static). */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 int demangle__cxx(const char *name, char **ret_name)
 {
@@ -51,10 +31,7 @@ int demangle__cxx(const char *name, char **ret_name)
 		return -EINVAL;
 	if (strnlen(name, DEMANGLE_MAX_INPUT + 1) > DEMANGLE_MAX_INPUT)
 		return -E2BIG;
-	pthread_once(&demangler_once, demangle__resolve);
-	if (!demangler)
-		return -ENOSYS;
-	out = demangler(name, NULL, NULL, &status);
+	out = __cxa_demangle(name, NULL, NULL, &status);
 	if (status == -1) {
 		free(out);
 		return -ENOMEM;

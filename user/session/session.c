@@ -128,11 +128,17 @@ static void symbolize_stack(struct session *s, struct target *t, __u32 stack_id,
 	if (t && !had_sym)
 		declare_proc(s, t); /* the comm read after exec */
 
-	/* Frame 0 is the probed entry point itself: the launch API frame stands for it. */
+	/*
+	 * Frame 0 is the probed entry point itself: the launch API frame stands
+	 * for it. A frame-pointer walk through code without frame pointers runs
+	 * on through garbage; the first address outside every mapping ends the
+	 * stack, marked truncated: a wrong stack is worse than a short one.
+	 */
 	for (__u32 i = 1; i < e->nr_frames && i < GP_MAX_STACK; i++, n++) {
 		if (!sym || symbolizer__lookup(sym, e->stack[i], &sf[n])) {
-			symbolizer__raw(e->stack[i], &sf[n]);
 			s->sym_failed++;
+			truncated = true;
+			break;
 		}
 		frames[n] = (struct profile_frame){ .name = sf[n].name, .file = sf[n].file,
 						    .build_id = sf[n].build_id, .addr = sf[n].addr,

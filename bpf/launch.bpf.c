@@ -66,6 +66,20 @@ static __always_inline bool followed(__u32 tgid)
 	return false;
 }
 
+/*
+ * A task's id as its own (innermost) pid namespace numbers it: what the
+ * shim's CUPTI records carry (CUPTI's SYSTEM thread ids are gettid()). Read
+ * here, while the thread lives, so the join needs no /proc lookup.
+ */
+static __always_inline __u32 ns_id(struct pid *p)
+{
+	unsigned int level = BPF_CORE_READ(p, level);
+	struct upid up = {};
+
+	bpf_core_read(&up, sizeof(up), &p->numbers[level & 31]);
+	return (__u32)up.nr;
+}
+
 /* Starts an event in the per-CPU scratch slot; NULL when not followed. */
 static __always_inline struct gp_launch_event *begin(__u32 probe)
 {
@@ -88,7 +102,12 @@ static __always_inline struct gp_launch_event *begin(__u32 probe)
 	e->stream = 0;
 	e->grid[0] = e->grid[1] = e->grid[2] = 0;
 	e->block[0] = e->block[1] = e->block[2] = 0;
-	e->reserved = 0;
+	{
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+		e->ns_tid = ns_id(BPF_CORE_READ(task, thread_pid));
+		e->ns_pid = ns_id(BPF_CORE_READ(task, group_leader, thread_pid));
+	}
 	return e;
 }
 

@@ -78,7 +78,8 @@ struct gp_launch_event {
 	__u64 stream;     /* 40: CUstream, 0 for the null stream */
 	__u32 grid[3];    /* 48 */
 	__u32 block[3];   /* 60 */
-	__u64 reserved;   /* 72 */
+	__u32 ns_tid;     /* 72: the tid in the thread's own pid namespace (gettid()) */
+	__u32 ns_pid;     /* 76: the pid in the process's own pid namespace */
 	__u64 stack[GP_MAX_STACK]; /* 80: user stack, leaf first */
 };
 _Static_assert(sizeof(struct gp_launch_event) == 80 + 8 * GP_MAX_STACK,

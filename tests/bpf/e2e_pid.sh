@@ -17,7 +17,7 @@ echo "$pids" | grep -q "^$A spin " || fail "pid $A missing: $pids"
 echo "$pids" | grep -q "^$Bp " && fail "pid $Bp was not excluded: $pids"
 $CHECK "$WORK/pid.pb.gz" totals >"$WORK/totals"
 # Only launches made before the loader attached may stay unjoined, and say so.
-grep "^\[unattributed" "$WORK/totals" | grep -v "launched before attach" && { cat "$WORK/totals"; fail "unjoined samples"; }
+grep "^\[unattributed" "$WORK/totals" | grep -v "launched before attach" && { cat "$WORK/totals" "$WORK/err"; fail "unjoined samples"; }
 grep -q "^? " "$WORK/totals" && { cat "$WORK/totals"; fail "samples without the launching site"; }
 n=$(awk '$2=="spin_kernel" && $1=="spin_site"{print $4}' "$WORK/totals")
 [ "${n:-0}" -gt 100 ] || fail "too few spin_kernel launches joined: ${n:-0}"

@@ -88,6 +88,9 @@ static int on_event(void *ctx, const struct gp_launch_event *e, size_t size)
 		s->bad_args++;
 	if (e->tid == (__u32)s->pid)
 		s->threads_mismatch++; /* launches come from the worker threads only */
+	/* Same pid namespace as the test: the namespace's ids are the host's. */
+	if (e->ns_tid != e->tid || e->ns_pid != e->pid)
+		s->bad_args++;
 	for (__u32 i = 0; i < e->nr_frames && i < GP_MAX_STACK; i++) {
 		if (e->stack[i] >= s->site_lo && e->stack[i] < s->site_hi) {
 			s->with_site++;

@@ -37,6 +37,7 @@
 #define NO_SHIM_WARN_NS (3 * NS_PER_S)
 #define SCAN_NS (2 * NS_PER_S)
 #define READ_BATCH 4096
+#define SLICE_MS 20
 /* Events committed after we read the clock may still be in flight. */
 #define WATERMARK_SLACK_NS (5 * NS_PER_MS)
 
@@ -60,6 +61,7 @@ struct session {
 	struct launcher child;      /* -- COMMAND */
 	bool have_child;
 	__u64 start_ns, last_write_ns, next_scan_ns;
+	__u64 probes_ns;            /* when the initial probes were in place */
 	__u64 start_realtime_ns;
 	/* losses the report line prints */
 	__u64 stacks_dropped, names_dropped, sym_failed, records_unknown, modules_settled;
@@ -101,7 +103,11 @@ static struct target *target_for(struct session *s, pid_t pid)
 
 	if (t)
 		return t;
-	if (target_table__add(&s->tt, pid, now_ns(), &t))
+	/*
+	 * Seen first through a launch event: the probes have watched it since
+	 * they went in (or its libcuda was attached, see scan_new_libcuda).
+	 */
+	if (target_table__add(&s->tt, pid, s->probes_ns, &t))
 		return NULL;
 	if (s->have_child && pid == s->child.pid) {
 		t->shm_fd = dup(s->child.shm_fd);
@@ -178,7 +184,9 @@ static int on_launch_event(void *ctx, const struct gp_launch_event *e, size_t si
 		copy.nr_frames = nr;
 		symbolize_stack(s, t, stack_id, &copy);
 	}
-	jl = (struct join_launch){ .pid = e->pid, .tid = e->tid, .ts = e->ts_ns, .probe = e->probe,
+	/* Threads are keyed by their own namespace's tid, as CUPTI numbers them. */
+	jl = (struct join_launch){ .pid = e->pid, .tid = e->ns_tid ? e->ns_tid : e->tid,
+				   .ts = e->ts_ns, .probe = e->probe,
 				   .cls = launch_probe__is_copy(e->probe) ? JOIN_CLASS_COPY : JOIN_CLASS_LAUNCH,
 				   .site = stack_id };
 	join__add_launch(s->join, &jl);
@@ -233,7 +241,7 @@ static void ingest_record(struct session *s, struct target *t, const struct gp_r
 {
 	if (r->type == GP_REC_API) {
 		struct join_api a = {
-			.pid = t->pid, .tid = target__host_tid(t, r->tid, now),
+			.pid = t->pid, .tid = r->tid,
 			.start = fix_clock(t, r->start_ns), .end = fix_clock(t, r->end_ns),
 			.corr = r->corr,
 			.domain = r->api.domain == GP_API_RUNTIME ? JOIN_DOMAIN_RUNTIME : JOIN_DOMAIN_DRIVER,
@@ -283,10 +291,24 @@ static int try_open_shm(struct session *s, struct target *t, __u64 now)
 		return t->shm ? 0 : -EAGAIN;
 	/* Our own memfd is cheap to look at: try it every tick. */
 	t->next_shm_try_ns = t->shm_fd >= 0 ? now : now + SHM_RETRY_NS;
-	if (t->shm_fd >= 0)
+	if (t->shm_fd >= 0) {
 		err = shm_reader__open_fd(t->shm_fd, &t->shm);
-	else
+		/*
+		 * The memfd we made is claimed by the first process of the command
+		 * that starts CUDA: a wrapper's child, maybe. That process is
+		 * followed (fork) and found through its maps like any other; reading
+		 * the ring here too would make two readers of one ring.
+		 */
+		if (!err && shm_reader__layout(t->shm)->pid != (__u32)t->ns_pid) {
+			shm_reader__destroy(t->shm);
+			t->shm = NULL;
+			close(t->shm_fd);
+			t->shm_fd = -1;
+			err = -ENOENT;
+		}
+	} else {
 		err = shm_reader__open_pid(t->pid, &t->shm);
+	}
 	if (err == 0) {
 		if (s->o->verbose)
 			fprintf(stderr, "gpuprobe-bpf: reading the shim ring of pid %d\n", t->pid);
@@ -468,8 +490,15 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 	if (now < s->next_scan_ns)
 		return;
 	s->next_scan_ns = now + SCAN_NS;
-	for (size_t i = 0; i < s->tt.n; i++)
-		libcuda__attach_pid(s->lp, s->tt.t[i]->pid, s->o->verbose);
+	for (size_t i = 0; i < s->tt.n; i++) {
+		struct target *t = s->tt.t[i];
+
+		/* Launches before its libcuda was probed cannot be joined. */
+		if (libcuda__attach_pid(s->lp, t->pid, s->o->verbose) > 0) {
+			t->attach_ns = now_ns();
+			join__attach(s->join, t->pid, t->attach_ns);
+		}
+	}
 	if (s->o->mode == GP_MODE_ALL)
 		libcuda__attach_all(s->lp, s->o->verbose);
 }
@@ -500,6 +529,45 @@ static void tick(struct session *s, int timeout_ms)
 	}
 	join__advance(s->join, before - WATERMARK_SLACK_NS, now);
 	scan_new_libcuda(s, now);
+}
+
+/* An exiting process waits (one tick at most) for us: answer it now. */
+static void answer_exits(struct session *s)
+{
+	__u64 now = now_ns();
+
+	for (size_t i = 0; i < s->tt.n; i++) {
+		struct target *t = s->tt.t[i];
+
+		if (!t->shm)
+			try_open_shm(s, t, now);
+		if (t->shm && shm_reader__exit_seq(t->shm) != t->exit_acked) {
+			t->exit_acked = shm_reader__exit_seq(t->shm);
+			read_target(s, t, now);
+		}
+	}
+}
+
+/*
+ * One tick, in slices: between full ticks the BPF ring is drained (new
+ * processes are met, and their stacks symbolized, while they live) and exit
+ * handshakes are answered, so a short-lived process is never held long.
+ */
+static void tick_sliced(struct session *s)
+{
+	__u64 end = now_ns() + s->o->tick_ms * NS_PER_MS;
+	int slice = s->o->tick_ms < SLICE_MS ? (int)s->o->tick_ms : SLICE_MS;
+
+	while (!stop_signal && now_ns() + slice * NS_PER_MS < end) {
+		launch_probe__poll(s->lp, slice, on_launch_event, s);
+		answer_exits(s);
+		if (s->have_child) {
+			launcher__reap(&s->child);
+			if (s->child.exited)
+				break;
+		}
+	}
+	tick(s, 0);
 }
 
 static bool should_stop(struct session *s, __u64 now)
@@ -586,14 +654,16 @@ static int setup_targets(struct session *s)
 
 	switch (s->o->mode) {
 	case GP_MODE_PID:
-		err = launch_probe__follow(s->lp, s->o->pid);
-		if (err)
-			return err;
-		if (!target_for(s, s->o->pid))
-			return -ENOMEM;
+		/* Probes first: the attach time must not precede them. */
 		libcuda__attach_pid(s->lp, s->o->pid, s->o->verbose);
 		if (s->o->libcuda && (err = libcuda__attach_path(s->lp, s->o->libcuda, true)) < 0)
 			return err;
+		err = launch_probe__follow(s->lp, s->o->pid);
+		if (err)
+			return err;
+		s->probes_ns = now_ns(); /* it ran before: only what follows is ours */
+		if (!target_for(s, s->o->pid))
+			return -ENOMEM;
 		if (!launch_probe__nr_files(s->lp))
 			fprintf(stderr, "gpuprobe-bpf: pid %d has not loaded libcuda.so.1 yet; waiting for it\n",
 				s->o->pid);
@@ -694,6 +764,7 @@ int session__run(const struct gp_opts *o, const char *argv0)
 	install_signals();
 	s.start_ns = s.last_write_ns = now_ns();
 	s.start_realtime_ns = realtime_ns();
+	s.probes_ns = s.start_ns;
 	if (open_probe(&s) || setup_targets(&s)) {
 		session__fini(&s);
 		return 1;
@@ -704,7 +775,7 @@ int session__run(const struct gp_opts *o, const char *argv0)
 	for (;;) {
 		__u64 now;
 
-		tick(&s, (int)o->tick_ms);
+		tick_sliced(&s);
 		now = now_ns();
 		if (o->verbose)
 			counters_line(&s, stderr);

@@ -10,7 +10,6 @@
 #include "user/shm/shm_reader.h"
 #include "user/symbolize/symbolize.h"
 
-#define TID_REFRESH_NS 50000000ull /* re-read a namespace's threads at most every 50 ms */
 
 int target_table__init(struct target_table *tt)
 {
@@ -25,7 +24,6 @@ static void target__free(struct target *t)
 	shm_reader__destroy(t->shm);
 	if (t->shm_fd >= 0)
 		close(t->shm_fd);
-	proc_tid_map__free(t->tids);
 	u64map__fini(&t->names);
 	symbolizer__destroy(t->sym);
 	free(t);
@@ -118,23 +116,4 @@ struct symbolizer *target__symbolizer(struct target *t)
 	/* Its name too may have changed with the exec. */
 	proc__comm(t->pid, t->comm, sizeof(t->comm));
 	return t->sym;
-}
-
-__u32 target__host_tid(struct target *t, __u32 ns_tid, __u64 now)
-{
-	pid_t host;
-
-	if (t->ns_pid == t->pid)
-		return ns_tid; /* same pid namespace as the loader */
-	if (t->tids && proc_tid_map__lookup(t->tids, (pid_t)ns_tid, &host))
-		return (__u32)host;
-	/* A thread born since the last read: refresh, rate-limited. */
-	if (now < t->tid_refresh_ns)
-		return 0;
-	t->tid_refresh_ns = now + TID_REFRESH_NS;
-	proc_tid_map__free(t->tids);
-	t->tids = NULL;
-	if (proc__ns_tids(t->pid, &t->tids))
-		return 0;
-	return proc_tid_map__lookup(t->tids, (pid_t)ns_tid, &host) ? (__u32)host : 0;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A profiled process as the loader sees it: its shared ring (once found),
- * its thread-id translation (PID namespaces), names, and lifecycle.
+ * names, symbolizer and lifecycle. Thread ids need no translation: BPF
+ * reports each launch's tid in the process's own pid namespace.
  */
 #ifndef GP_TARGET_H
 #define GP_TARGET_H
@@ -12,7 +13,6 @@
 #include "user/util/u64map.h"
 
 struct shm_reader;
-struct proc_tid_map;
 struct symbolizer;
 
 struct target {
@@ -20,15 +20,14 @@ struct target {
 	pid_t ns_pid;              /* its own view of its pid */
 	struct shm_reader *shm;    /* NULL until the shim's memfd is found */
 	int shm_fd;                /* loader-created memfd (-- COMMAND), or -1 */
-	struct proc_tid_map *tids; /* ns tid -> host tid, NULL when same namespace */
 	struct u64map names;       /* string-table offset -> profile-independent name id */
 	struct symbolizer *sym;
 	char comm[32];
 	char cgroup[256];
 	__u64 attach_ns;
 	__u64 first_launch_ns;     /* 0 until its first launch event */
+	__u64 exit_acked;          /* the shim's exit_seq we answered */
 	__u64 next_shm_try_ns;
-	__u64 tid_refresh_ns;
 	bool gone;
 	bool sym_failed;
 	bool warned_no_shim;
@@ -49,8 +48,5 @@ int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct targ
 void target_table__remove(struct target_table *tt, pid_t pid);
 
 struct symbolizer *target__symbolizer(struct target *t);
-
-/* Translates a tid from the target's namespace to the host's; 0 when unknown. */
-__u32 target__host_tid(struct target *t, __u32 ns_tid, __u64 now);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "user/session/libcuda.h"
 #include "user/launch_probe.h"
@@ -45,10 +46,16 @@ int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		char fdpath[64];
-		int fd = proc__root_open(pid, libs[i].path, O_RDONLY);
+		/* Non-blocking and regular files only: a FIFO planted there must not hang us. */
+		int fd = proc__root_open(pid, libs[i].path, O_RDONLY | O_NONBLOCK);
+		struct stat st;
 
 		if (fd < 0)
 			continue;
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+			close(fd);
+			continue;
+		}
 		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 		if (libcuda__attach_path(lp, fdpath, false) > 0) {
 			added++;

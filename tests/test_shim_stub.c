@@ -170,12 +170,42 @@ static void test_a_late_reader_that_leaves_early_loses_nothing_uncounted(void **
 	unlink(err);
 }
 
+static int count_lines(const char *path, const char *needle)
+{
+	char line[4096];
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
+static void test_another_cupti_subscriber_makes_the_shim_inert_in_one_line(void **state)
+{
+	char err[] = "/tmp/gpuprobe-shimstub-XXXXXX";
+	char *argv[] = { "subscriber", NULL };
+	int fd = mkstemp(err);
+
+	assert_true(fd >= 0);
+	close(fd);
+	/* The program keeps its CUPTI session and runs to the end. */
+	assert_int_equal(finish(start(err, argv, "10"), 20), 0);
+	assert_int_equal(count_lines(err, "gpuprobe-shim:"), 1);
+	assert_true(file_has(err, "profiling off, the program runs on"));
+	unlink(err);
+}
+
 int main(void)
 {
 	const char *b = getenv("GP_BUILD");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flushing_every_millisecond_never_stalls_the_program),
 		cmocka_unit_test(test_a_late_reader_that_leaves_early_loses_nothing_uncounted),
+		cmocka_unit_test(test_another_cupti_subscriber_makes_the_shim_inert_in_one_line),
 	};
 
 	snprintf(build, sizeof(build), "%s", b ? b : "build");

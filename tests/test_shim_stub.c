@@ -125,47 +125,59 @@ static pid_t find_child_ready(pid_t pid, const char *err)
 	return -1;
 }
 
+static double run_time(char *const argv[], const char *err)
+{
+	double t0 = now_s();
+
+	assert_int_equal(finish(start(err, argv, "100"), 30), 0);
+	return now_s() - t0;
+}
+
+/*
+ * A multi-threaded program with lazy loads inside its launches; a reader
+ * attaches late, reads a while and leaves before the program ends.
+ */
 static void test_a_late_reader_that_leaves_early_loses_nothing_uncounted(void **state)
 {
 	char err[] = "/tmp/gpuprobe-shimstub-XXXXXX";
-	char *argv[] = { "spin", "-s", "1", "-i", "200", NULL };
+	char *argv[] = { "launcher", "-t", "4", "-n", "20000", NULL };
 	__u64 ctr[GP_CTR_MAX];
-	struct gp_record recs[1024];
+	static struct gp_record recs[4096];
 	struct shm_reader_stats st;
 	struct shm_reader *r;
 	size_t n, got = 0;
 	int fd = mkstemp(err);
-	double t0;
+	double t0, bare;
 	pid_t pid;
 
 	if (geteuid() != 0)
 		skip(); /* map_files needs CAP_SYS_ADMIN */
 	assert_true(fd >= 0);
 	close(fd);
+	bare = run_time(argv, err); /* the same program, no reader */
 	t0 = now_s();
-	pid = start(err, argv, "5");
+	pid = start(err, argv, "100");
 	assert_int_equal(find_child_ready(pid, err), pid);
-	usleep(300000); /* attach late: records are waiting */
+	usleep(200000); /* attach late: records are waiting */
 	assert_int_equal(shm_reader__open_pid(pid, &r), 0);
-	for (double until = now_s() + 0.4; now_s() < until;) {
-		assert_int_equal(shm_reader__read(r, recs, 1024, &n), 0);
+	for (double until = now_s() + 0.3; now_s() < until;) {
+		assert_int_equal(shm_reader__read(r, recs, 4096, &n), 0);
 		got += n;
-		usleep(10000);
 	}
 	/* Everything published by now is readable, or was counted as dropped. */
 	shm_reader__counters(r, ctr);
 	do {
-		assert_int_equal(shm_reader__read(r, recs, 1024, &n), 0);
+		assert_int_equal(shm_reader__read(r, recs, 4096, &n), 0);
 		got += n;
 	} while (n);
 	shm_reader__stats(r, &st);
-	assert_true(got > 100);
+	assert_true(got > 1000);
 	assert_true(got + ctr[GP_CTR_RING_DROPPED] >= ctr[GP_CTR_RECORDS_WRITTEN]);
 	assert_int_equal(st.records_bad, 0);
 	shm_reader__destroy(r); /* leave early: the program runs on */
-	assert_int_equal(finish(pid, 20), 0);
-	/* 1 s of work plus start-up; a wait on the departed reader would show. */
-	assert_true(now_s() - t0 < 2.5);
+	assert_int_equal(finish(pid, 30), 0);
+	/* A wait on the departed reader would show against the bare run. */
+	assert_true(now_s() - t0 < 1.5 * bare + 0.5);
 	assert_false(file_has(err, "gpuprobe-shim:"));
 	unlink(err);
 }

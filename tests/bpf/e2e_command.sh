@@ -20,6 +20,12 @@ for loading in LAZY EAGER; do
 done
 $CHECK "$out" pids | grep -q " launcher " || fail "root frame/comm is not the command's"
 
+# CUPTI's u32 correlation ids wrap mid-run: the shim's epoch keeps pairs together.
+GPUPROBE_STUB_CORR_START=4294966000 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/wrap.pb.gz" \
+	--libcuda "$STUBLIB" -- "$PROGS/launcher" -t 4 -n 50 2>"$WORK/err-wrap" || fail "loader failed (wrap)"
+$CHECK "$WORK/wrap.pb.gz" launcher 4 50 || { cat "$WORK/err-wrap"; fail "profile mismatch across a correlation-id wrap"; }
+ok "exact profile across a correlation-id wrap"
+
 set +e
 "$LOADER" -o "$WORK/x.pb.gz" -- sh -c 'exit 3' 2>/dev/null; rc=$?
 set -e

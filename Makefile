@@ -14,6 +14,8 @@
 #   V=1                show full commands
 
 .DELETE_ON_ERROR:
+# Keep objects of test programs: they are intermediates, not throwaways.
+.SECONDARY:
 .SUFFIXES:
 .DEFAULT_GOAL := all
 

@@ -8,7 +8,7 @@
 
 /*
  * Demangles name into a malloc'ed string. -EINVAL when name is not a
- * mangled name, -ENOSYS when no demangler is available.
+ * mangled name, -ENOMEM when out of memory.
  */
 int demangle__cxx(const char *name, char **ret_name);
 /* Demangled if possible, else a copy of name; NULL only when out of memory. */

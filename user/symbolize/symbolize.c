@@ -441,10 +441,3 @@ int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,
 	return 0;
 }
 
-void symbolizer__raw(uint64_t addr, struct symbolized_frame *ret_frame)
-{
-	if (!ret_frame)
-		return;
-	memset(ret_frame, 0, sizeof(*ret_frame));
-	snprintf(ret_frame->name, sizeof(ret_frame->name), "[unknown] 0x%" PRIx64, addr);
-}

@@ -64,7 +64,5 @@ int symbolizer__new(pid_t pid, struct symbolizer **ret_sym);
 void symbolizer__destroy(struct symbolizer *sym);
 int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,
 		       struct symbolized_frame *ret_frame);
-/* The frame for an address nothing could name: "[unknown] 0x..." */
-void symbolizer__raw(uint64_t addr, struct symbolized_frame *ret_frame);
 
 #endif /* GP_SYMBOLIZE_SYMBOLIZE_H */

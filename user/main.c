@@ -17,5 +17,5 @@ int main(int argc, char **argv)
 		cli__usage(stdout, "gpuprobe-bpf");
 		return 0;
 	}
-	return session__run(&o, argv[0]);
+	return session__run(&o);
 }

@@ -57,7 +57,6 @@ struct session {
 	struct blobtab *names;      /* activity names -> id */
 	struct target_table tt;
 	struct crc_engine *crc;
-	struct u64map modules;      /* (pid << 32 | module id) -> crc */
 	struct launcher child;      /* -- COMMAND */
 	bool have_child;
 	__u64 start_ns, last_write_ns, next_scan_ns;
@@ -68,7 +67,6 @@ struct session {
 	__u64 before_window;        /* activities that ended before we attached */
 	__u64 shm_ctr_gone[GP_CTR_MAX]; /* counters of targets already removed */
 	struct shm_reader_stats reader_gone;
-	int exit_status;
 };
 
 static __u64 now_ns(void)
@@ -429,7 +427,8 @@ static void counters_line(struct session *s, FILE *f)
 		"strings_full=%llu records_bad=%llu ring_resyncs=%llu "
 		"joined=%llu api_without_launch=%llu launches_without_record=%llu "
 		"unattributed=%llu (no_launch_event=%llu no_api_record=%llu before_attach=%llu table_full=%llu) "
-		"queue_full=%llu stacks_dropped=%llu symbolize_failed=%llu before_window=%llu\n",
+		"queue_full=%llu stacks_dropped=%llu names_dropped=%llu records_unknown=%llu "
+		"symbolize_failed=%llu before_window=%llu\n",
 		bpf[GP_BPF_EVENTS], bpf[GP_BPF_RINGBUF_FULL], bpf[GP_BPF_STACK_ERRORS],
 		shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
 		shm[GP_CTR_BUFFERS_EXHAUSTED], shm[GP_CTR_MODULES_CAPTURED], s->modules_settled,
@@ -440,7 +439,7 @@ static void counters_line(struct session *s, FILE *f)
 		jc.activities_unattributed[JOIN_NO_API_RECORD],
 		jc.activities_unattributed[JOIN_BEFORE_ATTACH],
 		jc.activities_unattributed[JOIN_TABLE_FULL], jc.queue_full, s->stacks_dropped,
-		s->sym_failed, s->before_window);
+		s->names_dropped, s->records_unknown, s->sym_failed, s->before_window);
 }
 
 /* The loader's own cost, so benchmarks need no outside tool. */
@@ -503,17 +502,16 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 		libcuda__attach_all(s->lp, s->o->verbose);
 }
 
-static void tick(struct session *s, int timeout_ms)
+static void tick(struct session *s)
 {
 	__u64 before, now;
 	int err;
 
-	err = launch_probe__poll(s->lp, timeout_ms, on_launch_event, s);
+	/* Everything committed before this clock reading is drained below. */
+	before = now_ns();
+	err = launch_probe__poll(s->lp, 0, on_launch_event, s);
 	if (err && err != -EINTR)
 		fprintf(stderr, "gpuprobe-bpf: reading the BPF ring: %s\n", strerror(-err));
-	before = now_ns();
-	/* A second drain after reading the clock: everything before it is in. */
-	launch_probe__poll(s->lp, 0, on_launch_event, s);
 	now = now_ns();
 	for (size_t i = 0; i < s->tt.n;) {
 		struct target *t = s->tt.t[i];
@@ -567,7 +565,7 @@ static void tick_sliced(struct session *s)
 				break;
 		}
 	}
-	tick(s, 0);
+	tick(s);
 }
 
 static bool should_stop(struct session *s, __u64 now)
@@ -708,7 +706,6 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	if ((err = target_table__init(&s->tt)) || (err = profile__new(&s->prof)) ||
 	    (err = blobtab__new(1u << 20, 512u << 20, &s->stacks)) ||
 	    (err = blobtab__new(1u << 18, 64u << 20, &s->names)) ||
-	    (err = u64map__init(&s->modules, 1u << 20)) ||
 	    (err = join__new(&jo, on_sample, s, &s->join)))
 		return err;
 	crc_engine__new(o->cupti, &s->crc);
@@ -723,7 +720,6 @@ static void session__fini(struct session *s)
 	profile__destroy(s->prof);
 	blobtab__destroy(s->stacks);
 	blobtab__destroy(s->names);
-	u64map__fini(&s->modules);
 	crc_engine__destroy(s->crc);
 	launch_probe__destroy(s->lp);
 }
@@ -741,13 +737,11 @@ static void install_signals(void)
 static void finish(struct session *s)
 {
 	/* What the targets wrote last: their final flush lands before exit. */
-	tick(s, 0);
-	for (size_t i = 0; i < s->tt.n; i++)
-		read_target(s, s->tt.t[i], now_ns());
+	tick(s);
 	join__finish_all(s->join);
 }
 
-int session__run(const struct gp_opts *o, const char *argv0)
+int session__run(const struct gp_opts *o)
 {
 	struct session s;
 	char path[PATH_MAX];
@@ -802,7 +796,6 @@ int session__run(const struct gp_opts *o, const char *argv0)
 	status = err ? 1 : 0;
 	if (s.have_child && !err)
 		status = s.child.status;
-	(void)argv0;
 	session__fini(&s);
 	return status;
 }

@@ -9,6 +9,6 @@
 #include "user/cli.h"
 
 /* Returns the process exit status (0, 1, or the command's own status). */
-int session__run(const struct gp_opts *opts, const char *argv0);
+int session__run(const struct gp_opts *opts);
 
 #endif

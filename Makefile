@@ -100,7 +100,10 @@ UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 BPF_TESTS := $(patsubst tests/bpf/%.c,$(BUILD)/tests/bpf/%,$(BPFTEST_SRCS))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-ALL_TARGETS := $(LOADER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS)
+# The CFI held-in program: no frame pointers, two libraries (tests/progs/nofp).
+NOFP := $(BUILD)/tests/progs/nofp
+NOFP_LIBS := $(BUILD)/tests/progs/libgp_nofp_a.so $(BUILD)/tests/progs/libgp_nofp_b.so
+ALL_TARGETS := $(LOADER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS) $(NOFP)
 
 .PHONY: all static test test-bpf test-tsan test-asan check deps demo fuzz \
 	fuzz-smoke tools-check install clean cuda-check unit-tests bpf-tests
@@ -175,6 +178,21 @@ $(BUILD)/tests/progs/%: $(BUILD)/obj/tests/progs/%.o $(STUB_CUDA)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $< -L$(BUILD)/stub -l:libcuda.so.1 \
 		-Wl,-rpath,'$$ORIGIN/../../stub' -lpthread
+
+NOFP_CFLAGS := -O2 -g0 -fomit-frame-pointer -fasynchronous-unwind-tables -Wall -Wextra -Werror \
+	$(CUDA_CPPFLAGS) $(EXTRA_CFLAGS)
+$(BUILD)/tests/progs/libgp_nofp_b.so: tests/progs/nofp/nofp_b.c tests/progs/nofp/nofp.h $(STUB_CUDA)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(NOFP_CFLAGS) -fPIC -shared -o $@ $< -L$(BUILD)/stub -l:libcuda.so.1
+$(BUILD)/tests/progs/libgp_nofp_a.so: tests/progs/nofp/nofp_a.c tests/progs/nofp/nofp.h \
+		$(BUILD)/tests/progs/libgp_nofp_b.so
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(NOFP_CFLAGS) -fPIC -shared -o $@ $< -L$(@D) -lgp_nofp_b
+$(NOFP): tests/progs/nofp/main.c tests/progs/cubin.h $(NOFP_LIBS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(NOFP_CFLAGS) -o $@ $< -L$(@D) -lgp_nofp_a -lgp_nofp_b -L$(BUILD)/stub \
+		-l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../stub' -lpthread
 
 # ---------------------------------------------------------------- tests
 TEST_LIBS := -lcmocka $(LIBBPF_LIBS) $(SYS_LIBS)

@@ -13,12 +13,15 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "bpf/launch.h"
+#include "bpf/pywalk.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the loader between open and load. */
 const volatile bool filter_pids = false;
 const volatile __u64 wakeup_bytes = 256 * 1024;
+/* Bytes of user stack copied per event for CFI unwinding; 0: frame pointers. */
+const volatile __u32 stack_copy = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -41,11 +44,16 @@ struct {
 } counters SEC(".maps");
 
 /* Scratch space: an event is too large for the BPF stack. */
+struct scratch {
+	struct gp_launch_event e;
+	struct gp_py_frame py[GP_PY_MAX_FRAMES];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct gp_launch_event);
+	__type(value, struct scratch);
 } scratch SEC(".maps");
 
 static __always_inline void count(__u32 idx)
@@ -91,7 +99,7 @@ static __always_inline struct gp_launch_event *begin(__u32 probe)
 		return NULL;
 	e = bpf_map_lookup_elem(&scratch, &zero);
 	if (!e)
-		return NULL;
+		return NULL; /* &scratch.e: the Python frames follow it */
 	e->ts_ns = bpf_ktime_get_ns();
 	e->cgroup_id = bpf_get_current_cgroup_id();
 	e->pid = id >> 32;
@@ -111,27 +119,147 @@ static __always_inline struct gp_launch_event *begin(__u32 probe)
 	return e;
 }
 
-/* Captures the user stack and sends the event, sized to its frames. */
-static __always_inline int finish(void *ctx, struct gp_launch_event *e)
+static long vma_end(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
-	long len = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
-	__u64 flags = 0;
+	*(__u64 *)data = vma->vm_end;
+	return 0;
+}
 
-	if (len < 0) {
-		count(GP_BPF_STACK_ERRORS);
-		len = 0;
+/*
+ * How much of the stack to copy, at most stack_copy bytes, in whole chunks.
+ * Frames live below a bound known without walking: the main thread's
+ * start_stack (the stack pointer _start began with; above it only argv, the
+ * environment and the aux vector) or, for a glibc thread, its thread pointer
+ * (struct pthread and the static TLS sit at the top of the thread's stack
+ * mapping). Otherwise the end of the mapping holding sp, rounded down:
+ * reading past it would fail the chunk.
+ */
+static __always_inline __u32 copy_size(__u64 sp, __u16 *flags)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 start = BPF_CORE_READ(task, mm, start_stack);
+	__u64 tp = BPF_CORE_READ(task, thread.fsbase);
+	__u64 end = 0, avail;
+
+	if (start > sp && start - sp < (1ull << 30)) {
+		avail = start - sp + GP_STACK_CHUNK - 1;
+	} else if (tp > sp && tp - sp < (1ull << 30)) {
+		avail = tp - sp + GP_STACK_CHUNK - 1;
+	} else if (bpf_find_vma(task, sp, vma_end, &end, 0) == 0 && end > sp) {
+		avail = end - sp;
+	} else {
+		*flags |= GP_EV_F_VMA_BUSY; /* mmap lock contended: stay inside sp's page */
+		avail = 4096 - (sp & 4095);
 	}
-	if (len > (long)sizeof(e->stack))
-		len = sizeof(e->stack);
-	e->nr_frames = len / 8;
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wakeup_bytes)
-		flags = BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&events, e, GP_LAUNCH_EVENT_HDR + (len & 0x3f8), flags)) {
+	if (avail > stack_copy)
+		avail = stack_copy;
+	return (__u32)avail & ~(GP_STACK_CHUNK - 1);
+}
+
+/* Reads one chunk of n bytes (a constant) of the stack into the ring record. */
+#define COPY_CHUNK(dp, head, off, sp, n) ({                                   \
+	void *slot_ = bpf_dynptr_data(dp, (head) + (off), n);                  \
+	slot_ && !bpf_probe_read_user(slot_, n, (void *)((sp) + (off)));       \
+})
+
+/*
+ * Sends the event: reserved at its exact size, header and frame-pointer
+ * stack, then the Python frames, then the stack copy read straight into the
+ * ring (no second copy), a page at a time, then in chunks; the first
+ * unreadable chunk ends the copy.
+ */
+static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u64 flags)
+{
+	struct gp_launch_event *e = &sc->e;
+	__u32 head = GP_LAUNCH_EVENT_HDR + 8 * (e->nr_frames & 0x7f);
+	__u32 pyb = sizeof(struct gp_py_frame) * (npy & (GP_PY_MAX_FRAMES * 2 - 1));
+	__u32 got = copy, off = 0;
+	struct bpf_dynptr dp;
+	bool ok = true;
+
+	if (head > sizeof(*e))
+		head = sizeof(*e);
+	if (pyb > sizeof(sc->py))
+		pyb = sizeof(sc->py);
+	if (bpf_ringbuf_reserve_dynptr(&events, head + pyb + copy, 0, &dp)) {
+		bpf_ringbuf_discard_dynptr(&dp, 0);
 		count(GP_BPF_RINGBUF_FULL);
 		return 0;
 	}
+	bpf_dynptr_write(&dp, 0, e, head, 0);
+	if (pyb)
+		bpf_dynptr_write(&dp, head, sc->py, pyb, 0);
+	head += pyb;
+	for (int i = 0; i < GP_STACK_COPY_MAX / 4096 && ok && off + 4096 <= copy; i++) {
+		ok = COPY_CHUNK(&dp, head, off, e->sp, 4096);
+		off += ok ? 4096 : 0;
+	}
+	for (int i = 0; i < 4096 / GP_STACK_CHUNK && ok && off < copy; i++) {
+		ok = COPY_CHUNK(&dp, head, off, e->sp, GP_STACK_CHUNK);
+		off += ok ? GP_STACK_CHUNK : 0;
+	}
+	if (!ok) {
+		__u16 f = e->flags | GP_EV_F_COPY_PARTIAL;
+
+		got = off;
+		bpf_dynptr_write(&dp, offsetof(struct gp_launch_event, stack_len), &got, sizeof(got), 0);
+		bpf_dynptr_write(&dp, offsetof(struct gp_launch_event, flags), &f, sizeof(f), 0);
+		count(GP_BPF_COPY_ERRORS);
+	}
+	bpf_ringbuf_submit_dynptr(&dp, flags);
 	count(GP_BPF_EVENTS);
 	return 0;
+}
+
+/* The Python frames of the launching thread, when its process runs CPython. */
+static __always_inline __u32 python_frames(struct scratch *sc)
+{
+	struct gp_launch_event *e = &sc->e;
+	struct gp_py_config *c = bpf_map_lookup_elem(&py_configs, &e->pid);
+	__u32 status = 0, n;
+	__u64 key;
+
+	if (!c)
+		return 0;
+	if (c->tid_kind == GP_PY_TID_PTHREAD)
+		key = BPF_CORE_READ(bpf_get_current_task_btf(), thread.fsbase);
+	else
+		key = e->ns_tid;
+	n = py_walk(c, e->tid, key, sc->py, &status);
+	e->flags |= GP_EV_F_PY | (__u16)((status & 7) << GP_EV_PY_STATUS_SHIFT);
+	return n;
+}
+
+/* Captures the user stack (frame pointers, or a copy for CFI) and sends the event. */
+static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e)
+{
+	struct scratch *sc = (struct scratch *)e;
+	__u64 flags = 0;
+	__u32 copy = 0;
+
+	e->ip = PT_REGS_IP(ctx);
+	e->sp = PT_REGS_SP(ctx);
+	e->bp = PT_REGS_FP(ctx);
+	e->flags = 0;
+	e->nr_frames = 0;
+	if (stack_copy) {
+		copy = copy_size(e->sp, &e->flags);
+	} else {
+		long len = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
+
+		if (len < 0) {
+			count(GP_BPF_STACK_ERRORS);
+			len = 0;
+		}
+		if (len > (long)sizeof(e->stack))
+			len = sizeof(e->stack);
+		e->nr_frames = len / 8;
+	}
+	e->nr_py = python_frames(sc);
+	e->stack_len = copy;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wakeup_bytes)
+		flags = BPF_RB_NO_WAKEUP;
+	return submit(sc, e->nr_py, copy, flags);
 }
 
 /*

@@ -66,31 +66,55 @@ enum gp_probe {
 	GP_PROBE_MAX,
 };
 
-/* Sizes in the ring buffer are configured by rodata; see launch.bpf.c. */
+/*
+ * One event in the ring buffer: a fixed header, then three variable parts,
+ * packed in this order:
+ *   __u64 fp[nr_frames]          frame-pointer stack, leaf first (--unwind fp)
+ *   struct gp_py_frame py[nr_py] the launching thread's Python frames, innermost first
+ *   __u8 copy[stack_len]         user memory [sp, sp + stack_len) (--unwind cfi)
+ * The loader unwinds the copy with the files' CFI (user/unwind/).
+ */
 struct gp_launch_event {
 	__u64 ts_ns;      /* 0: bpf_ktime_get_ns() at entry (CLOCK_MONOTONIC) */
 	__u64 cgroup_id;  /* 8 */
 	__u32 pid;        /* 16: host tgid */
 	__u32 tid;        /* 20: host tid */
 	__u32 probe;      /* 24: enum gp_probe */
-	__u32 nr_frames;  /* 28: valid entries in stack[] */
+	__u32 nr_frames;  /* 28: entries in fp[] */
 	__u64 func;       /* 32: CUfunction / CUkernel / CUgraphExec / image */
 	__u64 stream;     /* 40: CUstream, 0 for the null stream */
 	__u32 grid[3];    /* 48 */
 	__u32 block[3];   /* 60 */
 	__u32 ns_tid;     /* 72: the tid in the thread's own pid namespace (gettid()) */
 	__u32 ns_pid;     /* 76: the pid in the process's own pid namespace */
-	__u64 stack[GP_MAX_STACK]; /* 80: user stack, leaf first */
+	__u64 ip;         /* 80: user registers at the probed entry point */
+	__u64 sp;         /* 88 */
+	__u64 bp;         /* 96 */
+	__u32 stack_len;  /* 104: bytes in copy[] */
+	__u16 nr_py;      /* 108: entries in py[] */
+	__u16 flags;      /* 110: GP_EV_F_* */
+	__u64 stack[GP_MAX_STACK]; /* 112: fp[], then py[] (the BPF side's scratch layout) */
 };
-_Static_assert(sizeof(struct gp_launch_event) == 80 + 8 * GP_MAX_STACK,
+_Static_assert(sizeof(struct gp_launch_event) == 112 + 8 * GP_MAX_STACK,
 	       "gp_launch_event ABI");
-#define GP_LAUNCH_EVENT_HDR 80u
+#define GP_LAUNCH_EVENT_HDR 112u
+
+/* Largest stack copy an event carries (the loader's --stack-copy bound). */
+#define GP_STACK_COPY_MAX (64u * 1024)
+/* The copy is taken in chunks of this many bytes; stack_len is a multiple. */
+#define GP_STACK_CHUNK 512u
+
+#define GP_EV_F_COPY_PARTIAL 0x1 /* a chunk of the copy could not be read */
+#define GP_EV_F_VMA_BUSY 0x2     /* the stack's mapping was not found: copy bounded by one page */
+#define GP_EV_F_PY 0x4           /* the process runs CPython: py[] was walked */
+#define GP_EV_PY_STATUS_SHIFT 8  /* bits 8-10: enum gp_py_walk_status of that walk */
 
 /* Indices into the per-CPU counters map. */
 enum gp_bpf_counter {
 	GP_BPF_EVENTS = 0,       /* events submitted */
 	GP_BPF_RINGBUF_FULL,     /* events lost: ring buffer full */
 	GP_BPF_STACK_ERRORS,     /* bpf_get_stack failed: event sent, no stack */
+	GP_BPF_COPY_ERRORS,      /* part of a stack copy unreadable: event sent, copy cut */
 	GP_BPF_FILTERED,         /* probe fired for a process not followed */
 	GP_BPF_COUNTER_MAX,
 };

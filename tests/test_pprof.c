@@ -3,7 +3,9 @@
  * Tests for user/output/pprof: profiles are read back by an independent
  * reader, `go tool pprof`, and checked value by value; file writes are
  * checked to be all-or-nothing under real failures (EACCES, EFBIG from a
- * file-size limit that cuts a write short).
+ * file-size limit that cuts a write short). A profile built by
+ * user/profile is decoded field by field to check that each kernel's
+ * location lies in the mapping of the cubin defining it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +26,8 @@
 #include <cmocka.h>
 
 #include "user/output/pprof.h"
+#include "user/profile/profile.h"
+#include "tests/progs/cubin.h"
 
 static char go_bin[PATH_MAX];
 static char tmp_dir[PATH_MAX];
@@ -352,6 +356,280 @@ static void test_many_samples_merge_by_stack_and_sum(void **state)
 	pprof__destroy(p);
 }
 
+/* ---------------------------------------------------- decoding a profile */
+
+#define DEC_MAX 64
+
+struct dec_mapping { uint64_t id, start, limit, file, build_id; };
+struct dec_location { uint64_t id, mapping, address, function; };
+struct dec_function { uint64_t id, name; };
+struct dec_sample { uint64_t leaf, pid; };
+
+struct decoded {
+	struct dec_mapping map[DEC_MAX];
+	struct dec_location loc[DEC_MAX];
+	struct dec_function fn[DEC_MAX];
+	struct dec_sample sample[DEC_MAX];
+	const char *str[4 * DEC_MAX];
+	size_t str_len[4 * DEC_MAX];
+	int nmap, nloc, nfn, nsample, nstr;
+	uint8_t raw[1 << 16];
+};
+
+/* One field of the message in [*cur, end): a varint in *val or bytes in *sub. */
+static bool pb_next(const uint8_t **cur, const uint8_t *end, uint64_t *field, uint64_t *val,
+		    const uint8_t **sub, size_t *sub_len)
+{
+	uint64_t key;
+
+	if (*cur >= end)
+		return false;
+	key = read_varint(cur, end);
+	*field = key >> 3;
+	if ((key & 7) == 0) {
+		*val = read_varint(cur, end);
+		*sub = NULL;
+		return true;
+	}
+	assert_int_equal(key & 7, 2);
+	*sub_len = read_varint(cur, end);
+	assert_true(*sub_len <= (uint64_t)(end - *cur));
+	*sub = *cur;
+	*cur += *sub_len;
+	return true;
+}
+
+static const char *dec_str(const struct decoded *d, uint64_t idx)
+{
+	static char buf[256];
+
+	assert_true(idx < (uint64_t)d->nstr);
+	snprintf(buf, sizeof(buf), "%.*s", (int)d->str_len[idx], d->str[idx]);
+	return buf;
+}
+
+/* The leaf location id and the pid label of a sample message. */
+static void dec_sample(struct decoded *d, const uint8_t *cur, const uint8_t *end)
+{
+	struct dec_sample *s = &d->sample[d->nsample++];
+	const uint8_t *sub, *lc;
+	uint64_t f, v, lf, lv, key = 0, num = 0;
+	size_t n, ln;
+
+	while (pb_next(&cur, end, &f, &v, &sub, &n)) {
+		if (f == 1 && sub) /* packed location ids: the first is the leaf */
+			s->leaf = read_varint(&sub, sub + n);
+		if (f != 3 || !sub)
+			continue;
+		for (lc = sub; pb_next(&lc, sub + n, &lf, &lv, &(const uint8_t *){ NULL }, &ln);) {
+			if (lf == 1)
+				key = lv;
+			else if (lf == 3)
+				num = lv;
+		}
+		if (!strcmp(dec_str(d, key), "pid"))
+			s->pid = num;
+	}
+}
+
+static void decode_profile(const char *path, struct decoded *d)
+{
+	static uint8_t gz[1 << 16];
+	const uint8_t *cur, *end, *sub, *c2, *s2;
+	uint64_t f, v, f2, v2;
+	size_t n, n2, len;
+	FILE *fp = fopen(path, "rb");
+
+	assert_non_null(fp);
+	len = fread(gz, 1, sizeof(gz), fp);
+	fclose(fp);
+	memset(d, 0, offsetof(struct decoded, raw));
+	len = gunzip(gz, len, d->raw, sizeof(d->raw));
+	/* Strings first: samples name their labels through them. */
+	for (cur = d->raw, end = d->raw + len; pb_next(&cur, end, &f, &v, &sub, &n);) {
+		if (f == 6) {
+			assert_true(d->nstr < 4 * DEC_MAX);
+			d->str[d->nstr] = (const char *)sub;
+			d->str_len[d->nstr++] = n;
+		}
+	}
+	for (cur = d->raw; pb_next(&cur, end, &f, &v, &sub, &n);) {
+		if (!sub || f < 2 || f > 5)
+			continue;
+		if (f == 2) {
+			assert_true(d->nsample < DEC_MAX);
+			dec_sample(d, sub, sub + n);
+			continue;
+		}
+		assert_true(d->nmap < DEC_MAX && d->nloc < DEC_MAX && d->nfn < DEC_MAX);
+		for (c2 = sub; pb_next(&c2, sub + n, &f2, &v2, &s2, &n2);) {
+			if (f == 3) {
+				struct dec_mapping *m = &d->map[d->nmap];
+				uint64_t *at[] = { NULL, &m->id, &m->start, &m->limit, NULL, &m->file, &m->build_id };
+
+				if (f2 < 7 && at[f2])
+					*at[f2] = v2;
+			} else if (f == 4) {
+				struct dec_location *l = &d->loc[d->nloc];
+
+				if (f2 == 1)
+					l->id = v2;
+				else if (f2 == 2)
+					l->mapping = v2;
+				else if (f2 == 3)
+					l->address = v2;
+				else if (f2 == 4) /* Line: its function_id is field 1 */
+					for (const uint8_t *c3 = s2; pb_next(&c3, s2 + n2, &f2, &v2,
+									     &(const uint8_t *){ NULL }, &n2);)
+						if (f2 == 1)
+							l->function = v2;
+			} else if (f == 5) {
+				if (f2 == 1)
+					d->fn[d->nfn].id = v2;
+				else if (f2 == 2)
+					d->fn[d->nfn].name = v2;
+			}
+		}
+		d->nmap += f == 3;
+		d->nloc += f == 4;
+		d->nfn += f == 5;
+	}
+}
+
+static const struct dec_location *dec_loc(const struct decoded *d, uint64_t id)
+{
+	for (int i = 0; i < d->nloc; i++)
+		if (d->loc[i].id == id)
+			return &d->loc[i];
+	fail_msg("no location %llu", (unsigned long long)id);
+	return NULL;
+}
+
+static const struct dec_mapping *dec_map(const struct decoded *d, uint64_t id)
+{
+	for (int i = 0; i < d->nmap; i++)
+		if (d->map[i].id == id)
+			return &d->map[i];
+	return NULL;
+}
+
+static const char *dec_fn_name(const struct decoded *d, uint64_t id)
+{
+	for (int i = 0; i < d->nfn; i++)
+		if (d->fn[i].id == id)
+			return dec_str(d, d->fn[i].name);
+	fail_msg("no function %llu", (unsigned long long)id);
+	return NULL;
+}
+
+/* The leaf location of the sample of kernel name in process pid. */
+static const struct dec_location *kernel_leaf(const struct decoded *d, const char *name, uint64_t pid)
+{
+	for (int i = 0; i < d->nsample; i++) {
+		const struct dec_location *l = dec_loc(d, d->sample[i].leaf);
+
+		if (d->sample[i].pid == pid && !strcmp(dec_fn_name(d, l->function), name))
+			return l;
+	}
+	fail_msg("no sample of %s in pid %llu", name, (unsigned long long)pid);
+	return NULL;
+}
+
+/* The leaf's mapping must be the cubin one with this build id. */
+static const struct dec_mapping *assert_in_cubin(const struct decoded *d,
+						 const struct dec_location *l, const char *build_id)
+{
+	const struct dec_mapping *m = dec_map(d, l->mapping);
+	char file[64];
+
+	assert_non_null(m);
+	assert_string_equal(dec_str(d, m->build_id), build_id);
+	snprintf(file, sizeof(file), "[cubin %s]", build_id);
+	assert_string_equal(dec_str(d, m->file), file);
+	assert_true(m->start >= 1ull << 63);
+	assert_true(l->address >= m->start && l->address < m->limit);
+	return m;
+}
+
+static void add_kernel(struct profile *p, __u32 pid, const char *name)
+{
+	struct profile_activity a = { .name = name, .ns = 1000 };
+
+	assert_int_equal(profile__add(p, pid, 1, "cuLaunchKernel", NULL, &a), 0);
+}
+
+static void test_profile_puts_each_kernel_in_the_mapping_of_its_cubin(void **state)
+{
+	static const char *const ka[] = { "gemm", "softmax" }, *const kb[] = { "relu", "softmax" };
+	struct profile_frame frame = { .name = "main", .file = "/bin/app", .build_id = "cafe",
+				       .addr = 0x1234 };
+	struct profile_proc procs[] = { { .pid = 100, .comm = "app" }, { .pid = 200, .comm = "other" } };
+	struct profile_cubin_stats cs;
+	uint8_t a[1024], b[1024], junk[256] = { 1, 2, 3 };
+	size_t alen = cubin_build(a, sizeof(a), "a", ka, 2), blen = cubin_build(b, sizeof(b), "b", kb, 2);
+	const struct dec_mapping *ma, *mb, *mb2;
+	const struct dec_location *gemm, *relu;
+	struct profile *p;
+	static struct decoded d;
+	char path[PATH_MAX];
+
+	assert_int_equal(profile__new(&p), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(profile__set_proc(p, &procs[i]), 0);
+	assert_int_equal(profile__set_stack(p, 1, &frame, 1, false), 0);
+	/* pid 100 loads both (softmax is then ambiguous), pid 200 only b. */
+	assert_int_equal(profile__add_cubin(p, 100, 0xa1, a, alen), 0);
+	assert_int_equal(profile__add_cubin(p, 100, 0xb2, b, blen), 0);
+	assert_int_equal(profile__add_cubin(p, 100, 0xb2, b, blen), 0); /* again: no change */
+	assert_int_equal(profile__add_cubin(p, 200, 0xb2, b, blen), 0);
+	assert_int_equal(profile__add_cubin(p, 200, 0xc3, junk, sizeof(junk)), -ENOEXEC);
+	assert_int_equal(profile__add_cubin(p, 200, 0, b, blen), -EINVAL);
+	profile__cubin_stats(p, &cs);
+	assert_int_equal(cs.kernels, 5);
+	assert_int_equal(cs.kernels_ambiguous, 1);
+	assert_int_equal(cs.cubins_bad, 1);
+	assert_int_equal(cs.kernels_dropped, 0);
+	add_kernel(p, 100, "gemm");
+	add_kernel(p, 100, "relu");
+	add_kernel(p, 100, "softmax");
+	add_kernel(p, 100, "unknown_kernel");
+	add_kernel(p, 100, "[memcpy HtoD]");
+	add_kernel(p, 200, "softmax");
+	add_kernel(p, 200, "relu");
+	path_in_tmp(path, sizeof(path), "cubins.pb.gz");
+	assert_int_equal(profile__write_pprof(p, path, 1, 1), 0);
+	profile__destroy(p);
+
+	decode_profile(path, &d);
+	assert_int_equal(d.nsample, 7);
+	gemm = kernel_leaf(&d, "gemm", 100);
+	ma = assert_in_cubin(&d, gemm, "00000000000000a1");
+	relu = kernel_leaf(&d, "relu", 100);
+	mb = assert_in_cubin(&d, relu, "00000000000000b2");
+	/* The same cubin in another process: the same mapping, the same location. */
+	mb2 = assert_in_cubin(&d, kernel_leaf(&d, "relu", 200), "00000000000000b2");
+	assert_int_equal(mb->id, mb2->id);
+	assert_int_equal(kernel_leaf(&d, "relu", 200)->id, relu->id);
+	/* softmax: ambiguous in 100 (two cubins define it), b's alone in 200. */
+	assert_int_equal(kernel_leaf(&d, "softmax", 100)->mapping, 0);
+	assert_in_cubin(&d, kernel_leaf(&d, "softmax", 200), "00000000000000b2");
+	assert_int_not_equal(kernel_leaf(&d, "softmax", 200)->address, relu->address);
+	assert_int_equal(kernel_leaf(&d, "unknown_kernel", 100)->mapping, 0);
+	assert_int_equal(kernel_leaf(&d, "[memcpy HtoD]", 100)->mapping, 0);
+	/* Cubin ranges do not overlap each other (nor the CPU mapping below 2^63). */
+	assert_int_not_equal(ma->id, mb->id);
+	assert_true(ma->limit <= mb->start || mb->limit <= ma->start);
+	assert_int_equal(d.nmap, 3);
+
+	if (go_bin[0]) {
+		char *raw = go_pprof("-raw", path);
+
+		assert_contains(raw, "[cubin 00000000000000a1] 00000000000000a1 [FN]\n");
+		assert_contains(raw, "[cubin 00000000000000b2] 00000000000000b2 [FN]\n");
+		free(raw);
+	}
+}
+
 static bool dir_has_entries(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -475,6 +753,7 @@ int main(void)
 		cmocka_unit_test(test_many_samples_merge_by_stack_and_sum),
 		cmocka_unit_test(test_unwritable_directory_gives_eacces_and_no_file),
 		cmocka_unit_test(test_short_write_fails_and_keeps_the_old_profile),
+		cmocka_unit_test(test_profile_puts_each_kernel_in_the_mapping_of_its_cubin),
 	};
 
 	if (!find_go()) {

@@ -22,6 +22,8 @@ enum {
 	OPT_TICK,
 	OPT_INTERVAL,
 	OPT_TOP,
+	OPT_UNWIND,
+	OPT_STACK_COPY,
 };
 
 static const struct option long_opts[] = {
@@ -37,6 +39,8 @@ static const struct option long_opts[] = {
 	{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
 	{ "tick-ms", required_argument, NULL, OPT_TICK },
 	{ "top", required_argument, NULL, OPT_TOP },
+	{ "unwind", required_argument, NULL, OPT_UNWIND },
+	{ "stack-copy", required_argument, NULL, OPT_STACK_COPY },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -77,6 +81,12 @@ void cli__usage(FILE *f, const char *prog)
 		"      --ringbuf-mb N    BPF ring buffer size in MiB, a power of two (default 32)\n"
 		"      --tick-ms N       how often the rings are read and joined (default 100)\n"
 		"      --top N           kernels listed in the report (default 15)\n"
+		"      --unwind MODE     cfi (default): copy the top of each launching thread's\n"
+		"                        stack and unwind it with the files' .eh_frame, through\n"
+		"                        code without frame pointers; fp: frame pointers only\n"
+		"                        (cheaper, stops or errs in libtorch and the like)\n"
+		"      --stack-copy KIB  stack bytes copied per launch for cfi, 1-64 (default 16);\n"
+		"                        deeper stacks end in a '[truncated: stack copy ended]'\n"
 		"  -h, --help            this text\n"
 		"\n"
 		"Examples:\n"
@@ -189,6 +199,16 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 			return usage_error(err, len, "--top: '%s' is not in 1..10000", arg);
 		o->top = v;
 		return 0;
+	case OPT_UNWIND:
+		if (strcmp(arg, "cfi") && strcmp(arg, "fp"))
+			return usage_error(err, len, "--unwind: '%s' is neither 'cfi' nor 'fp'", arg);
+		o->unwind_fp = !strcmp(arg, "fp");
+		return 0;
+	case OPT_STACK_COPY:
+		if (parse_uint(arg, 1, 64, &v))
+			return usage_error(err, len, "--stack-copy: '%s' is not in 1..64 (KiB)", arg);
+		o->stack_kib = v;
+		return 0;
 	case 'h':
 		o->help = true;
 		return 0;
@@ -199,7 +219,8 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 
 int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_t errlen)
 {
-	struct gp_opts o = { .output = "gpuprobe.pb.gz", .ringbuf_mb = 32, .tick_ms = 100, .top = 15 };
+	struct gp_opts o = { .output = "gpuprobe.pb.gz", .ringbuf_mb = 32, .tick_ms = 100, .top = 15,
+			     .stack_kib = 16 };
 	int c, e;
 
 	err[0] = 0;

@@ -28,6 +28,8 @@ struct gp_opts {
 	unsigned ringbuf_mb;    /* --ringbuf-mb */
 	unsigned tick_ms;       /* --tick-ms */
 	unsigned top;           /* --top: kernels in the report */
+	bool unwind_fp;         /* --unwind fp: frame pointers instead of CFI */
+	unsigned stack_kib;     /* --stack-copy: KiB of stack copied per launch for CFI */
 	bool help;
 };
 

@@ -187,6 +187,8 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 	}
 	lp->skel->rodata->filter_pids = opts->filter_pids;
 	lp->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
+	lp->skel->rodata->stack_copy = opts->stack_copy > GP_STACK_COPY_MAX ? GP_STACK_COPY_MAX
+									   : opts->stack_copy;
 	err = bpf_map__set_max_entries(lp->skel->maps.events, opts->ringbuf_bytes);
 	if (err)
 		goto err_destroy;
@@ -318,6 +320,19 @@ int launch_probe__unfollow(struct launch_probe *lp, __u32 tgid)
 {
 	if (bpf_map__delete_elem(lp->skel->maps.pids, &tgid, sizeof(tgid), 0) && errno != ENOENT)
 		return -errno;
+	return 0;
+}
+
+int launch_probe__set_python(struct launch_probe *lp, __u32 tgid, const struct gp_py_config *cfg)
+{
+	if (cfg) {
+		if (bpf_map__update_elem(lp->skel->maps.py_configs, &tgid, sizeof(tgid), cfg,
+					 sizeof(*cfg), BPF_ANY))
+			return -errno;
+	} else if (bpf_map__delete_elem(lp->skel->maps.py_configs, &tgid, sizeof(tgid), 0) &&
+		   errno != ENOENT) {
+		return -errno;
+	}
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 #include "bpf/launch.h"
+#include "bpf/python.h"
 
 struct launch_probe;
 
@@ -19,6 +20,7 @@ struct launch_probe_opts {
 	__u32 ringbuf_bytes;     /* power of two, >= 4096 */
 	__u64 wakeup_bytes;      /* wake the reader once this much is waiting */
 	bool verbose;            /* let libbpf print its debug chatter */
+	__u32 stack_copy;        /* bytes of stack copied per event (CFI); 0: frame pointers */
 };
 
 /* Called for each event; its memory is valid only during the call. */
@@ -36,6 +38,8 @@ int launch_probe__attach_file(struct launch_probe *lp, const char *path,
 			      struct launch_attach_result *ret_res);
 int launch_probe__follow(struct launch_probe *lp, __u32 tgid);
 int launch_probe__unfollow(struct launch_probe *lp, __u32 tgid);
+/* Lets the probes walk tgid's Python frames (cfg NULL: stop, forget). */
+int launch_probe__set_python(struct launch_probe *lp, __u32 tgid, const struct gp_py_config *cfg);
 /* Waits up to timeout_ms for events, then consumes all that are waiting. */
 int launch_probe__poll(struct launch_probe *lp, int timeout_ms, launch_event_fn fn, void *ctx);
 /* Sums the per-CPU counters (enum gp_bpf_counter). */

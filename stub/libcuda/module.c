@@ -23,6 +23,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -123,6 +124,38 @@ void drv_module_device_load(struct CUmod_st *m)
 		ops->module_loaded(&ev);
 }
 
+/*
+ * GPUPROBE_STUB_CUBIN_DUMP=DIR: every module's image is written to
+ * DIR/<pid>-<module id>.cubin, so a test can check the loader's view of the
+ * cubins (CRCs, kernel names) against the bytes the driver really loaded.
+ * Best effort: a failure here never fails the load.
+ */
+static void module_dump(const struct CUmod_st *m)
+{
+	const char *dir = getenv("GPUPROBE_STUB_CUBIN_DUMP");
+	char path[4096];
+	size_t done = 0;
+	int fd;
+
+	if (!dir || !*dir)
+		return;
+	snprintf(path, sizeof(path), "%s/%d-%llu.cubin", dir, (int)getpid(),
+		 (unsigned long long)m->id);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	while (done < m->size) {
+		ssize_t n = write(fd, m->image + done, m->size - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	close(fd);
+}
+
 /* Takes ownership of image (malloc'd, size bytes). */
 static CUresult module_create(uint8_t *image, size_t size,
 			      struct CUmod_st **ret_mod)
@@ -143,6 +176,7 @@ static CUresult module_create(uint8_t *image, size_t size,
 	if (eager_loading())
 		drv_module_device_load(m);
 	pthread_mutex_unlock(&g_drv.mu);
+	module_dump(m);
 	*ret_mod = m;
 	return CUDA_SUCCESS;
 }

@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
 # -- COMMAND on the stub vendor: every (call site, kernel) pair carries exactly
 # the GPU time and launch count the workload's deterministic durations imply,
-# under lazy and eager module loading; exit statuses pass through.
+# under lazy and eager module loading, and every kernel sits in the pprof
+# mapping of the cubin defining it (build id = that cubin's CRC, as the stub's
+# CUPTI computes it, or as the loader's fallback does without one); exit
+# statuses pass through.
 source "$(dirname "$0")/lib.sh"
 
 for loading in LAZY EAGER; do
 	out="$WORK/cmd-$loading.pb.gz"
-	CUDA_MODULE_LOADING=$loading LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$out" \
-		--libcuda "$STUBLIB" -- "$PROGS/launcher" -t 4 -n 50 2>"$WORK/err-$loading" ||
+	# The stub driver dumps each module it loads: the cubins' ground truth.
+	dump="$WORK/cubins-$loading" && mkdir -p "$dump"
+	# LAZY: the stub CUPTI's cuptiGetCubinCrc; EAGER: no libcupti there, the fallback CRC.
+	if [ $loading = LAZY ]; then cupti="$B/stub/libcupti.so" crc=crc32c
+	else cupti="$WORK/no-libcupti.so" crc=fallback; fi
+	GPUPROBE_STUB_CUBIN_DUMP="$dump" CUDA_MODULE_LOADING=$loading LD_LIBRARY_PATH="$B/stub" \
+		"$LOADER" -o "$out" --libcuda "$STUBLIB" --cupti "$cupti" \
+		-- "$PROGS/launcher" -t 4 -n 50 2>"$WORK/err-$loading" ||
 		{ cat "$WORK/err-$loading"; fail "loader failed ($loading)"; }
 	$CHECK "$out" launcher 4 50 || { cat "$WORK/err-$loading"; fail "profile mismatch ($loading)"; }
+	$CHECK "$out" cubins "$dump" $crc || { grep cubins: "$WORK/err-$loading";
+		fail "kernels not in the mapping of their cubin ($loading)"; }
+	# 4 distinct cubins (modules 4 and 5 are the same bytes), 6 kernel names.
+	grep -q "cubins: cubins=4 cubins_dropped=0 cubins_bad=0 cubin_kernels=6 kernels_ambiguous=0 kernels_dropped=0" \
+		"$WORK/err-$loading" || { grep cubins: "$WORK/err-$loading"; fail "cubin counters ($loading)"; }
 	grep -q "unattributed=0 " "$WORK/err-$loading" || fail "unattributed activities ($loading)"
 	grep -q "modules_captured=5 modules_settled=5 " "$WORK/err-$loading" || {
 		grep counters "$WORK/err-$loading"; fail "not every module captured and settled ($loading)"; }

@@ -2,18 +2,35 @@
 """Reads a gpuprobe profile through `go tool pprof -raw` (the independent
 reader) and prints or checks per-(site, activity) totals.
 
-  profile_check.py FILE totals            print "site kernel ns count" lines
+  profile_check.py FILE totals [PID]      print "site kernel ns count" lines (of PID only)
   profile_check.py FILE launcher T N      exact check against launcher's formula
   profile_check.py FILE pids              print "pid comm cgroup count" lines
+  profile_check.py FILE cubins DIR KIND   every kernel's leaf location lies in the
+                                          mapping of the cubin (dumped by the stub
+                                          driver into DIR as PID-ID.cubin) defining
+                                          it, whose build id is that cubin's CRC;
+                                          KIND: crc32c (the stub CUPTI's
+                                          cuptiGetCubinCrc) or fallback (the
+                                          loader's own: zlib CRC-32 | 1 << 63)
 """
+import os
+import re
+import struct
 import subprocess
 import sys
+import zlib
 
 
-def read_raw(path):
+# "1: 0x1000/0x9000/0x0 FILE BUILDID [FN]": FILE may hold spaces, BUILDID be empty.
+MAPPING_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) (.*) (\S*) ((?:\[\w+\])*)$")
+
+
+def parse_raw(path):
+    """Samples, {loc id: (mapping id, address)}, {mapping id: (start, limit, file, build id)}."""
     out = subprocess.run(["go", "tool", "pprof", "-raw", path], check=True,
                          capture_output=True, text=True).stdout
     samples, locs, section, cur = [], {}, None, None
+    locinfo, mappings = {}, {}
     for line in out.splitlines():
         if line.startswith("Samples:"):
             section = "samples"
@@ -22,7 +39,13 @@ def read_raw(path):
             section = "locs"
             continue
         if line.startswith("Mappings"):
-            section = None
+            section = "maps"
+            continue
+        if section == "maps":
+            m = MAPPING_RE.match(line)
+            if m:
+                mappings[int(m.group(1))] = (int(m.group(2), 16), int(m.group(3), 16),
+                                             m.group(5), m.group(6))
             continue
         if section == "samples":
             if ":" in line and line.strip()[0].isdigit() and ": " in line and "[" not in line:
@@ -41,13 +64,104 @@ def read_raw(path):
             parts = rest.split()
             if parts and parts[-1].startswith("s="):
                 parts = parts[:-1]
-            parts = parts[1:]  # the address
+            addr, parts = int(parts[0], 16), parts[1:]
+            mapping = 0
             if parts and parts[0].startswith("M="):
-                parts = parts[1:]
+                mapping, parts = int(parts[0][2:]), parts[1:]
             locs[int(num)] = " ".join(parts[:-1])  # the last token is FILE:LINE
+            locinfo[int(num)] = (mapping, addr)
     for s in samples:
         s["frames"] = [locs.get(i, "?") for i in s["locs"]]
-    return samples
+    return samples, locinfo, mappings
+
+
+def read_raw(path):
+    return parse_raw(path)[0]
+
+
+# ------------------------------------------------------------ cubins
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
+
+
+def cubin_crc(data, kind):
+    if kind == "crc32c":
+        return crc32c(data)
+    if kind == "fallback":
+        return (1 << 63) | zlib.crc32(data)
+    raise SystemExit("unknown CRC kind %s" % kind)
+
+
+def elf_func_names(data):
+    """Defined STT_FUNC symbol names of an ELF64 LE image (a trusted test cubin)."""
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    shdrs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names = set()
+    for (_, typ, _, _, off, size, link, _, _, entsize) in shdrs:
+        if typ != 2:  # SHT_SYMTAB
+            continue
+        stroff = shdrs[link][4]
+        for i in range(size // entsize):
+            st_name, st_info, _, st_shndx, _, _ = struct.unpack_from("<IBBHQQ", data, off + i * entsize)
+            if st_info & 0xF == 2 and st_shndx != 0 and st_name:  # STT_FUNC, defined
+                end = data.index(b"\0", stroff + st_name)
+                names.add(data[stroff + st_name:end].decode())
+    return names
+
+
+def check_cubins(samples, locinfo, mappings, dump_dir, kind):
+    """0 when every kernel sample's leaf sits in the mapping of its cubin."""
+    defined = {}  # (pid, kernel name) -> {CRC hex}
+    for f in sorted(os.listdir(dump_dir)):
+        pid = f.split("-", 1)[0]
+        data = open(os.path.join(dump_dir, f), "rb").read()
+        crc = "%016x" % cubin_crc(data, kind)
+        for name in elf_func_names(data):
+            defined.setdefault((pid, name), set()).add(crc)
+    if not defined:
+        print("no cubins dumped in %s" % dump_dir)
+        return 1
+    bad, checked, used = 0, 0, {}
+    for s in samples:
+        name = s["frames"][0]
+        if name.startswith("["):
+            continue  # copies and memsets live in no cubin
+        checked += 1
+        crcs = defined.get((s["labels"].get("pid"), name))
+        mapping, addr = locinfo.get(s["locs"][0], (0, 0))
+        m = mappings.get(mapping)
+        if not crcs or len(crcs) != 1:
+            print("BAD %s: defined by cubins %s of its process, want exactly one" % (name, crcs))
+            bad += 1
+        elif not m or not m[2].startswith("[cubin ") or m[3] != next(iter(crcs)):
+            print("BAD %s: leaf in mapping %s %s, want the cubin with build id %s" %
+                  (name, mapping, m, next(iter(crcs))))
+            bad += 1
+        elif not m[0] <= addr < m[1]:
+            print("BAD %s: address %#x outside its mapping %#x-%#x" % (name, addr, m[0], m[1]))
+            bad += 1
+        else:
+            used.setdefault(m[3], set()).add(addr)
+    spans = sorted((m[0], m[1]) for m in mappings.values() if m[2].startswith("[cubin "))
+    for a, b in zip(spans, spans[1:]):
+        if a[1] > b[0]:
+            print("BAD cubin mappings overlap: %#x-%#x and %#x-%#x" % (a + b))
+            bad += 1
+    if not checked:
+        print("no kernel samples")
+        return 1
+    if bad:
+        return 1
+    print("%d kernel samples: each leaf in the mapping of its cubin (%d cubins, build id = %s CRC)" %
+          (checked, len(used), kind))
+    return 0
 
 
 def site_of(frames):
@@ -81,8 +195,12 @@ def expected_launcher(T, N):
 
 def main():
     path, mode = sys.argv[1], sys.argv[2]
-    samples = read_raw(path)
+    samples, locinfo, mappings = parse_raw(path)
+    if mode == "cubins":
+        return check_cubins(samples, locinfo, mappings, sys.argv[3], sys.argv[4])
     if mode == "totals":
+        if len(sys.argv) > 3:
+            samples = [s for s in samples if s["labels"].get("pid") == sys.argv[3]]
         for (site, k), (ns, c) in sorted(totals(samples).items()):
             print(site, k, ns, c)
         return 0

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/profile/profile.h"
+#include "user/cubin/cubin_syms.h"
 #include "user/output/pprof.h"
 #include "user/symbolize/demangle.h"
 #include "user/util/blobtab.h"
@@ -18,6 +19,23 @@
 #define MAX_STRING_BYTES (256u << 20)
 #define MAX_KEYS (1u << 21)
 #define MAX_FRAMES (1u << 21)
+/*
+ * Kernel -> cubin bounds. A process loading every module eagerly (PyTorch:
+ * 2821 cubins, measured) defines on the order of 1e5 kernels; an entry costs
+ * a few tens of bytes (the name is kept as a hash, not as bytes).
+ */
+#define MAX_CUBINS (1u << 16)
+#define MAX_KERNELS_PER_PROC (1u << 17)
+#define MAX_KERNELS (1u << 20)
+/* A proc_info kernels value: the name is defined by two different cubins. */
+#define KERNEL_AMBIGUOUS UINT64_MAX
+/*
+ * Cubin mappings get synthetic address ranges above every CPU mapping (those
+ * span [0, 2^63)), one CUBIN_SPAN each, so no two ranges overlap; a kernel's
+ * address is its mapping's start plus its symbol index in the cubin.
+ */
+#define CUBIN_BASE (1ull << 63)
+#define CUBIN_SPAN (1ull << 32)
 
 struct agg_key {
 	__u32 pid, stack_id, api, reason, name, device, stream, graph_id;
@@ -40,6 +58,13 @@ struct stack {
 
 struct proc_info {
 	__u32 comm, cgroup; /* string ids, 0 = none */
+	/*
+	 * Kernel name hash -> cubin index << 32 | symbol index, or
+	 * KERNEL_AMBIGUOUS; allocated with the process's first cubin. Keyed by
+	 * a hash, not the name: a collision can only merge names the same
+	 * process chose, so a hostile process can only blur its own profile.
+	 */
+	struct u64map kernels;
 };
 
 struct profile {
@@ -52,6 +77,10 @@ struct profile {
 	struct u64map procs;         /* pid -> index in proc_infos */
 	struct proc_info *proc_infos;
 	size_t nr_procs, cap_procs;
+	struct u64map cubin_idx;     /* crc -> index in cubin_crcs */
+	__u64 *cubin_crcs;
+	size_t nr_cubins, cap_cubins;
+	struct profile_cubin_stats cs;
 	struct profile_totals t;
 };
 
@@ -64,7 +93,7 @@ int profile__new(struct profile **ret_p)
 	if (blobtab__new(MAX_STRINGS, MAX_STRING_BYTES, &p->str) ||
 	    blobtab__new(MAX_FRAMES, SIZE_MAX, &p->frames) ||
 	    blobtab__new(MAX_KEYS, SIZE_MAX, &p->keys) || u64map__init(&p->stack_idx, 0) ||
-	    u64map__init(&p->procs, 0)) {
+	    u64map__init(&p->procs, 0) || u64map__init(&p->cubin_idx, MAX_CUBINS)) {
 		profile__destroy(p);
 		return -ENOMEM;
 	}
@@ -85,7 +114,11 @@ void profile__destroy(struct profile *p)
 	free(p->stacks);
 	u64map__fini(&p->stack_idx);
 	u64map__fini(&p->procs);
+	for (size_t i = 0; i < p->nr_procs; i++)
+		u64map__fini(&p->proc_infos[i].kernels);
 	free(p->proc_infos);
+	u64map__fini(&p->cubin_idx);
+	free(p->cubin_crcs);
 	free(p);
 }
 
@@ -125,23 +158,32 @@ static void *grow(void *arr, size_t *cap, size_t need, size_t item)
 	return n;
 }
 
-int profile__set_proc(struct profile *p, const struct profile_proc *proc)
+static int proc__get_or_add(struct profile *p, __u32 pid, struct proc_info **ret_pi)
 {
-	struct proc_info *pi;
 	__u64 idx;
 
-	if (!u64map__get(&p->procs, proc->pid, &idx)) {
+	if (!u64map__get(&p->procs, pid, &idx)) {
 		struct proc_info *n = grow(p->proc_infos, &p->cap_procs, p->nr_procs + 1, sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
 		p->proc_infos = n;
 		idx = p->nr_procs;
-		if (u64map__put(&p->procs, proc->pid, idx))
+		if (u64map__put(&p->procs, pid, idx))
 			return -ENOMEM;
 		p->nr_procs++;
 	}
-	pi = &p->proc_infos[idx];
+	*ret_pi = &p->proc_infos[idx];
+	return 0;
+}
+
+int profile__set_proc(struct profile *p, const struct profile_proc *proc)
+{
+	struct proc_info *pi;
+	int err = proc__get_or_add(p, proc->pid, &pi);
+
+	if (err)
+		return err;
 	if (proc->comm)
 		pi->comm = intern(p, proc->comm);
 	if (proc->cgroup)
@@ -221,6 +263,110 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 	return 0;
 }
 
+/* ------------------------------------------------------------ cubins */
+
+static __u64 kernel__hash(const char *name, size_t len)
+{
+	__u64 h = 0xcbf29ce484222325ull; /* FNV-1a, then mixed */
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (__u8)name[i];
+		h *= 0x100000001b3ull;
+	}
+	return u64map__hash(h);
+}
+
+struct cubin_add {
+	struct profile *p;
+	struct proc_info *pi;
+	__u64 cubin;           /* index in cubin_crcs */
+	bool dropped;
+};
+
+static int cubin_add__kernel(void *ctx, const char *name, size_t len, __u32 index)
+{
+	struct cubin_add *a = ctx;
+	struct profile *p = a->p;
+	__u64 key = kernel__hash(name, len), old;
+
+	if (u64map__get(&a->pi->kernels, key, &old)) {
+		/*
+		 * One name in two different cubins of one process (two libraries
+		 * built from the same template, say). CUPTI's record gives only the
+		 * name, so which one ran is unknown here; picking the first loaded
+		 * would be a guess that is sometimes wrong, and a wrong build id is
+		 * worse than none (as a wrong stack is worse than a short one). The
+		 * kernel keeps no cubin and the ambiguity is counted. The same cubin
+		 * again, or a name defined twice in one cubin, changes nothing.
+		 */
+		if (old != KERNEL_AMBIGUOUS && old >> 32 != a->cubin) {
+			u64map__put(&a->pi->kernels, key, KERNEL_AMBIGUOUS); /* replaces: cannot fail */
+			p->cs.kernels_ambiguous++;
+		}
+		return 0;
+	}
+	if (p->cs.kernels >= MAX_KERNELS ||
+	    u64map__put(&a->pi->kernels, key, a->cubin << 32 | index)) {
+		p->cs.kernels_dropped++;
+		a->dropped = true;
+		return 0;
+	}
+	p->cs.kernels++;
+	return 0;
+}
+
+static int cubin__index(struct profile *p, __u64 crc, __u64 *ret_idx)
+{
+	__u64 idx, *n;
+	int err;
+
+	if (u64map__get(&p->cubin_idx, crc, &idx)) {
+		*ret_idx = idx;
+		return 0;
+	}
+	n = grow(p->cubin_crcs, &p->cap_cubins, p->nr_cubins + 1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	p->cubin_crcs = n;
+	err = u64map__put(&p->cubin_idx, crc, p->nr_cubins);
+	if (err) {
+		if (err == -E2BIG)
+			p->cs.cubins_dropped++;
+		return err;
+	}
+	p->cubin_crcs[p->nr_cubins] = crc;
+	*ret_idx = p->nr_cubins++;
+	p->cs.cubins++;
+	return 0;
+}
+
+int profile__add_cubin(struct profile *p, __u32 pid, __u64 crc, const void *elf, size_t size)
+{
+	struct cubin_add a = { .p = p };
+	int err;
+
+	if (!crc || !elf)
+		return -EINVAL;
+	err = proc__get_or_add(p, pid, &a.pi);
+	if (!err && !a.pi->kernels.cap)
+		err = u64map__init(&a.pi->kernels, MAX_KERNELS_PER_PROC);
+	if (!err)
+		err = cubin__index(p, crc, &a.cubin);
+	if (err)
+		return err;
+	err = cubin_syms__parse(elf, size, cubin_add__kernel, &a);
+	if (err) {
+		p->cs.cubins_bad++;
+		return err;
+	}
+	return a.dropped ? -E2BIG : 0;
+}
+
+void profile__cubin_stats(const struct profile *p, struct profile_cubin_stats *ret)
+{
+	*ret = p->cs;
+}
+
 void profile__totals(const struct profile *p, struct profile_totals *ret)
 {
 	*ret = p->t;
@@ -247,6 +393,9 @@ struct writer {
 	struct u64map fn_loc;   /* string id of a synthetic frame -> location id */
 	struct u64map frame_loc;/* frame id -> location id */
 	struct u64map file_map; /* file string id -> mapping id */
+	struct u64map cubin_map;/* cubin index -> mapping id */
+	struct u64map cubin_start; /* cubin index -> its mapping's start */
+	struct u64map kernel_loc;  /* cubin index << 32 | name string id -> location id */
 };
 
 /* pprof ids are uint64_t, map values __u64: the two differ in C's eyes only. */
@@ -318,6 +467,73 @@ static const struct proc_info *proc_of(const struct profile *p, __u32 pid)
 	return u64map__get(&p->procs, pid, &idx) ? &p->proc_infos[idx] : NULL;
 }
 
+/* The mapping of a cubin, made on first use: ranges in order of first use. */
+static int cubin_mapping(struct writer *w, __u64 cubin, uint64_t *ret_id, __u64 *ret_start)
+{
+	__u64 crc = w->p->cubin_crcs[cubin], start;
+	char file[40], build_id[17];
+	uint64_t map;
+	int err;
+
+	if (id_get(&w->cubin_map, cubin, ret_id)) {
+		u64map__get(&w->cubin_start, cubin, ret_start);
+		return 0;
+	}
+	start = CUBIN_BASE + u64map__len(&w->cubin_map) * CUBIN_SPAN;
+	snprintf(build_id, sizeof(build_id), "%016llx", (unsigned long long)crc);
+	snprintf(file, sizeof(file), "[cubin %s]", build_id);
+	err = pprof__add_mapping(w->pp, &(struct pprof_mapping){ .start = start,
+							  .limit = start + CUBIN_SPAN,
+							  .filename = file, .build_id = build_id,
+							  .has_functions = true }, &map);
+	if (err || (err = u64map__put(&w->cubin_map, cubin, map)) ||
+	    (err = u64map__put(&w->cubin_start, cubin, start)))
+		return err;
+	*ret_id = map;
+	*ret_start = start;
+	return 0;
+}
+
+/*
+ * The leaf: a kernel whose name a cubin of its process defines sits in that
+ * cubin's mapping; anything else (copies, kernels of unknown or ambiguous
+ * cubin) is a synthetic location outside every mapping.
+ */
+static int kernel_loc(struct writer *w, __u32 pid, __u32 name_id, uint64_t *ret)
+{
+	const struct proc_info *pi = proc_of(w->p, pid);
+	const char *name = str_of(w->p, name_id);
+	uint64_t fn, loc, map;
+	__u64 v, start, key;
+	char *pretty;
+	int err;
+
+	/* "[memcpy HtoD]" and friends are labels, never symbols. */
+	if (!pi || !pi->kernels.cap || name[0] == '[' ||
+	    !u64map__get(&pi->kernels, kernel__hash(name, strlen(name)), &v) ||
+	    v == KERNEL_AMBIGUOUS)
+		return synthetic_loc(w, name_id, NULL, ret);
+	key = (v >> 32) << 32 | name_id;
+	if (id_get(&w->kernel_loc, key, ret))
+		return 0;
+	err = cubin_mapping(w, v >> 32, &map, &start);
+	if (err)
+		return err;
+	pretty = demangle__or_copy(name);
+	if (!pretty)
+		return -ENOMEM;
+	err = pprof__add_function(w->pp, pretty, name, "", 0, &fn);
+	free(pretty);
+	if (err)
+		return err;
+	err = pprof__add_location(w->pp, map, start + (__u32)v,
+				  &(struct pprof_line){ .function_id = fn }, 1, &loc);
+	if (err)
+		return err;
+	*ret = loc;
+	return u64map__put(&w->kernel_loc, key, loc);
+}
+
 static int write_sample(struct writer *w, const struct agg_key *k, const struct agg_val *v)
 {
 	const struct profile *p = w->p;
@@ -334,7 +550,7 @@ static int write_sample(struct writer *w, const struct agg_key *k, const struct 
 
 	if (k->stack_id && u64map__get(&p->stack_idx, k->stack_id, &idx))
 		st = &p->stacks[idx];
-	err = synthetic_loc(w, k->name, NULL, &locs[n++]);
+	err = kernel_loc(w, k->pid, k->name, &locs[n++]);
 	if (err)
 		return err;
 	if (!k->stack_id) {
@@ -379,7 +595,8 @@ int profile__write_pprof(const struct profile *p, const char *path, __u64 time_n
 
 	w.pp = pprof__new();
 	if (!w.pp || u64map__init(&w.fn_loc, 0) || u64map__init(&w.frame_loc, 0) ||
-	    u64map__init(&w.file_map, 0))
+	    u64map__init(&w.file_map, 0) || u64map__init(&w.cubin_map, 0) ||
+	    u64map__init(&w.cubin_start, 0) || u64map__init(&w.kernel_loc, 0))
 		goto out;
 	if ((err = pprof__add_sample_type(w.pp, "gpu_time", "nanoseconds")) ||
 	    (err = pprof__add_sample_type(w.pp, "launches", "count")) ||
@@ -400,6 +617,9 @@ out:
 	u64map__fini(&w.fn_loc);
 	u64map__fini(&w.frame_loc);
 	u64map__fini(&w.file_map);
+	u64map__fini(&w.cubin_map);
+	u64map__fini(&w.cubin_start);
+	u64map__fini(&w.kernel_loc);
 	pprof__destroy(w.pp);
 	return err;
 }
@@ -505,6 +725,11 @@ void profile__report(const struct profile *p, FILE *f, unsigned top)
 	}
 	if (nrows > top)
 		fprintf(f, "  ... %zu more kernels\n", nrows - top);
+	/* Losses of the kernel -> cubin link (DESIGN.md invariant 4). */
+	if (p->cs.cubins || p->cs.cubins_dropped)
+		fprintf(f, "cubins: cubins=%llu cubins_dropped=%llu cubins_bad=%llu cubin_kernels=%llu "
+			"kernels_ambiguous=%llu kernels_dropped=%llu\n", p->cs.cubins, p->cs.cubins_dropped,
+			p->cs.cubins_bad, p->cs.kernels, p->cs.kernels_ambiguous, p->cs.kernels_dropped);
 	u64map__fini(&row_of);
 	free(rows);
 }

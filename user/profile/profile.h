@@ -55,6 +55,28 @@ bool profile__has_stack(const struct profile *p, __u32 stack_id);
 int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 		 const char *reason, const struct profile_activity *act);
 
+/*
+ * Declares that pid loaded the cubin elf (size bytes, hostile: read through
+ * user/cubin) whose CRC is crc (nonzero): each kernel it defines by name
+ * (a function symbol) gets, in the written profile, a location in a mapping
+ * of that cubin, whose build id is the CRC in 16 lowercase hex digits. The
+ * names are kept per process, bounded; a name two different cubins of one
+ * process define is ambiguous and keeps no cubin. 0 or -errno (-EINVAL for
+ * crc 0; the cubin_syms__parse errors, with the names read before the error
+ * kept; -E2BIG when a bound dropped names).
+ */
+int profile__add_cubin(struct profile *p, __u32 pid, __u64 crc, const void *elf, size_t size);
+
+struct profile_cubin_stats {
+	__u64 cubins;            /* distinct CRCs known */
+	__u64 cubins_dropped;    /* CRCs not kept: the cubin table is full */
+	__u64 cubins_bad;        /* cubins whose symbol tables could not be read in full */
+	__u64 kernels;           /* (process, kernel name) pairs known */
+	__u64 kernels_ambiguous; /* of those, names two cubins of one process define */
+	__u64 kernels_dropped;   /* names not kept: a bound was hit */
+};
+void profile__cubin_stats(const struct profile *p, struct profile_cubin_stats *ret);
+
 int profile__write_pprof(const struct profile *p, const char *path, __u64 time_ns,
 			 __u64 duration_ns);
 /* The report: top kernels by GPU time with their heaviest launch site. */

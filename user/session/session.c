@@ -30,6 +30,9 @@
 #include "user/shm/shm_reader.h"
 #include "user/symbolize/symbolize.h"
 #include "user/util/blobtab.h"
+#include "user/session/stacks.h"
+#include "user/python/pyruntime.h"
+#include "user/python/pycode.h"
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
@@ -38,6 +41,7 @@
 #define SCAN_NS (2 * NS_PER_S)
 #define READ_BATCH 4096
 #define SLICE_MS 20
+#define PY_RETRY_NS (50 * NS_PER_MS) /* in effect: every tick */
 /* Events committed after we read the clock may still be in flight. */
 #define WATERMARK_SLACK_NS (5 * NS_PER_MS)
 
@@ -63,10 +67,14 @@ struct session {
 	__u64 probes_ns;            /* when the initial probes were in place */
 	__u64 start_realtime_ns;
 	/* losses the report line prints */
-	__u64 stacks_dropped, names_dropped, sym_failed, records_unknown, modules_settled;
+	__u64 stacks_dropped, names_dropped, records_unknown, modules_settled;
 	__u64 before_window;        /* activities that ended before we attached */
 	__u64 shm_ctr_gone[GP_CTR_MAX]; /* counters of targets already removed */
 	struct shm_reader_stats reader_gone;
+	struct raw_stack raw;           /* scratch of on_launch_event */
+	struct resolved_stack *resolved; /* scratch of resolve_stack (large) */
+	struct stack_stats stack_stats;
+	__u64 events_bad;              /* BPF events whose parts overran their size */
 };
 
 static __u64 now_ns(void)
@@ -119,68 +127,93 @@ static struct target *target_for(struct session *s, pid_t pid)
 
 /* ------------------------------------------------------------ BPF side */
 
-static void symbolize_stack(struct session *s, struct target *t, __u32 stack_id,
-			    const struct gp_launch_event *e)
+/*
+ * CPython in t, found once it has an interpreter (a -- COMMAND child has
+ * none at exec): the probes then walk its Python frames at each launch.
+ */
+static void python_setup(struct session *s, struct target *t, __u64 now)
 {
-	struct profile_frame frames[GP_MAX_STACK];
-	struct symbolized_frame sf[GP_MAX_STACK];
-	bool had_sym = t && t->sym;
-	struct symbolizer *sym = t ? target__symbolizer(t) : NULL;
-	__u32 n = 0;
-	bool truncated = e->nr_frames >= GP_MAX_STACK;
+	struct pyruntime rt;
+	int err;
 
-	if (t && !had_sym)
-		declare_proc(s, t); /* the comm read after exec */
-
-	/*
-	 * Frame 0 is the probed entry point itself: the launch API frame stands
-	 * for it. A frame-pointer walk through code without frame pointers runs
-	 * on through garbage; the first address outside every mapping ends the
-	 * stack, marked truncated: a wrong stack is worse than a short one.
-	 */
-	for (__u32 i = 1; i < e->nr_frames && i < GP_MAX_STACK; i++, n++) {
-		if (!sym || symbolizer__lookup(sym, e->stack[i], &sf[n])) {
-			s->sym_failed++;
-			truncated = true;
-			break;
-		}
-		frames[n] = (struct profile_frame){ .name = sf[n].name, .file = sf[n].file,
-						    .build_id = sf[n].build_id, .addr = sf[n].addr,
-						    .line = sf[n].line };
+	if (t->py_done || now < t->py_next_try_ns)
+		return;
+	err = pyruntime__detect(t->pid, &rt);
+	if (err == -EAGAIN) {
+		if (s->o->verbose && !t->py_next_try_ns)
+			fprintf(stderr, "gpuprobe-bpf: pid %d (%s): CPython not ready: %s\n", t->pid,
+				t->comm, pyruntime__strerror(err));
+		t->py_next_try_ns = now + PY_RETRY_NS;
+		return;
 	}
-	profile__set_stack(s->prof, stack_id, frames, n, truncated);
+	if (err == -ENOENT && !t->first_launch_ns) {
+		/* Maybe not exec'd yet (a -- COMMAND child) or not loaded: look again. */
+		t->py_next_try_ns = now + PY_RETRY_NS;
+		return;
+	}
+	t->py_done = true;
+	if (err == -ENOENT || err == -ESRCH) {
+		if (s->o->verbose)
+			fprintf(stderr, "gpuprobe-bpf: pid %d (%s): not CPython: %s\n", t->pid, t->comm,
+				pyruntime__strerror(err));
+		return;
+	}
+	if (!err)
+		err = pycode_cache__new(t->pid, &rt.code, &t->py);
+	if (!err)
+		err = launch_probe__set_python(s->lp, t->pid, &rt.config);
+	if (err) {
+		fprintf(stderr, "gpuprobe-bpf: pid %d (%s): no Python frames: %s\n", t->pid, t->comm,
+			pyruntime__strerror(err));
+		pycode_cache__destroy(t->py);
+		t->py = NULL;
+		return;
+	}
+	t->py_entry_kind = rt.config.entry_kind;
+	if (s->o->verbose)
+		fprintf(stderr, "gpuprobe-bpf: pid %d: CPython %u.%u.%u in %s\n", t->pid, rt.major,
+			rt.minor, rt.micro, rt.path);
+}
+
+static void resolve_stack(struct session *s, struct target *t, __u32 stack_id,
+			  const struct raw_stack *raw)
+{
+	struct resolved_stack *rs = s->resolved;
+
+	if (t && !t->comm_declared) {
+		target__symbolizer(t); /* re-reads the comm, after exec */
+		declare_proc(s, t);
+		t->comm_declared = true;
+	}
+	raw_stack__resolve(t, raw, rs, &s->stack_stats);
+	profile__set_stack(s->prof, stack_id, rs->f, rs->n, rs->truncated);
 }
 
 static int on_launch_event(void *ctx, const struct gp_launch_event *e, size_t size)
 {
 	struct session *s = ctx;
-	struct {
-		__u32 pid, n;
-		__u64 ips[GP_MAX_STACK];
-	} key;
+	struct raw_stack *raw = &s->raw;
 	struct join_launch jl;
 	struct target *t;
-	__u32 nr = e->nr_frames, stack_id = 0;
+	__u32 stack_id = 0;
 
-	if (nr > GP_MAX_STACK || GP_LAUNCH_EVENT_HDR + 8ull * nr > size)
-		nr = 0;
 	if (!launch_probe__is_launch(e->probe) && !launch_probe__is_copy(e->probe))
 		return 0; /* module loads: handles for the cubin link, not yet used */
 	t = target_for(s, e->pid);
-	if (t && !t->first_launch_ns)
+	if (t && !t->first_launch_ns) {
 		t->first_launch_ns = e->ts_ns;
-	key.pid = e->pid;
-	key.n = nr;
-	memcpy(key.ips, e->stack, 8ull * nr);
-	if (blobtab__intern(s->stacks, &key, 8 + 8ull * nr, &stack_id)) {
+		python_setup(s, t, now_ns());
+	}
+	if (raw_stack__from_event(t, e, size, raw)) {
+		s->events_bad++;
+		memset(raw, 0, sizeof(*raw) - sizeof(raw->w));
+		raw->pid = e->pid;
+	}
+	if (blobtab__intern(s->stacks, raw, raw_stack__len(raw), &stack_id)) {
 		s->stacks_dropped++;
 		stack_id = 0;
 	} else if (!profile__has_stack(s->prof, stack_id)) {
-		struct gp_launch_event copy;
-
-		memcpy(&copy, e, GP_LAUNCH_EVENT_HDR + 8ull * nr);
-		copy.nr_frames = nr;
-		symbolize_stack(s, t, stack_id, &copy);
+		resolve_stack(s, t, stack_id, raw);
 	}
 	/* Threads are keyed by their own namespace's tid, as CUPTI numbers them. */
 	jl = (struct join_launch){ .pid = e->pid, .tid = e->ns_tid ? e->ns_tid : e->tid,
@@ -273,11 +306,40 @@ static void ingest_record(struct session *s, struct target *t, const struct gp_r
 	}
 }
 
+struct cubin_drain {
+	struct session *s;
+	pid_t pid;
+};
+
+/* A settled cubin's bytes: the kernel names it defines tie them to its CRC. */
+static void on_cubin(void *ctx, const struct gpu_module_load_v1 *rec, const void *cubin, size_t size)
+{
+	const struct cubin_drain *d = ctx;
+
+	/* Failures are counted by the profile (its cubins: line); names read stay. */
+	profile__add_cubin(d->s->prof, d->pid, rec->crc, cubin, size);
+}
+
 static void on_module(void *ctx, const struct gpu_module_load_v1 *rec)
 {
 	struct session *s = ctx;
 
 	s->modules_settled++;
+	/*
+	 * settle() offers the first copy of each CRC to its queue just before it
+	 * reports the record, and the record does not say whose queue that is:
+	 * drain every target's. Only the queue being settled holds anything
+	 * (each is drained here as it settles), so the others cost a lock and
+	 * an empty check. Draining now also keeps the bytes from piling up in
+	 * the offer queue.
+	 */
+	for (size_t i = 0; i < s->tt.n; i++) {
+		struct target *t = s->tt.t[i];
+
+		if (t->shm)
+			cubin_queue__drain(shm_reader__cubins(t->shm), 0, on_cubin,
+					   &(struct cubin_drain){ .s = s, .pid = t->pid });
+	}
 	(void)rec;
 }
 
@@ -371,6 +433,8 @@ static void retire_target(struct session *s, struct target *t)
 	}
 	join__finish_pid(s->join, pid);
 	launch_probe__unfollow(s->lp, pid);
+	if (t->py)
+		launch_probe__set_python(s->lp, pid, NULL);
 	target_table__remove(&s->tt, pid);
 	if (s->o->verbose)
 		fprintf(stderr, "gpuprobe-bpf: pid %d exited\n", pid);
@@ -421,16 +485,17 @@ static void counters_line(struct session *s, FILE *f)
 	join__counters(s->join, &jc);
 	profile__totals(s->prof, &pt);
 	fprintf(f,
-		"counters: launch_events=%llu ringbuf_full=%llu stack_errors=%llu "
+		"counters: launch_events=%llu ringbuf_full=%llu stack_errors=%llu copy_errors=%llu "
 		"records=%llu ring_dropped=%llu cupti_dropped=%llu buffers_exhausted=%llu "
 		"modules_captured=%llu modules_settled=%llu cubin_too_large=%llu cubin_pending_full=%llu "
 		"strings_full=%llu records_bad=%llu ring_resyncs=%llu "
 		"joined=%llu api_without_launch=%llu launches_without_record=%llu "
 		"unattributed=%llu (no_launch_event=%llu no_api_record=%llu before_attach=%llu table_full=%llu) "
 		"queue_full=%llu stacks_dropped=%llu names_dropped=%llu records_unknown=%llu "
-		"symbolize_failed=%llu before_window=%llu\n",
+		"symbolize_failed=%llu stacks_short=%llu python_short=%llu python_unresolved=%llu "
+		"events_bad=%llu before_window=%llu\n",
 		bpf[GP_BPF_EVENTS], bpf[GP_BPF_RINGBUF_FULL], bpf[GP_BPF_STACK_ERRORS],
-		shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
+		bpf[GP_BPF_COPY_ERRORS], shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
 		shm[GP_CTR_BUFFERS_EXHAUSTED], shm[GP_CTR_MODULES_CAPTURED], s->modules_settled,
 		shm[GP_CTR_CUBIN_TOO_LARGE], shm[GP_CTR_CUBIN_PENDING_FULL], shm[GP_CTR_STRINGS_FULL],
 		rs.records_bad, rs.ring_resyncs, jc.activities_joined, jc.api_without_launch,
@@ -439,7 +504,9 @@ static void counters_line(struct session *s, FILE *f)
 		jc.activities_unattributed[JOIN_NO_API_RECORD],
 		jc.activities_unattributed[JOIN_BEFORE_ATTACH],
 		jc.activities_unattributed[JOIN_TABLE_FULL], jc.queue_full, s->stacks_dropped,
-		s->names_dropped, s->records_unknown, s->sym_failed, s->before_window);
+		s->names_dropped, s->records_unknown, s->stack_stats.sym_failed,
+		s->stack_stats.native_truncated, s->stack_stats.py_truncated,
+		s->stack_stats.py_unresolved, s->events_bad, s->before_window);
 }
 
 /* The loader's own cost, so benchmarks need no outside tool. */
@@ -519,6 +586,8 @@ static void tick(struct session *s)
 						      s->child.exited);
 
 		read_target(s, t, now);
+		if (alive)
+			python_setup(s, t, now); /* before its first launch, where it can */
 		if (!alive) {
 			retire_target(s, t); /* swaps the last entry into i */
 			continue;
@@ -637,6 +706,7 @@ static int open_probe(struct session *s)
 		.ringbuf_bytes = s->o->ringbuf_mb << 20,
 		.wakeup_bytes = (__u64)(s->o->ringbuf_mb << 20) / 4,
 		.verbose = s->o->verbose,
+		.stack_copy = s->o->unwind_fp ? 0 : s->o->stack_kib * 1024,
 	};
 	int err = launch_probe__open(&lo, &s->lp);
 
@@ -708,6 +778,9 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	    (err = blobtab__new(1u << 18, 64u << 20, &s->names)) ||
 	    (err = join__new(&jo, on_sample, s, &s->join)))
 		return err;
+	s->resolved = calloc(1, sizeof(*s->resolved));
+	if (!s->resolved)
+		return -ENOMEM;
 	crc_engine__new(o->cupti, &s->crc);
 	return 0;
 }
@@ -720,6 +793,7 @@ static void session__fini(struct session *s)
 	profile__destroy(s->prof);
 	blobtab__destroy(s->stacks);
 	blobtab__destroy(s->names);
+	free(s->resolved);
 	crc_engine__destroy(s->crc);
 	launch_probe__destroy(s->lp);
 }

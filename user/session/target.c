@@ -9,6 +9,7 @@
 #include "user/proc/proc.h"
 #include "user/shm/shm_reader.h"
 #include "user/symbolize/symbolize.h"
+#include "user/python/pycode.h"
 
 
 int target_table__init(struct target_table *tt)
@@ -26,6 +27,7 @@ static void target__free(struct target *t)
 		close(t->shm_fd);
 	u64map__fini(&t->names);
 	symbolizer__destroy(t->sym);
+	pycode_cache__destroy(t->py);
 	free(t);
 }
 

@@ -14,6 +14,7 @@
 
 struct shm_reader;
 struct symbolizer;
+struct pycode_cache;
 
 struct target {
 	pid_t pid;                 /* host pid */
@@ -22,6 +23,11 @@ struct target {
 	int shm_fd;                /* loader-created memfd (-- COMMAND), or -1 */
 	struct u64map names;       /* string-table offset -> profile-independent name id */
 	struct symbolizer *sym;
+	struct pycode_cache *py;   /* its CPython's code objects, once detected */
+	__u32 py_entry_kind;       /* enum gp_py_entry_kind of that CPython */
+	__u64 py_next_try_ns;      /* detection retried until then (0: try now) */
+	bool py_done;              /* detected, or known not to be (or not usable) */
+	bool comm_declared;        /* its name (after exec) given to the profile */
 	char comm[32];
 	char cgroup[256];
 	__u64 attach_ns;

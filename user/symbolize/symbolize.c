@@ -14,6 +14,7 @@
 #include "user/symbolize/perfmap.h"
 #include "user/symbolize/proc_maps.h"
 #include "user/symbolize/root_open.h"
+#include "user/unwind/cfi_cache.h"
 
 #include <errno.h>
 #include <time.h>
@@ -26,9 +27,12 @@
 #include <unistd.h>
 
 #define SYMBOLIZE_MAX_FILES 512
+/* CFI tables kept for files no process maps any more, at most. */
+#define SYMBOLIZE_CFI_BYTES (256u << 20)
 
 struct symbolize {
 	struct elf_cache *cache;
+	struct cfi_cache *cfi;
 };
 
 enum elf_state { ELF_UNTRIED = 0, ELF_LOADED, ELF_FAILED };
@@ -36,6 +40,8 @@ enum elf_state { ELF_UNTRIED = 0, ELF_LOADED, ELF_FAILED };
 struct map_elf {
 	enum elf_state state;
 	struct elf_syms *syms;
+	enum elf_state cfi_state;
+	struct cfi_ref *cfi;
 };
 
 struct symbolize_pid {
@@ -57,8 +63,9 @@ struct symbolize *symbolize__new(void)
 	if (!s)
 		return NULL;
 	s->cache = elf_cache__new(SYMBOLIZE_MAX_FILES);
-	if (!s->cache) {
-		free(s);
+	s->cfi = cfi_cache__new(SYMBOLIZE_MAX_FILES, SYMBOLIZE_CFI_BYTES);
+	if (!s->cache || !s->cfi) {
+		symbolize__destroy(s);
 		return NULL;
 	}
 	return s;
@@ -69,6 +76,7 @@ void symbolize__destroy(struct symbolize *s)
 	if (!s)
 		return;
 	elf_cache__destroy(s->cache);
+	cfi_cache__destroy(s->cfi);
 	free(s);
 }
 
@@ -112,8 +120,10 @@ static void symbolize_pid__drop_maps(struct symbolize_pid *sp)
 {
 	size_t i;
 
-	for (i = 0; sp->elfs && i < proc_maps__count(sp->maps); i++)
+	for (i = 0; sp->elfs && i < proc_maps__count(sp->maps); i++) {
 		elf_syms__put(sp->elfs[i].syms);
+		cfi_ref__put(sp->elfs[i].cfi);
+	}
 	free(sp->elfs);
 	sp->elfs = NULL;
 	proc_maps__destroy(sp->maps);
@@ -255,6 +265,61 @@ static struct elf_syms *symbolize_pid__elf(struct symbolize_pid *sp, size_t idx)
 		me->state = symbolize_pid__load_elf(sp, proc_maps__at(sp->maps, idx), &me->syms)
 				    ? ELF_FAILED : ELF_LOADED;
 	return me->syms;
+}
+
+/* The exact file mapped at m: by path inside the root when the inode agrees. */
+static int symbolize_pid__open_mapped(struct symbolize_pid *sp, const struct proc_map *m,
+				      int *ret_fd)
+{
+	struct stat st;
+	int fd;
+
+	if (m->kind == PROC_MAP_FILE && !m->deleted && root_open__file(sp->root_fd, m->path, &fd) == 0) {
+		if (fstat(fd, &st) == 0 && st.st_ino == m->inode) {
+			*ret_fd = fd;
+			return 0;
+		}
+		close(fd);
+	}
+	return symbolize_pid__open_map_file(sp, m, ret_fd);
+}
+
+int symbolize_pid__cfi(struct symbolize_pid *sp, uint64_t addr, const struct cfi_table **ret_table,
+		       uint64_t *ret_bias)
+{
+	const struct proc_map *m;
+	struct elf_syms *syms;
+	struct map_elf *me;
+	uint64_t file_off, vaddr;
+	size_t idx;
+	int fd;
+
+	if (!sp || !ret_table || !ret_bias)
+		return -EINVAL;
+	if (proc_maps__find(sp->maps, addr, &idx, &file_off))
+		return -ENOENT;
+	m = proc_maps__at(sp->maps, idx);
+	if (m->kind != PROC_MAP_FILE && m->kind != PROC_MAP_MEMFD) {
+		*ret_table = NULL; /* JIT code, trampolines: frame pointers */
+		*ret_bias = 0;
+		return 0;
+	}
+	me = &sp->elfs[idx];
+	if (me->cfi_state == ELF_UNTRIED) {
+		me->cfi_state = ELF_FAILED;
+		if (symbolize_pid__open_mapped(sp, m, &fd) == 0) {
+			if (cfi_cache__get_fd(sp->s->cfi, fd, &me->cfi) == 0)
+				me->cfi_state = ELF_LOADED;
+			close(fd);
+		}
+	}
+	vaddr = file_off;
+	syms = symbolize_pid__elf(sp, idx);
+	if (syms)
+		elf_syms__file_to_vaddr(syms, file_off, &vaddr);
+	*ret_table = cfi_ref__table(me->cfi);
+	*ret_bias = addr - vaddr;
+	return 0;
 }
 
 static void copy_str(char *dst, size_t cap, const char *src)
@@ -416,6 +481,19 @@ void symbolizer__destroy(struct symbolizer *sym)
 		symbolize__destroy(shared_symbolize);
 		shared_symbolize = NULL;
 	}
+}
+
+int symbolizer__cfi(struct symbolizer *sym, uint64_t addr, const struct cfi_table **ret_table,
+		    uint64_t *ret_bias)
+{
+	int err;
+
+	if (!sym)
+		return -EINVAL;
+	err = symbolize_pid__cfi(sym->sp, addr, ret_table, ret_bias);
+	if (err == -ENOENT && symbolizer__may_refresh(sym) && symbolize_pid__refresh(sym->sp) == 0)
+		err = symbolize_pid__cfi(sym->sp, addr, ret_table, ret_bias);
+	return err;
 }
 
 int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,

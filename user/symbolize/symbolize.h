@@ -26,6 +26,7 @@ struct symbolize_frame {
 
 struct symbolize;
 struct symbolize_pid;
+struct cfi_table;
 
 struct symbolize *symbolize__new(void);
 /* Every symbolize_pid made from s must be destroyed first. NULL-safe. */
@@ -40,6 +41,13 @@ int symbolize__pid_new(struct symbolize *s, pid_t pid, const char *root,
 void symbolize_pid__destroy(struct symbolize_pid *sp);
 /* Re-reads the maps and drops the perf map (after dlopen, or new JIT code). */
 int symbolize_pid__refresh(struct symbolize_pid *sp);
+/*
+ * The unwinder's lookup (user/unwind/unwind.h's contract): -ENOENT outside
+ * every executable mapping; else 0, the CFI table of the file mapped there
+ * (NULL for anonymous code or a file without CFI) and the load bias.
+ */
+int symbolize_pid__cfi(struct symbolize_pid *sp, uint64_t addr, const struct cfi_table **ret_table,
+		       uint64_t *ret_bias);
 /* -ENOENT for an address in no executable mapping and no perf map entry. */
 int symbolize_pid__lookup(struct symbolize_pid *sp, uint64_t addr,
 			  struct symbolize_frame *ret_frame);
@@ -64,5 +72,8 @@ int symbolizer__new(pid_t pid, struct symbolizer **ret_sym);
 void symbolizer__destroy(struct symbolizer *sym);
 int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,
 		       struct symbolized_frame *ret_frame);
+/* symbolize_pid__cfi, reading the maps again (rate-limited) on a miss. */
+int symbolizer__cfi(struct symbolizer *sym, uint64_t addr, const struct cfi_table **ret_table,
+		    uint64_t *ret_bias);
 
 #endif /* GP_SYMBOLIZE_SYMBOLIZE_H */

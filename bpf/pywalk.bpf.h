@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The launching thread's Python frames, read at the uprobe while the thread
+ * is stopped in cuLaunchKernel: bpf/python.h's walk, step for step (the
+ * reference is user/python/pyruntime.c:pyruntime__walk_key). BPF-only.
+ */
+#ifndef GP_PYWALK_BPF_H
+#define GP_PYWALK_BPF_H
+
+#include "bpf/python.h"
+
+/* tgid -> where that process's CPython keeps threads and frames. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct gp_py_config);
+} py_configs SEC(".maps");
+
+/* host tid -> its PyThreadState, checked again at every use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_tstates SEC(".maps");
+
+static __always_inline int rd64(__u64 addr, __u64 *v)
+{
+	*v = 0;
+	return bpf_probe_read_user(v, sizeof(*v), (void *)addr);
+}
+
+static __always_inline int rd32(__u64 addr, __u64 *v)
+{
+	__u32 x = 0;
+	int err = bpf_probe_read_user(&x, sizeof(x), (void *)addr);
+
+	*v = x;
+	return err;
+}
+
+/* Steps 1-2: the thread state whose id field equals key; 0 when none. */
+static __always_inline __u64 py_find_tstate(const struct gp_py_config *c, __u32 tid, __u64 key,
+					    __u32 *status)
+{
+	__u64 *cached = bpf_map_lookup_elem(&py_tstates, &tid);
+	__u64 interp = 0, ts = 0, id = 0;
+
+	if (cached && *cached && !rd64(*cached + c->tstate_thread_id, &id) && id == key)
+		return *cached;
+	if (rd64(c->interp_head_addr, &interp)) {
+		*status = GP_PY_WALK_FAULT;
+		return 0;
+	}
+	if (!interp) {
+		*status = GP_PY_WALK_NO_RUNTIME;
+		return 0;
+	}
+	for (int i = 0; i < GP_PY_MAX_INTERPS && interp; i++) {
+		if (rd64(interp + c->interp_threads_head, &ts))
+			goto fault;
+		for (int j = 0; j < GP_PY_MAX_THREADS && ts; j++) {
+			if (rd64(ts + c->tstate_thread_id, &id))
+				goto fault;
+			if (id == key) {
+				bpf_map_update_elem(&py_tstates, &tid, &ts, BPF_ANY);
+				return ts;
+			}
+			if (rd64(ts + c->tstate_next, &ts))
+				goto fault;
+		}
+		if (rd64(interp + c->interp_next, &interp))
+			goto fault;
+	}
+	*status = GP_PY_WALK_NO_THREAD;
+	return 0;
+fault:
+	*status = GP_PY_WALK_FAULT;
+	return 0;
+}
+
+/*
+ * Steps 3-4 into out[]; returns the number of frames. status says why the
+ * walk stopped (gp_py_walk_status).
+ */
+static __always_inline __u32 py_walk(const struct gp_py_config *c, __u32 tid, __u64 key,
+				     struct gp_py_frame *out, __u32 *status)
+{
+	__u64 ts, f = 0, code = 0, instr = 0, b = 0;
+	__u32 n = 0;
+
+	*status = GP_PY_WALK_OK;
+	ts = py_find_tstate(c, tid, key, status);
+	if (!ts)
+		return 0;
+	if (rd64(ts + c->tstate_frame, &f))
+		goto fault;
+	if (c->cframe_current_frame != GP_PY_NO_OFFSET && f && rd64(f + c->cframe_current_frame, &f))
+		goto fault;
+	for (n = 0; n < GP_PY_MAX_FRAMES && f; n++) {
+		if (rd64(f + c->frame_code, &code))
+			goto fault;
+		if (c->instr_size == 8 ? rd64(f + c->frame_instr, &instr) : rd32(f + c->frame_instr, &instr))
+			goto fault;
+		if (code & GP_PY_FRAME_FLAGS) {
+			*status = GP_PY_WALK_BAD_FRAME;
+			return n;
+		}
+		if (c->entry_kind != GP_PY_ENTRY_NONE) {
+			b = 0;
+			if (bpf_probe_read_user(&b, 1, (void *)(f + c->frame_entry)))
+				goto fault;
+			if (c->entry_kind == GP_PY_ENTRY_IS_ENTRY && b) {
+				code |= GP_PY_FRAME_ENTRY;
+			} else if (c->entry_kind == GP_PY_ENTRY_OWNER && b == c->entry_value) {
+				code = GP_PY_FRAME_SHIM;
+				instr = 0;
+			}
+		}
+		out[n].code = code;
+		out[n].instr = instr;
+		if (rd64(f + c->frame_previous, &f))
+			goto fault_n1;
+	}
+	if (f)
+		*status = GP_PY_WALK_TRUNCATED;
+	return n;
+fault_n1:
+	n++;
+fault:
+	*status = GP_PY_WALK_FAULT;
+	return n;
+}
+
+#endif /* GP_PYWALK_BPF_H */

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# CFI unwinding: a program built with -fomit-frame-pointer (rbp holds garbage
+# across every call) launching through three levels of functions in two
+# libraries, from two threads. With --unwind cfi (the default) every launch's
+# stack is exactly the known chain, ending at a root; frame pointers alone
+# cannot find it (the second run proves the test tells the two apart).
+source "$(dirname "$0")/lib.sh"
+
+N=100
+CHAIN=(nofp_level3 nofp_level2 nofp_level1 "main|worker")
+LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/cfi.pb.gz" -- "$PROGS/nofp" $N >"$WORK/out" 2>"$WORK/err" ||
+	fail "loader: $(tail -3 "$WORK/err")"
+grep -q "nofp: launches=$((2 * N))" "$WORK/out" || fail "the program did not run"
+python3 "$ROOT/tests/bpf/stack_check.py" "$WORK/cfi.pb.gz" chain nofp_kernel $((2 * N)) "${CHAIN[@]}" ||
+	fail "cfi stacks"
+ok "every launch's stack is the known chain through two libraries without frame pointers"
+
+LD_LIBRARY_PATH="$B/stub" "$LOADER" --unwind fp -o "$WORK/fp.pb.gz" -- "$PROGS/nofp" $N >/dev/null 2>"$WORK/err" ||
+	fail "loader --unwind fp: $(tail -3 "$WORK/err")"
+set +e
+python3 "$ROOT/tests/bpf/stack_check.py" "$WORK/fp.pb.gz" chain nofp_kernel $((2 * N)) "${CHAIN[@]}" \
+	>"$WORK/fpcheck" 2>&1
+rc=$?
+set -e
+# 3: every launch was counted, and the stacks differ from the chain
+[ $rc = 3 ] || fail "frame pointers: want the chain missed, got rc=$rc: $(cat "$WORK/fpcheck")"
+ok "frame pointers alone do not find it: $(cut -c1-120 "$WORK/fpcheck")"

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Checks whole stacks in a gpuprobe profile, read through `go tool pprof -raw`.
+
+  stack_check.py FILE python SCRIPT N
+      the profile of tests/bpf/pyprog.py N: all GPU time of py_gemm and py_relu
+      (exactly N launches each, 2000 and 3000 ns per launch) sits under the
+      script's Python functions in call order, with the line of each call,
+      above the native frames that called into the interpreter, and every
+      stack ends at _start; no frame says it was truncated.
+  stack_check.py FILE chain KERNEL COUNT FRAME...
+      KERNEL was launched COUNT times, and every one of its stacks has exactly
+      these frames (leaf first; "a|b" allows either) right after the launch
+      API frame, and ends at a root (_start, or glibc's thread start, which
+      Debian's libc names only by address), untruncated.
+"""
+import re
+import subprocess
+import sys
+
+LOC_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+)(?: M=(\d+))? (.*) (\S*):(\d+) s=\d+$")
+
+
+def parse(path):
+    out = subprocess.run(["go", "tool", "pprof", "-raw", path], check=True,
+                         capture_output=True, text=True).stdout
+    samples, locs, section = [], {}, None
+    for line in out.splitlines():
+        if line.startswith(("Samples:", "Locations", "Mappings")):
+            section = line.split()[0].rstrip(":")
+            continue
+        if section == "Samples":
+            m = re.match(r"^\s+(\d+)\s+(\d+): ([\d ]+)$", line)
+            if m:
+                samples.append((int(m.group(1)), int(m.group(2)), [int(x) for x in m.group(3).split()]))
+        elif section == "Locations":
+            m = LOC_RE.match(line)
+            if m:
+                locs[int(m.group(1))] = (m.group(4), m.group(5), int(m.group(6)))
+    return [(ns, n, [locs.get(i, ("?", "", 0)) for i in ids]) for ns, n, ids in samples]
+
+
+def fail(msg, code=1):
+    print("FAIL:", msg)
+    sys.exit(code)
+
+
+FRAMES_DIFFER = 3  # exit status when the counts hold but the stacks differ
+
+
+def check_python(samples, script, n):
+    src = open(script).read().splitlines()
+
+    def line_of(stmt):  # the one line whose statement is stmt (or ends with it)
+        return next(i + 1 for i, l in enumerate(src) if l.strip() == stmt or l.endswith(stmt))
+
+    base = script.rsplit("/", 1)[-1]
+    module = ("[module %s]" % base, line_of("train_step(gemm, relu)"))
+    call = {"launch": line_of("# LAUNCH_LINE"), "model": line_of("layer(gemm, relu)"),
+            "train_step": line_of("model(gemm, relu)")}
+    want = {
+        "py_gemm": (2000, [("launch", call["launch"]), ("layer", line_of("launch(gemm, 2)")),
+                           ("model", call["model"]), ("train_step", call["train_step"]), module]),
+        "py_relu": (3000, [("launch", call["launch"]), ("attention", line_of("launch(relu, 3)")),
+                           ("layer", line_of("attention(relu)")), ("model", call["model"]),
+                           ("train_step", call["train_step"]), module]),
+    }
+    for kernel, (per, chain) in want.items():
+        got = [s for s in samples if s[2] and s[2][0][0] == kernel]
+        ns, count = sum(s[0] for s in got), sum(s[1] for s in got)
+        if count != n or ns != n * per:
+            fail("%s: %d launches, %d ns; want %d, %d" % (kernel, count, ns, n, n * per))
+        for s_ns, s_n, frames in got:
+            names = [f[0] for f in frames]
+            py = [(f[0], f[2]) for f in frames if f[1].endswith("/" + base)]
+            expect = chain
+            if py != expect:
+                fail("%s: python frames %s, want %s" % (kernel, py, expect))
+            first_py = names.index(chain[0][0])
+            if names[1] != "cuLaunchKernel" or "ffi_call" not in names[2:first_py]:
+                fail("%s: native frames between the launch and Python: %s" % (kernel, names[:first_py]))
+            tail = names[first_py + len(chain):]
+            if len(tail) < 2 or tail[-2] != "_start" or any(x.startswith("[truncated") or
+                                                        x.startswith("[native frames") for x in names):
+                fail("%s: stack does not end at _start, or is truncated: %s" % (kernel, names))
+        print("%s: %d launches, %d ns, all under %s" % (kernel, count, ns, " <- ".join(c[0] for c in chain)))
+
+
+def check_chain(samples, kernel, count, chain):
+    got = [s for s in samples if s[2] and s[2][0][0] == kernel]
+    if sum(s[1] for s in got) != count:
+        fail("%s: %d launches, want %d" % (kernel, sum(s[1] for s in got), count))
+    for ns, n, frames in got:
+        names = [f[0] for f in frames]
+        mid = names[2:2 + len(chain)]
+        if len(mid) != len(chain) or any(m not in c.split("|") for m, c in zip(mid, chain)):
+            fail("%s: frames %s, want %s after the launch API" % (kernel, names, chain), FRAMES_DIFFER)
+        if len(names) < 2 or (names[-2] not in ("_start", "clone3", "clone") and
+                              not names[-2].startswith("libc.so.6+")):
+            fail("%s: stack does not end at a root: %s" % (kernel, names), FRAMES_DIFFER)
+        if any(x.startswith("[truncated") or x.startswith("[native frames") for x in names):
+            fail("%s: truncated: %s" % (kernel, names), FRAMES_DIFFER)
+    print("%s: %d launches, each under %s" % (kernel, count, " <- ".join(chain)))
+
+
+def main():
+    path, mode = sys.argv[1], sys.argv[2]
+    samples = parse(path)
+    if mode == "python":
+        check_python(samples, sys.argv[3], int(sys.argv[4]))
+    elif mode == "chain":
+        check_chain(samples, sys.argv[3], int(sys.argv[4]), sys.argv[5:])
+    else:
+        fail("unknown mode %s" % mode)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The function symbols of a cubin (cubin_syms.h): a bounds-checked walk of
+ * an ELF64 image held in memory, written for bytes an unprivileged process
+ * chose. Headers are copied out with memcpy (the image may be unaligned),
+ * every offset + size is checked without overflow before it is used, and
+ * counts are capped before any loop runs over them.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include "user/cubin/cubin_syms.h"
+
+/* [off, off + len) inside an image of size bytes, without overflow. */
+static bool range__inside(__u64 off, __u64 len, size_t size)
+{
+	return off <= size && len <= size - off;
+}
+
+static int cubin_syms__ehdr(const __u8 *elf, size_t size, Elf64_Ehdr *ret_eh)
+{
+	Elf64_Ehdr eh;
+
+	if (size < sizeof(eh))
+		return -ENOEXEC;
+	memcpy(&eh, elf, sizeof(eh));
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB)
+		return -ENOEXEC;
+	*ret_eh = eh;
+	return 0;
+}
+
+static void cubin_syms__shdr(const __u8 *elf, __u64 shoff, __u32 i, Elf64_Shdr *ret_sh)
+{
+	memcpy(ret_sh, elf + shoff + (__u64)i * sizeof(*ret_sh), sizeof(*ret_sh));
+}
+
+/*
+ * The section count, with ELF's extended numbering (e_shnum 0: the count is
+ * section 0's sh_size), which cubins holding tens of thousands of kernels
+ * (three sections each) need. The whole table is checked to be inside.
+ */
+static int cubin_syms__shnum(const __u8 *elf, size_t size, const Elf64_Ehdr *eh, __u32 *ret_n)
+{
+	Elf64_Shdr sh0;
+	__u64 n = eh->e_shnum;
+
+	if (!eh->e_shoff)
+		return -ENOENT; /* no section table, so no symbol table */
+	if (eh->e_shentsize != sizeof(Elf64_Shdr))
+		return -EBADMSG;
+	if (!range__inside(eh->e_shoff, sizeof(sh0), size))
+		return -EBADMSG;
+	if (!n) {
+		cubin_syms__shdr(elf, eh->e_shoff, 0, &sh0);
+		n = sh0.sh_size;
+	}
+	if (n > CUBIN_SYMS_MAX_SECTIONS)
+		return -E2BIG;
+	if (!range__inside(eh->e_shoff, n * sizeof(Elf64_Shdr), size))
+		return -EBADMSG;
+	*ret_n = (__u32)n;
+	return 0;
+}
+
+struct walk {
+	cubin_syms_fn cb;
+	void *ctx;
+	__u32 seen; /* symbols looked at so far, all tables */
+};
+
+/* Names run to a NUL inside the table; one that does not is skipped. */
+static int cubin_syms__table(struct walk *w, const __u8 *elf, const Elf64_Shdr *symtab,
+			     const Elf64_Shdr *strtab)
+{
+	const char *str = (const char *)elf + strtab->sh_offset;
+	__u64 nsyms = symtab->sh_size / sizeof(Elf64_Sym);
+	int ret;
+
+	for (__u64 i = 0; i < nsyms; i++, w->seen++) {
+		const char *name, *nul;
+		Elf64_Sym sym;
+
+		if (w->seen >= CUBIN_SYMS_MAX_SYMBOLS)
+			return -E2BIG;
+		memcpy(&sym, elf + symtab->sh_offset + i * sizeof(sym), sizeof(sym));
+		if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
+		    !sym.st_name || sym.st_name >= strtab->sh_size)
+			continue;
+		name = str + sym.st_name;
+		nul = memchr(name, '\0', strtab->sh_size - sym.st_name < CUBIN_SYMS_MAX_NAME ?
+					  strtab->sh_size - sym.st_name : CUBIN_SYMS_MAX_NAME);
+		if (!nul || nul == name)
+			continue;
+		ret = w->cb(w->ctx, name, (size_t)(nul - name), w->seen);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int cubin_syms__parse(const void *image, size_t size, cubin_syms_fn cb, void *ctx)
+{
+	const __u8 *elf = image;
+	struct walk w = { .cb = cb, .ctx = ctx };
+	Elf64_Ehdr eh;
+	__u32 shnum;
+	bool found = false;
+	int err;
+
+	if (!elf || !cb)
+		return -EINVAL;
+	err = cubin_syms__ehdr(elf, size, &eh);
+	if (err)
+		return err;
+	err = cubin_syms__shnum(elf, size, &eh, &shnum);
+	if (err)
+		return err;
+	for (__u32 i = 0; i < shnum; i++) {
+		Elf64_Shdr sh, str;
+
+		cubin_syms__shdr(elf, eh.e_shoff, i, &sh);
+		if (sh.sh_type != SHT_SYMTAB)
+			continue;
+		/* A table whose entries are not Elf64_Sym cannot be read as such. */
+		if (sh.sh_entsize != sizeof(Elf64_Sym) || sh.sh_link >= shnum || sh.sh_link == i ||
+		    !range__inside(sh.sh_offset, sh.sh_size, size))
+			return -EBADMSG;
+		cubin_syms__shdr(elf, eh.e_shoff, sh.sh_link, &str);
+		if (str.sh_type != SHT_STRTAB || !range__inside(str.sh_offset, str.sh_size, size))
+			return -EBADMSG;
+		found = true;
+		err = cubin_syms__table(&w, elf, &sh, &str);
+		if (err)
+			return err;
+	}
+	return found ? 0 : -ENOENT;
+}

@@ -1,0 +1,544 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Code objects of another process, read once each and kept per process.
+ *
+ * A code object is read in three steps: its fixed fields (one read), the
+ * two strings (name or qualname, filename) and the line table (bytes).
+ * Each pointer must lead to an object whose ob_type is the type the
+ * runtime's own symbol names, so a stale or forged pointer fails instead of
+ * being decoded as whatever it happens to point at. Lines are computed per
+ * lookup from the cached table, as PyCode_Addr2Line does, so a code object
+ * costs reads only the first time it is seen.
+ *
+ * Known limit: a code object freed and another allocated at the same
+ * address is answered from the cache (code objects of functions live as
+ * long as their module; lambdas and exec'd code can be reused).
+ */
+#include "user/python/pycode.h"
+#include "user/python/pymem.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PYCODE_HEADER_MAX 512 /* bytes of a code object read at once */
+#define PYCODE_UNICODE_HEADER_MAX 128
+
+/* ---------------------------------------------------------------- decoders */
+
+int pycode__line_310(const uint8_t *tab, size_t len, int firstlineno, int64_t addrq,
+		     int *ret_line)
+{
+	int64_t line = firstlineno, start, end = 0;
+	size_t p;
+	int cur;
+
+	if (!tab && len)
+		return -EINVAL;
+	if (addrq < 0) {
+		*ret_line = firstlineno;
+		return 0;
+	}
+	/* Objects/lnotab_notes.txt (3.10): pairs of (unsigned byte delta,
+	 * signed line delta); -128 means "no line" and leaves the line alone. */
+	for (p = 0; p + 1 < len; p += 2) {
+		int8_t ldelta = (int8_t)tab[p + 1];
+
+		start = end;
+		end += tab[p];
+		if (ldelta == -128) {
+			cur = -1;
+		} else {
+			line += ldelta;
+			if (line < 0 || line > INT32_MAX)
+				return -EINVAL;
+			cur = (int)line;
+		}
+		if (start <= addrq && addrq < end) {
+			*ret_line = cur;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* A varint of the 3.11 table: 6 bits per byte, 0x40 = more follow. Only the
+ * bytes of the current entry (bit 7 clear) may be used. */
+static int line311__varint(const uint8_t *tab, size_t len, size_t *pos, uint32_t *ret)
+{
+	uint32_t val = 0;
+	unsigned shift = 0;
+	uint8_t b;
+
+	do {
+		if (*pos >= len || (tab[*pos] & 0x80) || shift > 30)
+			return -EINVAL;
+		b = tab[(*pos)++];
+		val |= (uint32_t)(b & 63) << shift;
+		shift += 6;
+	} while (b & 64);
+	*ret = val;
+	return 0;
+}
+
+int pycode__line_311(const uint8_t *tab, size_t len, int firstlineno, int64_t addrq,
+		     int *ret_line)
+{
+	int64_t line = firstlineno, start, end = 0;
+	size_t p = 0, q;
+	uint32_t u;
+	int code, cur, delta;
+
+	if (!tab && len)
+		return -EINVAL;
+	if (addrq < 0) {
+		*ret_line = firstlineno;
+		return 0;
+	}
+	/* InternalDocs/locations.md: each entry starts with 1CCCCLLL (code,
+	 * length - 1 in code units); codes 0-9 keep the line, 10-12 add 0-2,
+	 * 13 and 14 start with a signed varint line delta, 15 is "no line". */
+	while (p < len) {
+		if (!(tab[p] & 0x80))
+			return -EINVAL;
+		code = (tab[p] >> 3) & 15;
+		delta = 0;
+		if (code == 13 || code == 14) {
+			q = p + 1;
+			if (line311__varint(tab, len, &q, &u))
+				return -EINVAL;
+			delta = (u & 1) ? -(int)(u >> 1) : (int)(u >> 1);
+		} else if (code >= 10 && code <= 12) {
+			delta = code - 10;
+		}
+		line += delta;
+		if (line < INT32_MIN || line > INT32_MAX)
+			return -EINVAL;
+		cur = code == 15 ? -1 : (int)line;
+		start = end;
+		end += ((tab[p] & 7) + 1) * 2;
+		for (p++; p < len && !(tab[p] & 0x80); p++)
+			;
+		if (start <= addrq && addrq < end) {
+			*ret_line = cur;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static size_t utf8__put(uint32_t cp, char *o)
+{
+	if (cp == 0 || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		cp = 0xfffd;
+	if (cp < 0x80) {
+		o[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (char)(0xc0 | (cp >> 6));
+		o[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (char)(0xe0 | (cp >> 12));
+		o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		o[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	o[0] = (char)(0xf0 | (cp >> 18));
+	o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	o[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+int pycode__unicode_to_utf8(const uint8_t *data, size_t nchars, unsigned kind, bool ascii,
+			    char *out, size_t cap, size_t *ret_len)
+{
+	size_t i, n = 0, k;
+	uint32_t cp;
+	char enc[4];
+
+	if (!out || !cap || (nchars && !data))
+		return -EINVAL;
+	if (kind != 1 && kind != 2 && kind != 4)
+		return -EINVAL;
+	if (ascii && kind != 1)
+		return -EINVAL;
+	for (i = 0; i < nchars; i++) {
+		if (kind == 1) {
+			cp = data[i];
+			if (ascii && cp >= 0x80)
+				return -EINVAL;
+		} else if (kind == 2) {
+			cp = (uint32_t)data[2 * i] | (uint32_t)data[2 * i + 1] << 8;
+		} else {
+			memcpy(&cp, data + 4 * i, 4); /* native order: same host as target */
+		}
+		k = utf8__put(cp, enc);
+		if (n + k + 1 > cap)
+			break; /* cut at a character boundary */
+		memcpy(out + n, enc, k);
+		n += k;
+	}
+	out[n] = '\0';
+	*ret_len = n;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- remote objects */
+
+struct pycode_entry {
+	uint64_t code; /* 0: empty slot */
+	char *qualname;
+	char *filename;
+	uint8_t *linetable;
+	uint32_t linetable_len;
+	int firstlineno;
+	uint64_t code_start; /* 3.11+: first code unit */
+	uint64_t code_units; /* 3.11+: Py_SIZE(code) */
+};
+
+struct pycode_cache {
+	pid_t pid;
+	struct pycode_layout l;
+	size_t header_len; /* bytes of a code object holding every field we read */
+	struct pycode_entry *slots;
+	size_t cap;   /* power of two */
+	size_t count;
+	unsigned long hits, misses;
+};
+
+static uint64_t rd64(const uint8_t *b, uint32_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, 8);
+	return v;
+}
+
+static bool layout__fits(const struct pycode_layout *l)
+{
+	uint32_t offs[] = { l->ob_type, l->ob_size, l->co_name, l->co_filename,
+			    l->co_firstlineno, l->co_linetable };
+	size_t i;
+
+	for (i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		if (offs[i] > PYCODE_HEADER_MAX - 8)
+			return false;
+	if (l->co_qualname != UINT32_MAX && l->co_qualname > PYCODE_HEADER_MAX - 8)
+		return false;
+	if (l->co_code_adaptive > PYCODE_HEADER_MAX)
+		return false;
+	if (l->unicode_compact_size > PYCODE_UNICODE_HEADER_MAX ||
+	    l->unicode_ascii_size > l->unicode_compact_size ||
+	    l->unicode_state + 4 > l->unicode_ascii_size ||
+	    l->unicode_length + 8 > l->unicode_ascii_size || l->ob_type + 8 > l->unicode_ascii_size)
+		return false;
+	if (l->bytes_ob_size + 8 > l->bytes_ob_sval || l->bytes_ob_sval > 64)
+		return false;
+	return l->linetable_format == PYCODE_LINETABLE_310 ||
+	       l->linetable_format == PYCODE_LINETABLE_311;
+}
+
+static size_t layout__header_len(const struct pycode_layout *l)
+{
+	uint32_t offs[] = { l->ob_type, l->ob_size, l->co_name, l->co_filename,
+			    l->co_firstlineno, l->co_linetable,
+			    l->co_qualname != UINT32_MAX ? l->co_qualname : 0 };
+	uint32_t m = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		if (offs[i] > m)
+			m = offs[i];
+	return m + 8;
+}
+
+/* Reads a str object into a malloc'ed UTF-8 string of at most cap - 1 bytes. */
+static int pycode__read_str(const struct pycode_cache *c, uint64_t addr, size_t cap, char **ret)
+{
+	const struct pycode_layout *l = &c->l;
+	uint8_t hdr[PYCODE_UNICODE_HEADER_MAX];
+	uint8_t *data;
+	uint32_t state;
+	int64_t length;
+	unsigned kind;
+	bool ascii;
+	size_t n, len;
+	char *out;
+	int err;
+
+	if (!addr || (addr & 7))
+		return -EINVAL;
+	err = pymem__read(c->pid, addr, hdr, l->unicode_compact_size);
+	if (err)
+		return err;
+	if (l->unicode_type && rd64(hdr, l->ob_type) != l->unicode_type)
+		return -EINVAL;
+	memcpy(&state, hdr + l->unicode_state, 4);
+	memcpy(&length, hdr + l->unicode_length, 8);
+	kind = (state >> 2) & 7;
+	ascii = (state >> 6) & 1;
+	if (!((state >> 5) & 1) || length < 0 || (kind != 1 && kind != 2 && kind != 4))
+		return -EINVAL; /* not compact: never the case for code names */
+	/* Each character takes at least one output byte: read no more than fits. */
+	n = (uint64_t)length < cap ? (size_t)length : cap;
+	data = malloc(n * kind + 1);
+	out = malloc(cap);
+	if (!data || !out) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	err = pymem__read(c->pid, addr + (ascii ? l->unicode_ascii_size : l->unicode_compact_size),
+			  data, n * kind);
+	if (!err)
+		err = pycode__unicode_to_utf8(data, n, kind, ascii, out, cap, &len);
+	if (!err) {
+		*ret = out;
+		out = NULL;
+	}
+out_free:
+	free(data);
+	free(out);
+	return err;
+}
+
+static int pycode__read_bytes(const struct pycode_cache *c, uint64_t addr, uint8_t **ret,
+			      uint32_t *ret_len)
+{
+	const struct pycode_layout *l = &c->l;
+	uint8_t hdr[64];
+	int64_t size;
+	uint8_t *buf;
+	int err;
+
+	if (!addr || (addr & 7))
+		return -EINVAL;
+	err = pymem__read(c->pid, addr, hdr, l->bytes_ob_sval);
+	if (err)
+		return err;
+	if (l->bytes_type && rd64(hdr, l->ob_type) != l->bytes_type)
+		return -EINVAL;
+	memcpy(&size, hdr + l->bytes_ob_size, 8);
+	if (size < 0 || size > PYCODE_LINETABLE_MAX)
+		return -E2BIG;
+	buf = malloc(size ? (size_t)size : 1);
+	if (!buf)
+		return -ENOMEM;
+	err = pymem__read(c->pid, addr + l->bytes_ob_sval, buf, (size_t)size);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	*ret = buf;
+	*ret_len = (uint32_t)size;
+	return 0;
+}
+
+static void entry__clear(struct pycode_entry *e)
+{
+	free(e->qualname);
+	free(e->filename);
+	free(e->linetable);
+	memset(e, 0, sizeof(*e));
+}
+
+static int pycode__read(const struct pycode_cache *c, uint64_t code, struct pycode_entry *ret)
+{
+	const struct pycode_layout *l = &c->l;
+	struct pycode_entry e = { .code = code };
+	uint8_t hdr[PYCODE_HEADER_MAX];
+	uint32_t name_off = l->co_qualname != UINT32_MAX ? l->co_qualname : l->co_name;
+	int64_t units;
+	int err;
+
+	if (!code || (code & 7))
+		return -EINVAL;
+	err = pymem__read(c->pid, code, hdr, c->header_len);
+	if (err)
+		return err;
+	if (l->code_type && rd64(hdr, l->ob_type) != l->code_type)
+		return -EINVAL;
+	memcpy(&e.firstlineno, hdr + l->co_firstlineno, sizeof(int));
+	if (l->version >= 0x030b0000) {
+		memcpy(&units, hdr + l->ob_size, 8);
+		if (units <= 0 || units > (1 << 24))
+			return -EINVAL;
+		e.code_units = (uint64_t)units;
+		e.code_start = code + l->co_code_adaptive;
+	}
+	err = pycode__read_str(c, rd64(hdr, name_off), PYCODE_NAME_MAX, &e.qualname);
+	if (!err)
+		err = pycode__read_str(c, rd64(hdr, l->co_filename), PYCODE_FILE_MAX, &e.filename);
+	if (!err)
+		err = pycode__read_bytes(c, rd64(hdr, l->co_linetable), &e.linetable,
+					 &e.linetable_len);
+	if (err) {
+		entry__clear(&e);
+		return err;
+	}
+	*ret = e;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- cache */
+
+int pycode_cache__new(pid_t pid, const struct pycode_layout *layout,
+		      struct pycode_cache **ret_cache)
+{
+	struct pycode_cache *c;
+
+	if (pid <= 0 || !layout || !ret_cache || !layout__fits(layout))
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->cap = 64;
+	c->slots = calloc(c->cap, sizeof(*c->slots));
+	if (!c->slots) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->pid = pid;
+	c->l = *layout;
+	c->header_len = layout__header_len(layout);
+	*ret_cache = c;
+	return 0;
+}
+
+void pycode_cache__destroy(struct pycode_cache *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->cap; i++)
+		if (c->slots[i].code)
+			entry__clear(&c->slots[i]);
+	free(c->slots);
+	free(c);
+}
+
+static size_t slot__hash(uint64_t code, size_t cap)
+{
+	return (size_t)((code >> 3) * 0x9e3779b97f4a7c15ull >> 17) & (cap - 1);
+}
+
+static struct pycode_entry *cache__find(struct pycode_cache *c, uint64_t code)
+{
+	size_t i = slot__hash(code, c->cap);
+
+	while (c->slots[i].code) {
+		if (c->slots[i].code == code)
+			return &c->slots[i];
+		i = (i + 1) & (c->cap - 1);
+	}
+	return &c->slots[i]; /* the empty slot where it belongs */
+}
+
+static void cache__flush(struct pycode_cache *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->cap; i++)
+		if (c->slots[i].code)
+			entry__clear(&c->slots[i]);
+	c->count = 0;
+}
+
+static int cache__grow(struct pycode_cache *c)
+{
+	struct pycode_entry *old = c->slots, *slots;
+	size_t old_cap = c->cap, i;
+
+	slots = calloc(old_cap * 2, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	c->slots = slots;
+	c->cap = old_cap * 2;
+	for (i = 0; i < old_cap; i++)
+		if (old[i].code)
+			*cache__find(c, old[i].code) = old[i];
+	free(old);
+	return 0;
+}
+
+static int entry__line(const struct pycode_cache *c, const struct pycode_entry *e,
+		       uint64_t instr, int *ret_line)
+{
+	int64_t addrq;
+	int err;
+
+	if (c->l.version < 0x030b0000) {
+		int32_t lasti = (int32_t)(uint32_t)instr; /* f_lasti, in code units */
+
+		addrq = lasti < 0 ? -1 : (int64_t)lasti * 2;
+	} else {
+		/* prev_instr / instr_ptr; one unit before the start = not started. */
+		addrq = (int64_t)(instr - e->code_start);
+		if (instr < e->code_start - 2 || addrq >= (int64_t)(e->code_units * 2)) {
+			*ret_line = -1;
+			return 0;
+		}
+	}
+	if (c->l.linetable_format == PYCODE_LINETABLE_310)
+		err = pycode__line_310(e->linetable, e->linetable_len, e->firstlineno, addrq,
+				       ret_line);
+	else
+		err = pycode__line_311(e->linetable, e->linetable_len, e->firstlineno, addrq,
+				       ret_line);
+	if (err == -ENOENT) {
+		*ret_line = -1;
+		return 0;
+	}
+	return err;
+}
+
+int pycode_cache__lookup(struct pycode_cache *c, uint64_t code, uint64_t instr,
+			 struct pycode_frame *ret_frame)
+{
+	struct pycode_entry *e, fresh;
+	int line, err;
+
+	if (!c || !ret_frame)
+		return -EINVAL;
+	if (!code || (code & 7))
+		return -EINVAL;
+	e = cache__find(c, code);
+	if (e->code) {
+		c->hits++;
+	} else {
+		err = pycode__read(c, code, &fresh);
+		if (err)
+			return err;
+		c->misses++;
+		if (c->count >= PYCODE_CACHE_MAX)
+			cache__flush(c);
+		if ((c->count + 1) * 2 > c->cap && cache__grow(c)) {
+			entry__clear(&fresh);
+			return -ENOMEM;
+		}
+		e = cache__find(c, code);
+		*e = fresh;
+		c->count++;
+	}
+	err = entry__line(c, e, instr, &line);
+	if (err)
+		return err;
+	*ret_frame = (struct pycode_frame){
+		.qualname = e->qualname,
+		.filename = e->filename,
+		.line = line,
+		.firstlineno = e->firstlineno,
+	};
+	return 0;
+}
+
+void pycode_cache__stats(const struct pycode_cache *c, unsigned long *ret_hits,
+			 unsigned long *ret_misses)
+{
+	*ret_hits = c ? c->hits : 0;
+	*ret_misses = c ? c->misses : 0;
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Remote reads. process_vm_readv needs the same ptrace access as
+ * /proc/<pid>/mem but no open file; some seccomp profiles (and old
+ * container runtimes) refuse it with ENOSYS or EPERM, so /proc/<pid>/mem is
+ * the fallback, opened per read: the loader follows many processes and must
+ * not hold an fd on each.
+ */
+#include "user/python/pymem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static int pymem__pread(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = pread(fd, buf, len, (off_t)addr);
+	if (n < 0)
+		err = errno == EIO ? -EFAULT : -errno;
+	else if ((size_t)n != len)
+		err = -EFAULT;
+	close(fd);
+	return err;
+}
+
+int pymem__read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	ssize_t n;
+
+	if (pid <= 0 || !buf)
+		return -EINVAL;
+	if (!len)
+		return 0;
+	if (addr == 0 || addr + len < addr || addr > INT64_MAX)
+		return -EFAULT;
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n >= 0)
+		return (size_t)n == len ? 0 : -EFAULT;
+	if (errno == ENOSYS || errno == EPERM)
+		return pymem__pread(pid, addr, buf, len);
+	return -errno;
+}
+
+int pymem__read_u64(pid_t pid, uint64_t addr, uint64_t *ret)
+{
+	uint64_t v;
+	int err = pymem__read(pid, addr, &v, sizeof(v));
+
+	if (err)
+		return err;
+	*ret = v;
+	return 0;
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading another process's memory for the Python walker and resolver:
+ * process_vm_readv, falling back to pread of /proc/<pid>/mem where the
+ * syscall is filtered or missing. All or nothing: a short read is an error.
+ */
+#ifndef GP_PYTHON_PYMEM_H
+#define GP_PYTHON_PYMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Copies len bytes at addr in pid into buf. -EFAULT on a partial or
+ * unmapped read, -ESRCH when the process is gone. */
+int pymem__read(pid_t pid, uint64_t addr, void *buf, size_t len);
+int pymem__read_u64(pid_t pid, uint64_t addr, uint64_t *ret);
+
+#endif /* GP_PYTHON_PYMEM_H */

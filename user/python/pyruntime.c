@@ -1,0 +1,807 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Detecting CPython in a process and describing its thread and frame
+ * layout for the BPF walk.
+ *
+ * Finding it: the executable mappings whose file is called python* or
+ * libpython* are opened inside the target's root (proc__root_open, checked
+ * against the mapping's dev/inode) and their symbol tables searched for
+ * _PyRuntime; the first file defining it wins (a distro python3 links
+ * libpython statically, a pyenv one loads libpython3.x.so). The load bias
+ * comes from the executable mapping and the PT_LOAD that holds it.
+ *
+ * Version: Py_Version (3.11+) read from the target; else the file name
+ * ("python3.10", "libpython3.10.so.1.0"); else the presence of Py_Is
+ * (new in 3.10) without Py_Version.
+ *
+ * Offsets: the tables below were taken with offsetof() against the
+ * installed internal headers of 3.10.13, 3.11.7 (and Debian's 3.11.2),
+ * 3.12.1 and 3.13.0; the fields they name did not move between patch
+ * releases of a minor version. 3.13 and later carry _Py_DebugOffsets at
+ * the start of _PyRuntime (cookie "xdebugpy"); its layout is fixed per minor
+ * version, so only 3.13's is read here. Patch releases *can* move fields of
+ * _PyRuntimeState, which is why the result is validated against the live
+ * process: the interpreter chain ends in the main interpreter (id 0), each
+ * thread state points back at its interpreter, and (3.11+) some thread
+ * state's native_thread_id names one of the process's threads.
+ */
+#include "user/python/pyruntime.h"
+#include "user/python/pymem.h"
+#include "user/proc/proc.h"
+#include "user/symbolize/proc_maps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#endif
+
+#define PYRT_MAX_CANDIDATES 8
+#define PYRT_MAX_SYMTAB ((uint64_t)64 << 20) /* bytes of one symbol table */
+#define PYRT_MAX_PHDRS 256
+
+/* ---------------------------------------------------------------- tables */
+
+struct pyrt_table {
+	unsigned minor;
+	uint32_t runtime_interp_head; /* offset in _PyRuntimeState */
+	uint32_t interp_id;           /* validation */
+	struct gp_py_config cfg;      /* interp_head_addr and version left 0 */
+	struct pycode_layout code;    /* types and version left 0 */
+};
+
+#define NO GP_PY_NO_OFFSET
+
+static const struct pyrt_table pyrt_tables[] = {
+	{
+		.minor = 10, .runtime_interp_head = 32, .interp_id = 24,
+		.cfg = {
+			.tid_kind = GP_PY_TID_PTHREAD, .interp_next = 0,
+			.interp_threads_head = 8, .tstate_next = 8, .tstate_thread_id = 176,
+			.tstate_frame = 24, .cframe_current_frame = NO, .frame_previous = 24,
+			.frame_code = 32, .frame_instr = 96, .instr_size = 4,
+			.entry_kind = GP_PY_ENTRY_NONE, .frame_entry = NO, .tstate_interp = 16,
+		},
+		.code = {
+			.ob_type = 8, .ob_size = 16, .co_name = 112, .co_qualname = UINT32_MAX,
+			.co_filename = 104, .co_firstlineno = 40, .co_linetable = 120,
+			.co_code_adaptive = 0, .bytes_ob_size = 16, .bytes_ob_sval = 32,
+			.unicode_length = 16, .unicode_state = 32, .unicode_ascii_size = 48,
+			.unicode_compact_size = 72, .linetable_format = PYCODE_LINETABLE_310,
+		},
+	},
+	{
+		.minor = 11, .runtime_interp_head = 40, .interp_id = 48,
+		.cfg = {
+			.tid_kind = GP_PY_TID_NATIVE, .interp_next = 0,
+			.interp_threads_head = 16, .tstate_next = 8, .tstate_thread_id = 160,
+			.tstate_frame = 56, .cframe_current_frame = 8, .frame_previous = 48,
+			.frame_code = 32, .frame_instr = 56, .instr_size = 8,
+			.entry_kind = GP_PY_ENTRY_IS_ENTRY, .frame_entry = 68, .entry_size = 1,
+			.tstate_interp = 16,
+		},
+		.code = {
+			.ob_type = 8, .ob_size = 16, .co_name = 120, .co_qualname = 128,
+			.co_filename = 112, .co_firstlineno = 72, .co_linetable = 136,
+			.co_code_adaptive = 184, .bytes_ob_size = 16, .bytes_ob_sval = 32,
+			.unicode_length = 16, .unicode_state = 32, .unicode_ascii_size = 48,
+			.unicode_compact_size = 72, .linetable_format = PYCODE_LINETABLE_311,
+		},
+	},
+	{
+		.minor = 12, .runtime_interp_head = 40, .interp_id = 8,
+		.cfg = {
+			.tid_kind = GP_PY_TID_NATIVE, .interp_next = 0,
+			.interp_threads_head = 72, .tstate_next = 8, .tstate_thread_id = 144,
+			.tstate_frame = 56, .cframe_current_frame = 0, .frame_previous = 8,
+			.frame_code = 0, .frame_instr = 56, .instr_size = 8,
+			.entry_kind = GP_PY_ENTRY_OWNER, .frame_entry = 70, .entry_size = 1,
+			.entry_value = 3 /* FRAME_OWNED_BY_CSTACK */, .tstate_interp = 16,
+		},
+		.code = {
+			.ob_type = 8, .ob_size = 16, .co_name = 120, .co_qualname = 128,
+			.co_filename = 112, .co_firstlineno = 68, .co_linetable = 136,
+			.co_code_adaptive = 192, .bytes_ob_size = 16, .bytes_ob_sval = 32,
+			.unicode_length = 16, .unicode_state = 32, .unicode_ascii_size = 40,
+			.unicode_compact_size = 56, .linetable_format = PYCODE_LINETABLE_311,
+		},
+	},
+};
+
+#undef NO
+
+/* Where 3.13's _Py_DebugOffsets keeps what we need (Include/internal/
+ * pycore_runtime.h, 3.13 branch): each is the position of a uint64_t
+ * holding an offset. */
+#define DBG_SIZE 584
+#define DBG_VERSION 8
+#define DBG_FREE_THREADED 16
+#define DBG_RT_INTERP_HEAD 40
+#define DBG_IS_ID 56
+#define DBG_IS_NEXT 64
+#define DBG_IS_THREADS_HEAD 72
+#define DBG_TS_NEXT 168
+#define DBG_TS_INTERP 176
+#define DBG_TS_CURRENT_FRAME 184
+#define DBG_TS_NATIVE_THREAD_ID 200
+#define DBG_IF_PREVIOUS 232
+#define DBG_IF_EXECUTABLE 240
+#define DBG_IF_INSTR_PTR 248
+#define DBG_IF_OWNER 264
+#define DBG_CO_FILENAME 280
+#define DBG_CO_NAME 288
+#define DBG_CO_QUALNAME 296
+#define DBG_CO_LINETABLE 304
+#define DBG_CO_FIRSTLINENO 312
+#define DBG_CO_CODE_ADAPTIVE 344
+#define DBG_OB_TYPE 360
+#define DBG_BYTES_OB_SIZE 520
+#define DBG_BYTES_OB_SVAL 528
+#define DBG_UNICODE_STATE 544
+#define DBG_UNICODE_LENGTH 552
+#define DBG_UNICODE_ASCII_SIZE 560
+#define DBG_MAX_OFFSET 65536 /* no field of these structs lies further */
+
+/* ---------------------------------------------------------------- ELF */
+
+enum pyrt_sym {
+	SYM_RUNTIME,
+	SYM_VERSION,
+	SYM_PY_IS,
+	SYM_CODE_TYPE,
+	SYM_UNICODE_TYPE,
+	SYM_BYTES_TYPE,
+	SYM_MAX,
+};
+
+static const char *const pyrt_sym_names[SYM_MAX] = {
+	"_PyRuntime", "Py_Version", "Py_Is", "PyCode_Type", "PyUnicode_Type", "PyBytes_Type",
+};
+
+struct pyrt_elf {
+	uint64_t sym[SYM_MAX]; /* ELF virtual addresses, 0: absent */
+	struct {
+		uint64_t offset, vaddr, filesz;
+	} loads[16];
+	size_t n_loads;
+};
+
+static void elf__scan_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct pyrt_elf *out)
+{
+	Elf_Data *d;
+	GElf_Sym s;
+	size_t i, n, k;
+	const char *name;
+
+	if (!sh->sh_entsize || sh->sh_size > PYRT_MAX_SYMTAB)
+		return;
+	d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf)
+		return;
+	n = d->d_size / sh->sh_entsize;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !s.st_value)
+			continue;
+		name = elf_strptr(e, sh->sh_link, s.st_name);
+		if (!name || (name[0] != '_' && name[0] != 'P'))
+			continue;
+		for (k = 0; k < SYM_MAX; k++)
+			if (!out->sym[k] && !strcmp(name, pyrt_sym_names[k]))
+				out->sym[k] = s.st_value;
+	}
+}
+
+static int elf__read(int fd, struct pyrt_elf *ret)
+{
+	struct pyrt_elf out = { 0 };
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	GElf_Phdr ph;
+	size_t n, i;
+	Elf *e;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e)
+		return -EINVAL;
+	if (elf_kind(e) != ELF_K_ELF || gelf_getclass(e) != ELFCLASS64) {
+		elf_end(e);
+		return -EINVAL;
+	}
+	if (!elf_getphdrnum(e, &n)) {
+		for (i = 0; i < n && i < PYRT_MAX_PHDRS && out.n_loads < 16; i++) {
+			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			out.loads[out.n_loads].offset = ph.p_offset;
+			out.loads[out.n_loads].vaddr = ph.p_vaddr;
+			out.loads[out.n_loads].filesz = ph.p_filesz;
+			out.n_loads++;
+		}
+	}
+	/* .dynsym first (always there: _PyRuntime is exported), .symtab after. */
+	while ((scn = elf_nextscn(e, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM)
+			elf__scan_symtab(e, scn, &sh, &out);
+	scn = NULL;
+	while ((scn = elf_nextscn(e, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+			elf__scan_symtab(e, scn, &sh, &out);
+	elf_end(e);
+	*ret = out;
+	return 0;
+}
+
+/* bias such that runtime address = ELF vaddr + bias, from one mapping. */
+static int elf__bias(const struct pyrt_elf *elf, const struct proc_map *m, uint64_t *ret)
+{
+	size_t i;
+
+	for (i = 0; i < elf->n_loads; i++) {
+		uint64_t off = elf->loads[i].offset & ~(uint64_t)0xfff;
+
+		if (m->offset >= off && m->offset < elf->loads[i].offset + elf->loads[i].filesz) {
+			*ret = m->start - m->offset - (elf->loads[i].vaddr - elf->loads[i].offset);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* ---------------------------------------------------------------- finding */
+
+static bool name__is_python(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "python", 6) || !strncmp(base, "libpython", 9);
+}
+
+/* "3.NN" in a file name (python3.12, libpython3.12.so.1.0): the minor. */
+static int name__minor(const char *path, unsigned *ret_minor)
+{
+	const char *base = strrchr(path, '/'), *p;
+	unsigned minor = 0;
+	int digits = 0;
+
+	base = base ? base + 1 : path;
+	p = strstr(base, "python3.");
+	if (!p)
+		return -ENOENT;
+	for (p += 8; *p >= '0' && *p <= '9' && digits < 3; p++, digits++)
+		minor = minor * 10 + (unsigned)(*p - '0');
+	if (!digits)
+		return -ENOENT;
+	*ret_minor = minor;
+	return 0;
+}
+
+/* Opens the mapped file inside the target's root, only if it is the file
+ * that is mapped (same dev and inode) and a regular file. */
+static int map__open(pid_t pid, const struct proc_map *m, int *ret_fd)
+{
+	char self[64];
+	struct stat st;
+	int pfd, fd;
+
+	pfd = proc__root_open(pid, m->path, O_PATH);
+	if (pfd < 0)
+		return pfd;
+	if (fstat(pfd, &st)) {
+		fd = -errno;
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_ino != m->inode || st.st_dev != m->dev) {
+		fd = -ESTALE;
+		goto out_close;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		fd = -errno;
+out_close:
+	close(pfd);
+	if (fd < 0)
+		return fd;
+	*ret_fd = fd;
+	return 0;
+}
+
+struct pyrt_found {
+	struct pyrt_elf elf;
+	uint64_t bias;
+	char path[PATH_MAX];
+};
+
+static int pyrt__find(pid_t pid, struct pyrt_found *ret)
+{
+	struct { uint64_t dev, ino; } seen[PYRT_MAX_CANDIDATES];
+	size_t n_seen = 0, i, j;
+	struct proc_maps *maps;
+	struct pyrt_elf elf;
+	int err, fd, last = -ENOENT;
+
+	err = proc_maps__load(pid, &maps);
+	if (err)
+		return err;
+	for (i = 0; i < proc_maps__count(maps) && n_seen < PYRT_MAX_CANDIDATES; i++) {
+		const struct proc_map *m = proc_maps__at(maps, i);
+
+		if (m->kind != PROC_MAP_FILE || m->deleted || !name__is_python(m->path))
+			continue;
+		for (j = 0; j < n_seen; j++)
+			if (seen[j].dev == m->dev && seen[j].ino == m->inode)
+				break;
+		if (j < n_seen)
+			continue;
+		seen[n_seen].dev = m->dev;
+		seen[n_seen].ino = m->inode;
+		n_seen++;
+		err = map__open(pid, m, &fd);
+		if (err) {
+			last = err;
+			continue;
+		}
+		err = elf__read(fd, &elf);
+		close(fd);
+		if (err || !elf.sym[SYM_RUNTIME])
+			continue;
+		err = elf__bias(&elf, m, &ret->bias);
+		if (err)
+			continue;
+		ret->elf = elf;
+		snprintf(ret->path, sizeof(ret->path), "%s", m->path);
+		proc_maps__destroy(maps);
+		return 0;
+	}
+	proc_maps__destroy(maps);
+	/* Python-named files we could not open say more than "no CPython". */
+	return last == -ENOENT ? -ENOENT : last;
+}
+
+/* ---------------------------------------------------------------- tables */
+
+static int pyrt__from_table(const struct pyrt_table *t, uint64_t runtime,
+			    struct gp_py_config *cfg, struct pycode_layout *code,
+			    uint32_t *ret_interp_id)
+{
+	*cfg = t->cfg;
+	*code = t->code;
+	cfg->interp_head_addr = runtime + t->runtime_interp_head;
+	*ret_interp_id = t->interp_id;
+	return 0;
+}
+
+static int dbg__get(const uint8_t *dbg, uint32_t pos, uint32_t *ret)
+{
+	uint64_t v;
+
+	memcpy(&v, dbg + pos, 8);
+	if (v >= DBG_MAX_OFFSET)
+		return -EUCLEAN;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+/* 3.13: the runtime describes itself. */
+static int pyrt__from_debug(pid_t pid, uint64_t runtime, uint32_t version,
+			    struct gp_py_config *cfg, struct pycode_layout *code,
+			    uint32_t *ret_interp_id)
+{
+	static const struct { uint32_t pos; size_t field; bool in_code; } map[] = {
+		{ DBG_IS_NEXT, offsetof(struct gp_py_config, interp_next), false },
+		{ DBG_IS_THREADS_HEAD, offsetof(struct gp_py_config, interp_threads_head), false },
+		{ DBG_TS_NEXT, offsetof(struct gp_py_config, tstate_next), false },
+		{ DBG_TS_NATIVE_THREAD_ID, offsetof(struct gp_py_config, tstate_thread_id), false },
+		{ DBG_TS_CURRENT_FRAME, offsetof(struct gp_py_config, tstate_frame), false },
+		{ DBG_TS_INTERP, offsetof(struct gp_py_config, tstate_interp), false },
+		{ DBG_IF_PREVIOUS, offsetof(struct gp_py_config, frame_previous), false },
+		{ DBG_IF_EXECUTABLE, offsetof(struct gp_py_config, frame_code), false },
+		{ DBG_IF_INSTR_PTR, offsetof(struct gp_py_config, frame_instr), false },
+		{ DBG_IF_OWNER, offsetof(struct gp_py_config, frame_entry), false },
+		{ DBG_OB_TYPE, offsetof(struct pycode_layout, ob_type), true },
+		{ DBG_CO_NAME, offsetof(struct pycode_layout, co_name), true },
+		{ DBG_CO_QUALNAME, offsetof(struct pycode_layout, co_qualname), true },
+		{ DBG_CO_FILENAME, offsetof(struct pycode_layout, co_filename), true },
+		{ DBG_CO_FIRSTLINENO, offsetof(struct pycode_layout, co_firstlineno), true },
+		{ DBG_CO_LINETABLE, offsetof(struct pycode_layout, co_linetable), true },
+		{ DBG_CO_CODE_ADAPTIVE, offsetof(struct pycode_layout, co_code_adaptive), true },
+		{ DBG_BYTES_OB_SIZE, offsetof(struct pycode_layout, bytes_ob_size), true },
+		{ DBG_BYTES_OB_SVAL, offsetof(struct pycode_layout, bytes_ob_sval), true },
+		{ DBG_UNICODE_STATE, offsetof(struct pycode_layout, unicode_state), true },
+		{ DBG_UNICODE_LENGTH, offsetof(struct pycode_layout, unicode_length), true },
+		{ DBG_UNICODE_ASCII_SIZE, offsetof(struct pycode_layout, unicode_ascii_size), true },
+	};
+	struct gp_py_config c = { 0 };
+	struct pycode_layout l = { 0 };
+	uint8_t dbg[DBG_SIZE];
+	uint32_t v, head, id;
+	uint64_t dversion, ft;
+	size_t i;
+	int err;
+
+	err = pymem__read(pid, runtime, dbg, sizeof(dbg));
+	if (err)
+		return err;
+	if (memcmp(dbg, "xdebugpy", 8))
+		return -EUCLEAN;
+	memcpy(&dversion, dbg + DBG_VERSION, 8);
+	memcpy(&ft, dbg + DBG_FREE_THREADED, 8);
+	if ((dversion >> 16) != (version >> 16))
+		return -EUCLEAN;
+	if (ft)
+		return -EPROTONOSUPPORT; /* free-threaded build: other layouts */
+	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		err = dbg__get(dbg, map[i].pos, &v);
+		if (err)
+			return err;
+		memcpy((uint8_t *)(map[i].in_code ? (void *)&l : (void *)&c) + map[i].field, &v, 4);
+	}
+	err = dbg__get(dbg, DBG_RT_INTERP_HEAD, &head);
+	if (!err)
+		err = dbg__get(dbg, DBG_IS_ID, &id);
+	if (err)
+		return err;
+	c.interp_head_addr = runtime + head;
+	c.tid_kind = GP_PY_TID_NATIVE;
+	c.cframe_current_frame = GP_PY_NO_OFFSET;
+	c.instr_size = 8;
+	c.entry_kind = GP_PY_ENTRY_OWNER;
+	c.entry_size = 1;
+	c.entry_value = 3; /* FRAME_OWNED_BY_CSTACK */
+	l.ob_size = 16;    /* PyVarObject.ob_size: not described, fixed since 2.x */
+	l.unicode_compact_size = l.unicode_ascii_size + 16; /* + utf8_length, utf8 */
+	l.linetable_format = PYCODE_LINETABLE_311;
+	*cfg = c;
+	*code = l;
+	*ret_interp_id = id;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- validation */
+
+static int pyrt__validate(pid_t pid, const struct gp_py_config *c, uint32_t interp_id_off)
+{
+	uint64_t interp, last = 0, ts, back, tid, id;
+	pid_t host;
+	struct proc_tid_map *tids = NULL;
+	bool any_thread = false, tid_matched = false;
+	int i, j, err;
+
+	err = pymem__read_u64(pid, c->interp_head_addr, &interp);
+	if (err)
+		return err == -EFAULT ? -EUCLEAN : err;
+	if (!interp)
+		return -EAGAIN;
+	if (c->tid_kind == GP_PY_TID_NATIVE) {
+		err = proc__ns_tids(pid, &tids);
+		if (err)
+			return err;
+	}
+	for (i = 0; interp && i < GP_PY_MAX_INTERPS; i++) {
+		if (interp & 7) {
+			err = -EUCLEAN;
+			goto out;
+		}
+		err = pymem__read_u64(pid, interp + c->interp_threads_head, &ts);
+		for (j = 0; !err && ts && j < GP_PY_MAX_THREADS; j++) {
+			err = pymem__read_u64(pid, ts + c->tstate_interp, &back);
+			if (!err && back != interp)
+				err = -EUCLEAN; /* every thread state points at its interpreter */
+			if (!err && tids) {
+				err = pymem__read_u64(pid, ts + c->tstate_thread_id, &tid);
+				if (!err && tid > 0 && tid <= INT32_MAX &&
+				    proc_tid_map__lookup(tids, (pid_t)tid, &host))
+					tid_matched = true;
+			}
+			any_thread = true;
+			if (!err)
+				err = pymem__read_u64(pid, ts + c->tstate_next, &ts);
+		}
+		last = interp;
+		if (!err)
+			err = pymem__read_u64(pid, interp + c->interp_next, &interp);
+		if (err) {
+			err = err == -EFAULT ? -EUCLEAN : err;
+			goto out;
+		}
+	}
+	/* The main interpreter (id 0) is the oldest, so the last one. */
+	if (!interp) {
+		err = pymem__read_u64(pid, last + interp_id_off, &id);
+		if (err || id != 0) {
+			err = err && err != -EFAULT ? err : -EUCLEAN;
+			goto out;
+		}
+	}
+	if (!any_thread)
+		err = -EAGAIN;
+	else if (tids && !tid_matched)
+		err = -EUCLEAN;
+out:
+	proc_tid_map__free(tids);
+	return err;
+}
+
+/* ---------------------------------------------------------------- detect */
+
+int pyruntime__detect(pid_t pid, struct pyruntime *ret)
+{
+	struct pyruntime rt = { .pid = pid };
+	struct pyrt_found *f;
+	uint32_t pyv = 0, interp_id = 0;
+	unsigned minor = 0;
+	size_t i;
+	int err;
+
+	if (pid <= 0 || !ret)
+		return -EINVAL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	err = pyrt__find(pid, f);
+	if (err)
+		goto out;
+	rt.load_bias = f->bias;
+	rt.runtime_addr = f->elf.sym[SYM_RUNTIME] + f->bias;
+	snprintf(rt.path, sizeof(rt.path), "%s", f->path);
+	if (f->elf.sym[SYM_VERSION]) {
+		err = pymem__read(pid, f->elf.sym[SYM_VERSION] + f->bias, &pyv, sizeof(pyv));
+		if (err)
+			goto out;
+		if ((pyv >> 24) != 3) {
+			err = -EUCLEAN;
+			goto out;
+		}
+	} else if (!name__minor(f->path, &minor) && minor <= 10) {
+		pyv = 0x03000000u | (minor << 16);
+	} else if (f->elf.sym[SYM_PY_IS]) {
+		pyv = 0x030a0000u;
+	} else {
+		err = -EPROTONOSUPPORT;
+		goto out;
+	}
+	rt.major = pyv >> 24;
+	rt.minor = (pyv >> 16) & 0xff;
+	rt.micro = (pyv >> 8) & 0xff;
+	if (rt.minor == 13) {
+		err = pyrt__from_debug(pid, rt.runtime_addr, pyv, &rt.config, &rt.code, &interp_id);
+	} else {
+		err = -EPROTONOSUPPORT;
+		for (i = 0; i < sizeof(pyrt_tables) / sizeof(pyrt_tables[0]); i++)
+			if (pyrt_tables[i].minor == rt.minor)
+				err = pyrt__from_table(&pyrt_tables[i], rt.runtime_addr, &rt.config,
+						       &rt.code, &interp_id);
+	}
+	if (err)
+		goto out;
+	rt.config.version = pyv;
+	rt.code.version = pyv;
+	rt.code.code_type = f->elf.sym[SYM_CODE_TYPE] ? f->elf.sym[SYM_CODE_TYPE] + f->bias : 0;
+	rt.code.unicode_type =
+		f->elf.sym[SYM_UNICODE_TYPE] ? f->elf.sym[SYM_UNICODE_TYPE] + f->bias : 0;
+	rt.code.bytes_type = f->elf.sym[SYM_BYTES_TYPE] ? f->elf.sym[SYM_BYTES_TYPE] + f->bias : 0;
+	err = pyrt__validate(pid, &rt.config, interp_id);
+	if (err)
+		goto out;
+	*ret = rt;
+out:
+	free(f);
+	return err;
+}
+
+const char *pyruntime__strerror(int err)
+{
+	switch (err) {
+	case 0:
+		return "CPython found";
+	case -ENOENT:
+		return "no CPython in this process (no python or libpython mapping defines _PyRuntime)";
+	case -EPROTONOSUPPORT:
+		return "CPython version without an offset table (supported: 3.10-3.13, GIL builds)";
+	case -EAGAIN:
+		return "CPython runtime has no interpreter or thread state yet";
+	case -EUCLEAN:
+		return "CPython offset table does not match this process (validation failed)";
+	case -ESTALE:
+		return "the mapped python file is not the one its path names (replaced or deleted)";
+	default:
+		return strerror(-err);
+	}
+}
+
+/* ---------------------------------------------------------------- walk */
+
+#if defined(__x86_64__)
+/* pthread_self() of a thread is its FS base on x86-64 (glibc and musl). */
+static int thread__fs_base(pid_t tid, uint64_t *ret)
+{
+	int status = 0, sig = 0, err = 0;
+	long v;
+
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL))
+		return -errno;
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL)) {
+		err = -errno;
+		goto out_detach;
+	}
+	if (waitpid(tid, &status, __WALL) != tid) {
+		err = -errno;
+		goto out_detach;
+	}
+	if (!WIFSTOPPED(status)) {
+		err = -ESRCH;
+		goto out_detach;
+	}
+	/* A signal that raced with the interrupt is handed back on detach. */
+	if ((status >> 16) == 0 && WSTOPSIG(status) != SIGTRAP)
+		sig = WSTOPSIG(status);
+	errno = 0;
+	v = ptrace(PTRACE_PEEKUSER, tid, (void *)offsetof(struct user_regs_struct, fs_base), NULL);
+	if (errno)
+		err = -errno;
+	else
+		*ret = (uint64_t)v;
+out_detach:
+	ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)sig);
+	return err;
+}
+#else
+static int thread__fs_base(pid_t tid, uint64_t *ret)
+{
+	return -EOPNOTSUPP;
+}
+#endif
+
+int pyruntime__thread_key(pid_t host_tid, const struct gp_py_config *cfg, uint64_t *ret_key)
+{
+	pid_t ns_tid;
+	uint64_t key;
+	int err;
+
+	if (host_tid <= 0 || !cfg || !ret_key)
+		return -EINVAL;
+	if (cfg->tid_kind == GP_PY_TID_NATIVE) {
+		err = proc__ns_pid(host_tid, &ns_tid);
+		if (err)
+			return err;
+		*ret_key = (uint64_t)ns_tid;
+		return 0;
+	}
+	if (cfg->tid_kind != GP_PY_TID_PTHREAD)
+		return -EINVAL;
+	err = thread__fs_base(host_tid, &key);
+	if (err)
+		return err;
+	*ret_key = key;
+	return 0;
+}
+
+static int rd(pid_t pid, uint64_t addr, uint32_t size, uint64_t *ret)
+{
+	uint64_t v = 0;
+	int err;
+
+	if (size != 1 && size != 4 && size != 8)
+		return -EINVAL;
+	err = pymem__read(pid, addr, &v, size); /* little endian: zero-extended */
+	if (err)
+		return err;
+	*ret = v;
+	return 0;
+}
+
+int pyruntime__walk_key(pid_t pid, const struct gp_py_config *c, uint64_t key,
+			struct gp_py_frame *frames, uint32_t max, uint32_t *ret_n,
+			enum gp_py_walk_status *ret_status)
+{
+	enum gp_py_walk_status st = GP_PY_WALK_OK;
+	uint64_t interp, ts = 0, f, code, instr, b, id;
+	uint32_t n = 0;
+	bool found = false;
+	int i, j;
+
+	if (!c || (!frames && max) || !ret_n || !ret_status)
+		return -EINVAL;
+	/* 1 */
+	if (rd(pid, c->interp_head_addr, 8, &interp)) {
+		st = GP_PY_WALK_FAULT;
+		goto out;
+	}
+	if (!interp) {
+		st = GP_PY_WALK_NO_RUNTIME;
+		goto out;
+	}
+	/* 2 */
+	for (i = 0; !found && interp && i < GP_PY_MAX_INTERPS; i++) {
+		if (rd(pid, interp + c->interp_threads_head, 8, &ts))
+			goto fault;
+		for (j = 0; ts && j < GP_PY_MAX_THREADS; j++) {
+			if (rd(pid, ts + c->tstate_thread_id, 8, &id))
+				goto fault;
+			if (id == key) {
+				found = true;
+				break;
+			}
+			if (rd(pid, ts + c->tstate_next, 8, &ts))
+				goto fault;
+		}
+		if (!found && rd(pid, interp + c->interp_next, 8, &interp))
+			goto fault;
+	}
+	if (!found) {
+		st = GP_PY_WALK_NO_THREAD;
+		goto out;
+	}
+	/* 3 */
+	if (rd(pid, ts + c->tstate_frame, 8, &f))
+		goto fault;
+	if (c->cframe_current_frame != GP_PY_NO_OFFSET && f &&
+	    rd(pid, f + c->cframe_current_frame, 8, &f))
+		goto fault;
+	/* 4 */
+	while (f) {
+		if (n == max) {
+			st = GP_PY_WALK_TRUNCATED;
+			goto out;
+		}
+		if (rd(pid, f + c->frame_code, 8, &code) ||
+		    rd(pid, f + c->frame_instr, c->instr_size, &instr))
+			goto fault;
+		if (code & GP_PY_FRAME_FLAGS) {
+			st = GP_PY_WALK_BAD_FRAME;
+			goto out;
+		}
+		if (c->entry_kind == GP_PY_ENTRY_IS_ENTRY || c->entry_kind == GP_PY_ENTRY_OWNER) {
+			if (rd(pid, f + c->frame_entry, c->entry_size, &b))
+				goto fault;
+			if (c->entry_kind == GP_PY_ENTRY_IS_ENTRY && b) {
+				code |= GP_PY_FRAME_ENTRY;
+			} else if (c->entry_kind == GP_PY_ENTRY_OWNER && b == c->entry_value) {
+				code = GP_PY_FRAME_SHIM;
+				instr = 0;
+			}
+		}
+		frames[n].code = code;
+		frames[n].instr = instr;
+		n++;
+		if (rd(pid, f + c->frame_previous, 8, &f))
+			goto fault;
+	}
+	goto out;
+fault:
+	st = GP_PY_WALK_FAULT;
+out:
+	*ret_n = n;
+	*ret_status = st;
+	return 0;
+}
+
+int pyruntime__walk_thread(pid_t pid, const struct gp_py_config *cfg, pid_t host_tid,
+			   struct gp_py_frame *frames, uint32_t max, uint32_t *ret_n,
+			   enum gp_py_walk_status *ret_status)
+{
+	uint64_t key;
+	int err;
+
+	if (!cfg)
+		return -EINVAL;
+	err = pyruntime__thread_key(host_tid, cfg, &key);
+	if (err)
+		return err;
+	return pyruntime__walk_key(pid, cfg, key, frames, max, ret_n, ret_status);
+}

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/* Raw and resolved launch stacks (stacks.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "user/session/stacks.h"
+#include "user/session/target.h"
+#include "user/python/pycode.h"
+#include "user/unwind/unwind.h"
+
+/* The frame CPython's evaluation loop runs Python frames in. */
+#define PY_EVAL_FRAME "_PyEval_EvalFrameDefault"
+
+size_t raw_stack__len(const struct raw_stack *r)
+{
+	return offsetof(struct raw_stack, w) + 8ull * (r->n + 2ull * r->npy);
+}
+
+static int cfi_lookup(void *ctx, __u64 ip, const struct cfi_table **ret_table, __u64 *ret_bias)
+{
+	struct symbolizer *sym = target__symbolizer(ctx);
+	uint64_t bias;
+	int err = sym ? symbolizer__cfi(sym, ip, ret_table, &bias) : -ENOENT;
+
+	if (!err)
+		*ret_bias = bias;
+	return err;
+}
+
+int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, size_t size,
+			  struct raw_stack *ret)
+{
+	__u64 pcs[GP_MAX_STACK + 1];
+	size_t fp_bytes, py_bytes;
+	enum unwind_stop why = UNWIND_ROOT;
+	int n;
+
+	if (size < GP_LAUNCH_EVENT_HDR || e->nr_frames > GP_MAX_STACK || e->nr_py > GP_PY_MAX_FRAMES)
+		return -EINVAL;
+	fp_bytes = 8ull * e->nr_frames;
+	py_bytes = sizeof(struct gp_py_frame) * e->nr_py;
+	if (GP_LAUNCH_EVENT_HDR + fp_bytes + py_bytes + e->stack_len > size)
+		return -EINVAL;
+	memset(ret, 0, offsetof(struct raw_stack, w));
+	ret->pid = e->pid;
+	if (e->stack_len) {
+		const __u8 *copy = (const __u8 *)e + GP_LAUNCH_EVENT_HDR + fp_bytes + py_bytes;
+		struct unwind_regs regs = { .ip = e->ip, .sp = e->sp, .bp = e->bp };
+		struct unwind_stack st = { .base = e->sp, .data = copy, .len = e->stack_len };
+
+		n = t ? unwind(&regs, &st, cfi_lookup, t, pcs, GP_MAX_STACK + 1, &why) : 0;
+		if (n < 1) {
+			n = 1;
+			why = UNWIND_UNMAPPED;
+		}
+		/* pcs[0] is the probed entry point: the launch API frame stands for it. */
+		ret->n = n - 1;
+		memcpy(ret->w, pcs + 1, 8ull * ret->n);
+		ret->why = why;
+	} else {
+		ret->n = e->nr_frames > 1 ? e->nr_frames - 1 : 0;
+		memcpy(ret->w, e->stack + 1, 8ull * ret->n);
+		ret->why = STACK_WHY_FP;
+	}
+	if (e->flags & GP_EV_F_PY) {
+		ret->py_status = 0x80 | ((e->flags >> GP_EV_PY_STATUS_SHIFT) & 7);
+		ret->npy = e->nr_py;
+		memcpy(ret->w + ret->n, (const __u8 *)e + GP_LAUNCH_EVENT_HDR + fp_bytes, py_bytes);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ resolving */
+
+struct py_cursor {
+	const struct gp_py_frame *py;
+	__u32 n, i;
+	__u32 entry_kind;
+};
+
+static void add(struct resolved_stack *rs, const char *name, const char *file,
+		const char *build_id, __u64 addr, __u32 line)
+{
+	if (rs->n >= sizeof(rs->f) / sizeof(rs->f[0]))
+		return;
+	rs->f[rs->n++] = (struct profile_frame){ .name = name, .file = file ? file : "",
+						 .build_id = build_id ? build_id : "", .addr = addr,
+						 .line = line };
+}
+
+/*
+ * pprof's viewers cut "<...>" out of names as C++ template arguments, which
+ * leaves "<module>" empty: CPython's <module>, <lambda>, <locals>... become
+ * [module file.py], [lambda], [locals].
+ */
+static const char *py_name(struct resolved_stack *rs, const char *qualname, const char *file)
+{
+	const char *base = strrchr(file, '/');
+	char *out;
+	size_t o = 0;
+
+	if (!strchr(qualname, '<') || rs->npyname >= GP_PY_MAX_FRAMES)
+		return qualname;
+	out = rs->pyname[rs->npyname++];
+	if (!strcmp(qualname, "<module>")) {
+		snprintf(out, sizeof(rs->pyname[0]), "[module %s]", base ? base + 1 : file);
+		return out;
+	}
+	for (const char *q = qualname; *q && o + 1 < sizeof(rs->pyname[0]); q++)
+		out[o++] = *q == '<' ? '[' : *q == '>' ? ']' : *q;
+	out[o] = 0;
+	return out;
+}
+
+static void add_py(struct target *t, const struct gp_py_frame *pf, struct resolved_stack *rs,
+		   struct stack_stats *stats)
+{
+	struct pycode_frame f;
+
+	if (!t->py || pycode_cache__lookup(t->py, pf->code & ~GP_PY_FRAME_FLAGS, pf->instr, &f)) {
+		stats->py_unresolved++;
+		add(rs, "[python: unreadable code object]", "", "", 0, 0);
+		return;
+	}
+	add(rs, py_name(rs, f.qualname, f.filename), f.filename, "", 0, f.line > 0 ? (__u32)f.line : 0);
+}
+
+/*
+ * The Python frames one run of the evaluation loop holds, youngest first:
+ * up to its entry (3.11: the frame marked ENTRY, included; 3.12+: the shim
+ * record, consumed); 3.10 marks no entries: one frame per run.
+ */
+static void add_py_run(struct target *t, struct py_cursor *c, struct resolved_stack *rs,
+		       struct stack_stats *stats)
+{
+	while (c->i < c->n) {
+		const struct gp_py_frame *pf = &c->py[c->i++];
+
+		if (pf->code == GP_PY_FRAME_SHIM)
+			return;
+		add_py(t, pf, rs, stats);
+		if ((pf->code & GP_PY_FRAME_ENTRY) || c->entry_kind == GP_PY_ENTRY_NONE)
+			return;
+	}
+}
+
+static const char *py_status_str(__u32 st)
+{
+	switch (st) {
+	case GP_PY_WALK_FAULT: return "python frames unreadable";
+	case GP_PY_WALK_TRUNCATED: return "more python frames than copied";
+	case GP_PY_WALK_BAD_FRAME: return "python frame chain broken";
+	default: return "python";
+	}
+}
+
+void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct resolved_stack *ret,
+			struct stack_stats *stats)
+{
+	struct symbolizer *sym = t ? target__symbolizer(t) : NULL;
+	struct py_cursor c = { .py = (const struct gp_py_frame *)(r->w + r->n), .n = r->npy,
+			       .entry_kind = t ? t->py_entry_kind : GP_PY_ENTRY_NONE };
+	__u32 py_status = r->py_status & 0x7f;
+	bool native_ok = r->why == UNWIND_ROOT;
+	__u32 i, ns = 0;
+
+	ret->n = 0;
+	ret->npyname = 0;
+	ret->truncated = false;
+	for (i = 0; i < r->n && ns < GP_MAX_STACK; i++) {
+		struct symbolized_frame *sf = &ret->sym[ns];
+
+		/* Return addresses: the call is the byte before. */
+		if (!sym || symbolizer__lookup(sym, r->w[i] - 1, sf)) {
+			stats->sym_failed++;
+			if (r->why == STACK_WHY_FP)
+				ret->truncated = true; /* a frame pointer into garbage */
+			else
+				native_ok = false;
+			break;
+		}
+		ns++;
+		if (sf->is_python && c.n)
+			continue; /* a perf-map trampoline: the walked frames say more */
+		if (c.i < c.n && !strcmp(sf->name, PY_EVAL_FRAME)) {
+			add_py_run(t, &c, ret, stats);
+			continue;
+		}
+		add(ret, sf->name, sf->file, sf->build_id, sf->addr, sf->line);
+	}
+	if (r->why == STACK_WHY_FP) {
+		native_ok = !ret->truncated;
+	} else if (!native_ok) {
+		stats->native_truncated++;
+		snprintf(ret->note[0], sizeof(ret->note[0]), "[%s: %s]",
+			 c.i < c.n ? "native frames missing" : "truncated",
+			 i < r->n ? "unmapped address" : unwind_stop__str(r->why));
+		add(ret, ret->note[0], "", "", 0, 0);
+	}
+	/* Python runs the native walk did not reach: still the thread's callers. */
+	while (c.i < c.n)
+		add_py_run(t, &c, ret, stats);
+	if (py_status != GP_PY_WALK_OK && py_status != GP_PY_WALK_NO_THREAD &&
+	    py_status != GP_PY_WALK_NO_RUNTIME && (r->py_status & 0x80)) {
+		stats->py_truncated++;
+		snprintf(ret->note[1], sizeof(ret->note[1]), "[truncated: %s]", py_status_str(py_status));
+		add(ret, ret->note[1], "", "", 0, 0);
+	}
+	(void)native_ok;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A launch event's stack, two steps apart: raw (cheap, per event: the
+ * native return addresses from frame pointers or from unwinding the stack
+ * copy with CFI, plus the Python frames the BPF walk copied), which is the
+ * key that de-duplicates stacks; and resolved (once per distinct raw stack:
+ * symbols, Python names and lines, Python frames placed where the
+ * interpreter's evaluation loop runs them, and a reason where it stops
+ * short).
+ */
+#ifndef GP_SESSION_STACKS_H
+#define GP_SESSION_STACKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+#include "bpf/launch.h"
+#include "bpf/python.h"
+#include "user/profile/profile.h"
+#include "user/symbolize/symbolize.h"
+
+struct target;
+
+/* Why the native part ended, beyond unwind.h's reasons. */
+#define STACK_WHY_FP 0xff /* frame pointers: the end is found while resolving */
+
+/* Packed: the first raw_stack__len() bytes are the de-duplication key. */
+struct raw_stack {
+	__u32 pid;
+	__u16 n;          /* native return addresses in w[] */
+	__u8 why;         /* enum unwind_stop, or STACK_WHY_FP */
+	__u8 py_status;   /* enum gp_py_walk_status, | 0x80 when walked */
+	__u32 npy;        /* Python frames after them: 2 words each */
+	__u32 pad;
+	__u64 w[GP_MAX_STACK + 2 * GP_PY_MAX_FRAMES];
+};
+
+size_t raw_stack__len(const struct raw_stack *r);
+
+/*
+ * The raw stack of an event of size bytes (a hostile length: checked).
+ * -EINVAL when the event's parts do not fit its size.
+ */
+int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, size_t size,
+			  struct raw_stack *ret);
+
+/* Storage for one resolved stack. */
+struct resolved_stack {
+	struct profile_frame f[GP_MAX_STACK + GP_PY_MAX_FRAMES + 2];
+	struct symbolized_frame sym[GP_MAX_STACK];
+	char note[2][96];
+	char pyname[GP_PY_MAX_FRAMES][192];
+	__u32 npyname;
+	__u32 n;
+	bool truncated;   /* frame pointers ran into unmapped memory */
+};
+
+/* Counters of stack resolution, for the counters line. */
+struct stack_stats {
+	__u64 sym_failed;       /* native frames without a mapping */
+	__u64 py_unresolved;    /* Python frames whose code object could not be read */
+	__u64 native_truncated; /* stacks ending short of a root (copy ended, no CFI, ...) */
+	__u64 py_truncated;     /* Python walks that did not reach the oldest frame */
+};
+
+void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct resolved_stack *ret,
+			struct stack_stats *stats);
+
+#endif

@@ -188,7 +188,7 @@ $(BUILD)/tests/progs/libgp_nofp_b.so: tests/progs/nofp/nofp_b.c tests/progs/nofp
 $(BUILD)/tests/progs/libgp_nofp_a.so: tests/progs/nofp/nofp_a.c tests/progs/nofp/nofp.h \
 		$(BUILD)/tests/progs/libgp_nofp_b.so
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(NOFP_CFLAGS) -fPIC -shared -o $@ $< -L$(@D) -lgp_nofp_b
+	$(Q)$(CC) $(NOFP_CFLAGS) -fPIC -shared -o $@ $< -L$(@D) -lgp_nofp_b -Wl,-rpath,'$$ORIGIN' -lpthread
 $(NOFP): tests/progs/nofp/main.c tests/progs/cubin.h $(NOFP_LIBS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(NOFP_CFLAGS) -o $@ $< -L$(@D) -lgp_nofp_a -lgp_nofp_b -L$(BUILD)/stub \

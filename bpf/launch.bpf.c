@@ -211,7 +211,12 @@ static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u
 	return 0;
 }
 
-/* The Python frames of the launching thread, when its process runs CPython. */
+/*
+ * The Python frames of the launching thread, when its process runs CPython.
+ * A thread running no Python (PyTorch's autograd threads launch the
+ * backward pass) works for the main thread, which waits in backward(): its
+ * frames are taken instead, and the event says so.
+ */
 static __always_inline __u32 python_frames(struct scratch *sc)
 {
 	struct gp_launch_event *e = &sc->e;
@@ -226,6 +231,12 @@ static __always_inline __u32 python_frames(struct scratch *sc)
 	else
 		key = e->ns_tid;
 	n = py_walk(c, e->tid, key, sc->py, &status);
+	/* No thread state, or one without frames (PyTorch gives its engine threads one). */
+	if (!n && (status == GP_PY_WALK_NO_THREAD || status == GP_PY_WALK_OK) &&
+	    c->tid_kind == GP_PY_TID_NATIVE && e->ns_tid != e->ns_pid) {
+		n = py_walk(c, e->pid, e->ns_pid, sc->py, &status);
+		e->flags |= GP_EV_F_PY_MAIN;
+	}
 	e->flags |= GP_EV_F_PY | (__u16)((status & 7) << GP_EV_PY_STATUS_SHIFT);
 	return n;
 }
@@ -234,7 +245,7 @@ static __always_inline __u32 python_frames(struct scratch *sc)
 static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e)
 {
 	struct scratch *sc = (struct scratch *)e;
-	__u64 flags = 0;
+	__u64 flags = 0, avail;
 	__u32 copy = 0;
 
 	e->ip = PT_REGS_IP(ctx);
@@ -256,8 +267,18 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 		e->nr_frames = len / 8;
 	}
 	e->nr_py = python_frames(sc);
+	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	/*
+	 * A loader busy elsewhere (loading a large library's symbols) must not
+	 * cost launch events: past half full, stack copies stay behind.
+	 */
+	if (copy && avail + copy > bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 2) {
+		copy = 0;
+		e->flags |= GP_EV_F_COPY_SKIPPED;
+		count(GP_BPF_COPY_SKIPPED);
+	}
 	e->stack_len = copy;
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wakeup_bytes)
+	if (avail < wakeup_bytes)
 		flags = BPF_RB_NO_WAKEUP;
 	return submit(sc, e->nr_py, copy, flags);
 }

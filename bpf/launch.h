@@ -107,6 +107,8 @@ _Static_assert(sizeof(struct gp_launch_event) == 112 + 8 * GP_MAX_STACK,
 #define GP_EV_F_COPY_PARTIAL 0x1 /* a chunk of the copy could not be read */
 #define GP_EV_F_VMA_BUSY 0x2     /* the stack's mapping was not found: copy bounded by one page */
 #define GP_EV_F_PY 0x4           /* the process runs CPython: py[] was walked */
+#define GP_EV_F_PY_MAIN 0x8      /* the launching thread has no Python: py[] is the main thread's */
+#define GP_EV_F_COPY_SKIPPED 0x10 /* the ring was over half full: no stack copy, the rest sent */
 #define GP_EV_PY_STATUS_SHIFT 8  /* bits 8-10: enum gp_py_walk_status of that walk */
 
 /* Indices into the per-CPU counters map. */
@@ -115,6 +117,7 @@ enum gp_bpf_counter {
 	GP_BPF_RINGBUF_FULL,     /* events lost: ring buffer full */
 	GP_BPF_STACK_ERRORS,     /* bpf_get_stack failed: event sent, no stack */
 	GP_BPF_COPY_ERRORS,      /* part of a stack copy unreadable: event sent, copy cut */
+	GP_BPF_COPY_SKIPPED,     /* ring over half full: event sent without its stack copy */
 	GP_BPF_FILTERED,         /* probe fired for a process not followed */
 	GP_BPF_COUNTER_MAX,
 };

@@ -17,13 +17,19 @@ struct {
 	__type(value, struct gp_py_config);
 } py_configs SEC(".maps");
 
-/* host tid -> its PyThreadState, checked again at every use. */
+/*
+ * host tid -> its PyThreadState, checked again at every use; or, for a
+ * thread without one (bit 0 set), when it was last looked for: the list is
+ * walked again only after PY_NEG_RETRY_NS, not at every launch.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u32);
 	__type(value, __u64);
 } py_tstates SEC(".maps");
+
+#define PY_NEG_RETRY_NS 1000000000ull
 
 static __always_inline int rd64(__u64 addr, __u64 *v)
 {
@@ -45,9 +51,14 @@ static __always_inline __u64 py_find_tstate(const struct gp_py_config *c, __u32 
 					    __u32 *status)
 {
 	__u64 *cached = bpf_map_lookup_elem(&py_tstates, &tid);
-	__u64 interp = 0, ts = 0, id = 0;
+	__u64 interp = 0, ts = 0, id = 0, now = bpf_ktime_get_ns(), neg;
 
-	if (cached && *cached && !rd64(*cached + c->tstate_thread_id, &id) && id == key)
+	if (cached && (*cached & 1) && now - (*cached & ~1ull) < PY_NEG_RETRY_NS) {
+		*status = GP_PY_WALK_NO_THREAD;
+		return 0;
+	}
+	if (cached && *cached && !(*cached & 1) && !rd64(*cached + c->tstate_thread_id, &id) &&
+	    id == key)
 		return *cached;
 	if (rd64(c->interp_head_addr, &interp)) {
 		*status = GP_PY_WALK_FAULT;
@@ -74,6 +85,8 @@ static __always_inline __u64 py_find_tstate(const struct gp_py_config *c, __u32 
 			goto fault;
 	}
 	*status = GP_PY_WALK_NO_THREAD;
+	neg = now | 1;
+	bpf_map_update_elem(&py_tstates, &tid, &neg, BPF_ANY);
 	return 0;
 fault:
 	*status = GP_PY_WALK_FAULT;

@@ -686,7 +686,7 @@ static void test_plt_expression_and_signal_frames_are_recognised(void **state)
 		0x0e, 16, 0x46, 0x0e, 24, 0x4a, /* +16: the expression ld emits */
 		0x0f, 11, 0x77, 8, 0x80, 0, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22,
 	};
-	static const __u8 other_expr[] = { 0x0f, 3, 0x76, 0x78, 0x06 }; /* *(rbp-8) */
+	static const __u8 other_expr[] = { 0x0f, 3, 0x77, 0x08, 0x06 }; /* *(rsp+8) */
 	struct fb f = { .n = 0 };
 	struct cfi_table *t;
 	struct cfi_rule r;
@@ -1064,7 +1064,9 @@ static int fake_setup(void **state)
 {
 	static const __u8 init[] = { CIE_STD_INIT };
 	static const __u8 f1[] = { 0x44, 0x0e, 32 };
-	static const __u8 f3[] = { 0x0f, 3, 0x76, 0x78, 0x06 };
+	static const __u8 f3[] = { 0x0f, 3, 0x77, 0x08, 0x06 }; /* cfa = *(rsp+8): unsupported */
+	/* GCC's realigned frame: cfa = *(rbp-8), rbp saved at rbp+0 */
+	static const __u8 f7[] = { 0x0f, 3, 0x76, 0x78, 0x06, 0x10, 6, 2, 0x76, 0x00 };
 	static const __u8 f4[] = { 0x07, 0x10 };
 	static const __u8 f5[] = { 0x0e, 0 };
 	static const __u8 f6[] = { 0x0e, 16, 0x50, 0x0f, 11, 0x77, 8, 0x80, 0, 0x3f, 0x1a,
@@ -1082,6 +1084,7 @@ static int fake_setup(void **state)
 	fb__fde(&f, false, true, cie, 0x4000, 0x100, f4, sizeof(f4));
 	fb__fde(&f, false, true, cie, 0x5000, 0x100, f5, sizeof(f5));
 	fb__fde(&f, false, true, cie, 0x6000, 0x100, f6, sizeof(f6));
+	fb__fde(&f, false, true, cie, 0x6800, 0x100, f7, sizeof(f7));
 	fk->t = table_of(&f, false);
 	fk->st = (struct unwind_stack){ .base = FAKE_BASE, .data = fk->words,
 					.len = sizeof(fk->words) };
@@ -1227,6 +1230,31 @@ static void test_plt_frame_cfa_depends_on_the_offset_in_the_entry(void **state)
 	assert_int_equal(why, UNWIND_ROOT);
 }
 
+static void test_realigned_frame_finds_its_cfa_and_rbp_through_rbp(void **state)
+{
+	struct fake *fk = *state;
+	enum unwind_stop why;
+	struct cfi_rule r;
+	__u64 pcs[16];
+	int n;
+
+	assert_int_equal(cfi_table__find(fk->t, 0x6810, &r), 0);
+	assert_int_equal(r.cfa_base, CFI_BASE_DEREF_RBP);
+	assert_int_equal(r.cfa_off, -8);
+	assert_int_equal(r.rbp_rule, CFI_RBP_AT_RBP);
+	/* rbp = W(5): the entry sp is kept at rbp-8 = W(4); ra at cfa-8 */
+	fk->words[4] = W(12);
+	fk->words[5] = W(20); /* the caller's rbp, saved at rbp+0 */
+	fk->words[11] = 0x2010; /* into the frame-pointer function F2 at 0x2000 */
+	fk->words[20] = W(30);  /* F2's frame: saved rbp, then ra */
+	fk->words[21] = 0x4010;
+	n = fake__walk(fk, 0x6810, W(1), W(5), pcs, 16, &why);
+	assert_int_equal(n, 3);
+	assert_int_equal(pcs[1], 0x2010);
+	assert_int_equal(pcs[2], 0x4010); /* reached only with the restored rbp */
+	assert_int_equal(why, UNWIND_ROOT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1253,6 +1281,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_each_way_a_walk_ends_is_reported, fake_setup,
 						fake_teardown),
 		cmocka_unit_test_setup_teardown(test_plt_frame_cfa_depends_on_the_offset_in_the_entry,
+						fake_setup, fake_teardown),
+		cmocka_unit_test_setup_teardown(test_realigned_frame_finds_its_cfa_and_rbp_through_rbp,
 						fake_setup, fake_teardown),
 	};
 

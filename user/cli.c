@@ -85,7 +85,7 @@ void cli__usage(FILE *f, const char *prog)
 		"                        stack and unwind it with the files' .eh_frame, through\n"
 		"                        code without frame pointers; fp: frame pointers only\n"
 		"                        (cheaper, stops or errs in libtorch and the like)\n"
-		"      --stack-copy KIB  stack bytes copied per launch for cfi, 1-64 (default 16);\n"
+		"      --stack-copy KIB  stack bytes copied per launch for cfi, 1-64 (default 32);\n"
 		"                        deeper stacks end in a '[truncated: stack copy ended]'\n"
 		"  -h, --help            this text\n"
 		"\n"
@@ -220,7 +220,7 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_t errlen)
 {
 	struct gp_opts o = { .output = "gpuprobe.pb.gz", .ringbuf_mb = 32, .tick_ms = 100, .top = 15,
-			     .stack_kib = 16 };
+			     .stack_kib = 32 };
 	int c, e;
 
 	err[0] = 0;

@@ -12,13 +12,16 @@ if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; th
 	exit 0
 fi
 N=200
-LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/py.pb.gz" -- "$PY" "$ROOT/tests/bpf/pyprog.py" $N \
+# py_back is launched by a native thread while the Python caller waits, as
+# PyTorch's autograd threads run backward(): it goes under the caller's frames.
+PYPROG_NATIVE_LIB="$PROGS/libgp_nofp_a.so" LD_LIBRARY_PATH="$B/stub" \
+	"$LOADER" -o "$WORK/py.pb.gz" -- "$PY" "$ROOT/tests/bpf/pyprog.py" $N \
 	>"$WORK/out" 2>"$WORK/err" || fail "loader: $(tail -3 "$WORK/err")"
-grep -q "pyprog: launches=$((2 * N))" "$WORK/out" || fail "the program did not run: $(cat "$WORK/out")"
+grep -q "pyprog: launches=$((3 * N))" "$WORK/out" || fail "the program did not run: $(cat "$WORK/out")"
 grep -q " unattributed=0 " "$WORK/err" || fail "unattributed GPU time: $(grep counters "$WORK/err")"
 python3 "$ROOT/tests/bpf/stack_check.py" "$WORK/py.pb.gz" python "$ROOT/tests/bpf/pyprog.py" $N ||
 	fail "python stacks"
-ok "$("$PY" -V): GPU time under the script's functions, in order, with lines"
+ok "$("$PY" -V): GPU time under the script's functions, in order, with lines; a native thread's under its waiting caller"
 
 # Started before the loader (--pid): the frames come all the same.
 LD_LIBRARY_PATH="$B/stub" CUDA_INJECTION64_PATH="$SHIM" "$PY" -c '

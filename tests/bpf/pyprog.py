@@ -4,7 +4,10 @@ under these functions, in this order, with their lines.
 
     <module> -> train_step -> model -> layer -> launch        (py_gemm, grid 2)
                                      layer -> attention -> launch  (py_relu, grid 3)
+                  train_step -> backward -> (a native thread of
+                      PYPROG_NATIVE_LIB's nofp_spawn, as autograd's)   (py_back, grid 2)
 """
+import os
 import ctypes
 import struct
 import sys
@@ -70,8 +73,14 @@ def model(gemm, relu):
         layer(gemm, relu)
 
 
-def train_step(gemm, relu):
+def backward(back):
+    check(native.nofp_spawn(ctx, back, N))
+
+
+def train_step(gemm, relu, back):
     model(gemm, relu)
+    if native:
+        backward(back)
 
 
 check(cu.cuInit(0))
@@ -82,14 +91,19 @@ dev, ctx, mod = ctypes.c_int(), vp(), vp()
 check(cu.cuDeviceGet(ctypes.byref(dev), 0))
 check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))
 check(cu.cuCtxSetCurrent(ctx))
-image = cubin(["py_gemm", "py_relu"])
+native = ctypes.CDLL(os.environ["PYPROG_NATIVE_LIB"]) if os.environ.get("PYPROG_NATIVE_LIB") else None
+if native:
+    native.nofp_spawn.argtypes = [vp, vp, ctypes.c_int]
+image = cubin(["py_gemm", "py_relu", "py_back"])
 check(cu.cuModuleLoadData(ctypes.byref(mod), image))
 gemm, relu = vp(), vp()
 check(cu.cuModuleGetFunction(ctypes.byref(gemm), mod, b"py_gemm"))
 check(cu.cuModuleGetFunction(ctypes.byref(relu), mod, b"py_relu"))
-train_step(gemm, relu)
+back = vp()
+check(cu.cuModuleGetFunction(ctypes.byref(back), mod, b"py_back"))
+train_step(gemm, relu, back)
 check(cu.cuCtxSynchronize())
-print("pyprog: launches=%d" % (2 * N))
+print("pyprog: launches=%d" % ((3 if native else 2) * N))
 # The loader reads code objects (names, lines) within a tick of each launch;
 # an interpreter finalised right after its last launch frees them first.
 time.sleep(0.3)

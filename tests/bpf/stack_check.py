@@ -17,7 +17,7 @@ import re
 import subprocess
 import sys
 
-LOC_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+)(?: M=(\d+))? (.*) (\S*):(\d+) s=\d+$")
+LOC_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+)(?: M=(\d+))? (.*) (\S*):(\d+) s=\d+(?:\(.*\))?$")
 
 
 def parse(path):
@@ -54,7 +54,7 @@ def check_python(samples, script, n):
         return next(i + 1 for i, l in enumerate(src) if l.strip() == stmt or l.endswith(stmt))
 
     base = script.rsplit("/", 1)[-1]
-    module = ("[module %s]" % base, line_of("train_step(gemm, relu)"))
+    module = ("[module %s]" % base, line_of("train_step(gemm, relu, back)"))
     call = {"launch": line_of("# LAUNCH_LINE"), "model": line_of("layer(gemm, relu)"),
             "train_step": line_of("model(gemm, relu)")}
     want = {
@@ -64,6 +64,9 @@ def check_python(samples, script, n):
                            ("layer", line_of("attention(relu)")), ("model", call["model"]),
                            ("train_step", call["train_step"]), module]),
     }
+    if any(s[2] and s[2][0][0] == "py_back" for s in samples):
+        want["py_back"] = (2000, [("backward", line_of("check(native.nofp_spawn(ctx, back, N))")),
+                                  ("train_step", line_of("backward(back)")), module])
     for kernel, (per, chain) in want.items():
         got = [s for s in samples if s[2] and s[2][0][0] == kernel]
         ns, count = sum(s[0] for s in got), sum(s[1] for s in got)
@@ -76,9 +79,16 @@ def check_python(samples, script, n):
             if py != expect:
                 fail("%s: python frames %s, want %s" % (kernel, py, expect))
             first_py = names.index(chain[0][0])
-            if names[1] != "cuLaunchKernel" or "ffi_call" not in names[2:first_py]:
+            if kernel == "py_back":
+                # a native thread's own frames to its root, then the main thread's Python
+                if names[1:5] != ["cuLaunchKernel", "nofp_level3", "nofp_level2", "nofp_level1"] or \
+                        names[first_py - 1] != "[launched for the main thread]":
+                    fail("%s: native thread frames %s" % (kernel, names[:first_py]))
+            elif names[1] != "cuLaunchKernel" or "ffi_call" not in names[2:first_py]:
                 fail("%s: native frames between the launch and Python: %s" % (kernel, names[:first_py]))
             tail = names[first_py + len(chain):]
+            if kernel == "py_back":  # the main thread's Python is all of its stack we have
+                tail = ["_start"] + tail
             if len(tail) < 2 or tail[-2] != "_start" or any(x.startswith("[truncated") or
                                                         x.startswith("[native frames") for x in names):
                 fail("%s: stack does not end at _start, or is truncated: %s" % (kernel, names))

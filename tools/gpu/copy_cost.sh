@@ -10,7 +10,7 @@ mkdir -p "$out"
 L=$PWD/build/static/gpuprobe-bpf
 [ -x build/empty_launch ] || nvcc -O2 -o build/empty_launch tools/gpu/empty_launch.cu
 res="$out/copy-raw.txt"; : >"$res"
-modes="bare fp cfi4 cfi8 cfi16 cfi32 cfi64"
+modes=${MODES:-"bare fp cfi4 cfi8 cfi16 cfi32 cfi64"}
 for r in $(seq 1 "$rounds"); do
 	for m in $modes; do
 		log="$out/copy-$m-$r.log"; rm -f "$out/go"

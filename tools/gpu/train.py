@@ -3,8 +3,13 @@ cuBLAS (a transformer encoder) and cuDNN (convolutions), then a CUDA-graph
 replay of the forward pass. Deterministic, so runs can be compared byte for
 byte. Prints the final loss and a parameter checksum, and step timings.
 
-Environment: STEPS (default 20), GRAPH_REPLAYS (default 20).
+Environment: STEPS (default 20), GRAPH_REPLAYS (default 20); TORCH_PROFILE=FILE
+runs the training steps (only them) under torch.profiler with
+activities=[CUDA] and writes {name: [launches, GPU us]} as JSON to FILE: the
+peer of tools/gpu/bench, and the reference of tools/completeness.py.
 """
+import contextlib
+import json
 import os
 import sys
 import time
@@ -49,10 +54,31 @@ def graph_replay(model, x, replays):
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g), torch.no_grad():
         out = model(static_x)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
     for _ in range(replays):
         g.replay()
     torch.cuda.synchronize()
-    return out
+    return out, (time.perf_counter() - t0) / max(replays, 1)
+
+
+def profiled(path):
+    """torch.profiler around the steps, when asked for: the peer."""
+    if not path:
+        return contextlib.nullcontext(None)
+    from torch.profiler import ProfilerActivity, profile
+    return profile(activities=[ProfilerActivity.CUDA])
+
+
+def kernel_counts(prof):
+    """{name: [launches, GPU microseconds]} of the CUDA events recorded."""
+    counts = {}
+    for ev in prof.events():
+        if ev.device_type == torch.autograd.DeviceType.CUDA:
+            c = counts.setdefault(ev.name, [0, 0.0])
+            c[0] += 1
+            c[1] += ev.time_range.elapsed_us()
+    return counts
 
 
 def main():
@@ -69,19 +95,24 @@ def main():
     y = torch.randint(0, 10, (32,), device="cuda")
     times = []
     loss = None
-    for i in range(steps):
-        t0 = time.perf_counter()
-        loss = train_step(model, opt, x, y)
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - t0)
-        if i == 0:
-            first = time.perf_counter() - t_start
-    out = graph_replay(model, x, replays)
+    prof_path = os.environ.get("TORCH_PROFILE")
+    with profiled(prof_path) as prof:
+        for i in range(steps):
+            t0 = time.perf_counter()
+            loss = train_step(model, opt, x, y)
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+            if i == 0:
+                first = time.perf_counter() - t_start
+    if prof is not None:
+        with open(prof_path, "w") as f:
+            json.dump(kernel_counts(prof), f)
+    out, replay_s = graph_replay(model, x, replays)
     checksum = sum(p.double().sum().item() for p in model.parameters())
     times.sort()
     print("result loss=%.10f checksum=%.10f out=%.10f" % (loss.item(), checksum, out.double().sum().item()))
-    print("timing first_step_s=%.4f median_step_ms=%.4f steps=%d" %
-          (first, 1000 * times[len(times) // 2], steps))
+    print("timing first_step_s=%.4f median_step_ms=%.4f steps=%d replay_ms=%.4f" %
+          (first, 1000 * times[len(times) // 2], steps, 1000 * replay_s))
     return 0
 
 

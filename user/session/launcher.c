@@ -62,8 +62,12 @@ static void child_main(char **argv, const char *shim, int go_rd, int err_wr, int
 		_exit(127); /* the loader gave up before letting us run */
 	close(go_rd);
 	snprintf(fdstr, sizeof(fdstr), "%d", shm_fd);
-	if (setenv("CUDA_INJECTION64_PATH", shim, 1) || setenv("GPUPROBE_SHM_FD", fdstr, 1) ||
-	    setenv("PYTHONPERFSUPPORT", "1", 0))
+	/*
+	 * No PYTHONPERFSUPPORT: Python frames are read from the interpreter
+	 * itself, and its perf trampolines would add a call to every Python
+	 * call and anonymous code to every stack.
+	 */
+	if (setenv("CUDA_INJECTION64_PATH", shim, 1) || setenv("GPUPROBE_SHM_FD", fdstr, 1))
 		goto fail;
 	signal(SIGPIPE, SIG_DFL);
 	execvp(argv[0], argv);

@@ -41,6 +41,7 @@
 #define SCAN_NS (2 * NS_PER_S)
 #define READ_BATCH 4096
 #define SLICE_MS 20
+#define PENDING_MAX (1u << 20)
 #define PY_RETRY_NS (50 * NS_PER_MS) /* in effect: every tick */
 /* Events committed after we read the clock may still be in flight. */
 #define WATERMARK_SLACK_NS (5 * NS_PER_MS)
@@ -74,6 +75,8 @@ struct session {
 	struct raw_stack raw;           /* scratch of on_launch_event */
 	struct resolved_stack *resolved; /* scratch of resolve_stack (large) */
 	struct stack_stats stack_stats;
+	__u32 *pending;                /* stack ids not named yet (defer_stack) */
+	size_t npending, cap_pending;
 	__u64 events_bad;              /* BPF events whose parts overran their size */
 };
 
@@ -189,6 +192,56 @@ static void resolve_stack(struct session *s, struct target *t, __u32 stack_id,
 	profile__set_stack(s->prof, stack_id, rs->f, rs->n, rs->truncated);
 }
 
+/*
+ * Stacks met for the first time are named later (resolve_pending): loading
+ * a large library's symbols takes seconds, and the BPF ring must be drained
+ * meanwhile. Their Python code objects are read now, while they exist.
+ */
+static void defer_stack(struct session *s, struct target *t, __u32 stack_id,
+			const struct raw_stack *raw)
+{
+	const struct gp_py_frame *py = (const struct gp_py_frame *)(raw->w + raw->n);
+	struct pycode_frame f;
+
+	for (__u32 i = 0; t && t->py && i < raw->npy; i++)
+		if (py[i].code != GP_PY_FRAME_SHIM)
+			pycode_cache__lookup(t->py, py[i].code & ~GP_PY_FRAME_FLAGS, py[i].instr, &f);
+	if (s->npending == s->cap_pending) {
+		size_t cap = s->cap_pending ? 2 * s->cap_pending : 1024;
+		__u32 *n = cap <= PENDING_MAX ? realloc(s->pending, cap * sizeof(*n)) : NULL;
+
+		if (!n) {
+			resolve_stack(s, t, stack_id, raw); /* no room to wait: now */
+			return;
+		}
+		s->pending = n;
+		s->cap_pending = cap;
+	}
+	s->pending[s->npending++] = stack_id;
+}
+
+/* Names the deferred stacks of pid (0: of every process). */
+static void resolve_pending(struct session *s, pid_t pid)
+{
+	size_t keep = 0, len;
+
+	for (size_t i = 0; i < s->npending; i++) {
+		const struct raw_stack *raw = blobtab__get(s->stacks, s->pending[i], &len);
+		struct raw_stack copy;
+
+		if (!raw || len > sizeof(copy) || len < offsetof(struct raw_stack, w)) {
+			continue;
+		}
+		if (pid && raw->pid != (__u32)pid) {
+			s->pending[keep++] = s->pending[i];
+			continue;
+		}
+		memcpy(&copy, raw, len);
+		resolve_stack(s, target_table__find(&s->tt, (pid_t)copy.pid), s->pending[i], &copy);
+	}
+	s->npending = keep;
+}
+
 static int on_launch_event(void *ctx, const struct gp_launch_event *e, size_t size)
 {
 	struct session *s = ctx;
@@ -196,6 +249,7 @@ static int on_launch_event(void *ctx, const struct gp_launch_event *e, size_t si
 	struct join_launch jl;
 	struct target *t;
 	__u32 stack_id = 0;
+	size_t known;
 
 	if (!launch_probe__is_launch(e->probe) && !launch_probe__is_copy(e->probe))
 		return 0; /* module loads: handles for the cubin link, not yet used */
@@ -209,11 +263,12 @@ static int on_launch_event(void *ctx, const struct gp_launch_event *e, size_t si
 		memset(raw, 0, sizeof(*raw) - sizeof(raw->w));
 		raw->pid = e->pid;
 	}
+	known = blobtab__count(s->stacks);
 	if (blobtab__intern(s->stacks, raw, raw_stack__len(raw), &stack_id)) {
 		s->stacks_dropped++;
 		stack_id = 0;
-	} else if (!profile__has_stack(s->prof, stack_id)) {
-		resolve_stack(s, t, stack_id, raw);
+	} else if (blobtab__count(s->stacks) != known) {
+		defer_stack(s, t, stack_id, raw);
 	}
 	/* Threads are keyed by their own namespace's tid, as CUPTI numbers them. */
 	jl = (struct join_launch){ .pid = e->pid, .tid = e->ns_tid ? e->ns_tid : e->tid,
@@ -431,6 +486,7 @@ static void retire_target(struct session *s, struct target *t)
 		s->reader_gone.ring_resyncs += st.ring_resyncs;
 		s->reader_gone.names_bad += st.names_bad;
 	}
+	resolve_pending(s, pid); /* while its maps and root are still at hand */
 	join__finish_pid(s->join, pid);
 	launch_probe__unfollow(s->lp, pid);
 	if (t->py)
@@ -486,6 +542,7 @@ static void counters_line(struct session *s, FILE *f)
 	profile__totals(s->prof, &pt);
 	fprintf(f,
 		"counters: launch_events=%llu ringbuf_full=%llu stack_errors=%llu copy_errors=%llu "
+		"copy_skipped=%llu "
 		"records=%llu ring_dropped=%llu cupti_dropped=%llu buffers_exhausted=%llu "
 		"modules_captured=%llu modules_settled=%llu cubin_too_large=%llu cubin_pending_full=%llu "
 		"strings_full=%llu records_bad=%llu ring_resyncs=%llu "
@@ -495,7 +552,7 @@ static void counters_line(struct session *s, FILE *f)
 		"symbolize_failed=%llu stacks_short=%llu python_short=%llu python_unresolved=%llu "
 		"events_bad=%llu before_window=%llu\n",
 		bpf[GP_BPF_EVENTS], bpf[GP_BPF_RINGBUF_FULL], bpf[GP_BPF_STACK_ERRORS],
-		bpf[GP_BPF_COPY_ERRORS], shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
+		bpf[GP_BPF_COPY_ERRORS], bpf[GP_BPF_COPY_SKIPPED], shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
 		shm[GP_CTR_BUFFERS_EXHAUSTED], shm[GP_CTR_MODULES_CAPTURED], s->modules_settled,
 		shm[GP_CTR_CUBIN_TOO_LARGE], shm[GP_CTR_CUBIN_PENDING_FULL], shm[GP_CTR_STRINGS_FULL],
 		rs.records_bad, rs.ring_resyncs, jc.activities_joined, jc.api_without_launch,
@@ -538,8 +595,11 @@ static void interval_path(const char *out, __u64 realtime, char *buf, size_t len
 
 static int write_profile(struct session *s, const char *path, __u64 now)
 {
-	int err = profile__write_pprof(s->prof, path, s->start_realtime_ns + (s->last_write_ns - s->start_ns),
-				       now - s->last_write_ns);
+	int err;
+
+	resolve_pending(s, 0);
+	err = profile__write_pprof(s->prof, path, s->start_realtime_ns + (s->last_write_ns - s->start_ns),
+				   now - s->last_write_ns);
 
 	if (err) {
 		fprintf(stderr, "gpuprobe-bpf: cannot write %s: %s (nothing was written there)\n", path,
@@ -794,6 +854,7 @@ static void session__fini(struct session *s)
 	blobtab__destroy(s->stacks);
 	blobtab__destroy(s->names);
 	free(s->resolved);
+	free(s->pending);
 	crc_engine__destroy(s->crc);
 	launch_probe__destroy(s->lp);
 }

@@ -43,7 +43,10 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 		return -EINVAL;
 	memset(ret, 0, offsetof(struct raw_stack, w));
 	ret->pid = e->pid;
-	if (e->stack_len) {
+	if (e->flags & GP_EV_F_COPY_SKIPPED) {
+		ret->n = 0;
+		ret->why = STACK_WHY_SKIPPED;
+	} else if (e->stack_len) {
 		const __u8 *copy = (const __u8 *)e + GP_LAUNCH_EVENT_HDR + fp_bytes + py_bytes;
 		struct unwind_regs regs = { .ip = e->ip, .sp = e->sp, .bp = e->bp };
 		struct unwind_stack st = { .base = e->sp, .data = copy, .len = e->stack_len };
@@ -63,7 +66,8 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 		ret->why = STACK_WHY_FP;
 	}
 	if (e->flags & GP_EV_F_PY) {
-		ret->py_status = 0x80 | ((e->flags >> GP_EV_PY_STATUS_SHIFT) & 7);
+		ret->py_status = RAW_PY_WALKED | ((e->flags >> GP_EV_PY_STATUS_SHIFT) & RAW_PY_STATUS) |
+				 (e->flags & GP_EV_F_PY_MAIN ? RAW_PY_MAIN : 0);
 		ret->npy = e->nr_py;
 		memcpy(ret->w + ret->n, (const __u8 *)e + GP_LAUNCH_EVENT_HDR + fp_bytes, py_bytes);
 	}
@@ -160,7 +164,8 @@ void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct reso
 	struct symbolizer *sym = t ? target__symbolizer(t) : NULL;
 	struct py_cursor c = { .py = (const struct gp_py_frame *)(r->w + r->n), .n = r->npy,
 			       .entry_kind = t ? t->py_entry_kind : GP_PY_ENTRY_NONE };
-	__u32 py_status = r->py_status & 0x7f;
+	__u32 py_status = r->py_status & RAW_PY_STATUS;
+	bool main_py = r->py_status & RAW_PY_MAIN;
 	bool native_ok = r->why == UNWIND_ROOT;
 	__u32 i, ns = 0;
 
@@ -182,7 +187,7 @@ void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct reso
 		ns++;
 		if (sf->is_python && c.n)
 			continue; /* a perf-map trampoline: the walked frames say more */
-		if (c.i < c.n && !strcmp(sf->name, PY_EVAL_FRAME)) {
+		if (!main_py && c.i < c.n && !strcmp(sf->name, PY_EVAL_FRAME)) {
 			add_py_run(t, &c, ret, stats);
 			continue;
 		}
@@ -190,18 +195,28 @@ void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct reso
 	}
 	if (r->why == STACK_WHY_FP) {
 		native_ok = !ret->truncated;
+	} else if (r->why == STACK_WHY_SKIPPED) {
+		stats->native_truncated++;
+		add(ret, "[native frames not copied: ring buffer busy]", "", "", 0, 0);
 	} else if (!native_ok) {
 		stats->native_truncated++;
 		snprintf(ret->note[0], sizeof(ret->note[0]), "[%s: %s]",
-			 c.i < c.n ? "native frames missing" : "truncated",
+			 c.i < c.n && !main_py ? "native frames missing" : "truncated",
 			 i < r->n ? "unmapped address" : unwind_stop__str(r->why));
 		add(ret, ret->note[0], "", "", 0, 0);
 	}
+	/*
+	 * A thread without Python launched for the main thread (PyTorch's
+	 * autograd threads run backward() for it): the main thread's Python
+	 * frames follow this thread's root, marked.
+	 */
+	if (main_py && c.n)
+		add(ret, "[launched for the main thread]", "", "", 0, 0);
 	/* Python runs the native walk did not reach: still the thread's callers. */
 	while (c.i < c.n)
 		add_py_run(t, &c, ret, stats);
 	if (py_status != GP_PY_WALK_OK && py_status != GP_PY_WALK_NO_THREAD &&
-	    py_status != GP_PY_WALK_NO_RUNTIME && (r->py_status & 0x80)) {
+	    py_status != GP_PY_WALK_NO_RUNTIME && (r->py_status & RAW_PY_WALKED)) {
 		stats->py_truncated++;
 		snprintf(ret->note[1], sizeof(ret->note[1]), "[truncated: %s]", py_status_str(py_status));
 		add(ret, ret->note[1], "", "", 0, 0);

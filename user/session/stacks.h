@@ -23,13 +23,18 @@ struct target;
 
 /* Why the native part ended, beyond unwind.h's reasons. */
 #define STACK_WHY_FP 0xff /* frame pointers: the end is found while resolving */
+#define STACK_WHY_SKIPPED 0xfe /* no stack copy: the ring was over half full */
+
+#define RAW_PY_WALKED 0x80 /* the process runs CPython: its frames were walked */
+#define RAW_PY_MAIN 0x40   /* ... and they are the main thread's, not the launcher's */
+#define RAW_PY_STATUS 0x07
 
 /* Packed: the first raw_stack__len() bytes are the de-duplication key. */
 struct raw_stack {
 	__u32 pid;
 	__u16 n;          /* native return addresses in w[] */
 	__u8 why;         /* enum unwind_stop, or STACK_WHY_FP */
-	__u8 py_status;   /* enum gp_py_walk_status, | 0x80 when walked */
+	__u8 py_status;   /* enum gp_py_walk_status | RAW_PY_WALKED | RAW_PY_MAIN */
 	__u32 npy;        /* Python frames after them: 2 words each */
 	__u32 pad;
 	__u64 w[GP_MAX_STACK + 2 * GP_PY_MAX_FRAMES];

@@ -102,7 +102,9 @@ enum {
 	DW_OP_plus = 0x22,
 	DW_OP_shl = 0x24,
 	DW_OP_ge = 0x2a,
+	DW_OP_breg6 = 0x76,
 	DW_OP_breg7 = 0x77,
+	DW_OP_deref = 0x06,
 	DW_OP_breg16 = 0x80,
 };
 
@@ -341,8 +343,8 @@ static bool cfi_entry__cie_off(const struct cfi_section *s, const struct cfi_ent
 
 /* ---------------------------------------------------------------- state */
 
-enum reg_how { REG_SAME, REG_UNDEF, REG_OFFSET, REG_VAL_OFFSET, REG_OTHER };
-enum cfa_how { CFA_REG, CFA_PLT, CFA_EXPR };
+enum reg_how { REG_SAME, REG_UNDEF, REG_OFFSET, REG_VAL_OFFSET, REG_OTHER, REG_AT_RBP };
+enum cfa_how { CFA_REG, CFA_PLT, CFA_EXPR, CFA_DEREF_RBP };
 
 struct reg_rule {
 	__u8 how; /* enum reg_how */
@@ -524,6 +526,23 @@ static bool cfa_expr__is_plt(const __u8 *p, __u64 len, __s64 *ret_off, __u8 *ret
 	return true;
 }
 
+/* Is the block "DW_OP_breg6 off" followed by deref (want_deref) or nothing? */
+static bool expr__is_rbp_rel(const __u8 *p, __u64 len, bool want_deref, __s64 *ret_off)
+{
+	struct cur c = { p, p + len };
+	__u8 op;
+	__s64 off;
+
+	if (!cur__u8(&c, &op) || op != DW_OP_breg6 || !cur__sleb(&c, &off))
+		return false;
+	if (want_deref && (!cur__u8(&c, &op) || op != DW_OP_deref))
+		return false;
+	if (c.p != c.end)
+		return false;
+	*ret_off = off;
+	return true;
+}
+
 static void cfa_state__rule(const struct cfa_state *st, __u8 flags, struct cfi_rule *r)
 {
 	memset(r, 0, sizeof(*r)); /* padding too: rules are hashed and compared as bytes */
@@ -537,6 +556,9 @@ static void cfa_state__rule(const struct cfa_state *st, __u8 flags, struct cfi_r
 		r->cfa_base = CFI_BASE_PLT;
 		r->cfa_off = (__s32)st->cfa_off;
 		r->plt_split = st->plt_split;
+	} else if (st->cfa_how == CFA_DEREF_RBP && fits_s32(st->cfa_off)) {
+		r->cfa_base = CFI_BASE_DEREF_RBP;
+		r->cfa_off = (__s32)st->cfa_off;
 	}
 	/* rbp kept in another register or behind an expression is as good as lost. */
 	r->rbp_rule = CFI_RBP_UNDEFINED;
@@ -547,6 +569,9 @@ static void cfa_state__rule(const struct cfa_state *st, __u8 flags, struct cfi_r
 		r->rbp_off = (__s32)st->rbp.off;
 	} else if (st->rbp.how == REG_VAL_OFFSET && fits_s32(st->rbp.off)) {
 		r->rbp_rule = CFI_RBP_IS_CFA;
+		r->rbp_off = (__s32)st->rbp.off;
+	} else if (st->rbp.how == REG_AT_RBP && fits_s32(st->rbp.off)) {
+		r->rbp_rule = CFI_RBP_AT_RBP;
 		r->rbp_off = (__s32)st->rbp.off;
 	}
 	/* An unspecified return address ("same value") would loop on one pc. */
@@ -787,6 +812,9 @@ static int cfi_exec__one(struct cfi_exec *x, struct cur *c)
 			x->st.cfa_how = CFA_PLT;
 			x->st.cfa_off = s;
 			x->st.plt_split = b8;
+		} else if (expr__is_rbp_rel(c->p, len, true, &s)) {
+			x->st.cfa_how = CFA_DEREF_RBP;
+			x->st.cfa_off = s;
 		} else {
 			x->st.cfa_how = CFA_EXPR;
 		}
@@ -796,6 +824,11 @@ static int cfi_exec__one(struct cfi_exec *x, struct cur *c)
 	case DW_CFA_val_expression:
 		if (!cur__uleb(c, &reg) || !cur__uleb(c, &len) || len > (__u64)(c->end - c->p))
 			return -EINVAL;
+		/* rbp saved at an address relative to rbp itself (stack realignment) */
+		if (op == DW_CFA_expression && reg == REG_RBP && expr__is_rbp_rel(c->p, len, false, &s)) {
+			c->p += len;
+			return cfi_exec__set(x, reg, REG_AT_RBP, s);
+		}
 		c->p += len;
 		return cfi_exec__set(x, reg, REG_OTHER, 0);
 	case DW_CFA_GNU_args_size:

@@ -28,6 +28,12 @@ enum cfi_base {
 	 * (an entry pushes its relocation index half way through).
 	 */
 	CFI_BASE_PLT,
+	/*
+	 * cfa = *(rbp + cfa_off): GCC's stack realignment (and $-32, %rsp)
+	 * keeps the entry stack pointer in a slot below the new frame pointer:
+	 * DW_CFA_def_cfa_expression (DW_OP_breg6 off; DW_OP_deref).
+	 */
+	CFI_BASE_DEREF_RBP,
 };
 
 enum cfi_rbp_rule {
@@ -35,6 +41,7 @@ enum cfi_rbp_rule {
 	CFI_RBP_AT_CFA,    /* saved at cfa + rbp_off */
 	CFI_RBP_UNDEFINED, /* unknown: undefined, or kept where we cannot see it */
 	CFI_RBP_IS_CFA,    /* the caller's rbp is cfa + rbp_off (DW_CFA_val_offset) */
+	CFI_RBP_AT_RBP,    /* saved at rbp + rbp_off: DW_CFA_expression (DW_OP_breg6 off) */
 };
 
 enum cfi_ra_rule {

@@ -115,6 +115,14 @@ static int frame__step_cfi(struct frame *f, const struct cfi_rule *r,
 		if ((pc & 15) >= r->plt_split)
 			cfa += 8;
 		break;
+	case CFI_BASE_DEREF_RBP:
+		if (!f->bp_known || !addr__add(f->bp, r->cfa_off, &cfa))
+			goto bad;
+		if (!stack__read(s, cfa, &cfa)) {
+			*why = UNWIND_END_OF_COPY;
+			return 0;
+		}
+		break;
 	default:
 		*why = UNWIND_CFA_EXPR;
 		return 0;
@@ -142,6 +150,10 @@ static int frame__step_cfi(struct frame *f, const struct cfi_rule *r,
 		break;
 	case CFI_RBP_IS_CFA:
 		f->bp_known = addr__add(cfa, r->rbp_off, &f->bp);
+		break;
+	case CFI_RBP_AT_RBP:
+		f->bp_known = f->bp_known && addr__add(f->bp, r->rbp_off, &bp) && stack__read(s, bp, &bp);
+		f->bp = f->bp_known ? bp : 0;
 		break;
 	default:
 		f->bp_known = false;

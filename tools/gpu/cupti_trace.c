@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The peer for the CUDA C workload in tools/gpu/bench: a bare CUPTI activity
+ * tracer, as profilers built on CUPTI run it (kernels, runtime and driver
+ * API records, 8 MiB buffers), injected with CUDA_INJECTION64_PATH. It only
+ * counts the records; at exit it flushes and prints the count.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cupti.h>
+
+#define BUF_SIZE (8u << 20)
+
+static unsigned long long records, dropped;
+
+static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	*buf = aligned_alloc(8, BUF_SIZE);
+	*size = *buf ? BUF_SIZE : 0;
+	*max_records = 0;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+				      size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	size_t n = 0;
+
+	(void)ctx;
+	(void)size;
+	while (cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS)
+		records++;
+	if (cuptiActivityGetNumDroppedRecords(ctx, stream, &n) == CUPTI_SUCCESS)
+		dropped += n;
+	free(buf);
+}
+
+static void at_exit(void)
+{
+	cuptiActivityFlushAll(1);
+	fprintf(stderr, "cupti_trace: records=%llu dropped=%llu\n", records, dropped);
+}
+
+int InitializeInjection(void)
+{
+	if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
+	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS ||
+	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) != CUPTI_SUCCESS ||
+	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS ||
+	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS) {
+		fprintf(stderr, "cupti_trace: cannot enable CUPTI activities\n");
+		return 1;
+	}
+	atexit(at_exit);
+	return 1;
+}

@@ -103,10 +103,13 @@ FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 # The CFI held-in program: no frame pointers, two libraries (tests/progs/nofp).
 NOFP := $(BUILD)/tests/progs/nofp
 NOFP_LIBS := $(BUILD)/tests/progs/libgp_nofp_a.so $(BUILD)/tests/progs/libgp_nofp_b.so
-ALL_TARGETS := $(LOADER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS) $(NOFP)
+# The sandboxed CRC helper: the only program that hands cubins to CUPTI.
+CRC_HELPER := $(BUILD)/gpuprobe-crc
+CRC_HELPER_SRCS := $(wildcard nvidia/helper/*.c)
+ALL_TARGETS := $(LOADER) $(CRC_HELPER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS) $(NOFP)
 
 .PHONY: all static test test-bpf test-tsan test-asan check deps demo fuzz \
-	fuzz-smoke tools-check install clean cuda-check unit-tests bpf-tests
+	fuzz-smoke tools-check install clean cuda-check unit-tests bpf-tests soak
 
 all: $(ALL_TARGETS)
 
@@ -137,7 +140,11 @@ $(BUILD)/obj/%.o: %.c | $(SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(if $(filter nvidia/% stub/% tests/%,$<),$(CUDA_CPPFLAGS)) -c $< -o $@
 
-$(NVIDIA_OBJS) $(call obj,$(NVIDIA_LOADER_SRCS)) $(STUB_CUDA_OBJS) $(STUB_CUPTI_OBJS): | cuda-check
+$(NVIDIA_OBJS) $(call obj,$(NVIDIA_LOADER_SRCS) $(CRC_HELPER_SRCS)) $(STUB_CUDA_OBJS) $(STUB_CUPTI_OBJS): | cuda-check
+
+$(CRC_HELPER): $(call obj,$(CRC_HELPER_SRCS))
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $^ -ldl
 
 # The shim is injected into programs we do not own: hide everything but
 # InitializeInjection, and link nothing but libc's family.
@@ -191,7 +198,7 @@ $(BUILD)/tests/progs/libgp_nofp_a.so: tests/progs/nofp/nofp_a.c tests/progs/nofp
 	$(Q)$(CC) $(NOFP_CFLAGS) -fPIC -shared -o $@ $< -L$(@D) -lgp_nofp_b -Wl,-rpath,'$$ORIGIN' -lpthread
 $(NOFP): tests/progs/nofp/main.c tests/progs/cubin.h $(NOFP_LIBS)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(NOFP_CFLAGS) -o $@ $< -L$(@D) -lgp_nofp_a -lgp_nofp_b -L$(BUILD)/stub \
+	$(Q)$(CC) $(NOFP_CFLAGS) $(LDFLAGS_SAN) -o $@ $< -L$(@D) -lgp_nofp_a -lgp_nofp_b -L$(BUILD)/stub \
 		-l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../stub' -lpthread
 
 # ---------------------------------------------------------------- tests
@@ -260,9 +267,15 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tools/demo.sh $(BUILD)
 
-install: $(LOADER) $(SHIM_SO)
+# Not in check: 30 minutes of the stub workload under --all-cgroups --interval
+# (SOAK_MINUTES, SOAK_PROCS, SOAK_OUT pass through the environment).
+soak: $(ALL_TARGETS)
+	$(Q)tools/soak.sh $(BUILD)
+
+install: $(LOADER) $(SHIM_SO) $(CRC_HELPER)
 	install -D -m 0755 $(LOADER) $(DESTDIR)$(PREFIX)/bin/gpuprobe-bpf
 	install -D -m 0644 $(SHIM_SO) $(DESTDIR)$(PREFIX)/lib/gpuprobe/libgpuprobe_shim.so
+	install -D -m 0755 $(CRC_HELPER) $(DESTDIR)$(PREFIX)/lib/gpuprobe/gpuprobe-crc
 
 clean:
 	rm -rf build

@@ -61,7 +61,8 @@ struct gp_shm_layout {
 	__u32 record_size; /* 12: sizeof(struct gp_record) */
 	__u64 total_size;  /* 16: bytes of the whole memfd */
 	__u32 pid;         /* 24: getpid() of the writer, in its pid namespace */
-	__u32 reserved0;   /* 28 */
+	__u32 owner_pid;   /* 28: host pid of the loader that made this memfd for the
+			    * process (-- COMMAND, GPUPROBE_SHM_OWNER), 0 if the shim made it */
 	__u64 create_ns;   /* 32: CLOCK_MONOTONIC at creation */
 	__u64 rec_off;     /* 40: offset of the record ring */
 	__u64 rec_slots;   /* 48: slots in the record ring, a power of two */

@@ -194,6 +194,23 @@ static int memfd__adopt(__u64 size, int *ret_fd)
 	return 0;
 }
 
+/*
+ * The loader that made the memfd (-- COMMAND) owns the ring: other loaders
+ * (a node-wide --all-cgroups one) leave it alone while it lives.
+ */
+static __u32 owner__from_env(void)
+{
+	const char *env = getenv("GPUPROBE_SHM_OWNER");
+	char *end;
+	long v;
+
+	if (!env || !*env)
+		return 0;
+	errno = 0;
+	v = strtol(env, &end, 10);
+	return errno || *end || v <= 0 || v > INT32_MAX ? 0 : (__u32)v;
+}
+
 /* Sealed so that nobody can shrink it under a reader (SIGBUS) or grow it. */
 static int memfd__open(__u64 size, int *ret_fd, bool *ret_adopted)
 {
@@ -249,6 +266,8 @@ int shm__create(const struct shm_config *cfg_in, struct shm **ret_shm)
 	err = memfd__open(shm->layout.total_size, &shm->fd, &shm->adopted);
 	if (err)
 		goto err_free_index;
+	if (shm->adopted)
+		shm->layout.owner_pid = owner__from_env();
 	map = mmap(NULL, shm->layout.total_size, PROT_READ | PROT_WRITE,
 		   MAP_SHARED, shm->fd, 0);
 	if (map == MAP_FAILED) {

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shim/shm.h"
@@ -400,6 +401,113 @@ static void test_open_pid_finds_this_process_memfd(void **state)
 	shm__destroy(shm);
 }
 
+/* ------------------------------------------------ one reader per ring */
+
+static __u64 mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* A process that lives until its pipe closes: a stand-in for another loader. */
+static pid_t other_loader(int *ret_pipe)
+{
+	int pipefd[2];
+	pid_t child;
+	char c;
+
+	assert_int_equal(pipe(pipefd), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		close(pipefd[1]);
+		(void)!read(pipefd[0], &c, 1);
+		_exit(0);
+	}
+	close(pipefd[0]);
+	*ret_pipe = pipefd[1];
+	return child;
+}
+
+static void other_loader_exits(pid_t pid, int pipefd)
+{
+	close(pipefd);
+	waitpid(pid, NULL, 0);
+}
+
+/* Opens an image whose consumer area says: read by holder, last visit at beat. */
+static int open_held(__u32 holder, __u64 beat, __u32 tick_ms, __u32 *ret_holder_after)
+{
+	struct shm *shm = small_shm();
+	struct shm_reader *r = NULL;
+	struct gp_shm_header *h;
+	size_t size;
+	__u8 *img = image_of(shm, &size);
+	int err;
+
+	h = (struct gp_shm_header *)img;
+	h->consumer.reader_pid = holder;
+	h->consumer.heartbeat_ns = beat;
+	h->consumer.tick_ms = tick_ms;
+	err = shm_reader__open_mem(img, size, &r);
+	*ret_holder_after = h->consumer.reader_pid;
+	shm_reader__destroy(r);
+	free(img);
+	shm__destroy(shm);
+	return err;
+}
+
+static void test_a_ring_read_by_another_live_loader_is_refused_with_ebusy(void **state)
+{
+	int pipefd;
+	pid_t other = other_loader(&pipefd);
+	__u32 after;
+
+	assert_int_equal(open_held((__u32)other, mono_now(), 100, &after), -EBUSY);
+	assert_int_equal(after, (__u32)other); /* left to it, untouched */
+	/* A long tick keeps its heartbeat fresh for three of them. */
+	assert_int_equal(open_held((__u32)other, mono_now() - 2000000000ull, 1000, &after), -EBUSY);
+	other_loader_exits(other, pipefd);
+}
+
+static void test_a_ring_whose_loader_died_is_taken_over(void **state)
+{
+	int pipefd;
+	pid_t other = other_loader(&pipefd);
+	__u32 after;
+
+	other_loader_exits(other, pipefd); /* SIGKILLed, say: its heartbeat is still fresh */
+	assert_int_equal(open_held((__u32)other, mono_now(), 100, &after), 0);
+	assert_int_equal(after, (__u32)getpid());
+}
+
+static void test_a_ring_whose_loader_went_silent_is_taken_over(void **state)
+{
+	int pipefd;
+	pid_t other = other_loader(&pipefd);
+	__u32 after;
+
+	/* Alive (stopped, or its pid reused) but no visit for 5 s of 100 ms ticks. */
+	assert_int_equal(open_held((__u32)other, mono_now() - 5000000000ull, 100, &after), 0);
+	assert_int_equal(after, (__u32)getpid());
+	/* A heartbeat from the future is a lie, not a fresh visit. */
+	assert_int_equal(open_held((__u32)other, mono_now() + 60000000000ull, 100, &after), 0);
+	/* Never visited at all. */
+	assert_int_equal(open_held((__u32)other, 0, 0, &after), 0);
+	other_loader_exits(other, pipefd);
+}
+
+static void test_the_loader_holding_a_ring_may_open_it_again(void **state)
+{
+	__u32 after;
+
+	assert_int_equal(open_held((__u32)getpid(), mono_now(), 100, &after), 0);
+	assert_int_equal(open_held(0, mono_now(), 100, &after), 0);
+	assert_int_equal(after, (__u32)getpid());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -417,6 +525,10 @@ int main(void)
 		cmocka_unit_test(test_a_pid_that_is_gone_gives_esrch),
 		cmocka_unit_test(test_a_fork_child_does_not_inherit_the_mapping),
 		cmocka_unit_test(test_open_pid_finds_this_process_memfd),
+		cmocka_unit_test(test_a_ring_read_by_another_live_loader_is_refused_with_ebusy),
+		cmocka_unit_test(test_a_ring_whose_loader_died_is_taken_over),
+		cmocka_unit_test(test_a_ring_whose_loader_went_silent_is_taken_over),
+		cmocka_unit_test(test_the_loader_holding_a_ring_may_open_it_again),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

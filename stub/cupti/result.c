@@ -11,7 +11,10 @@
  */
 #include "stub/cupti/internal.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <string.h>
+#include <unistd.h>
 
 #define STUB_RESULTS(X) \
 	X(CUPTI_SUCCESS) \
@@ -86,6 +89,20 @@ CUptiResult CUPTIAPI cuptiGetCubinCrc(CUpti_GetCubinCrcParams *pParams)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	if (pParams->size < CUpti_GetCubinCrcParamsSize)
 		return CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT;
+	/*
+	 * Test hooks for the sandbox around this call (tests/test_crc_helper.c):
+	 * a cubin that asks for it tries to open a file, or never returns, as a
+	 * hostile cubin might make a closed-source parser do.
+	 */
+	if (pParams->cubinSize >= 16 && !memcmp(pParams->cubin, "GPUPROBE-T-OPEN\0", 16)) {
+		int fd = open("/etc/hostname", O_RDONLY);
+
+		if (fd >= 0)
+			close(fd);
+	} else if (pParams->cubinSize >= 16 && !memcmp(pParams->cubin, "GPUPROBE-T-SPIN\0", 16)) {
+		for (volatile int spin = 1; spin;)
+			;
+	}
 	pParams->cubinCrc = crc32c(pParams->cubin, pParams->cubinSize);
 	return CUPTI_SUCCESS;
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # --all-cgroups: two processes in two cgroups, started before the loader,
 # found by scanning every process's maps (no --libcuda), each labelled with
-# its own cgroup.
+# its own cgroup; and a third one started after the loader attached, in a
+# cgroup of its own, covered from its first launch: labelled with its cgroup,
+# its launch count exact.
 source "$(dirname "$0")/lib.sh"
 
 cgroot=$(awk '$3=="cgroup2"{print $2; exit}' /proc/self/mounts)
@@ -10,9 +12,9 @@ base=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
 dir="$cgroot${base%/}"
 # A cgroup with processes cannot take children where controllers are enabled;
 # ours only needs plain membership, so create siblings under our parent dir.
-ga="$dir/gpuprobe-test-a-$$"; gb="$dir/gpuprobe-test-b-$$"
-mkdir "$ga" "$gb" || { echo "SKIP: cannot create cgroups under $dir"; exit 0; }
-cleanup_cg() { rmdir "$ga" "$gb" 2>/dev/null || true; cleanup; }
+ga="$dir/gpuprobe-test-a-$$"; gb="$dir/gpuprobe-test-b-$$"; gc="$dir/gpuprobe-test-c-$$"
+mkdir "$ga" "$gb" "$gc" || { rmdir "$ga" "$gb" "$gc" 2>/dev/null; echo "SKIP: cannot create cgroups under $dir"; exit 0; }
+cleanup_cg() { cleanup; rmdir "$ga" "$gb" "$gc" 2>/dev/null || true; }
 trap cleanup_cg EXIT
 run_in() { # CGROUP LOG ARGS...
 	local cg=$1 log=$2; shift 2
@@ -20,13 +22,33 @@ run_in() { # CGROUP LOG ARGS...
 		sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@" >"$log" &
 	PIDS+=($!)
 }
-run_in "$ga" "$WORK/a.log" "$PROGS/spin" -s 3 -i 2000; A=${PIDS[-1]}
-run_in "$gb" "$WORK/b.log" "$PROGS/spin" -s 3 -i 2000 -g 3; Bp=${PIDS[-1]}
+run_in "$ga" "$WORK/a.log" "$PROGS/spin" -s 4 -i 2000; A=${PIDS[-1]}
+run_in "$gb" "$WORK/b.log" "$PROGS/spin" -s 4 -i 2000 -g 3; Bp=${PIDS[-1]}
 wait_file "$WORK/a.log" 5
 wait_file "$WORK/b.log" 5
-"$LOADER" --all-cgroups -d 1.5 -o "$WORK/all.pb.gz" 2>"$WORK/err" || { cat "$WORK/err"; fail "loader failed"; }
+# -v prints a counters line after each tick: the first one means attached.
+"$LOADER" --all-cgroups -v -d 3 -o "$WORK/all.pb.gz" 2>"$WORK/err" & L=$!
+PIDS+=($L)
+for _ in $(seq 1 100); do grep -q "^counters:" "$WORK/err" && break; sleep 0.05; done
+grep -q "^counters:" "$WORK/err" || fail "the loader did not start ticking"
+# Started after the attach, in its own cgroup, and gone before the loader stops.
+run_in "$gc" "$WORK/c.log" "$PROGS/spin" -s 1 -i 1000; C=${PIDS[-1]}
+wait "$C" || fail "spin C failed"
+wait "$L" || { grep -v "^libbpf\|^counters" "$WORK/err"; fail "loader failed"; }
 pids=$($CHECK "$WORK/all.pb.gz" pids)
-echo "$pids" | grep -q "^$A spin ${base%/}/gpuprobe-test-a-$$ " || { echo "$pids"; cat "$WORK/err"; fail "pid $A not labelled with its cgroup"; }
+echo "$pids" | grep -q "^$A spin ${base%/}/gpuprobe-test-a-$$ " || { echo "$pids"; fail "pid $A not labelled with its cgroup"; }
 echo "$pids" | grep -q "^$Bp spin ${base%/}/gpuprobe-test-b-$$ " || { echo "$pids"; fail "pid $Bp not labelled with its cgroup"; }
 ok "two processes in two cgroups, both found and labelled"
+
+want=$(sed -n 's/^spin: launches=//p' "$WORK/c.log")
+[ -n "$want" ] && [ "$want" -gt 0 ] || fail "spin C printed no launch count"
+echo "$pids" | grep -q "^$C spin ${base%/}/gpuprobe-test-c-$$ " || { echo "$pids"; fail "pid $C (started later) not found or not labelled with its cgroup"; }
+[ "$(echo "$pids" | grep -c "^$C ")" = 1 ] || { echo "$pids"; fail "pid $C has samples under more than one label set"; }
+$CHECK "$WORK/all.pb.gz" totals "$C" >"$WORK/c.totals"
+grep -v " spin_kernel " "$WORK/c.totals" && { cat "$WORK/c.totals"; fail "pid $C has samples other than spin_kernel (unattributed?)"; }
+got=$(awk '{n += $4} END {print n + 0}' "$WORK/c.totals")
+ns=$(awk '{n += $3} END {print n + 0}' "$WORK/c.totals")
+[ "$got" = "$want" ] || { cat "$WORK/c.totals"; fail "pid $C: $got launches in the profile, it made $want"; }
+[ "$ns" = $((want * 1000)) ] || fail "pid $C: GPU time $ns != $want x 1000 ns"
+ok "a process started after the attach, in its own cgroup: labelled, $want launches exact"
 wait "$A"; wait "$Bp"

@@ -25,3 +25,15 @@ wait_file() { # FILE SECONDS
 	for _ in $(seq 1 $(( $2 * 20 ))); do [ -s "$1" ] && return 0; sleep 0.05; done
 	fail "timed out waiting for $1"
 }
+# Waits for a background child to exit, at most SECONDS; returns its status.
+wait_exit() { # PID SECONDS
+	local st
+	for _ in $(seq 1 $(( $2 * 20 ))); do
+		st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || break
+		[ "$st" = Z ] && break
+		sleep 0.05
+	done
+	st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || st=gone
+	[ "$st" = Z ] || [ "$st" = gone ] || fail "pid $1 still runs after $2 s"
+	wait "$1"
+}

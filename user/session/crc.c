@@ -1,21 +1,35 @@
 /* SPDX-License-Identifier: MIT */
-/* The CRC engine of crc.h; the CUPTI call itself lives in nvidia/loader/. */
+/*
+ * The CRC engine of crc.h. CUPTI's CRC comes from gpuprobe-crc, a child
+ * process that has dropped root and sandboxed itself before it sees a byte
+ * of a cubin (user/session/crc_helper.c): the loader itself never hands
+ * bytes a profiled process wrote to closed-source code.
+ */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <zlib.h>
 #include "user/session/crc.h"
-#include "nvidia/loader/cupti_crc.h"
+#include "user/session/crc_helper.h"
 
 struct crc_engine {
-	struct cupti_crc *cupti; /* NULL: fallback */
+	struct crc_helper *helper; /* NULL: fallback */
+	int start_err;             /* why there is none (0 while it runs) */
+	__u64 helper_lost;         /* the helper died or stalled mid-run */
 };
 
 void crc_engine__new(const char *cupti_path, struct crc_engine **ret_e)
 {
 	struct crc_engine *e = calloc(1, sizeof(*e));
+	char path[PATH_MAX];
 
-	if (e && cupti_crc__open(cupti_path, &e->cupti))
-		e->cupti = NULL;
+	if (e) {
+		e->start_err = crc_helper__find(path, sizeof(path));
+		if (!e->start_err)
+			e->start_err = crc_helper__start(path, cupti_path, &e->helper);
+	}
 	*ret_e = e;
 }
 
@@ -23,29 +37,58 @@ void crc_engine__destroy(struct crc_engine *e)
 {
 	if (!e)
 		return;
-	cupti_crc__close(e->cupti);
+	crc_helper__stop(e->helper);
 	free(e);
 }
 
 int crc_engine__is_cupti(const struct crc_engine *e)
 {
-	return e && e->cupti;
+	return e && e->helper;
 }
 
-int crc_engine__fn(void *ctx, const void *cubin, size_t size, __u64 *ret_crc)
+int crc_engine__why_not(const struct crc_engine *e)
 {
-	struct crc_engine *e = ctx;
-	uLong c;
+	return e ? e->start_err : -ENOMEM;
+}
 
-	if (e && e->cupti)
-		return cupti_crc__compute(e->cupti, cubin, size, ret_crc);
-	c = crc32(0L, Z_NULL, 0);
+__u64 crc_engine__helper_lost(const struct crc_engine *e)
+{
+	return e ? e->helper_lost : 0;
+}
+
+pid_t crc_engine__helper_pid(const struct crc_engine *e)
+{
+	return e ? crc_helper__pid(e->helper) : 0;
+}
+
+static __u64 fallback_crc(const void *cubin, size_t size)
+{
+	uLong c = crc32(0L, Z_NULL, 0);
+
 	for (size_t off = 0; off < size;) {
 		uInt chunk = size - off > (1u << 30) ? (1u << 30) : (uInt)(size - off);
 
 		c = crc32(c, (const Bytef *)cubin + off, chunk);
 		off += chunk;
 	}
-	*ret_crc = GP_CRC_FALLBACK_BIT | c;
+	return GP_CRC_FALLBACK_BIT | c;
+}
+
+int crc_engine__fn(void *ctx, const void *cubin, size_t size, __u64 *ret_crc)
+{
+	struct crc_engine *e = ctx;
+	int err;
+
+	if (e && e->helper) {
+		err = crc_helper__compute(e->helper, cubin, size, ret_crc);
+		if (err != -EPIPE && err != -ETIMEDOUT)
+			return err;
+		/* Gone: later cubins get the fallback (never mistaken for CUPTI's). */
+		crc_helper__stop(e->helper);
+		e->helper = NULL;
+		e->start_err = err;
+		e->helper_lost++;
+	}
+	*ret_crc = fallback_crc(cubin, size);
 	return 0;
 }

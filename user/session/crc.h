@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Cubin CRCs for settle(): CUPTI's cuptiGetCubinCrc when a libcupti can be
- * loaded (the CRC PC-sampling records carry), else a documented fallback:
- * zlib's CRC-32 of the bytes, marked so that it is never mistaken for
- * CUPTI's (bit 63 set).
+ * Cubin CRCs for settle(): CUPTI's cuptiGetCubinCrc (the CRC PC-sampling
+ * records carry), computed by the unprivileged, sandboxed gpuprobe-crc
+ * helper, else a documented fallback: zlib's CRC-32 of the bytes, marked so
+ * that it is never mistaken for CUPTI's (bit 63 set).
  */
 #ifndef GP_CRC_H
 #define GP_CRC_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include <linux/types.h>
 
 #define GP_CRC_FALLBACK_BIT (1ull << 63)
@@ -21,5 +22,10 @@ void crc_engine__destroy(struct crc_engine *e);
 /* A cubin_crc_fn. */
 int crc_engine__fn(void *ctx, const void *cubin, size_t size, __u64 *ret_crc);
 int crc_engine__is_cupti(const struct crc_engine *e);
+/* Why CUPTI's CRC is not used: -ENOENT no helper found, or its start error. */
+int crc_engine__why_not(const struct crc_engine *e);
+/* Times the helper died or stalled mid-run (its cubins got the fallback). */
+__u64 crc_engine__helper_lost(const struct crc_engine *e);
+pid_t crc_engine__helper_pid(const struct crc_engine *e);
 
 #endif

@@ -55,19 +55,21 @@ int launcher__find_shim(const char *given, char *buf, size_t len)
 /* In the child: wait for the go byte, set the environment, exec. */
 static void child_main(char **argv, const char *shim, int go_rd, int err_wr, int shm_fd)
 {
-	char fdstr[16], b;
+	char fdstr[16], owner[16], b;
 	int e;
 
 	if (read(go_rd, &b, 1) != 1)
 		_exit(127); /* the loader gave up before letting us run */
 	close(go_rd);
 	snprintf(fdstr, sizeof(fdstr), "%d", shm_fd);
+	snprintf(owner, sizeof(owner), "%d", (int)getppid()); /* the loader */
 	/*
 	 * No PYTHONPERFSUPPORT: Python frames are read from the interpreter
 	 * itself, and its perf trampolines would add a call to every Python
 	 * call and anonymous code to every stack.
 	 */
-	if (setenv("CUDA_INJECTION64_PATH", shim, 1) || setenv("GPUPROBE_SHM_FD", fdstr, 1))
+	if (setenv("CUDA_INJECTION64_PATH", shim, 1) || setenv("GPUPROBE_SHM_FD", fdstr, 1) ||
+	    setenv("GPUPROBE_SHM_OWNER", owner, 1))
 		goto fail;
 	signal(SIGPIPE, SIG_DFL);
 	execvp(argv[0], argv);

@@ -67,9 +67,12 @@ struct session {
 	__u64 start_ns, last_write_ns, next_scan_ns;
 	__u64 probes_ns;            /* when the initial probes were in place */
 	__u64 start_realtime_ns;
+	__u64 last_stamp_s;         /* --interval: the second in the last name... */
+	unsigned int same_stamp;    /* ...and how many names before used it too */
 	/* losses the report line prints */
 	__u64 stacks_dropped, names_dropped, records_unknown, modules_settled;
 	__u64 before_window;        /* activities that ended before we attached */
+	__u64 unattributed_written; /* --interval: unattributed in profiles already written */
 	__u64 shm_ctr_gone[GP_CTR_MAX]; /* counters of targets already removed */
 	struct shm_reader_stats reader_gone;
 	struct raw_stack raw;           /* scratch of on_launch_event */
@@ -430,6 +433,20 @@ static int try_open_shm(struct session *s, struct target *t, __u64 now)
 		return 0;
 	}
 	t->shm = NULL;
+	/* One reader per ring: another loader's stays its own while it lives. */
+	if (err == -EBUSY) {
+		pid_t holder = 0;
+
+		if (!t->warned_busy) {
+			t->warned_busy = true;
+			shm_reader__holder(t->pid, &holder);
+			fprintf(stderr,
+				"gpuprobe-bpf: pid %d (%s): its shim ring is read by another gpuprobe-bpf "
+				"(pid %d), so its GPU time goes there (launches are still counted here)\n",
+				t->pid, t->comm, (int)holder);
+		}
+		return err;
+	}
 	/* Launching for a while with no ring: the shim is not there. */
 	if (!t->warned_no_shim && t->first_launch_ns && now > t->first_launch_ns + NO_SHIM_WARN_NS &&
 	    (err == -ENOENT || t->shm_fd >= 0)) {
@@ -550,20 +567,22 @@ static void counters_line(struct session *s, FILE *f)
 		"unattributed=%llu (no_launch_event=%llu no_api_record=%llu before_attach=%llu table_full=%llu) "
 		"queue_full=%llu stacks_dropped=%llu names_dropped=%llu records_unknown=%llu "
 		"symbolize_failed=%llu stacks_short=%llu python_short=%llu python_unresolved=%llu "
+		"crc_helper_lost=%llu "
 		"events_bad=%llu before_window=%llu\n",
 		bpf[GP_BPF_EVENTS], bpf[GP_BPF_RINGBUF_FULL], bpf[GP_BPF_STACK_ERRORS],
 		bpf[GP_BPF_COPY_ERRORS], bpf[GP_BPF_COPY_SKIPPED], shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
 		shm[GP_CTR_BUFFERS_EXHAUSTED], shm[GP_CTR_MODULES_CAPTURED], s->modules_settled,
 		shm[GP_CTR_CUBIN_TOO_LARGE], shm[GP_CTR_CUBIN_PENDING_FULL], shm[GP_CTR_STRINGS_FULL],
 		rs.records_bad, rs.ring_resyncs, jc.activities_joined, jc.api_without_launch,
-		jc.launches_without_record, pt.unattributed,
+		jc.launches_without_record, s->unattributed_written + pt.unattributed,
 		jc.activities_unattributed[JOIN_NO_LAUNCH_EVENT],
 		jc.activities_unattributed[JOIN_NO_API_RECORD],
 		jc.activities_unattributed[JOIN_BEFORE_ATTACH],
 		jc.activities_unattributed[JOIN_TABLE_FULL], jc.queue_full, s->stacks_dropped,
 		s->names_dropped, s->records_unknown, s->stack_stats.sym_failed,
 		s->stack_stats.native_truncated, s->stack_stats.py_truncated,
-		s->stack_stats.py_unresolved, s->events_bad, s->before_window);
+		s->stack_stats.py_unresolved, crc_engine__helper_lost(s->crc), s->events_bad,
+		s->before_window);
 }
 
 /* The loader's own cost, so benchmarks need no outside tool. */
@@ -579,15 +598,25 @@ static void loader_usage(struct session *s, FILE *f)
 		wall > 0 ? 100.0 * cpu / wall : 0.0, ru.ru_maxrss / 1024.0);
 }
 
-static void interval_path(const char *out, __u64 realtime, char *buf, size_t len)
+/*
+ * Two windows can end in the same second (a sub-second --interval, or the
+ * last window just after the one before it): the later one gets "-N" after
+ * the stamp rather than the same name, which would replace the earlier file.
+ */
+static void interval_path(struct session *s, __u64 realtime, char *buf, size_t len)
 {
 	time_t secs = (time_t)(realtime / NS_PER_S);
-	const char *dot = strstr(out, ".pb.gz");
+	const char *out = s->o->output, *dot = strstr(out, ".pb.gz");
 	struct tm tm;
-	char stamp[32];
+	char stamp[48];
+	size_t n;
 
+	s->same_stamp = (__u64)secs == s->last_stamp_s ? s->same_stamp + 1 : 0;
+	s->last_stamp_s = (__u64)secs;
 	gmtime_r(&secs, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	n = strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	if (s->same_stamp)
+		snprintf(stamp + n, sizeof(stamp) - n, "-%u", s->same_stamp);
 	if (!dot)
 		dot = out + strlen(out);
 	snprintf(buf, len, "%.*s-%s%s", (int)(dot - out), out, stamp, dot);
@@ -891,6 +920,14 @@ int session__run(const struct gp_opts *o)
 		return 1;
 	}
 	install_signals();
+	if (crc_engine__is_cupti(s.crc) && o->verbose)
+		fprintf(stderr, "gpuprobe-bpf: cubin CRCs by CUPTI in gpuprobe-crc (pid %d, "
+			"unprivileged, seccomp)\n", (int)crc_engine__helper_pid(s.crc));
+	else if (!crc_engine__is_cupti(s.crc))
+		fprintf(stderr, "gpuprobe-bpf: cubin CRCs are zlib CRC-32 | 1<<63, not CUPTI's: "
+			"gpuprobe-crc %s\n", crc_engine__why_not(s.crc) == -ENOENT ?
+			"not found beside gpuprobe-bpf or in PREFIX/lib/gpuprobe" :
+			"could not start (no libcupti with cuptiGetCubinCrc? give --cupti PATH)");
 	s.start_ns = s.last_write_ns = now_ns();
 	s.start_realtime_ns = realtime_ns();
 	s.probes_ns = s.start_ns;
@@ -902,6 +939,7 @@ int session__run(const struct gp_opts *o)
 		fprintf(stderr, "gpuprobe-bpf: no libcuda.so.1 found yet (give --libcuda PATH if it is "
 			"somewhere unusual); watching for it\n");
 	for (;;) {
+		struct profile_totals pt;
 		__u64 now;
 
 		tick_sliced(&s);
@@ -911,15 +949,17 @@ int session__run(const struct gp_opts *o)
 		if (should_stop(&s, now))
 			break;
 		if (o->interval_s && now - s.last_write_ns >= (__u64)(o->interval_s * NS_PER_S)) {
-			interval_path(o->output, s.start_realtime_ns + (now - s.start_ns), path, sizeof(path));
+			interval_path(&s, s.start_realtime_ns + (now - s.start_ns), path, sizeof(path));
 			write_profile(&s, path, now);
 			s.last_write_ns = now;
+			profile__totals(s.prof, &pt);
+			s.unattributed_written += pt.unattributed; /* the counters line covers the run */
 			profile__reset_samples(s.prof);
 		}
 	}
 	finish(&s);
 	if (o->interval_s)
-		interval_path(o->output, s.start_realtime_ns + (now_ns() - s.start_ns), path, sizeof(path));
+		interval_path(&s, s.start_realtime_ns + (now_ns() - s.start_ns), path, sizeof(path));
 	else
 		snprintf(path, sizeof(path), "%s", o->output);
 	err = write_profile(&s, path, now_ns());

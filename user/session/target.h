@@ -37,6 +37,7 @@ struct target {
 	bool gone;
 	bool sym_failed;
 	bool warned_no_shim;
+	bool warned_busy;          /* its ring is read by another loader: said once */
 	bool shm_inert_reported;
 };
 

@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +26,22 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SHM_MAPS_NAME "/memfd:" GP_SHM_NAME " (deleted)"
 /* Sanity bounds well above anything the shim lays out (shim/shm.h). */
 #define READER_MAX_SLOTS (1ull << 26)
 #define READER_MAX_TOTAL (1ull << 40)
+/*
+ * Another loader holds the ring while it lives and has visited within this
+ * many of its ticks (the shim's exit wait trusts a heartbeat as long), and
+ * never less than a second: a slow tick must not hand the ring over.
+ */
+#define HOLDER_STALE_TICKS 3ull
+#define HOLDER_MIN_STALE_NS 1000000000ull
+#define HOLDER_DEFAULT_TICK_MS 100u
+#define HOLDER_MAX_TICK_MS 60000u /* tick_ms is hostile: bound the wait it buys */
 
 struct shm_reader {
 	__u8 *base;
@@ -94,6 +105,63 @@ int shm_reader__validate_layout(const struct gp_shm_layout *l, __u64 real_size)
 	return 0;
 }
 
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/*
+ * True when a loader other than us reads the ring: its process lives and its
+ * heartbeat is fresh. A dead one (SIGKILLed) or a silent one (stopped, or its
+ * pid reused) is stale, and its ring is taken over.
+ */
+static bool consumer__held_by_other(struct gp_shm_consumer *c, __u32 holder, __u64 now)
+{
+	__u64 beat = __atomic_load_n(&c->heartbeat_ns, __ATOMIC_ACQUIRE), stale;
+	__u32 tick_ms = __atomic_load_n(&c->tick_ms, __ATOMIC_RELAXED);
+
+	if (!holder || holder == (__u32)getpid() || holder > INT32_MAX)
+		return false;
+	if (!tick_ms)
+		tick_ms = HOLDER_DEFAULT_TICK_MS;
+	else if (tick_ms > HOLDER_MAX_TICK_MS)
+		tick_ms = HOLDER_MAX_TICK_MS;
+	stale = HOLDER_STALE_TICKS * tick_ms * 1000000ull;
+	if (stale < HOLDER_MIN_STALE_NS)
+		stale = HOLDER_MIN_STALE_NS;
+	if (!beat || beat > now || now - beat > stale)
+		return false;
+	return kill((pid_t)holder, 0) == 0 || errno == EPERM;
+}
+
+/*
+ * One reader per ring: two would race on the shared tails, the slower one
+ * reading slots the shim already reused and the cubins split between them.
+ * The compare-and-swap settles two loaders arriving at once; the heartbeat
+ * stamped with the claim keeps a third away until our first tick.
+ */
+static int consumer__claim(struct gp_shm_header *hdr, __u32 owner)
+{
+	struct gp_shm_consumer *c = &hdr->consumer;
+	__u32 holder = __atomic_load_n(&c->reader_pid, __ATOMIC_ACQUIRE);
+	__u64 now = mono_ns();
+
+	/* Made for a -- COMMAND run: its loader reads it, whoever comes first. */
+	if (owner && owner != (__u32)getpid() && owner <= INT32_MAX &&
+	    (kill((pid_t)owner, 0) == 0 || errno == EPERM))
+		return -EBUSY;
+	if (consumer__held_by_other(c, holder, now))
+		return -EBUSY;
+	if (!__atomic_compare_exchange_n(&c->reader_pid, &holder, (__u32)getpid(), false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	__atomic_store_n(&c->heartbeat_ns, now, __ATOMIC_RELEASE);
+	return 0;
+}
+
 /* Validates the snapshot, then builds everything that trusts it. */
 static int reader__init(struct shm_reader *r, __u64 real_size)
 {
@@ -116,9 +184,14 @@ static int reader__init(struct shm_reader *r, __u64 real_size)
 	err = cubin_queue__new(&ring, NULL, &r->cubins);
 	if (err)
 		return err;
+	err = consumer__claim(r->hdr, r->layout.owner_pid);
+	if (err) {
+		cubin_queue__destroy(r->cubins);
+		r->cubins = NULL;
+		return err;
+	}
 	/* Resume where a previous loader stopped; clamped on the first read. */
 	r->rec_tail = __atomic_load_n(&r->hdr->consumer.rec_tail, __ATOMIC_ACQUIRE);
-	__atomic_store_n(&r->hdr->consumer.reader_pid, (__u32)getpid(), __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -281,6 +354,38 @@ int shm_reader__open_pid(pid_t pid, struct shm_reader **ret_r)
 	/* A pidfd tells "gone" apart from a recycled pid. */
 	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	*ret_r = r;
+	return 0;
+}
+
+/*
+ * The pid of the loader that last claimed pid's ring, 0 if none ever did: it
+ * names the holder after an open answered -EBUSY. Only the consumer area is
+ * read (pread, nothing mapped), and only a pid's worth of it is believed.
+ */
+int shm_reader__holder(pid_t pid, pid_t *ret_holder)
+{
+	struct gp_shm_consumer c;
+	char range[64], path[128];
+	ssize_t n;
+	int fd, err;
+
+	if (pid <= 0 || !ret_holder)
+		return -EINVAL;
+	err = maps__find(pid, range, sizeof(range));
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%s", (int)pid, range);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return proc__errno(pid, -errno);
+	n = pread(fd, &c, sizeof(c), offsetof(struct gp_shm_header, consumer));
+	err = n < 0 ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	if (n != (ssize_t)sizeof(c) || c.reader_pid > INT32_MAX)
+		return -EBADMSG;
+	*ret_holder = (pid_t)c.reader_pid;
 	return 0;
 }
 

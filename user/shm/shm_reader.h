@@ -28,6 +28,8 @@
  *   -EPROTONOSUPPORT  a layout version this loader does not know
  *   -EBADMSG     inconsistent layout (sizes, offsets, overlaps, too small)
  *   -EBADFD      the memfd is not sealed against shrinking (would SIGBUS us)
+ *   -EBUSY       another loader reads the ring (alive, heartbeat fresh): one
+ *                reader per ring. A dead or silent one's ring is taken over.
  */
 
 struct shm_reader_stats {
@@ -46,6 +48,8 @@ int shm_reader__open_fd(int fd, struct shm_reader **ret_r);
 /* mem (8-byte aligned, size bytes) must outlive the reader; not freed. */
 int shm_reader__open_mem(void *mem, size_t size, struct shm_reader **ret_r);
 void shm_reader__destroy(struct shm_reader *r);
+/* The pid of the loader that last claimed pid's ring (0: none), after -EBUSY. */
+int shm_reader__holder(pid_t pid, pid_t *ret_holder);
 
 /* Checks a layout snapshot against the bytes really available. */
 int shm_reader__validate_layout(const struct gp_shm_layout *l, __u64 real_size);

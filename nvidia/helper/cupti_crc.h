@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The loader's one use of CUPTI: cuptiGetCubinCrc on copied cubin bytes. */
+/* gpuprobe-crc's one use of CUPTI: cuptiGetCubinCrc on copied cubin bytes. */
 #ifndef GP_CUPTI_CRC_H
 #define GP_CUPTI_CRC_H
 

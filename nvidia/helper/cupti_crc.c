@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cuptiGetCubinCrc, dlopened by the loader: measured on the H200 to give the
- * in-process CRC when run on copied bytes, so cubins settle out of process.
+ * cuptiGetCubinCrc, dlopened by gpuprobe-crc: measured on the H200 to give
+ * the in-process CRC when run on copied bytes, so cubins settle out of the
+ * profiled process (and, through the helper, out of the loader's).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -9,7 +10,7 @@
 #include <string.h>
 #include <cupti.h>
 #include <cupti_pcsampling.h>
-#include "nvidia/loader/cupti_crc.h"
+#include "nvidia/helper/cupti_crc.h"
 
 typedef CUptiResult (*get_crc_fn)(CUpti_GetCubinCrcParams *);
 

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Two loaders on one pid: the first keeps the shim ring (one reader per ring:
+# two would split or double the records); the second finds it held by a live,
+# fresh reader, leaves it alone, says so in one line naming the other loader,
+# and still counts launches. Both exit cleanly; the program is unharmed.
+source "$(dirname "$0")/lib.sh"
+
+SECS=2
+start_stub "$PROGS/spin" -S -s $SECS -i 1000 >"$WORK/p.log"; P=${PIDS[-1]}
+wait_file "$WORK/p.log" 5
+# -v: A says when it has the ring.
+"$LOADER" -v --pid "$P" -o "$WORK/a.pb.gz" 2>"$WORK/a.err" & LA=$!
+PIDS+=($LA)
+for _ in $(seq 1 100); do grep -q "reading the shim ring of pid $P" "$WORK/a.err" && break; sleep 0.05; done
+grep -q "reading the shim ring of pid $P" "$WORK/a.err" || fail "loader A never read the ring"
+"$LOADER" -v --pid "$P" -o "$WORK/b.pb.gz" 2>"$WORK/b.err" & LB=$!
+PIDS+=($LB)
+# B's first tick (the counters line after it) has met the ring: only then go.
+for _ in $(seq 1 200); do grep -q "^counters:" "$WORK/b.err" && break; sleep 0.05; done
+grep -q "^counters:" "$WORK/b.err" || fail "loader B did not start ticking"
+kill -USR1 "$P"
+start=$(date +%s%N)
+wait "$P" || fail "the program failed"
+el=$(( ($(date +%s%N) - start) / 1000000 ))
+[ $el -lt $(( SECS * 1000 + 1000 )) ] || fail "the program ran ${el} ms, asked for ${SECS} s"
+want=$(sed -n 's/^spin: launches=//p' "$WORK/p.log")
+[ -n "$want" ] || fail "the program did not finish its work"
+wait_exit "$LA" 10 || { grep -v "^libbpf\|^counters" "$WORK/a.err"; fail "loader A failed"; }
+wait_exit "$LB" 10 || { grep -v "^libbpf\|^counters" "$WORK/b.err"; fail "loader B failed"; }
+ok "the program ran unharmed ($want launches); both loaders exited 0"
+
+# A read every record: its profile is exact.
+$CHECK "$WORK/a.pb.gz" totals >"$WORK/a.totals"
+grep -v " spin_kernel " "$WORK/a.totals" && fail "A: samples other than spin_kernel (unattributed?)"
+got=$(awk '{n += $4} END {print n + 0}' "$WORK/a.totals")
+[ "$got" = "$want" ] || { grep "^counters" "$WORK/a.err" | tail -1; fail "A: $got launches in its profile, the program made $want"; }
+ok "loader A kept the ring: all $want launches, exact"
+# B never read the ring, yet counted every launch.
+grep "^counters:" "$WORK/b.err" | tail -1 >"$WORK/b.ctr"
+grep -q "^counters: launch_events=$want " "$WORK/b.ctr" || { cat "$WORK/b.ctr"; fail "B: did not count the $want launches"; }
+grep -q " records=0 .* joined=0 " "$WORK/b.ctr" || { cat "$WORK/b.ctr"; fail "B: read the ring held by A"; }
+$CHECK "$WORK/b.pb.gz" totals >"$WORK/b.totals"
+[ ! -s "$WORK/b.totals" ] || { cat "$WORK/b.totals"; fail "B: GPU time from a ring it should have left to A"; }
+ok "loader B left the ring to A and counted the launches"
+# ... and said why, once.
+n=$(grep -c "read by another gpuprobe-bpf (pid $LA)" "$WORK/b.err" || true)
+[ "$n" = 1 ] && grep -q "pid $P.* read by another gpuprobe-bpf (pid $LA)" "$WORK/b.err" ||
+	{ grep -v "^libbpf\|^counters" "$WORK/b.err"; fail "B: want one line saying pid $P's ring is read by another gpuprobe-bpf (pid $LA)"; }
+grep -q "cannot read its shim ring\|has no gpuprobe shim" "$WORK/b.err" && { grep -v "^libbpf\|^counters" "$WORK/b.err"; fail "B: a misleading message"; }
+ok "loader B said in one line that pid $P's ring is read by gpuprobe-bpf pid $LA"
+
+# A node-wide loader already running does not take the ring of a -- COMMAND
+# run: that ring was made for the COMMAND's loader, which gets every record.
+"$LOADER" --all-cgroups --libcuda "$STUBLIB" -v -d 8 -o "$WORK/node.pb.gz" 2>"$WORK/node.err" &
+LN=$!
+PIDS+=($LN)
+for _ in $(seq 1 100); do grep -q "^counters:" "$WORK/node.err" && break; sleep 0.05; done
+LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/cmd.pb.gz" -- "$PROGS/launcher" -t 3 -n 30 \
+	>"$WORK/cmd.out" 2>"$WORK/cmd.err" || fail "the -- COMMAND loader failed: $(tail -3 "$WORK/cmd.err")"
+$CHECK "$WORK/cmd.pb.gz" launcher 3 30 || fail "the -- COMMAND run's profile is not exact beside a node-wide loader"
+kill -INT $LN; wait $LN || true
+grep -q "read by another gpuprobe-bpf" "$WORK/node.err" ||
+	{ grep -v "^libbpf\|^counters" "$WORK/node.err"; fail "the node-wide loader did not say it left the ring"; }
+ok "a -- COMMAND run keeps its ring beside a node-wide --all-cgroups loader, exact profile"

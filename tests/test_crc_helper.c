@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuprobe-crc, the sandboxed helper that hands cubins to CUPTI (here the
+ * stub's cuptiGetCubinCrc, CRC-32C): it computes what CUPTI computes, runs
+ * without privileges under seccomp, and a cubin that makes CUPTI open a file
+ * or spin costs the helper, never the loader.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "user/session/crc_helper.h"
+
+static char helper[4096], cupti[4096];
+
+static int setup(void **state)
+{
+	const char *b = getenv("GP_BUILD");
+
+	(void)state;
+	snprintf(helper, sizeof(helper), "%s/gpuprobe-crc", b ? b : "build");
+	snprintf(cupti, sizeof(cupti), "%s/stub/libcupti.so", b ? b : "build");
+	return 0;
+}
+
+static __u32 crc32c(const void *buf, size_t n)
+{
+	const unsigned char *p = buf;
+	__u32 c = 0xFFFFFFFFu;
+
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+	}
+	return c ^ 0xFFFFFFFFu;
+}
+
+/* The value of "Field:" in /proc/pid/status. */
+static long status_field(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, strlen(field)))
+			v = strtol(line + strlen(field), NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static void test_the_helper_gives_cuptis_crc_for_each_cubin(void **state)
+{
+	struct crc_helper *h;
+	unsigned char buf[100000];
+	__u64 crc;
+
+	(void)state;
+	assert_int_equal(crc_helper__start(helper, cupti, &h), 0);
+	for (size_t n = 1; n <= sizeof(buf); n = n * 7 + 3) {
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (unsigned char)(i * 31 + n);
+		assert_int_equal(crc_helper__compute(h, buf, n, &crc), 0);
+		assert_int_equal(crc, crc32c(buf, n));
+	}
+	crc_helper__stop(h);
+}
+
+static void test_the_helper_runs_without_privileges_under_seccomp(void **state)
+{
+	struct crc_helper *h;
+
+	(void)state;
+	assert_int_equal(crc_helper__start(helper, cupti, &h), 0);
+	assert_int_equal(status_field(crc_helper__pid(h), "Seccomp:"), 2);
+	assert_int_equal(status_field(crc_helper__pid(h), "NoNewPrivs:"), 1);
+	if (geteuid() == 0) /* root hands it nobody's ids */
+		assert_int_equal(status_field(crc_helper__pid(h), "Uid:"), 65534);
+	else
+		assert_int_equal(status_field(crc_helper__pid(h), "Uid:"), (long)getuid());
+	crc_helper__stop(h);
+}
+
+static void test_a_cubin_that_makes_cupti_open_a_file_kills_only_the_helper(void **state)
+{
+	unsigned char bad[64] = "GPUPROBE-T-OPEN";
+	struct crc_helper *h;
+	__u64 crc;
+
+	(void)state;
+	assert_int_equal(crc_helper__start(helper, cupti, &h), 0);
+	assert_int_equal(crc_helper__compute(h, bad, sizeof(bad), &crc), -EPIPE);
+	crc_helper__stop(h);
+}
+
+static void test_a_cubin_that_makes_cupti_spin_times_out(void **state)
+{
+	unsigned char bad[64] = "GPUPROBE-T-SPIN";
+	struct crc_helper *h;
+	struct timespec a, b;
+	__u64 crc;
+
+	(void)state;
+	assert_int_equal(crc_helper__start(helper, cupti, &h), 0);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(crc_helper__compute(h, bad, sizeof(bad), &crc), -ETIMEDOUT);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	assert_true(b.tv_sec - a.tv_sec < 30);
+	crc_helper__stop(h); /* kills and reaps it */
+}
+
+static void test_no_cupti_is_a_start_error_not_a_hang(void **state)
+{
+	struct crc_helper *h = NULL;
+
+	(void)state;
+	assert_int_not_equal(crc_helper__start(helper, "/nonexistent/libcupti.so", &h), 0);
+	assert_null(h);
+	assert_int_not_equal(crc_helper__start("/nonexistent/gpuprobe-crc", cupti, &h), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_the_helper_gives_cuptis_crc_for_each_cubin),
+		cmocka_unit_test(test_the_helper_runs_without_privileges_under_seccomp),
+		cmocka_unit_test(test_a_cubin_that_makes_cupti_open_a_file_kills_only_the_helper),
+		cmocka_unit_test(test_a_cubin_that_makes_cupti_spin_times_out),
+		cmocka_unit_test(test_no_cupti_is_a_start_error_not_a_hang),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Soak: the loader in its production mode (--all-cgroups --interval 60) under
+# a high launch rate from several stub processes restarted in a loop, for
+# SOAK_MINUTES (default 30). Every 10 s the loader's RSS, open fds (and how
+# many of them are the probes') and memory mappings go into a CSV. At the end
+# it checks:
+#   - RSS after the warm-up (the first 3 minutes, or a third of a shorter
+#     run) grows by less than 10%;
+#   - fds and mappings are flat: the same, exactly, with no process running,
+#     after a first short round and at the very end (the probes' fds may grow
+#     only when other CUDA processes on the machine bring new libcuda files);
+#   - every launch event, record and activity is accounted for, from the
+#     counters line against what the workload printed and is known to make
+#     (spin: N launches = N+1 events (+ its module load), 2N+1 records, N
+#     activities; launcher -t T -n N, L = T*N: 6L+3T+5 events, 13L+6T+5
+#     records, 7L+3T activities), and the interval profiles hold every
+#     activity that reached the profile, once.
+# Usage: tools/soak.sh [BUILD_DIR]    (root; SOAK_MINUTES, SOAK_PROCS, SOAK_OUT)
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+minutes=${SOAK_MINUTES:-30}
+procs=${SOAK_PROCS:-4}
+out=${SOAK_OUT:-$build/soak}
+root=$(cd "$(dirname "$0")/.." && pwd)
+loader="$build/gpuprobe-bpf" shim="$build/libgpuprobe_shim.so" stublib="$build/stub/libcuda.so.1"
+progs="$build/tests/progs"
+if [ "$(id -u)" != 0 ]; then
+	echo "soak: needs root (BPF); run: sudo make soak" >&2
+	exit 1
+fi
+[[ "$minutes" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v m="$minutes" 'BEGIN {exit !(m > 0)}' ||
+	{ echo "soak: SOAK_MINUTES: want a positive number, got '$minutes'" >&2; exit 2; }
+[[ "$procs" =~ ^[1-9][0-9]?$ ]] || { echo "soak: SOAK_PROCS: want 1..99, got '$procs'" >&2; exit 2; }
+for f in "$loader" "$shim" "$stublib" "$progs/spin" "$progs/launcher"; do
+	[ -e "$f" ] || { echo "soak: $f missing: run make first" >&2; exit 1; }
+done
+total_s=$(awk -v m="$minutes" 'BEGIN {printf "%d", m * 60}')
+warm_s=$(( total_s / 3 < 180 ? total_s / 3 : 180 ))
+rm -rf "$out"
+mkdir -p "$out/profiles" "$out/work"
+csv="$out/samples.csv" err="$out/loader.err"
+pids=()
+cleanup() {
+	for p in "${pids[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+fail() { echo "soak: FAIL: $*" >&2; exit 1; }
+t0=$(date +%s)
+
+# --libcuda: the stub is attached before any worker starts, so every launch
+# of every worker is seen from its first one (exact accounting).
+"$loader" --all-cgroups --interval 60 --libcuda "$stublib" -o "$out/profiles/soak.pb.gz" 2>"$err" &
+L=$!
+pids+=($L)
+# perf_fds: the probes' perf events and BPF links, one set per libcuda file
+# attached: they grow when a new libcuda appears on the machine, not with time.
+sample() { # -> "rss_kb fds perf_fds maps"
+	local rss
+	rss=$(awk '$1=="VmRSS:"{print $2}' "/proc/$L/status") || fail "the loader is gone: $(tail -3 "$err")"
+	echo "$rss $(ls "/proc/$L/fd" | wc -l) $(ls -l "/proc/$L/fd" | grep -c 'perf_event\|bpf[-_]link')" \
+		"$(wc -l <"/proc/$L/maps")"
+}
+echo "t_s,rss_kb,fds,perf_fds,maps,phase" >"$csv"
+record() { # PHASE
+	local s
+	s=$(sample)
+	echo "$(( $(date +%s) - t0 )),${s// /,},$1" >>"$csv"
+}
+
+# One worker: runs spin (odd workers) or launcher (even) back to back until
+# the stop file appears, logging "spin PID N" / "launcher PID T N" for each
+# run it completed, and "fail PID CMD STATUS" for one that did not exit 0.
+worker() { # ID
+	local id=$1 log="$out/work/w$1.log" pid rc
+	while [ ! -e "$out/work/stop" ]; do
+		if (( id % 2 )); then
+			set -- "$progs/spin" -s 5 -i 100
+		else
+			set -- "$progs/launcher" -t 2 -n 500
+		fi
+		CUDA_INJECTION64_PATH="$shim" LD_LIBRARY_PATH="$build/stub" \
+			sh -c 'echo $$ >"$0.pid"; exec "$@"' "$out/work/w$id" "$@" >"$out/work/w$id.out" 2>&1 &&
+			rc=0 || rc=$?
+		pid=$(cat "$out/work/w$id.pid")
+		if [ $rc != 0 ]; then
+			echo "fail $pid ${1##*/} $rc" >>"$log"
+		elif (( id % 2 )); then
+			echo "spin $pid $(sed -n 's/^spin: launches=//p' "$out/work/w$id.out")" >>"$log"
+		else
+			echo "launcher $pid 2 500" >>"$log"
+		fi
+	done
+}
+start_workers() {
+	rm -f "$out/work/stop"
+	wpids=()
+	for i in $(seq 1 "$procs"); do
+		worker "$i" &
+		wpids+=($!)
+		pids+=($!)
+	done
+}
+stop_workers() {
+	touch "$out/work/stop"
+	for p in "${wpids[@]}"; do wait "$p"; done
+	sleep 3 # the loader notices the exits and retires the targets
+}
+
+sleep 2
+record start
+# A first short round fills what is filled once (symbol caches...).
+start_workers
+sleep 12
+stop_workers
+record idle1
+idle1=$(sample)
+echo "soak: ${minutes} min, $procs processes; warm-up ${warm_s} s; samples every 10 s in $csv"
+start_workers
+end=$(( t0 + total_s ))
+while [ "$(date +%s)" -lt "$end" ]; do
+	sleep 10
+	if [ $(( $(date +%s) - t0 )) -lt "$warm_s" ]; then record warmup; else record soak; fi
+done
+stop_workers
+record idle2
+idle2=$(sample)
+kill -INT "$L"
+wait "$L" || fail "the loader exited $? on SIGINT: $(tail -3 "$err")"
+pids=()
+
+# ---------------------------------------------------------------- checks
+nbad=0
+bad() { echo "soak: FAIL: $*" >&2; nbad=$((nbad + 1)); }
+grep -q "^fail " "$out"/work/w*.log && bad "a workload run failed: $(grep -h "^fail " "$out"/work/w*.log | cut -d' ' -f3- | sort | uniq -c)"
+# What each run made, by pid (launcher: L = T*N).
+awk '$1 == "spin" { n = $3; print $2, n + 1, 2 * n + 1, n }
+	$1 == "launcher" { L = $3 * $4; T = $3; print $2, 6 * L + 3 * T + 5, 13 * L + 6 * T + 5, 7 * L + 3 * T }' \
+	"$out"/work/w*.log | sort >"$out/made.txt" # pid events records activities
+read -r runs events records acts < <(awk '{r++; e += $2; rec += $3; a += $4} END {print r + 0, e + 0, rec + 0, a + 0}' "$out/made.txt")
+line=$(grep "^counters: " "$err" | tail -1) || fail "no counters line: $(tail -3 "$err")"
+ctr() { echo "$line" | tr ' ()' '\n\n\n' | sed -n "s/^$1=//p" | head -1; }
+for k in launch_events ringbuf_full records ring_dropped cupti_dropped records_bad ring_resyncs \
+	joined unattributed no_launch_event no_api_record before_attach table_full before_window \
+	api_without_launch launches_without_record queue_full; do
+	v=$(ctr $k)
+	[[ "$v" =~ ^[0-9]+$ ]] || fail "counters line has no $k: $line"
+	declare "c_$k=$v"
+done
+echo "soak: $runs workload runs made $events launch events, $records records, $acts activities"
+echo "soak: $line"
+[ "$c_ringbuf_full" = 0 ] && [ "$c_ring_dropped" = 0 ] && [ "$c_cupti_dropped" = 0 ] ||
+	echo "soak: note: losses under load (each counted): ringbuf_full=$c_ringbuf_full ring_dropped=$c_ring_dropped cupti_dropped=$c_cupti_dropped"
+[ "$c_records_bad" = 0 ] && [ "$c_ring_resyncs" = 0 ] || bad "bad records or ring resyncs"
+# Per pid, from the interval profiles (the counters line is machine-wide:
+# --all-cgroups also profiles any other CUDA process here).
+for f in "$out"/profiles/*.pb.gz; do
+	go tool pprof -raw "$f" 2>/dev/null | awk '
+		/^Samples:/ {s = 1; next} /^Locations/ {s = 0}
+		s && $2 ~ /^[0-9]+:$/ {c = $2 + 0; next}
+		s && /pid:\[/ { match($0, /pid:\[[0-9]+\]/); print substr($0, RSTART + 5, RLENGTH - 6), c }'
+done | awk '{n[$1] += $2} END {for (p in n) print p, n[p]}' | sort >"$out/profiled.txt" # pid activities
+files=$(ls "$out"/profiles | wc -l)
+ls "$out"/profiles | grep -q "\.tmp\." && bad "temporary profile files left"
+join -a1 -e0 -o 1.1,1.4,2.2 "$out/made.txt" "$out/profiled.txt" >"$out/accounted.txt" # pid made profiled
+read -r short missing unread < <(awk '$2 != $3 {s++; m += $2 - $3} $3 == 0 {u++} END {print s + 0, m + 0, u + 0}' "$out/accounted.txt")
+foreign=$(join -v2 "$out/made.txt" "$out/profiled.txt" | wc -l)
+# unattributed= must be the sum of its reasons (--interval must not reset it).
+reasons=$((c_no_launch_event + c_no_api_record + c_before_attach + c_table_full))
+[ "$c_unattributed" -ge "$reasons" ] ||
+	bad "counters line: unattributed=$c_unattributed, but its reasons add up to $reasons"
+total=$((c_joined + reasons))
+sum=$(awk '{n += $2} END {print n + 0}' "$out/profiled.txt")
+echo "soak: $files interval profiles; $foreign other processes in them"
+if [ "$foreign" = 0 ]; then
+	# Only our workload ran: the machine-wide counters must add up too.
+	[ $((c_launch_events + c_ringbuf_full)) = "$events" ] ||
+		bad "launch events: $c_launch_events received + $c_ringbuf_full lost != $events made"
+	[ $((c_records + c_ring_dropped + c_cupti_dropped)) = "$records" ] ||
+		bad "records: $c_records written + $c_ring_dropped + $c_cupti_dropped dropped != $records made"
+	[ "$sum" = "$total" ] || bad "the profiles hold $sum activities, the loader joined $total"
+fi
+[ "$unread" = 0 ] || echo "soak: $unread runs have nothing in the profiles: the loader never read their" \
+	"ring (gone before its first visit?); their launches only show in launches_without_record" >&2
+if [ "$short" = 0 ]; then
+	echo "soak: every run's activities are in the profiles, exactly ($acts)"
+else
+	bad "$short of $runs runs are short of activities in the profiles ($missing missing): see $out/accounted.txt"
+fi
+
+# Resources: RSS after the warm-up, fds and mappings.
+read -r rss_w rss_max rss_end < <(awk -F, '$6 == "soak" { if (!w) w = $2; if ($2 > m) m = $2; e = $2 }
+	END { print w + 0, m + 0, e + 0 }' "$csv")
+[ "$rss_w" -gt 0 ] || fail "no sample after the warm-up: run longer"
+growth=$(awk -v a="$rss_w" -v b="$rss_max" 'BEGIN {printf "%.1f", 100 * (b - a) / a}')
+echo "soak: RSS after warm-up ${rss_w} kB, max ${rss_max} kB, last ${rss_end} kB: +${growth}%"
+awk -v g="$growth" 'BEGIN {exit !(g < 10)}' || bad "RSS grew by ${growth}% after the warm-up"
+read -r _ f1 p1 m1 <<<"$idle1"
+read -r _ f2 p2 m2 <<<"$idle2"
+echo "soak: idle after the first round: $f1 fds ($p1 of probes), $m1 mappings; at the end: $f2 fds ($p2 of probes), $m2 mappings"
+[ $((f1 - p1)) = $((f2 - p2)) ] || bad "fds not flat: $((f1 - p1)) -> $((f2 - p2)) (probes' fds aside)"
+if [ "$p1" != "$p2" ]; then
+	if [ "$foreign" = 0 ]; then
+		bad "probe fds not flat: $p1 -> $p2, and no other CUDA process ran"
+	else
+		echo "soak: note: probe fds $p1 -> $p2: the $foreign other CUDA processes brought libcuda files to attach"
+	fi
+fi
+[ "$m1" = "$m2" ] || bad "mappings not flat: $m1 -> $m2"
+read -r fmax mmax < <(awk -F, '$6 == "soak" { if ($3 > f) f = $3; if ($5 > m) m = $5 } END { print f + 0, m + 0 }' "$csv")
+echo "soak: under load, at most $fmax fds and $mmax mappings"
+[ "$nbad" = 0 ] || { echo "soak: FAIL: $nbad checks failed; samples in $csv, workload logs in $out/work" >&2; exit 1; }
+echo "soak: PASS ($(( $(date +%s) - t0 )) s)"

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/* The gpuprobe-crc child process (crc_helper.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "user/session/crc_helper.h"
+
+#ifndef GP_PREFIX
+#define GP_PREFIX "/usr/local"
+#endif
+#define READY_MS 10000     /* loading libcupti */
+#define ANSWER_MS 5000     /* plus 1 ms per MiB of cubin */
+
+struct crc_helper {
+	pid_t pid;
+	int req_fd, ans_fd;
+};
+
+struct answer {
+	__s32 status;
+	__u32 pad;
+	__u64 crc;
+};
+
+int crc_helper__find(char *buf, size_t len)
+{
+	char exe[PATH_MAX], cand[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n > 0) {
+		exe[n] = 0;
+		*strrchr(exe, '/') = 0;
+		snprintf(cand, sizeof(cand), "%s/gpuprobe-crc", exe);
+		if (!access(cand, X_OK) && (size_t)snprintf(buf, len, "%s", cand) < len)
+			return 0;
+		snprintf(cand, sizeof(cand), "%s/../gpuprobe-crc", exe); /* build/static/ */
+		if (!access(cand, X_OK) && (size_t)snprintf(buf, len, "%s", cand) < len)
+			return 0;
+	}
+	snprintf(cand, sizeof(cand), "%s/lib/gpuprobe/gpuprobe-crc", GP_PREFIX);
+	if (!access(cand, X_OK) && (size_t)snprintf(buf, len, "%s", cand) < len)
+		return 0;
+	return -ENOENT;
+}
+
+static __s64 ms_left(const struct timespec *deadline)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (deadline->tv_sec - now.tv_sec) * 1000 + (deadline->tv_nsec - now.tv_nsec) / 1000000;
+}
+
+/* Moves len bytes through fd (non-blocking) before the deadline. */
+static int io_all(int fd, bool out, void *buf, size_t len, const struct timespec *deadline)
+{
+	struct pollfd p = { .fd = fd, .events = out ? POLLOUT : POLLIN };
+
+	for (size_t off = 0; off < len;) {
+		ssize_t n = out ? write(fd, (char *)buf + off, len - off)
+				: read(fd, (char *)buf + off, len - off);
+		__s64 left;
+
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -EPIPE;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return errno == EPIPE ? -EPIPE : -errno;
+		left = ms_left(deadline);
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&p, 1, (int)(left > INT_MAX ? INT_MAX : left)) < 0 && errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+static void deadline_in(struct timespec *d, __s64 ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, d);
+	d->tv_sec += ms / 1000;
+	d->tv_nsec += (ms % 1000) * 1000000;
+	if (d->tv_nsec >= 1000000000) {
+		d->tv_sec++;
+		d->tv_nsec -= 1000000000;
+	}
+}
+
+int crc_helper__start(const char *helper, const char *cupti, struct crc_helper **ret_h)
+{
+	int req[2], ans[2], err;
+	struct crc_helper *h;
+	struct timespec dl;
+	struct answer a;
+
+	if (!helper || !ret_h)
+		return -EINVAL;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	if (pipe2(req, O_CLOEXEC)) {
+		err = -errno;
+		goto err_free;
+	}
+	if (pipe2(ans, O_CLOEXEC)) {
+		err = -errno;
+		goto err_close_req;
+	}
+	h->pid = fork();
+	if (h->pid < 0) {
+		err = -errno;
+		goto err_close_ans;
+	}
+	if (h->pid == 0) {
+		char *argv[] = { (char *)helper, (char *)(cupti ? cupti : ""), NULL };
+
+		if (dup2(req[0], 0) < 0 || dup2(ans[1], 1) < 0)
+			_exit(127);
+		execv(helper, argv);
+		_exit(127);
+	}
+	close(req[0]);
+	close(ans[1]);
+	h->req_fd = req[1];
+	h->ans_fd = ans[0];
+	fcntl(h->req_fd, F_SETFL, O_NONBLOCK);
+	fcntl(h->ans_fd, F_SETFL, O_NONBLOCK);
+	deadline_in(&dl, READY_MS);
+	err = io_all(h->ans_fd, false, &a, sizeof(a), &dl);
+	if (!err && a.status)
+		err = -EPROTO;
+	if (err) {
+		crc_helper__stop(h);
+		return err;
+	}
+	*ret_h = h;
+	return 0;
+
+err_close_ans:
+	close(ans[0]);
+	close(ans[1]);
+err_close_req:
+	close(req[0]);
+	close(req[1]);
+err_free:
+	free(h);
+	return err;
+}
+
+int crc_helper__compute(struct crc_helper *h, const void *cubin, size_t size, __u64 *ret_crc)
+{
+	__u64 len = size;
+	struct timespec dl;
+	struct answer a;
+	int err;
+
+	if (!h || !cubin || !size)
+		return -EINVAL;
+	deadline_in(&dl, ANSWER_MS + (__s64)(size >> 20));
+	err = io_all(h->req_fd, true, &len, sizeof(len), &dl);
+	if (!err)
+		err = io_all(h->req_fd, true, (void *)cubin, size, &dl);
+	if (!err)
+		err = io_all(h->ans_fd, false, &a, sizeof(a), &dl);
+	if (err)
+		return err == -ETIMEDOUT ? err : -EPIPE;
+	if (a.status)
+		return -EIO;
+	*ret_crc = a.crc;
+	return 0;
+}
+
+pid_t crc_helper__pid(const struct crc_helper *h)
+{
+	return h ? h->pid : 0;
+}
+
+void crc_helper__stop(struct crc_helper *h)
+{
+	if (!h)
+		return;
+	close(h->req_fd); /* EOF: it ends by itself */
+	close(h->ans_fd);
+	for (int i = 0; i < 50; i++) {
+		if (waitpid(h->pid, NULL, WNOHANG) == h->pid)
+			goto out;
+		usleep(2000);
+	}
+	kill(h->pid, SIGKILL);
+	waitpid(h->pid, NULL, 0);
+out:
+	free(h);
+}

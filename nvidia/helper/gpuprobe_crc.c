@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,25 +37,12 @@ struct answer {
 	__u64 crc;
 };
 
-static int full_read(int fd, void *buf, size_t len)
+/* Moves all len bytes through fd, either way. */
+static int full_io(int fd, bool out, void *buf, size_t len)
 {
 	for (size_t off = 0; off < len;) {
-		ssize_t n = read(fd, (char *)buf + off, len - off);
-
-		if (n <= 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			return -1;
-		}
-		off += (size_t)n;
-	}
-	return 0;
-}
-
-static int full_write(int fd, const void *buf, size_t len)
-{
-	for (size_t off = 0; off < len;) {
-		ssize_t n = write(fd, (const char *)buf + off, len - off);
+		ssize_t n = out ? write(fd, (char *)buf + off, len - off)
+				: read(fd, (char *)buf + off, len - off);
 
 		if (n <= 0) {
 			if (n < 0 && errno == EINTR)
@@ -122,9 +110,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpuprobe-crc: cannot drop privileges: %s\n", strerror(errno));
 		return 1;
 	}
-	if (full_write(1, &a, sizeof(a))) /* sandboxed: ready */
+	if (full_io(1, true, &a, sizeof(a))) /* sandboxed: ready */
 		return 1;
-	while (!full_read(0, &size, sizeof(size)) && size) {
+	while (!full_io(0, false, &size, sizeof(size)) && size) {
 		if (size > MAX_CUBIN)
 			return 1; /* the loader never asks this: a broken pipe, stop */
 		if (size > cap) {
@@ -134,11 +122,11 @@ int main(int argc, char **argv)
 			if (!buf)
 				return 1;
 		}
-		if (full_read(0, buf, size))
+		if (full_io(0, false, buf, size))
 			return 1;
 		a.crc = 0;
 		a.status = cupti_crc__compute(c, buf, size, &a.crc);
-		if (full_write(1, &a, sizeof(a)))
+		if (full_io(1, true, &a, sizeof(a)))
 			return 1;
 	}
 	return 0;

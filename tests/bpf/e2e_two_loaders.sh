@@ -59,6 +59,14 @@ LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/cmd.pb.gz" -- "$PROGS/launcher" -t
 	>"$WORK/cmd.out" 2>"$WORK/cmd.err" || fail "the -- COMMAND loader failed: $(tail -3 "$WORK/cmd.err")"
 $CHECK "$WORK/cmd.pb.gz" launcher 3 30 || fail "the -- COMMAND run's profile is not exact beside a node-wide loader"
 kill -INT $LN; wait $LN || true
-grep -q "read by another gpuprobe-bpf" "$WORK/node.err" ||
-	{ grep -v "^libbpf\|^counters" "$WORK/node.err"; fail "the node-wide loader did not say it left the ring"; }
+CP=$($CHECK "$WORK/cmd.pb.gz" pids | awk '{print $1; exit}')
+[ -n "$CP" ] || fail "no pid in the -- COMMAND profile"
+# The node-wide loader saw the launches but read none of that ring's records
+# (it may not even have tried before the short run ended).
+$CHECK "$WORK/node.pb.gz" totals "$CP" >"$WORK/node.totals"
+grep -v "^\[unattributed" "$WORK/node.totals" && fail "the node-wide loader has GPU time of pid $CP: it read a ring that was not its own"
+if grep -q "pid $CP .*shim ring" "$WORK/node.err"; then
+	grep "pid $CP .*shim ring" "$WORK/node.err" | grep -q "read by another gpuprobe-bpf" ||
+		{ grep -v "^libbpf\|^counters" "$WORK/node.err"; fail "the node-wide loader's line about pid $CP"; }
+fi
 ok "a -- COMMAND run keeps its ring beside a node-wide --all-cgroups loader, exact profile"

@@ -151,8 +151,11 @@ static bool cur__u64(struct cur *c, __u64 *v)
 	return cur__bytes(c, v, 8);
 }
 
-/* LEB128 of at most 10 bytes; bits past 64 are dropped, longer is malformed. */
-static bool cur__uleb(struct cur *c, __u64 *v)
+/*
+ * LEB128 of at most 10 bytes; bits past 64 are dropped, longer is malformed.
+ * ret_shift and ret_last say where it ended, for the sign extension.
+ */
+static bool cur__leb(struct cur *c, __u64 *v, unsigned int *ret_shift, __u8 *ret_last)
 {
 	unsigned int shift = 0;
 	__u64 r = 0;
@@ -166,23 +169,28 @@ static bool cur__uleb(struct cur *c, __u64 *v)
 		shift += 7;
 	} while (b & 0x80);
 	*v = r;
+	*ret_shift = shift;
+	*ret_last = b;
 	return true;
+}
+
+static bool cur__uleb(struct cur *c, __u64 *v)
+{
+	unsigned int shift;
+	__u8 last;
+
+	return cur__leb(c, v, &shift, &last);
 }
 
 static bool cur__sleb(struct cur *c, __s64 *v)
 {
-	unsigned int shift = 0;
-	__u64 r = 0;
-	__u8 b;
+	unsigned int shift;
+	__u64 r;
+	__u8 last;
 
-	do {
-		if (shift >= 70 || !cur__u8(c, &b))
-			return false;
-		if (shift < 64)
-			r |= (__u64)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80);
-	if (shift < 64 && (b & 0x40))
+	if (!cur__leb(c, &r, &shift, &last))
+		return false;
+	if (shift < 64 && (last & 0x40))
 		r |= ~(__u64)0 << shift;
 	*v = (__s64)r;
 	return true;

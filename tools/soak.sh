@@ -57,7 +57,7 @@ pids+=($L)
 sample() { # -> "rss_kb fds perf_fds maps"
 	local rss
 	rss=$(awk '$1=="VmRSS:"{print $2}' "/proc/$L/status") || fail "the loader is gone: $(tail -3 "$err")"
-	echo "$rss $(ls "/proc/$L/fd" | wc -l) $(ls -l "/proc/$L/fd" | grep -c 'perf_event\|bpf[-_]link')" \
+	echo "$rss $(ls "/proc/$L/fd" | wc -l) $(ls -l "/proc/$L/fd" 2>/dev/null | grep -c 'perf_event\|bpf[-_]link')" \
 		"$(wc -l <"/proc/$L/maps")"
 }
 echo "t_s,rss_kb,fds,perf_fds,maps,phase" >"$csv"

@@ -31,3 +31,20 @@ if command -v setpriv >/dev/null; then
 fi
 set -e
 ok "bad flags exit 2; unwritable output and no root exit 1 with one clear line"
+
+# The program SIGKILLed mid-capture: the loader notices it gone, stops, and
+# writes what it had (its launches joined with their GPU time).
+start_stub "$PROGS/spin" -s 20 -i 500 >"$WORK/k.log"; K=${PIDS[-1]}
+wait_file "$WORK/k.log" 5
+"$LOADER" -v -o "$WORK/gone.pb.gz" --pid "$K" -d 30 2>"$WORK/gone.err" &
+L=$!
+for _ in $(seq 1 100); do grep -q "^counters:" "$WORK/gone.err" && break; sleep 0.05; done
+sleep 1
+kill -9 "$K"
+start=$(date +%s%N)
+wait "$L" || fail "loader failed after its program was SIGKILLed: $(grep -v '^libbpf\|^counters' "$WORK/gone.err")"
+[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 5000 ] || fail "the loader did not stop soon after its program died"
+grep -q "pid $K exited" "$WORK/gone.err" || fail "the loader did not say pid $K is gone"
+n=$($CHECK "$WORK/gone.pb.gz" totals "$K" | awk '$2=="spin_kernel"{n += $4} END {print n + 0}')
+[ "$n" -gt 0 ] || fail "no launches of the SIGKILLed program in the profile"
+ok "a program SIGKILLed mid-capture: the loader saw it gone and wrote its $n launches"

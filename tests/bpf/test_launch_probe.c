@@ -179,12 +179,80 @@ static void test_a_file_without_launch_entry_points_is_refused(void **state)
 	launch_probe__destroy(lp);
 }
 
+__attribute__((noinline)) static void launch_once(void)
+{
+	cuLaunchKernel((void *)0x1234, 3, 2, 1, 128, 1, 1, 0, NULL, NULL, NULL);
+	__asm__ volatile("" ::: "memory");
+}
+
+struct copies {
+	unsigned events, with_copy, skipped, copy_ok, copy_after_skip;
+	uintptr_t site_lo, site_hi;
+};
+
+/* A copy starts at rsp at the probed entry: its first word is the return address. */
+static int on_copy_event(void *ctx, const struct gp_launch_event *e, size_t size)
+{
+	struct copies *c = ctx;
+	__u64 ra;
+
+	c->events++;
+	if (e->flags & GP_EV_F_COPY_SKIPPED) {
+		c->skipped += e->stack_len == 0;
+		return 0;
+	}
+	if (!e->stack_len || size < GP_LAUNCH_EVENT_HDR + e->stack_len)
+		return 0;
+	c->with_copy++;
+	c->copy_after_skip += c->skipped > 0;
+	memcpy(&ra, (const char *)e + GP_LAUNCH_EVENT_HDR, sizeof(ra));
+	if (e->stack_len % GP_STACK_CHUNK == 0 && e->nr_frames == 0 && ra >= c->site_lo &&
+	    ra < c->site_hi)
+		c->copy_ok++;
+	return 0;
+}
+
+static void test_a_stack_copy_starts_at_rsp_and_a_busy_ring_sends_events_without_one(void **state)
+{
+	/* 64 KiB ring, 16 KiB copies: past half full, copies stay behind. */
+	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 64 << 10,
+				       .wakeup_bytes = 1 << 20, .stack_copy = 16 << 10 };
+	struct launch_attach_result res;
+	struct launch_probe *lp = NULL;
+	struct copies c = { .site_lo = (uintptr_t)launch_once, .site_hi = (uintptr_t)launch_once + 256 };
+	__u64 ctr[GP_BPF_COUNTER_MAX];
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	(void)state;
+	assert_true(n > 0);
+	exe[n] = 0;
+	assert_int_equal(launch_probe__open(&o, &lp), 0);
+	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
+	assert_int_equal(launch_probe__follow(lp, getpid()), 0);
+	for (int i = 0; i < 40; i++) /* nothing drains meanwhile */
+		launch_once();
+	assert_int_equal(launch_probe__poll(lp, 20, on_copy_event, &c), 0);
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	assert_int_equal(c.events, 40);
+	assert_int_equal(ctr[GP_BPF_RINGBUF_FULL], 0);
+	/* copies until the ring is half full, then none: every event still sent */
+	assert_true(c.with_copy >= 1);
+	assert_true(c.skipped >= 1);
+	assert_int_equal(c.with_copy + c.skipped, 40);
+	assert_int_equal(c.copy_after_skip, 0);
+	assert_int_equal(c.copy_ok, c.with_copy);
+	assert_int_equal(ctr[GP_BPF_COPY_SKIPPED], c.skipped);
+	launch_probe__destroy(lp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_launch_arrives_once_with_its_arguments_and_stack),
 		cmocka_unit_test(test_an_unfollowed_process_sends_nothing),
 		cmocka_unit_test(test_a_file_without_launch_entry_points_is_refused),
+		cmocka_unit_test(test_a_stack_copy_starts_at_rsp_and_a_busy_ring_sends_events_without_one),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,6 +48,15 @@
 
 static volatile sig_atomic_t stop_signal;
 
+/* The loader's stages, timed so that benchmarks can say where its time goes. */
+enum stage { STAGE_EVENTS, STAGE_SHIM, STAGE_JOIN, STAGE_SCAN, STAGE_NAME, STAGE_WRITE, STAGE_MAX };
+static const char *const stage_names[STAGE_MAX] = { "events", "shim", "join", "scan", "name", "write" };
+#define TIMED(s, st, stmt) do {                           \
+		__u64 t0_ = now_ns();                     \
+		stmt;                                     \
+		(s)->stage_ns[st] += now_ns() - t0_;      \
+	} while (0)
+
 static void on_signal(int sig)
 {
 	stop_signal = sig;
@@ -81,6 +90,7 @@ struct session {
 	__u32 *pending;                /* stack ids not named yet (defer_stack) */
 	size_t npending, cap_pending;
 	__u64 events_bad;              /* BPF events whose parts overran their size */
+	__u64 stage_ns[STAGE_MAX];     /* where the loader's time goes (loader: line) */
 };
 
 static __u64 now_ns(void)
@@ -206,6 +216,8 @@ static void defer_stack(struct session *s, struct target *t, __u32 stack_id,
 	const struct gp_py_frame *py = (const struct gp_py_frame *)(raw->w + raw->n);
 	struct pycode_frame f;
 
+	if (t)
+		target__symbolizer(t); /* its maps and root, read while it lives */
 	for (__u32 i = 0; t && t->py && i < raw->npy; i++)
 		if (py[i].code != GP_PY_FRAME_SHIM)
 			pycode_cache__lookup(t->py, py[i].code & ~GP_PY_FRAME_FLAGS, py[i].instr, &f);
@@ -245,7 +257,18 @@ static void resolve_pending(struct session *s, pid_t pid)
 	s->npending = keep;
 }
 
+static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, size_t size);
+
 static int on_launch_event(void *ctx, const struct gp_launch_event *e, size_t size)
+{
+	struct session *s = ctx;
+	int err;
+
+	TIMED(s, STAGE_EVENTS, err = on_launch_event_timed(ctx, e, size));
+	return err;
+}
+
+static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, size_t size)
 {
 	struct session *s = ctx;
 	struct raw_stack *raw = &s->raw;
@@ -503,7 +526,7 @@ static void retire_target(struct session *s, struct target *t)
 		s->reader_gone.ring_resyncs += st.ring_resyncs;
 		s->reader_gone.names_bad += st.names_bad;
 	}
-	resolve_pending(s, pid); /* while its maps and root are still at hand */
+	TIMED(s, STAGE_NAME, resolve_pending(s, pid)); /* while its maps and root are at hand */
 	join__finish_pid(s->join, pid);
 	launch_probe__unfollow(s->lp, pid);
 	if (t->py)
@@ -594,8 +617,11 @@ static void loader_usage(struct session *s, FILE *f)
 	if (getrusage(RUSAGE_SELF, &ru))
 		return;
 	cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-	fprintf(f, "loader: cpu_s=%.3f wall_s=%.3f cpu_share=%.2f%% max_rss_mb=%.1f\n", cpu, wall,
+	fprintf(f, "loader: cpu_s=%.3f wall_s=%.3f cpu_share=%.2f%% max_rss_mb=%.1f stage_ms", cpu, wall,
 		wall > 0 ? 100.0 * cpu / wall : 0.0, ru.ru_maxrss / 1024.0);
+	for (int i = 0; i < STAGE_MAX; i++)
+		fprintf(f, " %s=%.1f", stage_names[i], s->stage_ns[i] / 1e6);
+	fputc('\n', f);
 }
 
 /*
@@ -626,9 +652,10 @@ static int write_profile(struct session *s, const char *path, __u64 now)
 {
 	int err;
 
-	resolve_pending(s, 0);
-	err = profile__write_pprof(s->prof, path, s->start_realtime_ns + (s->last_write_ns - s->start_ns),
-				   now - s->last_write_ns);
+	TIMED(s, STAGE_NAME, resolve_pending(s, 0));
+	TIMED(s, STAGE_WRITE, err = profile__write_pprof(s->prof, path,
+							 s->start_realtime_ns + (s->last_write_ns - s->start_ns),
+							 now - s->last_write_ns));
 
 	if (err) {
 		fprintf(stderr, "gpuprobe-bpf: cannot write %s: %s (nothing was written there)\n", path,
@@ -674,7 +701,7 @@ static void tick(struct session *s)
 		bool alive = proc__alive(t->pid) && !(s->have_child && t->pid == s->child.pid &&
 						      s->child.exited);
 
-		read_target(s, t, now);
+		TIMED(s, STAGE_SHIM, read_target(s, t, now));
 		if (alive)
 			python_setup(s, t, now); /* before its first launch, where it can */
 		if (!alive) {
@@ -683,8 +710,8 @@ static void tick(struct session *s)
 		}
 		i++;
 	}
-	join__advance(s->join, before - WATERMARK_SLACK_NS, now);
-	scan_new_libcuda(s, now);
+	TIMED(s, STAGE_JOIN, join__advance(s->join, before - WATERMARK_SLACK_NS, now));
+	TIMED(s, STAGE_SCAN, scan_new_libcuda(s, now));
 }
 
 /* An exiting process waits (one tick at most) for us: answer it now. */

@@ -166,7 +166,7 @@ void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct reso
 			       .entry_kind = t ? t->py_entry_kind : GP_PY_ENTRY_NONE };
 	__u32 py_status = r->py_status & RAW_PY_STATUS;
 	bool main_py = r->py_status & RAW_PY_MAIN;
-	bool native_ok = r->why == UNWIND_ROOT;
+	const char *short_why = NULL; /* why the native frames end before a root */
 	__u32 i, ns = 0;
 
 	ret->n = 0;
@@ -181,7 +181,7 @@ void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct reso
 			if (r->why == STACK_WHY_FP)
 				ret->truncated = true; /* a frame pointer into garbage */
 			else
-				native_ok = false;
+				short_why = "unmapped address";
 			break;
 		}
 		ns++;
@@ -193,16 +193,16 @@ void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct reso
 		}
 		add(ret, sf->name, sf->file, sf->build_id, sf->addr, sf->line);
 	}
-	if (r->why == STACK_WHY_FP) {
-		native_ok = !ret->truncated;
-	} else if (r->why == STACK_WHY_SKIPPED) {
+	if (r->why == STACK_WHY_FP && r->n >= GP_MAX_STACK - 1)
+		ret->truncated = true; /* bpf_get_stack filled its buffer */
+	if (r->why == STACK_WHY_SKIPPED) {
 		stats->native_truncated++;
 		add(ret, "[native frames not copied: ring buffer busy]", "", "", 0, 0);
-	} else if (!native_ok) {
+	} else if (r->why != STACK_WHY_FP && (short_why || r->why != UNWIND_ROOT)) {
 		stats->native_truncated++;
 		snprintf(ret->note[0], sizeof(ret->note[0]), "[%s: %s]",
 			 c.i < c.n && !main_py ? "native frames missing" : "truncated",
-			 i < r->n ? "unmapped address" : unwind_stop__str(r->why));
+			 short_why ? short_why : unwind_stop__str(r->why));
 		add(ret, ret->note[0], "", "", 0, 0);
 	}
 	/*
@@ -221,5 +221,4 @@ void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct reso
 		snprintf(ret->note[1], sizeof(ret->note[1]), "[truncated: %s]", py_status_str(py_status));
 		add(ret, ret->note[1], "", "", 0, 0);
 	}
-	(void)native_ok;
 }

@@ -221,6 +221,26 @@ static void test_a_record_waits_until_the_bpf_side_has_been_read_past_it(void **
 	join__destroy(j);
 }
 
+/* The loader reads its rings before its first tick: CLOCK_MONOTONIC is hours, not 0. */
+static void test_a_kernel_read_before_the_first_tick_still_waits_a_horizon(void **state)
+{
+	const __u64 t = 5000ull * 1000 * MS; /* a machine up 5000 s */
+	struct join_activity a = { .pid = 100, .corr = 9, .start = t - 10, .end = t - 5, .cookie = 9 };
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+
+	join__add_activity(j, &a);
+	join__advance(j, t - 100, t + MS);
+	assert_int_equal(k.n, 0);
+	launch(j, 1, t - 100, 42);
+	api(j, 1, t - 99, t - 90, 9, JOIN_DOMAIN_DRIVER);
+	join__advance(j, t + 2 * MS, t + 2 * MS);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(find(&k, 9)->reason, JOIN_OK);
+	assert_int_equal(find(&k, 9)->site, 42);
+	join__destroy(j);
+}
+
 static void test_an_activity_without_api_record_leaves_after_the_horizon(void **state)
 {
 	struct sink k;
@@ -303,6 +323,7 @@ int main(void)
 		cmocka_unit_test(test_a_runtime_record_joins_the_driver_call_it_brackets),
 		cmocka_unit_test(test_a_record_waits_until_the_bpf_side_has_been_read_past_it),
 		cmocka_unit_test(test_an_activity_without_api_record_leaves_after_the_horizon),
+		cmocka_unit_test(test_a_kernel_read_before_the_first_tick_still_waits_a_horizon),
 		cmocka_unit_test(test_finishing_a_process_resolves_everything_it_holds),
 		cmocka_unit_test(test_calls_made_before_attach_are_labelled_so),
 		cmocka_unit_test(test_every_activity_leaves_exactly_once_when_queues_overflow),

@@ -297,6 +297,16 @@ static void resolve_pending(struct join *j, struct jproc *p, const struct jcorr 
 	}
 }
 
+/*
+ * The clock of the horizon, for entries added between ticks: before the
+ * first join__advance there is none yet, and an entry stamped 0 would expire
+ * at once; its own end time stands in.
+ */
+static __u64 join_now(const struct join *j, __u64 fallback)
+{
+	return j->now ? j->now : fallback;
+}
+
 /* ------------------------------------------------------------ corr table */
 
 static void corr_drop_front(struct jproc *p)
@@ -443,7 +453,7 @@ void join__add_api(struct join *j, const struct join_api *a)
 	size_t i;
 
 	if (!t || fifo__push(&t->apis, &ja)) {
-		struct jcorr c = { .corr = a->corr, .added = j->now, .tid = a->tid,
+		struct jcorr c = { .corr = a->corr, .added = join_now(j, a->end), .tid = a->tid,
 				   .reason = JOIN_TABLE_FULL };
 
 		j->c.queue_full++;
@@ -515,7 +525,8 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 		return -E2BIG;
 	}
 	u64map__get(&p->pending_head, act->corr, &first);
-	p->pending[node] = (struct jpending){ .act = *act, .added = j->now, .next = (__u32)first,
+	p->pending[node] = (struct jpending){ .act = *act, .added = join_now(j, act->end),
+					      .next = (__u32)first,
 					      .gen = o.gen, .live = true };
 	u64map__put(&p->pending_head, act->corr, node);
 	p->live_pending++;

@@ -31,12 +31,14 @@ sys.argv = ["pyprog.py", "'$N'"]
 while not __import__("os").path.exists("'$WORK/go'"): time.sleep(0.02)
 runpy.run_path("'$ROOT/tests/bpf/pyprog.py'", run_name="__main__")' >"$WORK/out2" 2>&1 &
 P=$!; PIDS+=($P)
-"$LOADER" -o "$WORK/pid.pb.gz" --pid $P 2>"$WORK/err2" &
+"$LOADER" -v -o "$WORK/pid.pb.gz" --pid $P 2>"$WORK/err2" &
 L=$!
-sleep 1.5
+# go once the loader has found the interpreter (it says so with -v)
+for _ in $(seq 1 200); do grep -q "CPython 3" "$WORK/err2" && break; sleep 0.05; done
+grep -q "CPython 3" "$WORK/err2" || fail "--pid: the loader did not find CPython: $(grep -v '^libbpf\|^counters' "$WORK/err2")"
 touch "$WORK/go"
 wait $P || fail "the program failed: $(cat "$WORK/out2")"
 wait $L || fail "loader --pid: $(tail -3 "$WORK/err2")"
 go tool pprof -traces "$WORK/pid.pb.gz" 2>/dev/null | grep -A12 py_relu | grep -q "attention" ||
-	fail "--pid: no Python frames: $(go tool pprof -traces "$WORK/pid.pb.gz" 2>&1 | head -30)"
+	fail "--pid: no Python frames: $(grep -v '^libbpf\|^counters' "$WORK/err2"; go tool pprof -traces "$WORK/pid.pb.gz" 2>&1 | head -30)"
 ok "a Python process started before the loader gets its Python frames"

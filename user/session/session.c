@@ -43,6 +43,7 @@
 #define SLICE_MS 20
 #define PENDING_MAX (1u << 20)
 #define PY_RETRY_NS (50 * NS_PER_MS) /* in effect: every tick */
+#define PY_MAX_TRIES 40
 /* Events committed after we read the clock may still be in flight. */
 #define WATERMARK_SLACK_NS (5 * NS_PER_MS)
 
@@ -164,6 +165,11 @@ static void python_setup(struct session *s, struct target *t, __u64 now)
 	}
 	if (err == -ENOENT && !t->first_launch_ns) {
 		/* Maybe not exec'd yet (a -- COMMAND child) or not loaded: look again. */
+		t->py_next_try_ns = now + PY_RETRY_NS;
+		return;
+	}
+	/* An interpreter caught half way through its start-up: look again, a while. */
+	if ((err == -EUCLEAN || err == -EFAULT) && ++t->py_tries < PY_MAX_TRIES) {
 		t->py_next_try_ns = now + PY_RETRY_NS;
 		return;
 	}
@@ -834,6 +840,7 @@ static int open_probe(struct session *s)
 
 static int setup_targets(struct session *s)
 {
+	struct target *t;
 	int err;
 
 	switch (s->o->mode) {
@@ -846,8 +853,10 @@ static int setup_targets(struct session *s)
 		if (err)
 			return err;
 		s->probes_ns = now_ns(); /* it ran before: only what follows is ours */
-		if (!target_for(s, s->o->pid))
+		t = target_for(s, s->o->pid);
+		if (!t)
 			return -ENOMEM;
+		python_setup(s, t, s->probes_ns); /* before the first tick: launches may come first */
 		if (!launch_probe__nr_files(s->lp))
 			fprintf(stderr, "gpuprobe-bpf: pid %d has not loaded libcuda.so.1 yet; waiting for it\n",
 				s->o->pid);

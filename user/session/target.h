@@ -26,6 +26,7 @@ struct target {
 	struct pycode_cache *py;   /* its CPython's code objects, once detected */
 	__u32 py_entry_kind;       /* enum gp_py_entry_kind of that CPython */
 	__u64 py_next_try_ns;      /* detection retried until then (0: try now) */
+	unsigned py_tries;         /* detections that found a half-started interpreter */
 	bool py_done;              /* detected, or known not to be (or not usable) */
 	bool comm_declared;        /* its name (after exec) given to the profile */
 	char comm[32];

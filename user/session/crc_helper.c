@@ -13,10 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "user/session/crc_helper.h"
+#include "user/util/installed.h"
 
-#ifndef GP_PREFIX
-#define GP_PREFIX "/usr/local"
-#endif
 #define READY_MS 10000     /* loading libcupti */
 #define ANSWER_MS 5000     /* plus 1 ms per MiB of cubin */
 
@@ -33,23 +31,7 @@ struct answer {
 
 int crc_helper__find(char *buf, size_t len)
 {
-	char exe[PATH_MAX], cand[PATH_MAX + 64];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	if (n > 0) {
-		exe[n] = 0;
-		*strrchr(exe, '/') = 0;
-		snprintf(cand, sizeof(cand), "%s/gpuprobe-crc", exe);
-		if (!access(cand, X_OK) && (size_t)snprintf(buf, len, "%s", cand) < len)
-			return 0;
-		snprintf(cand, sizeof(cand), "%s/../gpuprobe-crc", exe); /* build/static/ */
-		if (!access(cand, X_OK) && (size_t)snprintf(buf, len, "%s", cand) < len)
-			return 0;
-	}
-	snprintf(cand, sizeof(cand), "%s/lib/gpuprobe/gpuprobe-crc", GP_PREFIX);
-	if (!access(cand, X_OK) && (size_t)snprintf(buf, len, "%s", cand) < len)
-		return 0;
-	return -ENOENT;
+	return installed__find("gpuprobe-crc", X_OK, buf, len);
 }
 
 static __s64 ms_left(const struct timespec *deadline)

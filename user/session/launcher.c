@@ -12,44 +12,18 @@
 #include <unistd.h>
 #include "user/session/launcher.h"
 #include "user/launch_probe.h"
-
-#ifndef GP_PREFIX
-#define GP_PREFIX "/usr/local"
-#endif
+#include "user/util/installed.h"
 
 int launcher__find_shim(const char *given, char *buf, size_t len)
 {
-	static const char *const rel[] = { "libgpuprobe_shim.so", "../libgpuprobe_shim.so",
-					   "../lib/gpuprobe/libgpuprobe_shim.so" };
-	char exe[PATH_MAX], cand[PATH_MAX * 2];
-	ssize_t n;
+	char cand[PATH_MAX];
 
-	if (given) {
-		if (!realpath(given, cand) || access(cand, R_OK))
-			return -errno ? -errno : -ENOENT;
-		snprintf(buf, len, "%s", cand);
-		return 0;
-	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = 0;
-		*strrchr(exe, '/') = 0;
-		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			char real[PATH_MAX];
-
-			snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]);
-			if (realpath(cand, real) && !access(real, R_OK)) {
-				snprintf(buf, len, "%s", real);
-				return 0;
-			}
-		}
-	}
-	snprintf(cand, sizeof(cand), "%s/lib/gpuprobe/libgpuprobe_shim.so", GP_PREFIX);
-	if (!access(cand, R_OK)) {
-		snprintf(buf, len, "%s", cand);
-		return 0;
-	}
-	return -ENOENT;
+	if (!given)
+		return installed__find("libgpuprobe_shim.so", R_OK, buf, len);
+	if (!realpath(given, cand) || access(cand, R_OK))
+		return -errno ? -errno : -ENOENT;
+	snprintf(buf, len, "%s", cand);
+	return 0;
 }
 
 /* In the child: wait for the go byte, set the environment, exec. */

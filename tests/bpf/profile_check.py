@@ -26,10 +26,11 @@ MAPPING_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) (
 
 
 def parse_raw(path):
-    """Samples, {loc id: (mapping id, address)}, {mapping id: (start, limit, file, build id)}."""
+    """Samples (each with "frames": names, and "where": (name, file, line), leaf first),
+    {loc id: (mapping id, address)}, {mapping id: (start, limit, file, build id)}."""
     out = subprocess.run(["go", "tool", "pprof", "-raw", path], check=True,
                          capture_output=True, text=True).stdout
-    samples, locs, section, cur = [], {}, None, None
+    samples, locs, where, section, cur = [], {}, {}, None, None
     locinfo, mappings = {}, {}
     for line in out.splitlines():
         if line.startswith("Samples:"):
@@ -69,9 +70,12 @@ def parse_raw(path):
             if parts and parts[0].startswith("M="):
                 mapping, parts = int(parts[0][2:]), parts[1:]
             locs[int(num)] = " ".join(parts[:-1])  # the last token is FILE:LINE
+            file, _, lineno = parts[-1].rpartition(":") if parts else ("", "", "0")
+            where[int(num)] = (locs[int(num)], file, int(lineno) if lineno.isdigit() else 0)
             locinfo[int(num)] = (mapping, addr)
     for s in samples:
         s["frames"] = [locs.get(i, "?") for i in s["locs"]]
+        s["where"] = [where.get(i, ("?", "", 0)) for i in s["locs"]]
     return samples, locinfo, mappings
 
 

@@ -13,30 +13,16 @@
       API frame, and ends at a root (_start, or glibc's thread start, which
       Debian's libc names only by address), untruncated.
 """
-import re
-import subprocess
+import os
 import sys
 
-LOC_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+)(?: M=(\d+))? (.*) (\S*):(\d+) s=\d+(?:\(.*\))?$")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from profile_check import parse_raw  # noqa: E402
 
 
 def parse(path):
-    out = subprocess.run(["go", "tool", "pprof", "-raw", path], check=True,
-                         capture_output=True, text=True).stdout
-    samples, locs, section = [], {}, None
-    for line in out.splitlines():
-        if line.startswith(("Samples:", "Locations", "Mappings")):
-            section = line.split()[0].rstrip(":")
-            continue
-        if section == "Samples":
-            m = re.match(r"^\s+(\d+)\s+(\d+): ([\d ]+)$", line)
-            if m:
-                samples.append((int(m.group(1)), int(m.group(2)), [int(x) for x in m.group(3).split()]))
-        elif section == "Locations":
-            m = LOC_RE.match(line)
-            if m:
-                locs[int(m.group(1))] = (m.group(4), m.group(5), int(m.group(6)))
-    return [(ns, n, [locs.get(i, ("?", "", 0)) for i in ids]) for ns, n, ids in samples]
+    """[(gpu ns, launches, [(name, file, line), ...] leaf first)] per sample."""
+    return [(s["ns"], s["count"], s["where"]) for s in parse_raw(path)[0]]
 
 
 def fail(msg, code=1):

@@ -67,6 +67,28 @@ enum gp_probe {
 };
 
 /*
+ * A followed process just made its shim ring (memfd_create of
+ * GP_SHM_RING_NAME returned fd): sent on the rings ring buffer, so that the
+ * loader takes hold of the ring at once and reads it even if the process
+ * exits before the loader's next visit.
+ */
+struct gp_ring_event {
+	__u32 pid;        /* host tgid */
+	__u32 tid;
+	__s32 fd;
+	__u32 pad;
+};
+
+/*
+ * On the launch events' ring, the same news for the loader's main thread
+ * (a header only, pid and tid set): the process's maps are read at once.
+ */
+#define GP_PROBE_SHM_RING 0xffffu
+
+/* The shim's memfd name, GP_SHM_NAME of shim/gp_abi.h (user/launch_probe.c checks). */
+#define GP_SHM_RING_NAME "gpuprobe-shm"
+
+/*
  * One event in the ring buffer: a fixed header, then three variable parts,
  * packed in this order:
  *   __u64 fp[nr_frames]          frame-pointer stack, leaf first (--unwind fp)

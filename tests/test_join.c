@@ -312,6 +312,40 @@ static void test_every_activity_leaves_exactly_once_when_queues_overflow(void **
 	join__destroy(j);
 }
 
+static __u64 site_plus_1000(void *ctx, __u64 site)
+{
+	(*(unsigned *)ctx)++;
+	return site + 1000;
+}
+
+/*
+ * Renumbering under the join: every site it holds, a queued launch (thread
+ * 1: its record comes later) or a matched correlation (thread 2: its kernel
+ * comes later), is visited once and the new number is what comes out.
+ */
+static void test_visiting_sites_renumbers_queued_and_matched_launches(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+	unsigned visited = 0;
+
+	launch(j, 1, 100, 7);
+	launch(j, 2, 110, 8);
+	api(j, 2, 111, 115, 20, JOIN_DOMAIN_DRIVER);
+	join__advance(j, 200, 1);
+	assert_int_equal(k.n, 0);
+	join__visit_sites(j, site_plus_1000, &visited);
+	assert_int_equal(visited, 2);
+	api(j, 1, 101, 105, 10, JOIN_DOMAIN_DRIVER);
+	kernel(j, 10, 1);
+	kernel(j, 20, 2);
+	join__advance(j, 300, 2);
+	assert_int_equal(k.n, 2);
+	assert_int_equal(find(&k, 1)->site, 1007);
+	assert_int_equal(find(&k, 2)->site, 1008);
+	join__destroy(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -327,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_finishing_a_process_resolves_everything_it_holds),
 		cmocka_unit_test(test_calls_made_before_attach_are_labelled_so),
 		cmocka_unit_test(test_every_activity_leaves_exactly_once_when_queues_overflow),
+		cmocka_unit_test(test_visiting_sites_renumbers_queued_and_matched_launches),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -630,6 +630,85 @@ static void test_profile_puts_each_kernel_in_the_mapping_of_its_cubin(void **sta
 	}
 }
 
+static bool dec_has_fn(const struct decoded *d, const char *name)
+{
+	for (int i = 0; i < d->nfn; i++)
+		if (!strcmp(dec_str(d, d->fn[i].name), name))
+			return true;
+	return false;
+}
+
+static bool keep_pid_100(void *ctx, __u32 pid)
+{
+	(void)ctx;
+	return pid == 100;
+}
+
+/*
+ * Continuous mode's compaction: a gone process (200) and the stacks no
+ * window needs (1, 3) are freed with their frames, strings and cubins; the
+ * kept stack (2) is renumbered (to 1) and still names its frames; the kept
+ * process keeps its cubin.
+ */
+static void test_compact_forgets_gone_processes_and_renumbers_kept_stacks(void **state)
+{
+	static const char *const ka[] = { "gemm", "softmax" }, *const kb[] = { "relu" };
+	struct profile_frame fr[] = {
+		{ .name = "main", .file = "/bin/app", .build_id = "cafe", .addr = 0x1234 },
+		{ .name = "worker", .file = "/lib/w.so", .build_id = "beef", .addr = 0x10 },
+		{ .name = "gone_fn", .file = "/bin/gone", .build_id = "dead", .addr = 0x20 },
+	};
+	struct profile_proc procs[] = { { .pid = 100, .comm = "app" }, { .pid = 200, .comm = "gone" } };
+	__u32 remap[] = { 0, 0, 1, 0 };
+	uint8_t a[1024], b[1024];
+	size_t alen = cubin_build(a, sizeof(a), "a", ka, 2), blen = cubin_build(b, sizeof(b), "b", kb, 1);
+	struct profile_sizes before, after;
+	struct profile_cubin_stats cs;
+	struct profile *p;
+	static struct decoded d;
+	char path[PATH_MAX];
+
+	assert_int_equal(profile__new(&p), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(profile__set_proc(p, &procs[i]), 0);
+	for (__u32 i = 0; i < 3; i++)
+		assert_int_equal(profile__set_stack(p, i + 1, &fr[i], 1, i == 1), 0);
+	assert_int_equal(profile__add_cubin(p, 100, 0xa1, a, alen), 0);
+	assert_int_equal(profile__add_cubin(p, 200, 0xb2, b, blen), 0);
+	add_kernel(p, 100, "gemm");
+	/* Samples still name the old ids: refused, nothing changes. */
+	assert_int_equal(profile__compact(p, remap, 3, keep_pid_100, NULL), -EBUSY);
+	profile__reset_samples(p);
+	profile__sizes(p, &before);
+	assert_int_equal(profile__compact(p, remap, 3, keep_pid_100, NULL), 0);
+	profile__sizes(p, &after);
+	assert_int_equal(before.stacks, 3);
+	assert_int_equal(after.stacks, 1);
+	assert_int_equal(before.procs, 2);
+	assert_int_equal(after.procs, 1);
+	assert_int_equal(before.cubins, 2);
+	assert_int_equal(after.cubins, 1);
+	assert_int_equal(after.frames, 1);
+	assert_true(after.strings < before.strings);
+	assert_true(profile__has_stack(p, 1));
+	assert_false(profile__has_stack(p, 2));
+	profile__cubin_stats(p, &cs);
+	assert_int_equal(cs.kernels, 2);
+	assert_int_equal(cs.cubins, 1);
+
+	add_kernel(p, 100, "gemm"); /* stack 1: the old stack 2, worker */
+	path_in_tmp(path, sizeof(path), "compact.pb.gz");
+	assert_int_equal(profile__write_pprof(p, path, 1, 1), 0);
+	profile__destroy(p);
+	decode_profile(path, &d);
+	assert_int_equal(d.nsample, 1);
+	assert_in_cubin(&d, kernel_leaf(&d, "gemm", 100), "00000000000000a1");
+	assert_true(dec_has_fn(&d, "worker"));
+	assert_true(dec_has_fn(&d, "[truncated stack]"));
+	assert_false(dec_has_fn(&d, "main"));
+	assert_false(dec_has_fn(&d, "gone_fn"));
+}
+
 static bool dir_has_entries(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -754,6 +833,7 @@ int main(void)
 		cmocka_unit_test(test_unwritable_directory_gives_eacces_and_no_file),
 		cmocka_unit_test(test_short_write_fails_and_keeps_the_old_profile),
 		cmocka_unit_test(test_profile_puts_each_kernel_in_the_mapping_of_its_cubin),
+		cmocka_unit_test(test_compact_forgets_gone_processes_and_renumbers_kept_stacks),
 	};
 
 	if (!find_go()) {

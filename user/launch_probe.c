@@ -12,9 +12,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/perf_event.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "user/launch_probe.h"
+#include "shim/gp_abi.h"
+#include "user/util/tracepoint.h"
 #include "launch.skel.h"
 
 #define MAX_FILES 64
@@ -84,6 +88,9 @@ struct attached_file {
 struct launch_probe {
 	struct launch_bpf *skel;
 	struct ring_buffer *rb;
+	struct ring_buffer *rings_rb; /* shim rings made: polled by one other thread */
+	ring_event_fn ring_fn;
+	void *ring_ctx;
 	struct bpf_link **links;
 	size_t nr_links, cap_links;
 	struct attached_file files[MAX_FILES];
@@ -167,6 +174,68 @@ static bool is_pow2(__u64 v)
 	return v && !(v & (v - 1));
 }
 
+static int on_ring(void *ctx, void *data, size_t size)
+{
+	struct launch_probe *lp = ctx;
+
+	if (size >= sizeof(struct gp_ring_event))
+		lp->ring_fn(lp->ring_ctx, data);
+	return 0;
+}
+
+static struct bpf_link *attach_tracepoint(struct bpf_program *prog, const char *name)
+{
+	struct perf_event_attr attr = { .type = PERF_TYPE_TRACEPOINT, .size = sizeof(attr) };
+	struct bpf_link *link;
+	__u64 id;
+	int pfd, err;
+
+	if ((err = tracepoint__id("syscalls", name, &id))) {
+		errno = -err;
+		return NULL;
+	}
+	attr.config = id;
+	/* pid -1, cpu 0: the program runs on every CPU (as libbpf attaches them). */
+	pfd = (int)syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (pfd < 0)
+		return NULL;
+	link = bpf_program__attach_perf_event(prog, pfd);
+	if (!link) {
+		err = errno;
+		close(pfd);
+		errno = err;
+	}
+	return link;
+}
+
+/*
+ * memfd_create of the shim's ring, seen as it happens: the loader holds the
+ * ring before a short-lived process can exit. Where the tracepoints cannot
+ * attach, rings are found on the loader's visits instead, and it says so.
+ */
+static void attach_ring_watch(struct launch_probe *lp)
+{
+	struct launch_bpf *sk = lp->skel;
+
+	_Static_assert(sizeof(GP_SHM_RING_NAME) == sizeof(GP_SHM_NAME), "ring name");
+	if (strcmp(GP_SHM_RING_NAME, GP_SHM_NAME) != 0)
+		abort(); /* bpf/launch.h and shim/gp_abi.h disagree: a build error */
+	sk->links.ring_make = attach_tracepoint(sk->progs.ring_make, "sys_enter_memfd_create");
+	if (sk->links.ring_make)
+		sk->links.ring_made = attach_tracepoint(sk->progs.ring_made, "sys_exit_memfd_create");
+	if (sk->links.ring_made)
+		lp->rings_rb = ring_buffer__new(bpf_map__fd(sk->maps.rings), on_ring, lp, NULL);
+	if (!lp->rings_rb) {
+		int err = errno;
+
+		bpf_link__destroy(sk->links.ring_made);
+		bpf_link__destroy(sk->links.ring_make);
+		sk->links.ring_made = sk->links.ring_make = NULL;
+		fprintf(stderr, "gpuprobe-bpf: cannot watch memfd_create (%s): processes that exit "
+			"within a tick of starting CUDA may lose their GPU records\n", strerror(err));
+	}
+}
+
 int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe **ret_lp)
 {
 	struct launch_probe *lp;
@@ -192,6 +261,9 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 	err = bpf_map__set_max_entries(lp->skel->maps.events, opts->ringbuf_bytes);
 	if (err)
 		goto err_destroy;
+	/* Attached apart, below: without it the loader still profiles. */
+	bpf_program__set_autoattach(lp->skel->progs.ring_make, false);
+	bpf_program__set_autoattach(lp->skel->progs.ring_made, false);
 	err = launch_bpf__load(lp->skel);
 	if (err)
 		goto err_destroy;
@@ -199,6 +271,7 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 	err = launch_bpf__attach(lp->skel);
 	if (err)
 		goto err_destroy;
+	attach_ring_watch(lp);
 	lp->rb = ring_buffer__new(bpf_map__fd(lp->skel->maps.events), on_event, lp, NULL);
 	if (!lp->rb) {
 		err = -errno ? -errno : -ENOMEM;
@@ -353,6 +426,23 @@ int launch_probe__poll(struct launch_probe *lp, int timeout_ms, launch_event_fn 
 	return 0;
 }
 
+bool launch_probe__watches_rings(const struct launch_probe *lp)
+{
+	return lp->rings_rb != NULL;
+}
+
+int launch_probe__poll_rings(struct launch_probe *lp, int timeout_ms, ring_event_fn fn, void *ctx)
+{
+	int err;
+
+	if (!lp->rings_rb)
+		return -ENOTSUP;
+	lp->ring_fn = fn;
+	lp->ring_ctx = ctx;
+	err = ring_buffer__poll(lp->rings_rb, timeout_ms);
+	return err < 0 && err != -EINTR ? err : 0;
+}
+
 int launch_probe__counters(struct launch_probe *lp, __u64 ret_counters[GP_BPF_COUNTER_MAX])
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -385,6 +475,7 @@ void launch_probe__destroy(struct launch_probe *lp)
 	if (!lp)
 		return;
 	ring_buffer__free(lp->rb);
+	ring_buffer__free(lp->rings_rb);
 	for (size_t i = 0; i < lp->nr_links; i++)
 		bpf_link__destroy(lp->links[i]);
 	free(lp->links);

@@ -42,6 +42,15 @@ int launch_probe__unfollow(struct launch_probe *lp, __u32 tgid);
 int launch_probe__set_python(struct launch_probe *lp, __u32 tgid, const struct gp_py_config *cfg);
 /* Waits up to timeout_ms for events, then consumes all that are waiting. */
 int launch_probe__poll(struct launch_probe *lp, int timeout_ms, launch_event_fn fn, void *ctx);
+/* A shim ring made (gp_ring_event); called on the thread polling for them. */
+typedef void (*ring_event_fn)(void *ctx, const struct gp_ring_event *e);
+/* Whether rings made are watched (the memfd_create tracepoints attached). */
+bool launch_probe__watches_rings(const struct launch_probe *lp);
+/*
+ * Waits up to timeout_ms for rings made. Only this touches the rings' ring
+ * buffer: one thread may call it while another polls launch events.
+ */
+int launch_probe__poll_rings(struct launch_probe *lp, int timeout_ms, ring_event_fn fn, void *ctx);
 /* Sums the per-CPU counters (enum gp_bpf_counter). */
 int launch_probe__counters(struct launch_probe *lp, __u64 ret_counters[GP_BPF_COUNTER_MAX]);
 unsigned launch_probe__nr_files(const struct launch_probe *lp);

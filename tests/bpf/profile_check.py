@@ -218,6 +218,8 @@ def main():
         return 0
     if mode == "launcher":
         T, N = int(sys.argv[3]), int(sys.argv[4])
+        if len(sys.argv) > 5:
+            samples = [s for s in samples if s["labels"].get("pid") == sys.argv[5]]
         got, want = totals(samples), expected_launcher(T, N)
         bad = 0
         for key in sorted(set(got) | set(want)):

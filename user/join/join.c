@@ -641,6 +641,28 @@ void join__finish_all(struct join *j)
 		join__finish_pid(j, j->procs[0]->pid);
 }
 
+void join__visit_sites(struct join *j, __u64 (*fn)(void *ctx, __u64 site), void *ctx)
+{
+	for (size_t i = 0; i < j->nr_procs; i++) {
+		struct jproc *p = j->procs[i];
+
+		for (size_t k = 0; k < p->nr_threads; k++) {
+			struct fifo *f = &p->threads[k].launches;
+
+			for (size_t n = 0; n < f->len; n++) {
+				struct jlaunch *l = fifo__at(f, n);
+
+				l->site = fn(ctx, l->site);
+			}
+		}
+		for (size_t n = 0; n < p->corrs.len; n++) {
+			struct jcorr *c = fifo__at(&p->corrs, n);
+
+			c->site = fn(ctx, c->site);
+		}
+	}
+}
+
 void join__counters(const struct join *j, struct join_counters *ret)
 {
 	*ret = j->c;

@@ -115,6 +115,12 @@ void join__advance(struct join *j, __u64 bpf_watermark, __u64 now);
 void join__finish_pid(struct join *j, __u32 pid);
 void join__finish_all(struct join *j);
 void join__counters(const struct join *j, struct join_counters *ret);
+/*
+ * Calls fn on the site of every launch the join still holds (queued, or in
+ * a correlation entry) and stores what it returns: the caller's stack table
+ * can be renumbered under the join.
+ */
+void join__visit_sites(struct join *j, __u64 (*fn)(void *ctx, __u64 site), void *ctx);
 
 const char *join__reason_name(enum join_reason r);
 

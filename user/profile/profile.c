@@ -9,80 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/profile/profile.h"
+#include "user/profile/profile_internal.h"
 #include "user/cubin/cubin_syms.h"
 #include "user/output/pprof.h"
 #include "user/symbolize/demangle.h"
 #include "user/util/blobtab.h"
 #include "user/util/u64map.h"
-
-#define MAX_STRINGS (1u << 20)
-#define MAX_STRING_BYTES (256u << 20)
-#define MAX_KEYS (1u << 21)
-#define MAX_FRAMES (1u << 21)
-/*
- * Kernel -> cubin bounds. A process loading every module eagerly (PyTorch:
- * 2821 cubins, measured) defines on the order of 1e5 kernels; an entry costs
- * a few tens of bytes (the name is kept as a hash, not as bytes).
- */
-#define MAX_CUBINS (1u << 16)
-#define MAX_KERNELS_PER_PROC (1u << 17)
-#define MAX_KERNELS (1u << 20)
-/* A proc_info kernels value: the name is defined by two different cubins. */
-#define KERNEL_AMBIGUOUS UINT64_MAX
-/*
- * Cubin mappings get synthetic address ranges above every CPU mapping (those
- * span [0, 2^63)), one CUBIN_SPAN each, so no two ranges overlap; a kernel's
- * address is its mapping's start plus its symbol index in the cubin.
- */
-#define CUBIN_BASE (1ull << 63)
-#define CUBIN_SPAN (1ull << 32)
-
-struct agg_key {
-	__u32 pid, stack_id, api, reason, name, device, stream, graph_id;
-};
-
-struct agg_val {
-	__u64 ns, count;
-};
-
-struct frame_key {
-	__u32 name, file, build_id, line;
-	__u64 addr;
-};
-
-struct stack {
-	__u32 *frames; /* frame ids, leaf first */
-	__u32 n;
-	bool truncated;
-};
-
-struct proc_info {
-	__u32 comm, cgroup; /* string ids, 0 = none */
-	/*
-	 * Kernel name hash -> cubin index << 32 | symbol index, or
-	 * KERNEL_AMBIGUOUS; allocated with the process's first cubin. Keyed by
-	 * a hash, not the name: a collision can only merge names the same
-	 * process chose, so a hostile process can only blur its own profile.
-	 */
-	struct u64map kernels;
-};
-
-struct profile {
-	struct blobtab *str, *frames, *keys;
-	struct agg_val *vals;        /* vals[key id - 1] */
-	size_t cap_vals;
-	struct u64map stack_idx;     /* stack id -> index in stacks */
-	struct stack *stacks;
-	size_t nr_stacks, cap_stacks;
-	struct u64map procs;         /* pid -> index in proc_infos */
-	struct proc_info *proc_infos;
-	size_t nr_procs, cap_procs;
-	struct u64map cubin_idx;     /* crc -> index in cubin_crcs */
-	__u64 *cubin_crcs;
-	size_t nr_cubins, cap_cubins;
-	struct profile_cubin_stats cs;
-	struct profile_totals t;
-};
 
 int profile__new(struct profile **ret_p)
 {
@@ -122,7 +54,7 @@ void profile__destroy(struct profile *p)
 	free(p);
 }
 
-static __u32 intern(struct profile *p, const char *s)
+__u32 profile__intern(struct profile *p, const char *s)
 {
 	__u32 id = 0;
 
@@ -133,14 +65,19 @@ static __u32 intern(struct profile *p, const char *s)
 	return id;
 }
 
+const char *profile__str(const struct profile *p, __u32 id)
+{
+	return id ? blobtab__get(p->str, id, NULL) : NULL;
+}
+
 static const char *str_of(const struct profile *p, __u32 id)
 {
-	const char *s = id ? blobtab__get(p->str, id, NULL) : NULL;
+	const char *s = profile__str(p, id);
 
 	return s ? s : "";
 }
 
-static void *grow(void *arr, size_t *cap, size_t need, size_t item)
+void *profile__grow(void *arr, size_t *cap, size_t need, size_t item)
 {
 	size_t ncap;
 	void *n;
@@ -158,12 +95,13 @@ static void *grow(void *arr, size_t *cap, size_t need, size_t item)
 	return n;
 }
 
-static int proc__get_or_add(struct profile *p, __u32 pid, struct proc_info **ret_pi)
+int profile__proc(struct profile *p, __u32 pid, struct proc_info **ret_pi)
 {
 	__u64 idx;
 
 	if (!u64map__get(&p->procs, pid, &idx)) {
-		struct proc_info *n = grow(p->proc_infos, &p->cap_procs, p->nr_procs + 1, sizeof(*n));
+		struct proc_info *n = profile__grow(p->proc_infos, &p->cap_procs, p->nr_procs + 1,
+						    sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
@@ -180,14 +118,14 @@ static int proc__get_or_add(struct profile *p, __u32 pid, struct proc_info **ret
 int profile__set_proc(struct profile *p, const struct profile_proc *proc)
 {
 	struct proc_info *pi;
-	int err = proc__get_or_add(p, proc->pid, &pi);
+	int err = profile__proc(p, proc->pid, &pi);
 
 	if (err)
 		return err;
 	if (proc->comm)
-		pi->comm = intern(p, proc->comm);
+		pi->comm = profile__intern(p, proc->comm);
 	if (proc->cgroup)
-		pi->cgroup = intern(p, proc->cgroup);
+		pi->cgroup = profile__intern(p, proc->cgroup);
 	return 0;
 }
 
@@ -210,8 +148,9 @@ int profile__set_stack(struct profile *p, __u32 stack_id, const struct profile_f
 	if (!ids)
 		return -ENOMEM;
 	for (__u32 i = 0; i < n; i++) {
-		struct frame_key k = { .name = intern(p, frames[i].name), .file = intern(p, frames[i].file),
-				       .build_id = intern(p, frames[i].build_id),
+		struct frame_key k = { .name = profile__intern(p, frames[i].name),
+				       .file = profile__intern(p, frames[i].file),
+				       .build_id = profile__intern(p, frames[i].build_id),
 				       .line = frames[i].line, .addr = frames[i].addr };
 
 		if (blobtab__intern(p->frames, &k, sizeof(k), &ids[i])) {
@@ -220,7 +159,7 @@ int profile__set_stack(struct profile *p, __u32 stack_id, const struct profile_f
 			break;
 		}
 	}
-	ns = grow(p->stacks, &p->cap_stacks, p->nr_stacks + 1, sizeof(*ns));
+	ns = profile__grow(p->stacks, &p->cap_stacks, p->nr_stacks + 1, sizeof(*ns));
 	if (!ns || u64map__put(&p->stack_idx, stack_id, p->nr_stacks)) {
 		free(ids);
 		return -ENOMEM;
@@ -236,8 +175,8 @@ int profile__set_stack(struct profile *p, __u32 stack_id, const struct profile_f
 int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 		 const char *reason, const struct profile_activity *act)
 {
-	struct agg_key k = { .pid = pid, .stack_id = stack_id, .api = intern(p, api),
-			     .reason = intern(p, reason), .name = intern(p, act->name),
+	struct agg_key k = { .pid = pid, .stack_id = stack_id, .api = profile__intern(p, api),
+			     .reason = profile__intern(p, reason), .name = profile__intern(p, act->name),
 			     .device = act->device, .stream = act->stream, .graph_id = act->graph_id };
 	struct agg_val *v;
 	__u32 id;
@@ -252,7 +191,7 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 		p->t.dropped++;
 		return -E2BIG;
 	}
-	v = grow(p->vals, &p->cap_vals, id, sizeof(*v));
+	v = profile__grow(p->vals, &p->cap_vals, id, sizeof(*v));
 	if (!v) {
 		p->t.dropped++;
 		return -ENOMEM;
@@ -315,7 +254,7 @@ static int cubin_add__kernel(void *ctx, const char *name, size_t len, __u32 inde
 	return 0;
 }
 
-static int cubin__index(struct profile *p, __u64 crc, __u64 *ret_idx)
+int profile__cubin_index(struct profile *p, __u64 crc, __u64 *ret_idx)
 {
 	__u64 idx, *n;
 	int err;
@@ -324,7 +263,7 @@ static int cubin__index(struct profile *p, __u64 crc, __u64 *ret_idx)
 		*ret_idx = idx;
 		return 0;
 	}
-	n = grow(p->cubin_crcs, &p->cap_cubins, p->nr_cubins + 1, sizeof(*n));
+	n = profile__grow(p->cubin_crcs, &p->cap_cubins, p->nr_cubins + 1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
 	p->cubin_crcs = n;
@@ -347,11 +286,11 @@ int profile__add_cubin(struct profile *p, __u32 pid, __u64 crc, const void *elf,
 
 	if (!crc || !elf)
 		return -EINVAL;
-	err = proc__get_or_add(p, pid, &a.pi);
+	err = profile__proc(p, pid, &a.pi);
 	if (!err && !a.pi->kernels.cap)
 		err = u64map__init(&a.pi->kernels, MAX_KERNELS_PER_PROC);
 	if (!err)
-		err = cubin__index(p, crc, &a.cubin);
+		err = profile__cubin_index(p, crc, &a.cubin);
 	if (err)
 		return err;
 	err = cubin_syms__parse(elf, size, cubin_add__kernel, &a);
@@ -555,7 +494,7 @@ static int write_sample(struct writer *w, const struct agg_key *k, const struct 
 		return err;
 	if (!k->stack_id) {
 		snprintf(unattr, sizeof(unattr), "[unattributed: %s]", str_of(p, k->reason));
-		err = synthetic_loc(w, intern((struct profile *)p, unattr), NULL, &locs[n++]);
+		err = synthetic_loc(w, profile__intern((struct profile *)p, unattr), NULL, &locs[n++]);
 	} else {
 		err = synthetic_loc(w, k->api, NULL, &locs[n++]);
 	}
@@ -567,12 +506,13 @@ static int write_sample(struct writer *w, const struct agg_key *k, const struct 
 			return err;
 	}
 	if (st && st->truncated) {
-		err = synthetic_loc(w, intern((struct profile *)p, "[truncated stack]"), NULL, &locs[n++]);
+		err = synthetic_loc(w, profile__intern((struct profile *)p, "[truncated stack]"), NULL,
+				    &locs[n++]);
 		if (err)
 			return err;
 	}
 	snprintf(root, sizeof(root), "%s (pid %u)", pi && pi->comm ? str_of(p, pi->comm) : "?", k->pid);
-	err = synthetic_loc(w, intern((struct profile *)p, root), NULL, &locs[n++]);
+	err = synthetic_loc(w, profile__intern((struct profile *)p, root), NULL, &locs[n++]);
 	if (err)
 		return err;
 	labels[nl++] = (struct pprof_label){ .key = "pid", .num = k->pid };

@@ -68,10 +68,10 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 int profile__add_cubin(struct profile *p, __u32 pid, __u64 crc, const void *elf, size_t size);
 
 struct profile_cubin_stats {
-	__u64 cubins;            /* distinct CRCs known */
+	__u64 cubins;            /* distinct CRCs held (profile__compact forgets some) */
 	__u64 cubins_dropped;    /* CRCs not kept: the cubin table is full */
 	__u64 cubins_bad;        /* cubins whose symbol tables could not be read in full */
-	__u64 kernels;           /* (process, kernel name) pairs known */
+	__u64 kernels;           /* (process, kernel name) pairs held */
 	__u64 kernels_ambiguous; /* of those, names two cubins of one process define */
 	__u64 kernels_dropped;   /* names not kept: a bound was hit */
 };
@@ -89,5 +89,20 @@ struct profile_totals {
 void profile__totals(const struct profile *p, struct profile_totals *ret);
 /* Forgets samples (continuous mode), keeps processes and stacks. */
 void profile__reset_samples(struct profile *p);
+/*
+ * Continuous mode, after profile__reset_samples (-EBUSY before): keeps the
+ * stacks remap names, renumbered (stack id i, 1 <= i <= n, becomes
+ * remap[i]; 0 drops it), and the processes keep_pid() is true for, with the
+ * frames, strings and cubins they use; frees the rest. On an error the
+ * profile is unchanged.
+ */
+int profile__compact(struct profile *p, const __u32 *remap, size_t n,
+		     bool (*keep_pid)(void *ctx, __u32 pid), void *ctx);
+
+/* What the profile holds, for the loader's tables line. */
+struct profile_sizes {
+	__u64 stacks, frames, strings, procs, cubins;
+};
+void profile__sizes(const struct profile *p, struct profile_sizes *ret);
 
 #endif

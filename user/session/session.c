@@ -31,6 +31,8 @@
 #include "user/symbolize/symbolize.h"
 #include "user/util/blobtab.h"
 #include "user/session/stacks.h"
+#include "user/session/stack_table.h"
+#include "user/session/ring_watch.h"
 #include "user/python/pyruntime.h"
 #include "user/python/pycode.h"
 
@@ -68,7 +70,8 @@ struct session {
 	struct launch_probe *lp;
 	struct join *join;
 	struct profile *prof;
-	struct blobtab *stacks;     /* (pid, frames) -> stack id */
+	struct stack_table stacks;  /* raw stacks (pid, frames) -> stack id */
+	struct ring_watch rw;       /* shim rings held as they are made */
 	struct blobtab *names;      /* activity names -> id */
 	struct target_table tt;
 	struct crc_engine *crc;
@@ -91,6 +94,7 @@ struct session {
 	__u32 *pending;                /* stack ids not named yet (defer_stack) */
 	size_t npending, cap_pending;
 	__u64 events_bad;              /* BPF events whose parts overran their size */
+	__u64 rings_missed;            /* shim rings seen made and gone before we held them */
 	__u64 stage_ns[STAGE_MAX];     /* where the loader's time goes (loader: line) */
 };
 
@@ -247,7 +251,7 @@ static void resolve_pending(struct session *s, pid_t pid)
 	size_t keep = 0, len;
 
 	for (size_t i = 0; i < s->npending; i++) {
-		const struct raw_stack *raw = blobtab__get(s->stacks, s->pending[i], &len);
+		const struct raw_stack *raw = stack_table__get(&s->stacks, s->pending[i], &len);
 		struct raw_stack copy;
 
 		if (!raw || len > sizeof(copy) || len < offsetof(struct raw_stack, w)) {
@@ -261,6 +265,39 @@ static void resolve_pending(struct session *s, pid_t pid)
 		resolve_stack(s, target_table__find(&s->tt, (pid_t)copy.pid), s->pending[i], &copy);
 	}
 	s->npending = keep;
+}
+
+/*
+ * Rings the watch thread held as their processes made them: each becomes
+ * its target's ring, read like any other, also after the process exits. A
+ * ring it could not hold (gone at once, not a memfd) is counted missed.
+ */
+static void take_held_rings(struct session *s)
+{
+	struct held_ring h[64];
+	size_t n;
+
+	while ((n = ring_watch__take(&s->rw, h, 64))) {
+		for (size_t i = 0; i < n; i++) {
+			struct target *t = h[i].fd >= 0 ? target_for(s, h[i].pid) : NULL;
+
+			if (!t || t->shm || t->shm_fd >= 0) {
+				if (h[i].fd >= 0)
+					close(h[i].fd);
+				if (!t) {
+					s->rings_missed++;
+					if (s->o->verbose)
+						fprintf(stderr, "gpuprobe-bpf: pid %d: its new shim ring could "
+							"not be held: %s\n", h[i].pid,
+							strerror(h[i].fd < 0 ? -h[i].fd : ENOMEM));
+				}
+				continue;
+			}
+			t->shm_fd = h[i].fd;
+			t->shm_fd_its_own = true;
+			t->next_shm_try_ns = 0;
+		}
+	}
 }
 
 static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, size_t size);
@@ -281,8 +318,15 @@ static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, siz
 	struct join_launch jl;
 	struct target *t;
 	__u32 stack_id = 0;
-	size_t known;
+	bool is_new;
 
+	if (e->probe == GP_PROBE_SHM_RING) {
+		/* A ring was made: read the maps while the process lives, hold the ring. */
+		if (e->pid != (__u32)getpid() && (t = target_for(s, (pid_t)e->pid)))
+			target__symbolizer(t);
+		take_held_rings(s);
+		return 0;
+	}
 	if (!launch_probe__is_launch(e->probe) && !launch_probe__is_copy(e->probe))
 		return 0; /* module loads: handles for the cubin link, not yet used */
 	t = target_for(s, e->pid);
@@ -295,11 +339,10 @@ static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, siz
 		memset(raw, 0, sizeof(*raw) - sizeof(raw->w));
 		raw->pid = e->pid;
 	}
-	known = blobtab__count(s->stacks);
-	if (blobtab__intern(s->stacks, raw, raw_stack__len(raw), &stack_id)) {
+	if (stack_table__intern(&s->stacks, raw, raw_stack__len(raw), &stack_id, &is_new)) {
 		s->stacks_dropped++;
 		stack_id = 0;
-	} else if (blobtab__count(s->stacks) != known) {
+	} else if (is_new) {
 		defer_stack(s, t, stack_id, raw);
 	}
 	/* Threads are keyed by their own namespace's tid, as CUPTI numbers them. */
@@ -446,7 +489,8 @@ static int try_open_shm(struct session *s, struct target *t, __u64 now)
 		 * followed (fork) and found through its maps like any other; reading
 		 * the ring here too would make two readers of one ring.
 		 */
-		if (!err && shm_reader__layout(t->shm)->pid != (__u32)t->ns_pid) {
+		if (!err && !t->shm_fd_its_own &&
+		    shm_reader__layout(t->shm)->pid != (__u32)t->ns_pid) {
 			shm_reader__destroy(t->shm);
 			t->shm = NULL;
 			close(t->shm_fd);
@@ -562,6 +606,73 @@ static void on_sample(void *ctx, const struct join_sample *js)
 			     js->reason == JOIN_OK ? "stack table full" : join__reason_name(js->reason), &pa);
 }
 
+/* ------------------------------------------------------------ windows */
+
+static __u64 site_keep(void *ctx, __u64 site)
+{
+	stack_table__keep(ctx, (__u32)site);
+	return site;
+}
+
+static __u64 site_remap(void *ctx, __u64 site)
+{
+	const struct stack_compaction *c = ctx;
+
+	return site && site <= c->n ? c->remap[site] : 0;
+}
+
+static bool pid_followed(void *ctx, __u32 pid)
+{
+	struct session *s = ctx;
+
+	return target_table__find(&s->tt, (pid_t)pid) != NULL;
+}
+
+static void tables_line(struct session *s, FILE *f)
+{
+	struct profile_sizes ps;
+
+	profile__sizes(s->prof, &ps);
+	fprintf(f, "tables: window=%u raw_stacks=%zu stacks=%llu frames=%llu strings=%llu procs=%llu "
+		"cubins=%llu targets=%zu\n", s->stacks.window, stack_table__count(&s->stacks),
+		(unsigned long long)ps.stacks, (unsigned long long)ps.frames,
+		(unsigned long long)ps.strings, (unsigned long long)ps.procs,
+		(unsigned long long)ps.cubins, s->tt.n);
+}
+
+/*
+ * Continuous mode, once a window's profile is written: forgets the stacks
+ * no launch of the window had and the processes that are gone, with their
+ * frames, names and cubins, so memory stays flat however many processes
+ * come and go. What the join still holds is kept, renumbered.
+ */
+static void forget_window(struct session *s)
+{
+	struct stack_compaction c = { 0 };
+	size_t keep = 0;
+	int err;
+
+	join__visit_sites(s->join, site_keep, &s->stacks);
+	for (size_t i = 0; i < s->npending; i++)
+		stack_table__keep(&s->stacks, s->pending[i]);
+	if ((err = stack_table__compact_begin(&s->stacks, &c)) ||
+	    (err = profile__compact(s->prof, c.remap, c.n, pid_followed, s))) {
+		fprintf(stderr, "gpuprobe-bpf: cannot compact the stack tables (%s): they keep "
+			"growing\n", strerror(-err));
+		stack_compaction__free(&c);
+		return;
+	}
+	stack_table__compact_commit(&s->stacks, &c);
+	join__visit_sites(s->join, site_remap, &c);
+	for (size_t i = 0; i < s->npending; i++)
+		if ((s->pending[keep] = (__u32)site_remap(&c, s->pending[i])))
+			keep++;
+	s->npending = keep;
+	stack_compaction__free(&c);
+	if (s->o->verbose)
+		tables_line(s, stderr);
+}
+
 /* ------------------------------------------------------------ report */
 
 static void counters_line(struct session *s, FILE *f)
@@ -596,7 +707,7 @@ static void counters_line(struct session *s, FILE *f)
 		"unattributed=%llu (no_launch_event=%llu no_api_record=%llu before_attach=%llu table_full=%llu) "
 		"queue_full=%llu stacks_dropped=%llu names_dropped=%llu records_unknown=%llu "
 		"symbolize_failed=%llu stacks_short=%llu python_short=%llu python_unresolved=%llu "
-		"crc_helper_lost=%llu "
+		"crc_helper_lost=%llu rings_missed=%llu "
 		"events_bad=%llu before_window=%llu\n",
 		bpf[GP_BPF_EVENTS], bpf[GP_BPF_RINGBUF_FULL], bpf[GP_BPF_STACK_ERRORS],
 		bpf[GP_BPF_COPY_ERRORS], bpf[GP_BPF_COPY_SKIPPED], shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
@@ -610,8 +721,8 @@ static void counters_line(struct session *s, FILE *f)
 		jc.activities_unattributed[JOIN_TABLE_FULL], jc.queue_full, s->stacks_dropped,
 		s->names_dropped, s->records_unknown, s->stack_stats.sym_failed,
 		s->stack_stats.native_truncated, s->stack_stats.py_truncated,
-		s->stack_stats.py_unresolved, crc_engine__helper_lost(s->crc), s->events_bad,
-		s->before_window);
+		s->stack_stats.py_unresolved, crc_engine__helper_lost(s->crc), s->rings_missed,
+		s->events_bad, s->before_window);
 }
 
 /* The loader's own cost, so benchmarks need no outside tool. */
@@ -701,6 +812,7 @@ static void tick(struct session *s)
 	err = launch_probe__poll(s->lp, 0, on_launch_event, s);
 	if (err && err != -EINTR)
 		fprintf(stderr, "gpuprobe-bpf: reading the BPF ring: %s\n", strerror(-err));
+	take_held_rings(s);
 	now = now_ns();
 	for (size_t i = 0; i < s->tt.n;) {
 		struct target *t = s->tt.t[i];
@@ -749,6 +861,7 @@ static void tick_sliced(struct session *s)
 
 	while (!stop_signal && now_ns() + slice * NS_PER_MS < end) {
 		launch_probe__poll(s->lp, slice, on_launch_event, s);
+		take_held_rings(s);
 		answer_exits(s);
 		if (s->have_child) {
 			launcher__reap(&s->child);
@@ -899,7 +1012,7 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	s->o = o;
 	s->child.shm_fd = -1;
 	if ((err = target_table__init(&s->tt)) || (err = profile__new(&s->prof)) ||
-	    (err = blobtab__new(1u << 20, 512u << 20, &s->stacks)) ||
+	    (err = stack_table__init(&s->stacks, 1u << 20, 512u << 20)) ||
 	    (err = blobtab__new(1u << 18, 64u << 20, &s->names)) ||
 	    (err = join__new(&jo, on_sample, s, &s->join)))
 		return err;
@@ -910,13 +1023,23 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	return 0;
 }
 
+static int start_ring_watch(struct session *s)
+{
+	int err = ring_watch__start(&s->rw, s->lp);
+
+	if (err)
+		fprintf(stderr, "gpuprobe-bpf: cannot start the ring watch thread: %s\n", strerror(-err));
+	return err;
+}
+
 static void session__fini(struct session *s)
 {
+	ring_watch__stop(&s->rw);
 	launcher__fini(&s->child);
 	target_table__fini(&s->tt);
 	join__destroy(s->join);
 	profile__destroy(s->prof);
-	blobtab__destroy(s->stacks);
+	stack_table__fini(&s->stacks);
 	blobtab__destroy(s->names);
 	free(s->resolved);
 	free(s->pending);
@@ -967,7 +1090,7 @@ int session__run(const struct gp_opts *o)
 	s.start_ns = s.last_write_ns = now_ns();
 	s.start_realtime_ns = realtime_ns();
 	s.probes_ns = s.start_ns;
-	if (open_probe(&s) || setup_targets(&s)) {
+	if (open_probe(&s) || start_ring_watch(&s) || setup_targets(&s)) {
 		session__fini(&s);
 		return 1;
 	}
@@ -991,6 +1114,7 @@ int session__run(const struct gp_opts *o)
 			profile__totals(s.prof, &pt);
 			s.unattributed_written += pt.unattributed; /* the counters line covers the run */
 			profile__reset_samples(s.prof);
+			TIMED(&s, STAGE_WRITE, forget_window(&s));
 		}
 	}
 	finish(&s);

@@ -20,7 +20,9 @@ struct target {
 	pid_t pid;                 /* host pid */
 	pid_t ns_pid;              /* its own view of its pid */
 	struct shm_reader *shm;    /* NULL until the shim's memfd is found */
-	int shm_fd;                /* loader-created memfd (-- COMMAND), or -1 */
+	int shm_fd;                /* its ring, held before it is read, or -1: the memfd we
+				      made (-- COMMAND), or one it made (ring_watch.h) */
+	bool shm_fd_its_own;       /* shm_fd: made by this process (memfd_create seen) */
 	struct u64map names;       /* string-table offset -> profile-independent name id */
 	struct symbolizer *sym;
 	struct pycode_cache *py;   /* its CPython's code objects, once detected */

@@ -358,6 +358,43 @@ int shm_reader__open_pid(pid_t pid, struct shm_reader **ret_r)
 }
 
 /*
+ * The fd is looked at through an O_PATH open, which has no side effects
+ * whatever the process put there (a FIFO, a device), and reopened only when
+ * it is a memfd of the shim's name: the same file, so the ring outlives the
+ * process while we hold it.
+ */
+int shm_reader__grab_fd(pid_t pid, int fd, int *ret_fd)
+{
+	char path[64], link[sizeof(SHM_MAPS_NAME) + 1];
+	struct stat st;
+	int pfd, rfd = -1, err = 0;
+	ssize_t n;
+
+	if (pid <= 0 || fd < 0 || !ret_fd)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return proc__errno(pid, -errno);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0 || fstat(pfd, &st)) {
+		err = -errno;
+	} else {
+		link[n] = '\0';
+		if (!S_ISREG(st.st_mode) || strcmp(link, SHM_MAPS_NAME) != 0)
+			err = -ENOENT;
+		else if ((rfd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0)
+			err = -errno;
+	}
+	close(pfd);
+	if (err)
+		return err;
+	*ret_fd = rfd;
+	return 0;
+}
+
+/*
  * The pid of the loader that last claimed pid's ring, 0 if none ever did: it
  * names the holder after an open answered -EBUSY. Only the consumer area is
  * read (pread, nothing mapped), and only a pid's worth of it is believed.

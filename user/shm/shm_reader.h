@@ -45,6 +45,13 @@ struct shm_reader;
 int shm_reader__open_pid(pid_t pid, struct shm_reader **ret_r);
 /* fd is not taken over; the mapping outlives it. */
 int shm_reader__open_fd(int fd, struct shm_reader **ret_r);
+/*
+ * Opens the ring pid just made as its fd number fd (a hostile claim): 0 and
+ * *ret_fd, an fd of the same memfd, for shm_reader__open_fd once the shim
+ * has laid it out; -ENOENT when that fd is not a memfd of GP_SHM_NAME;
+ * -ESRCH when pid is gone.
+ */
+int shm_reader__grab_fd(pid_t pid, int fd, int *ret_fd);
 /* mem (8-byte aligned, size bytes) must outlive the reader; not freed. */
 int shm_reader__open_mem(void *mem, size_t size, struct shm_reader **ret_r);
 void shm_reader__destroy(struct shm_reader *r);

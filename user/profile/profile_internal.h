@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profile's tables, shared by the files that build (profile.c) and
+ * compact (compact.c) them. Not for use outside user/profile.
+ */
+#ifndef GP_PROFILE_INTERNAL_H
+#define GP_PROFILE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+#include "user/profile/profile.h"
+#include "user/util/blobtab.h"
+#include "user/util/u64map.h"
+
+#define MAX_STRINGS (1u << 20)
+#define MAX_STRING_BYTES (256u << 20)
+#define MAX_KEYS (1u << 21)
+#define MAX_FRAMES (1u << 21)
+/*
+ * Kernel -> cubin bounds. A process loading every module eagerly (PyTorch:
+ * 2821 cubins, measured) defines on the order of 1e5 kernels; an entry costs
+ * a few tens of bytes (the name is kept as a hash, not as bytes).
+ */
+#define MAX_CUBINS (1u << 16)
+#define MAX_KERNELS_PER_PROC (1u << 17)
+#define MAX_KERNELS (1u << 20)
+/* A proc_info kernels value: the name is defined by two different cubins. */
+#define KERNEL_AMBIGUOUS UINT64_MAX
+/*
+ * Cubin mappings get synthetic address ranges above every CPU mapping (those
+ * span [0, 2^63)), one CUBIN_SPAN each, so no two ranges overlap; a kernel's
+ * address is its mapping's start plus its symbol index in the cubin.
+ */
+#define CUBIN_BASE (1ull << 63)
+#define CUBIN_SPAN (1ull << 32)
+
+struct agg_key {
+	__u32 pid, stack_id, api, reason, name, device, stream, graph_id;
+};
+
+struct agg_val {
+	__u64 ns, count;
+};
+
+struct frame_key {
+	__u32 name, file, build_id, line;
+	__u64 addr;
+};
+
+struct stack {
+	__u32 *frames; /* frame ids, leaf first */
+	__u32 n;
+	bool truncated;
+};
+
+struct proc_info {
+	__u32 comm, cgroup; /* string ids, 0 = none */
+	/*
+	 * Kernel name hash -> cubin index << 32 | symbol index, or
+	 * KERNEL_AMBIGUOUS; allocated with the process's first cubin. Keyed by
+	 * a hash, not the name: a collision can only merge names the same
+	 * process chose, so a hostile process can only blur its own profile.
+	 */
+	struct u64map kernels;
+};
+
+struct profile {
+	struct blobtab *str, *frames, *keys;
+	struct agg_val *vals;        /* vals[key id - 1] */
+	size_t cap_vals;
+	struct u64map stack_idx;     /* stack id -> index in stacks */
+	struct stack *stacks;
+	size_t nr_stacks, cap_stacks;
+	struct u64map procs;         /* pid -> index in proc_infos */
+	struct proc_info *proc_infos;
+	size_t nr_procs, cap_procs;
+	struct u64map cubin_idx;     /* crc -> index in cubin_crcs */
+	__u64 *cubin_crcs;
+	size_t nr_cubins, cap_cubins;
+	struct profile_cubin_stats cs;
+	struct profile_totals t;
+};
+
+__u32 profile__intern(struct profile *p, const char *s);
+/* The string of id; NULL for id 0. */
+const char *profile__str(const struct profile *p, __u32 id);
+void *profile__grow(void *arr, size_t *cap, size_t need, size_t item);
+int profile__proc(struct profile *p, __u32 pid, struct proc_info **ret_pi);
+int profile__cubin_index(struct profile *p, __u64 crc, __u64 *ret_idx);
+
+#endif

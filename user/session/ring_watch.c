@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* The thread holding shim rings as they are made (ring_watch.h). */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "user/session/ring_watch.h"
+#include "user/launch_probe.h"
+#include "user/shm/shm_reader.h"
+
+#define WATCH_POLL_MS 100
+#define WATCH_QUEUE_MAX 4096
+
+static void push(struct ring_watch *w, struct held_ring h)
+{
+	pthread_mutex_lock(&w->lock);
+	if (w->n == w->cap && w->cap < WATCH_QUEUE_MAX) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct held_ring *n = realloc(w->q, cap * sizeof(*n));
+
+		if (n) {
+			w->q = n;
+			w->cap = cap;
+		}
+	}
+	if (w->n < w->cap) {
+		w->q[w->n++] = h;
+	} else {
+		if (h.fd >= 0)
+			close(h.fd);
+		w->dropped++;
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void on_ring(void *ctx, const struct gp_ring_event *e)
+{
+	struct ring_watch *w = ctx;
+	struct held_ring h = { .pid = (pid_t)e->pid, .fd = -EINVAL };
+	int fd;
+
+	if (h.pid == w->self || h.pid <= 0)
+		return;
+	if (e->fd >= 0) {
+		int err = shm_reader__grab_fd(h.pid, e->fd, &fd);
+
+		h.fd = err ? err : fd;
+	}
+	push(w, h);
+}
+
+static void *watch_main(void *arg)
+{
+	struct ring_watch *w = arg;
+
+	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
+		launch_probe__poll_rings(w->lp, WATCH_POLL_MS, on_ring, w);
+	return NULL;
+}
+
+int ring_watch__start(struct ring_watch *w, struct launch_probe *lp)
+{
+	sigset_t all, old;
+	int err;
+
+	memset(w, 0, sizeof(*w));
+	w->lp = lp;
+	w->self = getpid();
+	pthread_mutex_init(&w->lock, NULL);
+	if (!launch_probe__watches_rings(lp))
+		return 0;
+	/* Signals stay the main thread's: its polls are what they interrupt. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	err = pthread_create(&w->thread, NULL, watch_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return -err;
+	w->running = true;
+	return 0;
+}
+
+void ring_watch__stop(struct ring_watch *w)
+{
+	if (!w->lp)
+		return;
+	if (w->running) {
+		__atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+		pthread_join(w->thread, NULL);
+		w->running = false;
+	}
+	for (size_t i = 0; i < w->n; i++)
+		if (w->q[i].fd >= 0)
+			close(w->q[i].fd);
+	free(w->q);
+	w->q = NULL;
+	w->n = w->cap = 0;
+	pthread_mutex_destroy(&w->lock);
+	w->lp = NULL;
+}
+
+size_t ring_watch__take(struct ring_watch *w, struct held_ring *out, size_t max)
+{
+	size_t n;
+
+	pthread_mutex_lock(&w->lock);
+	n = w->n < max ? w->n : max;
+	memcpy(out, w->q, n * sizeof(*out));
+	memmove(w->q, w->q + n, (w->n - n) * sizeof(*out));
+	w->n -= n;
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}
+
+__u64 ring_watch__dropped(struct ring_watch *w)
+{
+	__u64 d;
+
+	pthread_mutex_lock(&w->lock);
+	d = w->dropped;
+	pthread_mutex_unlock(&w->lock);
+	return d;
+}

@@ -119,6 +119,18 @@ static __always_inline struct gp_launch_event *begin(__u32 probe)
 	return e;
 }
 
+/*
+ * tid -> bytes of stack to copy for it: set by the loader from how deep the
+ * thread's stacks were (a copy that ended short grows, one far larger than
+ * needed shrinks). Threads not in it get stack_copy.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} copy_hints SEC(".maps");
+
 static long vma_end(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
 	*(__u64 *)data = vma->vm_end;
@@ -126,7 +138,8 @@ static long vma_end(struct task_struct *task, struct vm_area_struct *vma, void *
 }
 
 /*
- * How much of the stack to copy, at most stack_copy bytes, in whole chunks.
+ * How much of the stack to copy, at most the thread's hint (or stack_copy),
+ * in whole chunks.
  * Frames live below a bound known without walking: the main thread's
  * start_stack (the stack pointer _start began with; above it only argv, the
  * environment and the aux vector) or, for a glibc thread, its thread pointer
@@ -134,12 +147,13 @@ static long vma_end(struct task_struct *task, struct vm_area_struct *vma, void *
  * mapping). Otherwise the end of the mapping holding sp, rounded down:
  * reading past it would fail the chunk.
  */
-static __always_inline __u32 copy_size(__u64 sp, __u16 *flags)
+static __always_inline __u32 copy_size(__u32 tid, __u64 sp, __u16 *flags)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 start = BPF_CORE_READ(task, mm, start_stack);
 	__u64 tp = BPF_CORE_READ(task, thread.fsbase);
-	__u64 end = 0, avail;
+	__u32 *hint = bpf_map_lookup_elem(&copy_hints, &tid);
+	__u64 end = 0, avail, want = hint ? *hint : stack_copy;
 
 	if (start > sp && start - sp < (1ull << 30)) {
 		avail = start - sp + GP_STACK_CHUNK - 1;
@@ -151,8 +165,10 @@ static __always_inline __u32 copy_size(__u64 sp, __u16 *flags)
 		*flags |= GP_EV_F_VMA_BUSY; /* mmap lock contended: stay inside sp's page */
 		avail = 4096 - (sp & 4095);
 	}
-	if (avail > stack_copy)
-		avail = stack_copy;
+	if (want > GP_STACK_COPY_MAX)
+		want = GP_STACK_COPY_MAX;
+	if (avail > want)
+		avail = want;
 	return (__u32)avail & ~(GP_STACK_CHUNK - 1);
 }
 
@@ -165,15 +181,15 @@ static __always_inline __u32 copy_size(__u64 sp, __u16 *flags)
 /*
  * Sends the event: reserved at its exact size, header and frame-pointer
  * stack, then the Python frames, then the stack copy read straight into the
- * ring (no second copy), a page at a time, then in chunks; the first
- * unreadable chunk ends the copy.
+ * ring (no second copy), a page at a time, then in chunks.
  */
 static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u64 flags)
 {
 	struct gp_launch_event *e = &sc->e;
 	__u32 head = GP_LAUNCH_EVENT_HDR + 8 * (e->nr_frames & 0x7f);
 	__u32 pyb = sizeof(struct gp_py_frame) * (npy & (GP_PY_MAX_FRAMES * 2 - 1));
-	__u32 got = copy, off = 0;
+	__u64 base = GP_STACK_COPY_BASE(e->sp);
+	__u32 off = 0;
 	struct bpf_dynptr dp;
 	bool ok = true;
 
@@ -190,19 +206,27 @@ static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u
 	if (pyb)
 		bpf_dynptr_write(&dp, head, sc->py, pyb, 0);
 	head += pyb;
-	for (int i = 0; i < GP_STACK_COPY_MAX / 4096 && ok && off + 4096 <= copy; i++) {
-		ok = COPY_CHUNK(&dp, head, off, e->sp, 4096);
-		off += ok ? 4096 : 0;
+	/*
+	 * A page the thread never touched (a large local array left unused) is
+	 * not resident and cannot be read here: its chunks stay zero and the
+	 * copy goes on, so the frames above it are still there. A page that
+	 * fails is retried in small chunks, for the part of it that can be read.
+	 */
+	for (int i = 0; i < GP_STACK_COPY_MAX / 4096 && off + 4096 <= copy; i++) {
+		if (!COPY_CHUNK(&dp, head, off, base, 4096)) {
+			ok = false;
+			for (int j = 0; j < 4096 / GP_STACK_CHUNK; j++)
+				COPY_CHUNK(&dp, head, off + j * GP_STACK_CHUNK, base, GP_STACK_CHUNK);
+		}
+		off += 4096;
 	}
-	for (int i = 0; i < 4096 / GP_STACK_CHUNK && ok && off < copy; i++) {
-		ok = COPY_CHUNK(&dp, head, off, e->sp, GP_STACK_CHUNK);
-		off += ok ? GP_STACK_CHUNK : 0;
+	for (int i = 0; i < 4096 / GP_STACK_CHUNK && off < copy; i++) {
+		ok = COPY_CHUNK(&dp, head, off, base, GP_STACK_CHUNK) && ok;
+		off += GP_STACK_CHUNK;
 	}
 	if (!ok) {
 		__u16 f = e->flags | GP_EV_F_COPY_PARTIAL;
 
-		got = off;
-		bpf_dynptr_write(&dp, offsetof(struct gp_launch_event, stack_len), &got, sizeof(got), 0);
 		bpf_dynptr_write(&dp, offsetof(struct gp_launch_event, flags), &f, sizeof(f), 0);
 		count(GP_BPF_COPY_ERRORS);
 	}
@@ -254,7 +278,7 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 	e->flags = 0;
 	e->nr_frames = 0;
 	if (stack_copy) {
-		copy = copy_size(e->sp, &e->flags);
+		copy = copy_size(e->tid, GP_STACK_COPY_BASE(e->sp), &e->flags);
 	} else {
 		long len = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
 

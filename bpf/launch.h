@@ -93,7 +93,8 @@ struct gp_ring_event {
  * packed in this order:
  *   __u64 fp[nr_frames]          frame-pointer stack, leaf first (--unwind fp)
  *   struct gp_py_frame py[nr_py] the launching thread's Python frames, innermost first
- *   __u8 copy[stack_len]         user memory [sp, sp + stack_len) (--unwind cfi)
+ *   __u8 copy[stack_len]         user memory from sp rounded down to GP_STACK_CHUNK
+ *                                (GP_STACK_COPY_BASE), stack_len bytes (--unwind cfi)
  * The loader unwinds the copy with the files' CFI (user/unwind/).
  */
 struct gp_launch_event {
@@ -121,12 +122,18 @@ _Static_assert(sizeof(struct gp_launch_event) == 112 + 8 * GP_MAX_STACK,
 	       "gp_launch_event ABI");
 #define GP_LAUNCH_EVENT_HDR 112u
 
-/* Largest stack copy an event carries (the loader's --stack-copy bound). */
-#define GP_STACK_COPY_MAX (64u * 1024)
+/*
+ * Largest stack copy an event carries. The copy starts at the loader's
+ * --stack-copy size; the loader then sizes each thread's copies to what its
+ * stacks need (the copy_hints map), up to this.
+ */
+#define GP_STACK_COPY_MAX (256u * 1024)
 /* The copy is taken in chunks of this many bytes; stack_len is a multiple. */
 #define GP_STACK_CHUNK 512u
+/* Where the copy starts: sp rounded down to a chunk (chunks never straddle pages). */
+#define GP_STACK_COPY_BASE(sp) ((sp) & ~(__u64)(GP_STACK_CHUNK - 1))
 
-#define GP_EV_F_COPY_PARTIAL 0x1 /* a chunk of the copy could not be read */
+#define GP_EV_F_COPY_PARTIAL 0x1 /* chunks of the copy could not be read: left zero */
 #define GP_EV_F_VMA_BUSY 0x2     /* the stack's mapping was not found: copy bounded by one page */
 #define GP_EV_F_PY 0x4           /* the process runs CPython: py[] was walked */
 #define GP_EV_F_PY_MAIN 0x8      /* the launching thread has no Python: py[] is the main thread's */
@@ -138,7 +145,7 @@ enum gp_bpf_counter {
 	GP_BPF_EVENTS = 0,       /* events submitted */
 	GP_BPF_RINGBUF_FULL,     /* events lost: ring buffer full */
 	GP_BPF_STACK_ERRORS,     /* bpf_get_stack failed: event sent, no stack */
-	GP_BPF_COPY_ERRORS,      /* part of a stack copy unreadable: event sent, copy cut */
+	GP_BPF_COPY_ERRORS,      /* part of a stack copy unreadable (not resident): left zero */
 	GP_BPF_COPY_SKIPPED,     /* ring over half full: event sent without its stack copy */
 	GP_BPF_FILTERED,         /* probe fired for a process not followed */
 	GP_BPF_COUNTER_MAX,

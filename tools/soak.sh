@@ -161,8 +161,12 @@ for f in "$out"/profiles/*.pb.gz; do
 done | awk '{n[$1] += $2} END {for (p in n) print p, n[p]}' | sort >"$out/profiled.txt" # pid activities
 files=$(ls "$out"/profiles | wc -l)
 ls "$out"/profiles | grep -q "\.tmp\." && bad "temporary profile files left"
-join -a1 -e0 -o 1.1,1.4,2.2 "$out/made.txt" "$out/profiled.txt" >"$out/accounted.txt" # pid made profiled
-read -r short missing unread < <(awk '$2 != $3 {s++; m += $2 - $3} $3 == 0 {u++} END {print s + 0, m + 0, u + 0}' "$out/accounted.txt")
+# A long soak reuses pids (pid_max wraps): runs that had the same pid share
+# their profile label, so what they made is added up per pid.
+awk '{n[$1] += $4; r[$1]++} END {for (p in n) print p, n[p], r[p]}' "$out/made.txt" | sort >"$out/made_by_pid.txt"
+join -a1 -e0 -o 1.1,1.2,2.2,1.3 "$out/made_by_pid.txt" "$out/profiled.txt" >"$out/accounted.txt" # pid made profiled runs
+read -r short missing unread reused < <(awk '$2 != $3 {s++; m += $2 - $3} $3 == 0 {u++} $4 > 1 {r++}
+	END {print s + 0, m + 0, u + 0, r + 0}' "$out/accounted.txt")
 foreign=$(join -v2 "$out/made.txt" "$out/profiled.txt" | wc -l)
 # unattributed= must be the sum of its reasons (--interval must not reset it).
 reasons=$((c_no_launch_event + c_no_api_record + c_before_attach + c_table_full))
@@ -179,12 +183,12 @@ if [ "$foreign" = 0 ]; then
 		bad "records: $c_records written + $c_ring_dropped + $c_cupti_dropped dropped != $records made"
 	[ "$sum" = "$total" ] || bad "the profiles hold $sum activities, the loader joined $total"
 fi
-[ "$unread" = 0 ] || echo "soak: $unread runs have nothing in the profiles: the loader never read their" \
+[ "$unread" = 0 ] || echo "soak: $unread pids have nothing in the profiles: the loader never read their" \
 	"ring (gone before its first visit?); their launches only show in launches_without_record" >&2
 if [ "$short" = 0 ]; then
-	echo "soak: every run's activities are in the profiles, exactly ($acts)"
+	echo "soak: every run's activities are in the profiles, exactly ($acts; $reused pids served more than one run, checked per pid)"
 else
-	bad "$short of $runs runs are short of activities in the profiles ($missing missing): see $out/accounted.txt"
+	bad "$short pids (of $runs runs) are short of activities in the profiles ($missing missing): see $out/accounted.txt"
 fi
 
 # Resources: RSS after the warm-up, fds and mappings.

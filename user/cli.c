@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/cli.h"
+#include "bpf/launch.h"
 
 enum {
 	OPT_PID = 256,
@@ -85,8 +86,10 @@ void cli__usage(FILE *f, const char *prog)
 		"                        stack and unwind it with the files' .eh_frame, through\n"
 		"                        code without frame pointers; fp: frame pointers only\n"
 		"                        (cheaper, stops or errs in libtorch and the like)\n"
-		"      --stack-copy KIB  stack bytes copied per launch for cfi, 1-64 (default 32);\n"
-		"                        deeper stacks end in a '[truncated: stack copy ended]'\n"
+		"      --stack-copy KIB  stack bytes copied per launch for cfi: auto (default)\n"
+		"                        sizes each thread's copies to its stacks, from 32 KiB\n"
+		"                        up to 256; a number (1-256) fixes the size, and deeper\n"
+		"                        stacks end in '[truncated: stack copy ended]'\n"
 		"  -h, --help            this text\n"
 		"\n"
 		"Examples:\n"
@@ -205,8 +208,13 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 		o->unwind_fp = !strcmp(arg, "fp");
 		return 0;
 	case OPT_STACK_COPY:
-		if (parse_uint(arg, 1, 64, &v))
-			return usage_error(err, len, "--stack-copy: '%s' is not in 1..64 (KiB)", arg);
+		if (!strcmp(arg, "auto")) {
+			o->stack_kib = 0;
+			return 0;
+		}
+		if (parse_uint(arg, 1, GP_STACK_COPY_MAX / 1024, &v))
+			return usage_error(err, len, "--stack-copy: '%s' is neither 'auto' nor in 1..%u (KiB)",
+					   arg, GP_STACK_COPY_MAX / 1024);
 		o->stack_kib = v;
 		return 0;
 	case 'h':
@@ -220,7 +228,7 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_t errlen)
 {
 	struct gp_opts o = { .output = "gpuprobe.pb.gz", .ringbuf_mb = 32, .tick_ms = 100, .top = 15,
-			     .stack_kib = 32 };
+			     .stack_kib = 0 };
 	int c, e;
 
 	err[0] = 0;

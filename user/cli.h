@@ -29,7 +29,7 @@ struct gp_opts {
 	unsigned tick_ms;       /* --tick-ms */
 	unsigned top;           /* --top: kernels in the report */
 	bool unwind_fp;         /* --unwind fp: frame pointers instead of CFI */
-	unsigned stack_kib;     /* --stack-copy: KiB of stack copied per launch for CFI */
+	unsigned stack_kib;     /* --stack-copy: KiB of stack copied per launch for CFI, 0: auto */
 	bool help;
 };
 

@@ -396,6 +396,14 @@ int launch_probe__unfollow(struct launch_probe *lp, __u32 tgid)
 	return 0;
 }
 
+int launch_probe__set_copy_hint(struct launch_probe *lp, __u32 tid, __u32 bytes)
+{
+	if (bpf_map__update_elem(lp->skel->maps.copy_hints, &tid, sizeof(tid), &bytes, sizeof(bytes),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
 int launch_probe__set_python(struct launch_probe *lp, __u32 tgid, const struct gp_py_config *cfg)
 {
 	if (cfg) {

@@ -38,6 +38,8 @@ int launch_probe__attach_file(struct launch_probe *lp, const char *path,
 			      struct launch_attach_result *ret_res);
 int launch_probe__follow(struct launch_probe *lp, __u32 tgid);
 int launch_probe__unfollow(struct launch_probe *lp, __u32 tgid);
+/* Bytes of stack copied for tid's launches from now on (CFI mode). */
+int launch_probe__set_copy_hint(struct launch_probe *lp, __u32 tid, __u32 bytes);
 /* Lets the probes walk tgid's Python frames (cfg NULL: stop, forget). */
 int launch_probe__set_python(struct launch_probe *lp, __u32 tgid, const struct gp_py_config *cfg);
 /* Waits up to timeout_ms for events, then consumes all that are waiting. */

@@ -25,3 +25,26 @@ set -e
 # 3: every launch was counted, and the stacks differ from the chain
 [ $rc = 3 ] || fail "frame pointers: want the chain missed, got rc=$rc: $(cat "$WORK/fpcheck")"
 ok "frame pointers alone do not find it: $(cut -c1-120 "$WORK/fpcheck")"
+
+# Deep stacks: the second thread's root frame holds 96 KiB, mostly never
+# touched (not resident: those chunks of the copy stay zero), and that thread
+# makes its N launches twice, 300 ms apart. The copy sizing (--stack-copy
+# auto) learns the depth from the first round (the loader reads events in
+# batches, so some of it may end short): every launch of the second round
+# reaches the root. A fixed 32 KiB copy ends all 2N short (the test tells
+# the two apart).
+LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/deep.pb.gz" -- "$PROGS/nofp" $N 96 >"$WORK/out" 2>"$WORK/err" ||
+	fail "loader (deep): $(tail -3 "$WORK/err")"
+grep -q "nofp: launches=$((3 * N))" "$WORK/out" || fail "the program did not run (deep)"
+python3 "$ROOT/tests/bpf/stack_check.py" "$WORK/deep.pb.gz" chain-short nofp_kernel $((3 * N)) $N "${CHAIN[@]}" \
+	>"$WORK/deepcheck" || fail "deep stacks with --stack-copy auto: $(cat "$WORK/deepcheck")"
+ok "96 KiB deeper stacks, copy sized per thread: $(cat "$WORK/deepcheck")"
+LD_LIBRARY_PATH="$B/stub" "$LOADER" --stack-copy 32 -o "$WORK/deep32.pb.gz" -- "$PROGS/nofp" $N 96 \
+	>/dev/null 2>"$WORK/err" || fail "loader (deep, 32 KiB): $(tail -3 "$WORK/err")"
+set +e
+python3 "$ROOT/tests/bpf/stack_check.py" "$WORK/deep32.pb.gz" chain-short nofp_kernel $((3 * N)) $N "${CHAIN[@]}" \
+	>"$WORK/deep32check" 2>&1
+rc=$?
+set -e
+[ $rc = 3 ] || fail "a fixed 32 KiB copy: want the deep thread's stacks short, got rc=$rc: $(cat "$WORK/deep32check")"
+ok "a fixed 32 KiB copy ends them short: $(cut -c1-100 "$WORK/deep32check")"

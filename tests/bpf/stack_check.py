@@ -12,6 +12,9 @@
       these frames (leaf first; "a|b" allows either) right after the launch
       API frame, and ends at a root (_start, or glibc's thread start, which
       Debian's libc names only by address), untruncated.
+  stack_check.py FILE chain-short KERNEL COUNT MAX_SHORT FRAME...
+      the same, except that up to MAX_SHORT launches may end in
+      "[truncated: stack copy ended]" after a prefix of the chain.
 """
 import os
 import sys
@@ -81,12 +84,22 @@ def check_python(samples, script, n):
         print("%s: %d launches, %d ns, all under %s" % (kernel, count, ns, " <- ".join(c[0] for c in chain)))
 
 
-def check_chain(samples, kernel, count, chain):
+def check_chain(samples, kernel, count, chain, max_short=0):
     got = [s for s in samples if s[2] and s[2][0][0] == kernel]
     if sum(s[1] for s in got) != count:
         fail("%s: %d launches, want %d" % (kernel, sum(s[1] for s in got), count))
+    short = 0
     for ns, n, frames in got:
         names = [f[0] for f in frames]
+        cut = "[truncated: stack copy ended]"
+        if cut in names:  # allowed max_short times: the frames before it are the chain's
+            mid = names[2:names.index(cut)]
+            short += n
+            if short > max_short or len(mid) > len(chain) or \
+                    any(m not in c.split("|") for m, c in zip(mid, chain)):
+                fail("%s: %d stacks ended with the copy (at most %d allowed), or wrong: %s"
+                     % (kernel, short, max_short, names), FRAMES_DIFFER)
+            continue
         mid = names[2:2 + len(chain)]
         if len(mid) != len(chain) or any(m not in c.split("|") for m, c in zip(mid, chain)):
             fail("%s: frames %s, want %s after the launch API" % (kernel, names, chain), FRAMES_DIFFER)
@@ -95,7 +108,8 @@ def check_chain(samples, kernel, count, chain):
             fail("%s: stack does not end at a root: %s" % (kernel, names), FRAMES_DIFFER)
         if any(x.startswith("[truncated") or x.startswith("[native frames") for x in names):
             fail("%s: truncated: %s" % (kernel, names), FRAMES_DIFFER)
-    print("%s: %d launches, each under %s" % (kernel, count, " <- ".join(chain)))
+    print("%s: %d launches, each under %s%s" % (kernel, count, " <- ".join(chain),
+                                              ", %d ended with the copy" % short if short else ""))
 
 
 def main():
@@ -105,6 +119,8 @@ def main():
         check_python(samples, sys.argv[3], int(sys.argv[4]))
     elif mode == "chain":
         check_chain(samples, sys.argv[3], int(sys.argv[4]), sys.argv[5:])
+    elif mode == "chain-short":
+        check_chain(samples, sys.argv[3], int(sys.argv[4]), sys.argv[6:], int(sys.argv[5]))
     else:
         fail("unknown mode %s" % mode)
 

@@ -190,7 +190,10 @@ struct copies {
 	uintptr_t site_lo, site_hi;
 };
 
-/* A copy starts at rsp at the probed entry: its first word is the return address. */
+/*
+ * A copy starts at rsp rounded down to a chunk (GP_STACK_COPY_BASE): the
+ * return address is the word at rsp's offset in it.
+ */
 static int on_copy_event(void *ctx, const struct gp_launch_event *e, size_t size)
 {
 	struct copies *c = ctx;
@@ -201,11 +204,13 @@ static int on_copy_event(void *ctx, const struct gp_launch_event *e, size_t size
 		c->skipped += e->stack_len == 0;
 		return 0;
 	}
-	if (!e->stack_len || size < GP_LAUNCH_EVENT_HDR + e->stack_len)
+	if (!e->stack_len || size < GP_LAUNCH_EVENT_HDR + e->stack_len ||
+	    e->sp - GP_STACK_COPY_BASE(e->sp) + sizeof(ra) > e->stack_len)
 		return 0;
 	c->with_copy++;
 	c->copy_after_skip += c->skipped > 0;
-	memcpy(&ra, (const char *)e + GP_LAUNCH_EVENT_HDR, sizeof(ra));
+	memcpy(&ra, (const char *)e + GP_LAUNCH_EVENT_HDR + (e->sp - GP_STACK_COPY_BASE(e->sp)),
+	       sizeof(ra));
 	if (e->stack_len % GP_STACK_CHUNK == 0 && e->nr_frames == 0 && ra >= c->site_lo &&
 	    ra < c->site_hi)
 		c->copy_ok++;

@@ -33,6 +33,7 @@
 #include "user/session/stacks.h"
 #include "user/session/stack_table.h"
 #include "user/session/ring_watch.h"
+#include "user/session/copy_hint.h"
 #include "user/python/pyruntime.h"
 #include "user/python/pycode.h"
 
@@ -43,6 +44,8 @@
 #define SCAN_NS (2 * NS_PER_S)
 #define READ_BATCH 4096
 #define SLICE_MS 20
+/* --stack-copy auto: a thread's first copies, before its stacks are known. */
+#define STACK_COPY_AUTO_START (32u * 1024)
 #define PENDING_MAX (1u << 20)
 #define PY_RETRY_NS (50 * NS_PER_MS) /* in effect: every tick */
 #define PY_MAX_TRIES 40
@@ -72,6 +75,7 @@ struct session {
 	struct profile *prof;
 	struct stack_table stacks;  /* raw stacks (pid, frames) -> stack id */
 	struct ring_watch rw;       /* shim rings held as they are made */
+	struct copy_hints hints;    /* per-thread stack copy sizes (cfi) */
 	struct blobtab *names;      /* activity names -> id */
 	struct target_table tt;
 	struct crc_engine *crc;
@@ -96,6 +100,7 @@ struct session {
 	__u64 events_bad;              /* BPF events whose parts overran their size */
 	__u64 rings_missed;            /* shim rings seen made and gone before we held them */
 	__u64 stage_ns[STAGE_MAX];     /* where the loader's time goes (loader: line) */
+	__u64 copied_bytes, copied_events; /* stack copies received (cfi) */
 };
 
 static __u64 now_ns(void)
@@ -317,7 +322,7 @@ static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, siz
 	struct raw_stack *raw = &s->raw;
 	struct join_launch jl;
 	struct target *t;
-	__u32 stack_id = 0;
+	__u32 stack_id = 0, need = 0;
 	bool is_new;
 
 	if (e->probe == GP_PROBE_SHM_RING) {
@@ -334,11 +339,17 @@ static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, siz
 		t->first_launch_ns = e->ts_ns;
 		python_setup(s, t, now_ns());
 	}
-	if (raw_stack__from_event(t, e, size, raw)) {
+	if (raw_stack__from_event(t, e, size, raw, &need)) {
 		s->events_bad++;
 		memset(raw, 0, sizeof(*raw) - sizeof(raw->w));
 		raw->pid = e->pid;
 	}
+	if (e->stack_len) {
+		s->copied_bytes += e->stack_len;
+		s->copied_events++;
+	}
+	if (need && s->hints.lp)
+		copy_hints__observe(&s->hints, e->tid, need);
 	if (stack_table__intern(&s->stacks, raw, raw_stack__len(raw), &stack_id, &is_new)) {
 		s->stacks_dropped++;
 		stack_id = 0;
@@ -738,7 +749,9 @@ static void loader_usage(struct session *s, FILE *f)
 		wall > 0 ? 100.0 * cpu / wall : 0.0, ru.ru_maxrss / 1024.0);
 	for (int i = 0; i < STAGE_MAX; i++)
 		fprintf(f, " %s=%.1f", stage_names[i], s->stage_ns[i] / 1e6);
-	fputc('\n', f);
+	fprintf(f, " copy_kib_mean=%.1f copy_sizes_grown=%llu shrunk=%llu\n",
+		s->copied_events ? s->copied_bytes / 1024.0 / s->copied_events : 0.0,
+		(unsigned long long)s->hints.grown, (unsigned long long)s->hints.shrunk);
 }
 
 /*
@@ -941,13 +954,16 @@ static int open_probe(struct session *s)
 		.ringbuf_bytes = s->o->ringbuf_mb << 20,
 		.wakeup_bytes = (__u64)(s->o->ringbuf_mb << 20) / 4,
 		.verbose = s->o->verbose,
-		.stack_copy = s->o->unwind_fp ? 0 : s->o->stack_kib * 1024,
+		.stack_copy = s->o->unwind_fp ? 0 : s->o->stack_kib ? s->o->stack_kib * 1024
+								    : STACK_COPY_AUTO_START,
 	};
 	int err = launch_probe__open(&lo, &s->lp);
 
 	if (err)
 		fprintf(stderr, "gpuprobe-bpf: cannot load the BPF programs: %s%s\n", strerror(-err),
 			s->o->verbose ? "" : " (run with -v for libbpf's log)");
+	else if (!s->o->unwind_fp && !s->o->stack_kib)
+		err = copy_hints__init(&s->hints, s->lp, STACK_COPY_AUTO_START);
 	return err;
 }
 
@@ -1035,6 +1051,7 @@ static int start_ring_watch(struct session *s)
 static void session__fini(struct session *s)
 {
 	ring_watch__stop(&s->rw);
+	copy_hints__fini(&s->hints);
 	launcher__fini(&s->child);
 	target_table__fini(&s->tt);
 	join__destroy(s->join);

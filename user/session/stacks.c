@@ -28,8 +28,9 @@ static int cfi_lookup(void *ctx, __u64 ip, const struct cfi_table **ret_table, _
 }
 
 int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, size_t size,
-			  struct raw_stack *ret)
+			  struct raw_stack *ret, __u32 *ret_need)
 {
+	__u32 used = 0;
 	__u64 pcs[GP_MAX_STACK + 1];
 	size_t fp_bytes, py_bytes;
 	enum unwind_stop why = UNWIND_ROOT;
@@ -49,7 +50,9 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 	} else if (e->stack_len) {
 		const __u8 *copy = (const __u8 *)e + GP_LAUNCH_EVENT_HDR + fp_bytes + py_bytes;
 		struct unwind_regs regs = { .ip = e->ip, .sp = e->sp, .bp = e->bp };
-		struct unwind_stack st = { .base = e->sp, .data = copy, .len = e->stack_len };
+		struct unwind_stack st = { .base = GP_STACK_COPY_BASE(e->sp), .data = copy,
+					   .len = e->stack_len,
+					   .used = &used };
 
 		n = t ? unwind(&regs, &st, cfi_lookup, t, pcs, GP_MAX_STACK + 1, &why) : 0;
 		if (n < 1) {
@@ -60,11 +63,15 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 		ret->n = n - 1;
 		memcpy(ret->w, pcs + 1, 8ull * ret->n);
 		ret->why = why;
+		if (why == UNWIND_END_OF_COPY)
+			used = e->stack_len > UINT32_MAX / 2 ? UINT32_MAX : 2 * e->stack_len;
 	} else {
 		ret->n = e->nr_frames > 1 ? e->nr_frames - 1 : 0;
 		memcpy(ret->w, e->stack + 1, 8ull * ret->n);
 		ret->why = STACK_WHY_FP;
 	}
+	if (ret_need)
+		*ret_need = used;
 	if (e->flags & GP_EV_F_PY) {
 		ret->py_status = RAW_PY_WALKED | ((e->flags >> GP_EV_PY_STATUS_SHIFT) & RAW_PY_STATUS) |
 				 (e->flags & GP_EV_F_PY_MAIN ? RAW_PY_MAIN : 0);

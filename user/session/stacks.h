@@ -44,10 +44,12 @@ size_t raw_stack__len(const struct raw_stack *r);
 
 /*
  * The raw stack of an event of size bytes (a hostile length: checked).
- * -EINVAL when the event's parts do not fit its size.
+ * -EINVAL when the event's parts do not fit its size. *ret_need (may be
+ * NULL): stack bytes a copy needs to unwind such a stack in full (what the
+ * walk read; twice the copy when it ended short), 0 when there was no copy.
  */
 int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, size_t size,
-			  struct raw_stack *ret);
+			  struct raw_stack *ret, __u32 *ret_need);
 
 /* Storage for one resolved stack. */
 struct resolved_stack {

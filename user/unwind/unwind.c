@@ -45,6 +45,8 @@ static bool stack__read(const struct unwind_stack *s, __u64 addr, __u64 *ret)
 	if (addr < s->base || addr - s->base > s->len || s->len - (addr - s->base) < 8)
 		return false;
 	memcpy(ret, (const __u8 *)s->data + (addr - s->base), 8);
+	if (s->used && *s->used < addr - s->base + 8)
+		*s->used = (__u32)(addr - s->base + 8);
 	return true;
 }
 

@@ -24,6 +24,7 @@ struct unwind_stack {
 	__u64 base;
 	const void *data;
 	__u32 len;
+	__u32 *used;      /* optional: raised to the end offset of every read */
 };
 
 /*

@@ -1,24 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nofp [N]: N launches of kernel "nofp_kernel" through nofp.h's call chain,
- * from the main thread and from a second thread; prints the count.
+ * nofp [N [PAD_KIB]]: N launches of kernel "nofp_kernel" through nofp.h's
+ * call chain, from the main thread and from a second thread; prints the
+ * count. PAD_KIB: the second thread's root frame holds that many KiB of its
+ * own (untouched, but for its ends), so its stacks are that much deeper, and
+ * it makes its N launches twice, 300 ms apart: the loader's stack copy
+ * sizing has learnt the depth by the second time.
  */
+#include <alloca.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include "../cubin.h"
 #include "nofp.h"
 
 static CUfunction fn;
 static CUcontext ctx;
 static int n_launch;
+static long pad_kib;
 
 static void *worker(void *arg)
 {
+	volatile char *pad = alloca(pad_kib * 1024 + 1);
+
+	long bad;
+
 	(void)arg;
+	pad[0] = pad[pad_kib * 1024] = 1;
 	if (cuCtxSetCurrent(ctx))
 		return (void *)1;
-	return (void *)(long)nofp_level1(fn, n_launch, 1);
+	bad = nofp_level1(fn, n_launch, 1);
+	if (pad_kib) {
+		usleep(300 * 1000);
+		bad |= nofp_level1(fn, n_launch, 1);
+	}
+	return (void *)(bad + pad[0] - 1);
 }
 
 int main(int argc, char **argv)
@@ -32,6 +49,9 @@ int main(int argc, char **argv)
 	int bad;
 
 	n_launch = argc > 1 ? atoi(argv[1]) : 100;
+	pad_kib = argc > 2 ? atol(argv[2]) : 0;
+	if (pad_kib < 0 || pad_kib > 1024)
+		return 2;
 	if (cubin_size(names, 1) > sizeof(img) || cuInit(0) || cuDeviceGet(&dev, 0) ||
 	    cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx))
 		return 1;
@@ -44,6 +64,6 @@ int main(int argc, char **argv)
 	bad = nofp_level1(fn, n_launch, 2);
 	pthread_join(th, &tr);
 	cuCtxSynchronize();
-	printf("nofp: launches=%d\n", 2 * n_launch);
+	printf("nofp: launches=%d\n", (pad_kib ? 3 : 2) * n_launch);
 	return bad || tr ? 1 : 0;
 }

@@ -28,11 +28,10 @@ ok "frame pointers alone do not find it: $(cut -c1-120 "$WORK/fpcheck")"
 
 # Deep stacks: the second thread's root frame holds 96 KiB, mostly never
 # touched (not resident: those chunks of the copy stay zero), and that thread
-# makes its N launches twice, 300 ms apart. The copy sizing (--stack-copy
-# auto) learns the depth from the first round (the loader reads events in
-# batches, so some of it may end short): every launch of the second round
-# reaches the root. A fixed 32 KiB copy ends all 2N short (the test tells
-# the two apart).
+# makes its N launches twice, 300 ms apart. With --stack-copy auto a thread's
+# copies cover its whole stack until the loader has seen what they need, so
+# its launches reach the root (at most N, one round, may end short). A fixed
+# 32 KiB copy ends all 2N short (the test tells the two apart).
 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/deep.pb.gz" -- "$PROGS/nofp" $N 96 >"$WORK/out" 2>"$WORK/err" ||
 	fail "loader (deep): $(tail -3 "$WORK/err")"
 grep -q "nofp: launches=$((3 * N))" "$WORK/out" || fail "the program did not run (deep)"

@@ -75,7 +75,7 @@ __u32 copy_hints__observe(struct copy_hints *h, __u32 tid, __u32 need)
 		}
 	}
 	if (s.size != was) {
-		if (launch_probe__set_copy_hint(h->lp, tid, s.size))
+		if (h->lp && launch_probe__set_copy_hint(h->lp, tid, s.size))
 			s.size = was; /* the BPF side copies what it did: so do we */
 		else if (s.size > was)
 			h->grown++;

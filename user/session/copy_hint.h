@@ -4,11 +4,11 @@
  * is either too small for the deepest stacks (cuBLASLt under PyTorch under
  * CPython ran past 32 KiB: the stack ends "[truncated: stack copy ended]")
  * or too costly for the shallow ones. So the loader sizes it per thread
- * from what the walks of its stacks read: a copy that ended short doubles
- * at once; otherwise the size follows the deepest stack of the thread's
- * recent launches with a quarter to spare, shrinking only after a run of
- * launches that all needed far less. The BPF side reads the size from the
- * copy_hints map.
+ * from what the walks of its stacks read, starting from `initial`: a copy
+ * that ended short doubles at once; a walk that needed more than 4/5 of the
+ * size grows it by a quarter; a run of 512 launches that all needed under
+ * half of it shrinks it to their deepest plus a quarter. The BPF side reads
+ * the size from the copy_hints map (and copies no more than the stack has).
  */
 #ifndef GP_SESSION_COPY_HINT_H
 #define GP_SESSION_COPY_HINT_H
@@ -25,6 +25,7 @@ struct copy_hints {
 	__u64 grown, shrunk;   /* map updates, for the verbose line */
 };
 
+/* lp NULL: sizes are kept, not sent (tests). */
 int copy_hints__init(struct copy_hints *h, struct launch_probe *lp, __u32 initial);
 void copy_hints__fini(struct copy_hints *h);
 /*

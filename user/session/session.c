@@ -34,6 +34,7 @@
 #include "user/session/stack_table.h"
 #include "user/session/ring_watch.h"
 #include "user/session/copy_hint.h"
+#include "user/session/event_pump.h"
 #include "user/python/pyruntime.h"
 #include "user/python/pycode.h"
 
@@ -44,8 +45,16 @@
 #define SCAN_NS (2 * NS_PER_S)
 #define READ_BATCH 4096
 #define SLICE_MS 20
-/* --stack-copy auto: a thread's first copies, before its stacks are known. */
-#define STACK_COPY_AUTO_START (32u * 1024)
+/*
+ * --stack-copy auto: a thread's first copies, before its stacks are known:
+ * all of its stack, up to the bound (a thread's outermost frame sits at the
+ * top of its stack, so a full walk needs about all of it). The loader may
+ * be seconds late to learn a thread's depth (it builds large libraries' CFI
+ * tables at start), and a smaller start cut every deep launch meanwhile.
+ */
+#define STACK_COPY_AUTO_START GP_STACK_COPY_MAX
+/* Launch events queued while the main thread is busy, at most. */
+#define PUMP_MAX_BYTES (256ull << 20)
 #define PENDING_MAX (1u << 20)
 #define PY_RETRY_NS (50 * NS_PER_MS) /* in effect: every tick */
 #define PY_MAX_TRIES 40
@@ -75,6 +84,7 @@ struct session {
 	struct profile *prof;
 	struct stack_table stacks;  /* raw stacks (pid, frames) -> stack id */
 	struct ring_watch rw;       /* shim rings held as they are made */
+	struct event_pump pump;     /* launch events, out of the BPF ring as they come */
 	struct copy_hints hints;    /* per-thread stack copy sizes (cfi) */
 	struct blobtab *names;      /* activity names -> id */
 	struct target_table tt;
@@ -749,9 +759,10 @@ static void loader_usage(struct session *s, FILE *f)
 		wall > 0 ? 100.0 * cpu / wall : 0.0, ru.ru_maxrss / 1024.0);
 	for (int i = 0; i < STAGE_MAX; i++)
 		fprintf(f, " %s=%.1f", stage_names[i], s->stage_ns[i] / 1e6);
-	fprintf(f, " copy_kib_mean=%.1f copy_sizes_grown=%llu shrunk=%llu\n",
+	fprintf(f, " copy_kib_mean=%.1f copy_sizes_grown=%llu shrunk=%llu queue_peak_mb=%.1f\n",
 		s->copied_events ? s->copied_bytes / 1024.0 / s->copied_events : 0.0,
-		(unsigned long long)s->hints.grown, (unsigned long long)s->hints.shrunk);
+		(unsigned long long)s->hints.grown, (unsigned long long)s->hints.shrunk,
+		s->pump.lp ? event_pump__peak_bytes(&s->pump) / 1048576.0 : 0.0);
 }
 
 /*
@@ -822,7 +833,13 @@ static void tick(struct session *s)
 
 	/* Everything committed before this clock reading is drained below. */
 	before = now_ns();
-	err = launch_probe__poll(s->lp, 0, on_launch_event, s);
+	for (int i = 0; i < 64; i++) { /* a full queue leaves some in the ring: take them too */
+		bool complete = event_pump__sync(&s->pump);
+
+		err = event_pump__drain(&s->pump, 0, on_launch_event, s);
+		if (complete || err)
+			break;
+	}
 	if (err && err != -EINTR)
 		fprintf(stderr, "gpuprobe-bpf: reading the BPF ring: %s\n", strerror(-err));
 	take_held_rings(s);
@@ -849,6 +866,7 @@ static void tick(struct session *s)
 static void answer_exits(struct session *s)
 {
 	__u64 now = now_ns();
+	bool synced = false;
 
 	for (size_t i = 0; i < s->tt.n; i++) {
 		struct target *t = s->tt.t[i];
@@ -856,6 +874,12 @@ static void answer_exits(struct session *s)
 		if (!t->shm)
 			try_open_shm(s, t, now);
 		if (t->shm && shm_reader__exit_seq(t->shm) != t->exit_acked) {
+			if (!synced) {
+				/* Its last launches too, while it lives (read_target acks the exit). */
+				event_pump__sync(&s->pump);
+				event_pump__drain(&s->pump, 0, on_launch_event, s);
+				synced = true;
+			}
 			t->exit_acked = shm_reader__exit_seq(t->shm);
 			read_target(s, t, now);
 		}
@@ -873,7 +897,7 @@ static void tick_sliced(struct session *s)
 	int slice = s->o->tick_ms < SLICE_MS ? (int)s->o->tick_ms : SLICE_MS;
 
 	while (!stop_signal && now_ns() + slice * NS_PER_MS < end) {
-		launch_probe__poll(s->lp, slice, on_launch_event, s);
+		event_pump__drain(&s->pump, slice, on_launch_event, s);
 		take_held_rings(s);
 		answer_exits(s);
 		if (s->have_child) {
@@ -1039,17 +1063,20 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	return 0;
 }
 
-static int start_ring_watch(struct session *s)
+static int start_threads(struct session *s)
 {
 	int err = ring_watch__start(&s->rw, s->lp);
 
+	if (!err)
+		err = event_pump__start(&s->pump, s->lp, PUMP_MAX_BYTES);
 	if (err)
-		fprintf(stderr, "gpuprobe-bpf: cannot start the ring watch thread: %s\n", strerror(-err));
+		fprintf(stderr, "gpuprobe-bpf: cannot start the loader's threads: %s\n", strerror(-err));
 	return err;
 }
 
 static void session__fini(struct session *s)
 {
+	event_pump__stop(&s->pump);
 	ring_watch__stop(&s->rw);
 	copy_hints__fini(&s->hints);
 	launcher__fini(&s->child);
@@ -1107,7 +1134,7 @@ int session__run(const struct gp_opts *o)
 	s.start_ns = s.last_write_ns = now_ns();
 	s.start_realtime_ns = realtime_ns();
 	s.probes_ns = s.start_ns;
-	if (open_probe(&s) || start_ring_watch(&s) || setup_targets(&s)) {
+	if (open_probe(&s) || start_threads(&s) || setup_targets(&s)) {
 		session__fini(&s);
 		return 1;
 	}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Launch events moved out of the BPF ring by a thread of their own. The
+ * main thread unwinds, names and joins, and at times stops for a second or
+ * more (the CFI tables of libtorch_cuda or cuDNN are built on first use);
+ * meanwhile a fast program fills any BPF ring, and the probes then send
+ * launches without their stack copies. The pump copies every event into a
+ * bounded queue as it arrives, so the ring stays near empty while the main
+ * thread is busy; the main thread takes events from the queue instead.
+ * Past the bound the pump stops taking, and the BPF side's own rules (and
+ * counters) apply as before.
+ */
+#ifndef GP_SESSION_EVENT_PUMP_H
+#define GP_SESSION_EVENT_PUMP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+#include "user/launch_probe.h"
+
+struct pumped;
+
+struct event_pump {
+	struct launch_probe *lp;
+	pthread_t thread;
+	bool running;
+	int stop;                  /* atomic */
+	pthread_mutex_t lock;      /* leaf: guards everything below */
+	pthread_cond_t cond;       /* events queued, or a pass done */
+	struct pumped *head, *tail;
+	size_t bytes, max_bytes, peak_bytes;
+	__u64 req, done;           /* sync: passes asked for and finished */
+	bool full;                 /* the last pass stopped at the bound */
+};
+
+int event_pump__start(struct event_pump *p, struct launch_probe *lp, size_t max_bytes);
+void event_pump__stop(struct event_pump *p);
+/*
+ * Waits until everything the BPF side committed before this call is in the
+ * queue (at most a second); false when the queue bound left some behind.
+ */
+bool event_pump__sync(struct event_pump *p);
+/*
+ * Waits up to timeout_ms for events (0: not at all), then hands every queued
+ * event to fn on the calling thread, in order. Returns fn's first error.
+ */
+int event_pump__drain(struct event_pump *p, int timeout_ms, launch_event_fn fn, void *ctx);
+size_t event_pump__peak_bytes(struct event_pump *p);
+
+#endif

@@ -1015,10 +1015,19 @@ static int setup_targets(struct session *s)
 				s->o->pid);
 		return 0;
 	case GP_MODE_ALL:
-		if (s->o->libcuda)
-			return libcuda__attach_path(s->lp, s->o->libcuda, true) < 0 ? -ENOENT : 0;
-		libcuda__attach_all(s->lp, s->o->verbose);
-		libcuda__attach_system(s->lp, NULL, s->o->verbose);
+		if (s->o->libcuda) {
+			if (libcuda__attach_path(s->lp, s->o->libcuda, true) < 0)
+				return -ENOENT;
+		} else {
+			libcuda__attach_all(s->lp, s->o->verbose);
+			libcuda__attach_system(s->lp, NULL, s->o->verbose);
+		}
+		/*
+		 * Running processes were watched from here on, not from our start:
+		 * scanning every process and attaching can take seconds on a busy
+		 * node, and their API records of that time have no launch events.
+		 */
+		s->probes_ns = now_ns();
 		return 0;
 	case GP_MODE_COMMAND:
 		if (s->o->libcuda) {

@@ -106,7 +106,10 @@ NOFP_LIBS := $(BUILD)/tests/progs/libgp_nofp_a.so $(BUILD)/tests/progs/libgp_nof
 # The sandboxed CRC helper: the only program that hands cubins to CUPTI.
 CRC_HELPER := $(BUILD)/gpuprobe-crc
 CRC_HELPER_SRCS := $(wildcard nvidia/helper/*.c)
-ALL_TARGETS := $(LOADER) $(CRC_HELPER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS) $(NOFP)
+# What the loader's tables cost per file (tools/gpu/tables.sh runs it on the GPU machine).
+TABLE_COST := $(BUILD)/gpuprobe-table-cost
+ALL_TARGETS := $(LOADER) $(CRC_HELPER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS) $(NOFP) \
+	$(TABLE_COST)
 
 .PHONY: all static test test-bpf test-tsan test-asan check deps demo fuzz \
 	fuzz-smoke tools-check install clean cuda-check unit-tests bpf-tests soak
@@ -161,8 +164,14 @@ $(LOADER): $(call obj,$(USER_MAIN)) $(CORE_LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $^ $(LIBBPF_LIBS) $(SYS_LIBS)
 
-static: $(LOADER_STATIC)
+$(TABLE_COST): $(call obj,tools/table_cost.c) $(CORE_LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $^ $(LIBBPF_LIBS) $(SYS_LIBS)
+
+static: $(LOADER_STATIC) $(BUILD)/static/gpuprobe-table-cost
 $(LOADER_STATIC): $(call obj,$(USER_MAIN)) $(CORE_LIB)
+$(BUILD)/static/gpuprobe-table-cost: $(call obj,tools/table_cost.c) $(CORE_LIB)
+$(LOADER_STATIC) $(BUILD)/static/gpuprobe-table-cost:
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -static -o $@ $^ $(STATIC_LIBS) -Wl,-Bstatic $(SYS_LIBS)

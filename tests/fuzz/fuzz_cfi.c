@@ -3,7 +3,9 @@
  * libFuzzer target: CFI from hostile files. An input starting with the ELF
  * magic is a whole file (loaded from memory and from a memfd, as files are
  * read in production); anything else is a mode byte and the raw bytes of
- * an .eh_frame or .debug_frame, wrapped into a minimal ELF so the fuzzer
+ * an .eh_frame or .debug_frame (with MODE_INDEXED, after a count byte and
+ * that many (start, FDE offset) pairs of .eh_frame_hdr's search table, so
+ * that FDEs are built on demand), wrapped into a minimal ELF so the fuzzer
  * spends its time in the CFA programs rather than in ELF headers. The table
  * is then queried and a stack walk runs over a stack made of the input.
  * Must never crash, leak, or return a frame list that breaks its contract.
@@ -26,6 +28,7 @@
 enum {
 	MODE_DEBUG_FRAME = 1, /* else .eh_frame */
 	MODE_NO_SECTIONS = 2, /* .eh_frame reached through PT_GNU_EH_FRAME */
+	MODE_INDEXED = 4,     /* ... with a search table: FDEs built on demand */
 };
 
 /* The section (named by mode) in an ELF with section headers, at sh_addr 0x100000. */
@@ -58,13 +61,19 @@ static size_t fuzz__wrap_sections(__u8 *out, const __u8 *frame, size_t n, bool d
 	return off_sh + sizeof(sh);
 }
 
-/* No section headers: PT_LOAD over the file, PT_GNU_EH_FRAME -> .eh_frame_hdr -> the bytes. */
-static size_t fuzz__wrap_phdrs(__u8 *out, const __u8 *frame, size_t n)
+/*
+ * No section headers: PT_LOAD over the file, PT_GNU_EH_FRAME -> .eh_frame_hdr
+ * -> the bytes; with pairs (k of them, 8 bytes each: start, then FDE offset
+ * in the frame bytes), the header carries them as its search table.
+ */
+static size_t fuzz__wrap_phdrs(__u8 *out, const __u8 *frame, size_t n, const __u8 *pairs,
+			       size_t k)
 {
 	Elf64_Ehdr eh = { 0 };
 	Elf64_Phdr ph[2] = { { 0 } };
-	size_t hdr = sizeof(eh) + sizeof(ph), at = hdr + 8, total = at + n;
-	__s32 rel = (__s32)(at - (hdr + 4));
+	size_t hdr = sizeof(eh) + sizeof(ph), at = hdr + (k ? 12 + 8 * k : 8), total = at + n, i;
+	__s32 rel = (__s32)(at - (hdr + 4)), v;
+	__u32 u;
 
 	memcpy(eh.e_ident, ELFMAG, SELFMAG);
 	eh.e_ident[EI_CLASS] = ELFCLASS64;
@@ -76,14 +85,26 @@ static size_t fuzz__wrap_phdrs(__u8 *out, const __u8 *frame, size_t n)
 	eh.e_phnum = 2;
 	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_filesz = total, .p_memsz = total };
 	ph[1] = (Elf64_Phdr){ .p_type = PT_GNU_EH_FRAME, .p_offset = hdr, .p_vaddr = hdr,
-			      .p_filesz = 8 };
+			      .p_filesz = at - hdr };
 	memcpy(out, &eh, sizeof(eh));
 	memcpy(out + sizeof(eh), ph, sizeof(ph));
 	out[hdr] = 1;
 	out[hdr + 1] = 0x1b; /* pcrel sdata4 */
-	out[hdr + 2] = 0xff;
-	out[hdr + 3] = 0xff;
+	out[hdr + 2] = k ? 0x03 : 0xff; /* udata4 count */
+	out[hdr + 3] = k ? 0x3b : 0xff; /* datarel sdata4 table */
 	memcpy(out + hdr + 4, &rel, 4);
+	if (k) {
+		v = (__s32)k;
+		memcpy(out + hdr + 8, &v, 4);
+	}
+	for (i = 0; i < k; i++) {
+		memcpy(&v, pairs + 8 * i, 4);
+		v = (__s32)(0x1000 + (v & 0xfff)) - (__s32)hdr; /* starts near the frame's FDEs */
+		memcpy(out + hdr + 12 + 8 * i, &v, 4);
+		memcpy(&u, pairs + 8 * i + 4, 4);
+		u += (__u32)(at - hdr); /* wraps as the file's own field would */
+		memcpy(out + hdr + 16 + 8 * i, &u, 4);
+	}
 	memcpy(out + at, frame, n);
 	return total;
 }
@@ -118,8 +139,8 @@ static void fuzz__query(const struct cfi_table *t, const uint8_t *data, size_t l
 
 	(void)cfi_table__bytes(t);
 	(void)cfi_table__dropped(t);
-	if (!cfi_table__rows(t))
-		__builtin_trap(); /* a table is only returned with rows */
+	if (!cfi_table__rows(t) && !cfi_table__fdes_on_demand(t))
+		__builtin_trap(); /* a table is only returned with rows or an index */
 	for (i = 0; i < 16; i++) {
 		if (len >= 8 * (i + 1))
 			memcpy(&a, data + len - 8 * (i + 1), 8);
@@ -162,8 +183,8 @@ static void fuzz__load(const uint8_t *elf, size_t len, const uint8_t *data, size
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
-	static __u8 img[FUZZ_MAX_FRAME + 512];
-	size_t n;
+	static __u8 img[FUZZ_MAX_FRAME + 512 + 8 * 255];
+	size_t n, k = 0;
 	__u8 mode;
 
 	if (len >= SELFMAG && !memcmp(data, ELFMAG, SELFMAG)) {
@@ -173,10 +194,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	if (!len || len - 1 > FUZZ_MAX_FRAME)
 		return 0;
 	mode = data[0];
-	if (mode & MODE_NO_SECTIONS)
-		n = fuzz__wrap_phdrs(img, data + 1, len - 1);
-	else
+	if (mode & MODE_INDEXED) {
+		if (len < 2 || (k = data[1]) == 0 || len - 2 < 8 * k)
+			return 0;
+		n = fuzz__wrap_phdrs(img, data + 2 + 8 * k, len - 2 - 8 * k, data + 2, k);
+	} else if (mode & MODE_NO_SECTIONS) {
+		n = fuzz__wrap_phdrs(img, data + 1, len - 1, NULL, 0);
+	} else {
 		n = fuzz__wrap_sections(img, data + 1, len - 1, mode & MODE_DEBUG_FRAME);
+	}
 	fuzz__load(img, n, data, len);
 	return 0;
 }

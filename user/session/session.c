@@ -751,6 +751,7 @@ static void loader_usage(struct session *s, FILE *f)
 {
 	struct rusage ru;
 	double wall = (now_ns() - s->start_ns) / 1e9, cpu;
+	size_t sym_bytes, cfi_bytes;
 
 	if (getrusage(RUSAGE_SELF, &ru))
 		return;
@@ -759,10 +760,13 @@ static void loader_usage(struct session *s, FILE *f)
 		wall > 0 ? 100.0 * cpu / wall : 0.0, ru.ru_maxrss / 1024.0);
 	for (int i = 0; i < STAGE_MAX; i++)
 		fprintf(f, " %s=%.1f", stage_names[i], s->stage_ns[i] / 1e6);
-	fprintf(f, " copy_kib_mean=%.1f copy_sizes_grown=%llu shrunk=%llu queue_peak_mb=%.1f\n",
+	symbolizer__stats(&sym_bytes, &cfi_bytes);
+	fprintf(f, " copy_kib_mean=%.1f copy_sizes_grown=%llu shrunk=%llu queue_peak_mb=%.1f "
+		"syms_mb=%.1f cfi_mb=%.1f\n",
 		s->copied_events ? s->copied_bytes / 1024.0 / s->copied_events : 0.0,
 		(unsigned long long)s->hints.grown, (unsigned long long)s->hints.shrunk,
-		s->pump.lp ? event_pump__peak_bytes(&s->pump) / 1048576.0 : 0.0);
+		s->pump.lp ? event_pump__peak_bytes(&s->pump) / 1048576.0 : 0.0,
+		sym_bytes / 1048576.0, cfi_bytes / 1048576.0);
 }
 
 /*
@@ -925,6 +929,21 @@ static bool should_stop(struct session *s, __u64 now)
 }
 
 /* ------------------------------------------------------------ setup */
+
+/*
+ * Every CFI table keeps its file open to build FDEs on demand (up to 512
+ * files), beside each target's ring and root: the soft limit of 1024 is
+ * too tight on a busy node, so take what the hard limit allows.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
 
 static int preflight(const struct gp_opts *o)
 {
@@ -1147,6 +1166,7 @@ int session__run(const struct gp_opts *o)
 		session__fini(&s);
 		return 1;
 	}
+	raise_nofile(); /* after a -- COMMAND child started: it keeps the usual limit */
 	if (!launch_probe__nr_files(s.lp) && o->mode != GP_MODE_PID)
 		fprintf(stderr, "gpuprobe-bpf: no libcuda.so.1 found yet (give --libcuda PATH if it is "
 			"somewhere unusual); watching for it\n");

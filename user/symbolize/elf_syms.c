@@ -209,6 +209,13 @@ static int elf_syms__read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
 		if (!n || s->syms[n - 1].addr != s->syms[i].addr)
 			s->syms[n++] = s->syms[i];
 	s->n_syms = n;
+	/* Sized for every symbol of the table, most of which were not functions. */
+	if (n) {
+		struct elf_sym *fit = realloc(s->syms, n * sizeof(*s->syms));
+
+		if (fit)
+			s->syms = fit;
+	}
 	return 0;
 }
 
@@ -352,6 +359,11 @@ const char *elf_syms__build_id(const struct elf_syms *s)
 size_t elf_syms__count(const struct elf_syms *s)
 {
 	return s ? s->n_syms : 0;
+}
+
+size_t elf_syms__bytes(const struct elf_syms *s)
+{
+	return s ? sizeof(*s) + s->n_syms * sizeof(*s->syms) + s->strtab_len : 0;
 }
 
 void elf_syms__identity(const struct elf_syms *s, uint64_t *ret_dev, uint64_t *ret_ino)
@@ -508,4 +520,14 @@ int elf_cache__get(struct elf_cache *c, int root_fd, const char *path,
 	err = elf_cache__get_fd(c, fd, ret_syms);
 	close(fd);
 	return err;
+}
+
+void elf_cache__stats(const struct elf_cache *c, size_t *ret_files, size_t *ret_bytes)
+{
+	size_t i, bytes = 0;
+
+	for (i = 0; c && i < c->n; i++)
+		bytes += elf_syms__bytes(c->files[i]);
+	*ret_files = c ? c->n : 0;
+	*ret_bytes = bytes;
 }

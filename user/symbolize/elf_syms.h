@@ -25,6 +25,8 @@ struct elf_syms *elf_syms__get(struct elf_syms *s);
 /* Hex GNU build id, "" when the file has none. */
 const char *elf_syms__build_id(const struct elf_syms *s);
 size_t elf_syms__count(const struct elf_syms *s);
+/* Memory held: the symbol array and the string table. */
+size_t elf_syms__bytes(const struct elf_syms *s);
 /*
  * The function containing ELF virtual address vaddr: its name (valid while
  * the reference is held) and vaddr's offset into it. -ENOENT when vaddr
@@ -47,6 +49,8 @@ int elf_cache__get(struct elf_cache *c, int root_fd, const char *path,
 		   struct elf_syms **ret_syms);
 /* Same, for an already open file (e.g. /proc/<pid>/map_files/...). */
 int elf_cache__get_fd(struct elf_cache *c, int fd, struct elf_syms **ret_syms);
+/* Files cached and the bytes their symbols hold, for the loader's line. */
+void elf_cache__stats(const struct elf_cache *c, size_t *ret_files, size_t *ret_bytes);
 /* The identity of the file behind the symbols. */
 void elf_syms__identity(const struct elf_syms *s, uint64_t *ret_dev, uint64_t *ret_ino);
 

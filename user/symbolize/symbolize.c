@@ -80,6 +80,14 @@ void symbolize__destroy(struct symbolize *s)
 	free(s);
 }
 
+void symbolize__stats(const struct symbolize *s, size_t *ret_sym_bytes, size_t *ret_cfi_bytes)
+{
+	size_t files;
+
+	elf_cache__stats(s->cache, &files, ret_sym_bytes);
+	cfi_cache__stats(s->cfi, &files, ret_cfi_bytes);
+}
+
 /* NSpid's last field and Uid's first (real) field from /proc/<pid>/status. */
 static int proc_status__read(pid_t pid, pid_t *ret_ns_pid, uid_t *ret_uid)
 {
@@ -481,6 +489,13 @@ void symbolizer__destroy(struct symbolizer *sym)
 		symbolize__destroy(shared_symbolize);
 		shared_symbolize = NULL;
 	}
+}
+
+void symbolizer__stats(size_t *ret_sym_bytes, size_t *ret_cfi_bytes)
+{
+	*ret_sym_bytes = *ret_cfi_bytes = 0;
+	if (shared_symbolize)
+		symbolize__stats(shared_symbolize, ret_sym_bytes, ret_cfi_bytes);
 }
 
 int symbolizer__cfi(struct symbolizer *sym, uint64_t addr, const struct cfi_table **ret_table,

@@ -31,6 +31,8 @@ struct cfi_table;
 struct symbolize *symbolize__new(void);
 /* Every symbolize_pid made from s must be destroyed first. NULL-safe. */
 void symbolize__destroy(struct symbolize *s);
+/* Bytes held by the cached symbol and CFI tables, for the loader's line. */
+void symbolize__stats(const struct symbolize *s, size_t *ret_sym_bytes, size_t *ret_cfi_bytes);
 
 /*
  * Per-process state. root is the directory the process sees as "/"
@@ -70,6 +72,8 @@ struct symbolizer;
 
 int symbolizer__new(pid_t pid, struct symbolizer **ret_sym);
 void symbolizer__destroy(struct symbolizer *sym);
+/* The shared tables' bytes (0 while no symbolizer exists). */
+void symbolizer__stats(size_t *ret_sym_bytes, size_t *ret_cfi_bytes);
 int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,
 		       struct symbolized_frame *ret_frame);
 /* symbolize_pid__cfi, reading the maps again (rate-limited) on a miss. */

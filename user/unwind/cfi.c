@@ -24,6 +24,7 @@
  * load quadratic. A malformed FDE leaves a gap from where it went wrong.
  */
 #include "user/unwind/cfi.h"
+#include "user/unwind/cfi_internal.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -116,6 +117,7 @@ struct cfi_table {
 	struct cfi_rule *rules;
 	size_t n_rules;
 	size_t dropped;
+	struct cfi_lazy *lazy; /* .eh_frame built FDE by FDE on demand; NULL: all above */
 };
 
 /* ---------------------------------------------------------------- reading */
@@ -1077,17 +1079,44 @@ static int fde_ref__cmp(const void *a, const void *b)
 }
 
 /*
- * Second pass, one FDE: its rows from max(pc_begin, covered) to pc_end, then
- * a gap. 0, or -E2BIG/-ENOMEM to stop the whole table (a gap is in place).
+ * The rows of parsed FDE f from max(pc_begin, covered) to pc_end, then a
+ * gap. 0, or -E2BIG/-ENOMEM to stop the whole table (a gap is in place).
  */
+static int fde__run(struct builder *b, const struct cfi_section *s, const struct cie *cie,
+		    const struct fde *f, __u64 covered)
+{
+	struct cfi_exec x;
+	int err;
+
+	b->start = covered > f->pc_begin ? covered : f->pc_begin;
+	memset(&x, 0, sizeof(x));
+	x.b = b;
+	x.s = s;
+	x.cie = cie;
+	x.init = &cie->init;
+	x.st = cie->init;
+	x.loc = f->pc_begin;
+	x.pc_end = f->pc_end;
+	err = cfi_exec__run(&x, f->insns, f->insns_end);
+	if (!err && !x.done)
+		err = cfi_exec__row(&x);
+	if (err) {
+		b->t->dropped++;
+		/* Nothing from where the program went wrong: a wrong rule is worse. */
+		if (builder__emit(b, x.loc < f->pc_end ? x.loc : f->pc_end, CFI_GAP))
+			return -E2BIG;
+		return err == -ENOMEM || err == -E2BIG ? err : 0;
+	}
+	return builder__emit(b, f->pc_end, CFI_GAP);
+}
+
+/* Second pass, one FDE of the sorted list. */
 static int cfi_table__run_fde(struct builder *b, const struct cfi_section *s,
 			      const struct fde_ref *ref, struct cie *cie, __u64 covered)
 {
 	struct cfi_entry e;
-	struct cfi_exec x;
 	struct fde f;
 	__u64 cie_off;
-	int err;
 
 	if (cfi_entry__read(s, ref->off, &e) != 1 || !cfi_entry__cie_off(s, &e, &cie_off) ||
 	    cie__get(b, s, cie_off, cie) || fde__parse(s, &e, cie, &f)) {
@@ -1095,26 +1124,7 @@ static int cfi_table__run_fde(struct builder *b, const struct cfi_section *s,
 		b->t->dropped++;
 		return 0; /* cannot happen after the first pass unless the work budget ran out */
 	}
-	b->start = covered > f.pc_begin ? covered : f.pc_begin;
-	memset(&x, 0, sizeof(x));
-	x.b = b;
-	x.s = s;
-	x.cie = cie;
-	x.init = &cie->init;
-	x.st = cie->init;
-	x.loc = f.pc_begin;
-	x.pc_end = f.pc_end;
-	err = cfi_exec__run(&x, f.insns, f.insns_end);
-	if (!err && !x.done)
-		err = cfi_exec__row(&x);
-	if (err) {
-		b->t->dropped++;
-		/* Nothing from where the program went wrong: a wrong rule is worse. */
-		if (builder__emit(b, x.loc < f.pc_end ? x.loc : f.pc_end, CFI_GAP))
-			return -E2BIG;
-		return err == -ENOMEM || err == -E2BIG ? err : 0;
-	}
-	return builder__emit(b, f.pc_end, CFI_GAP);
+	return fde__run(b, s, cie, &f, covered);
 }
 
 static void cfi_table__shrink(struct cfi_table *t)
@@ -1206,15 +1216,48 @@ err_free:
 	return err;
 }
 
+int cfi_table__from_fde(const __u8 *fde, size_t fde_len, __u64 fde_addr, const __u8 *cie,
+			size_t cie_len, __u64 cie_addr, struct cfi_table **ret_table)
+{
+	struct cfi_section fs = { (__u8 *)fde, fde_len, fde_addr, true };
+	struct cfi_section cs = { (__u8 *)cie, cie_len, cie_addr, true };
+	struct builder b = { 0 };
+	struct cfi_entry e;
+	struct cie c;
+	struct fde f;
+	struct cfi_table *t;
+	int err;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	b.t = t;
+	b.max_rows = fde_len + 16;
+	b.work_left = 8 * (fde_len + cie_len) + 4096;
+	if (cfi_entry__read(&fs, 0, &e) != 1 || cfi_entry__is_cie(&fs, &e) ||
+	    cie__parse(&b, &cs, 0, &c) || fde__parse(&fs, &e, &c, &f) ||
+	    f.pc_end - f.pc_begin > UINT32_MAX) {
+		err = -EINVAL;
+		goto out;
+	}
+	t->base = f.pc_begin;
+	err = fde__run(&b, &fs, &c, &f, 0);
+	if (!err && !t->n_rows)
+		err = -ENOENT;
+out:
+	free(b.hash);
+	if (err) {
+		cfi_table__free(t);
+		return err;
+	}
+	cfi_table__shrink(t);
+	*ret_table = t;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- ELF */
 
-struct elf_src {
-	int fd;            /* or -1 with mem */
-	const __u8 *mem;
-	__u64 size;
-};
-
-static int elf_src__read(const struct elf_src *src, __u64 off, void *buf, size_t len)
+int elf_src__read(const struct elf_src *src, __u64 off, void *buf, size_t len)
 {
 	__u8 *p = buf;
 	ssize_t n;
@@ -1262,7 +1305,8 @@ static int elf_src__section(const struct elf_src *src, __u64 off, __u64 size, __
 
 /* .eh_frame and .debug_frame by section name. */
 static int elf_src__find_sections(const struct elf_src *src, const Elf64_Ehdr *eh,
-				  struct cfi_section *ret_eh, struct cfi_section *ret_debug)
+				  bool want_eh, struct cfi_section *ret_eh,
+				  struct cfi_section *ret_debug)
 {
 	Elf64_Shdr sh0, *shdrs = NULL, *str_sh;
 	char *strtab = NULL;
@@ -1306,7 +1350,7 @@ static int elf_src__find_sections(const struct elf_src *src, const Elf64_Ehdr *e
 		if (name >= str_sh->sh_size || sh->sh_type == SHT_NOBITS ||
 		    (sh->sh_flags & SHF_COMPRESSED))
 			continue;
-		if (!strcmp(strtab + name, ".eh_frame") && !ret_eh->data) {
+		if (want_eh && !strcmp(strtab + name, ".eh_frame") && !ret_eh->data) {
 			want = ret_eh;
 			is_eh = true;
 		} else if (!strcmp(strtab + name, ".debug_frame") && !ret_debug->data) {
@@ -1390,9 +1434,16 @@ out:
 	return err;
 }
 
-static int cfi_table__load_src(const struct elf_src *src, struct cfi_table **ret_table)
+/*
+ * With whole false, .eh_frame is left in the file when .eh_frame_hdr indexes
+ * it (its FDEs are built when a walk first needs them) and only
+ * .debug_frame, usually absent, is built now.
+ */
+static int cfi_table__load_src(const struct elf_src *src, bool whole,
+			       struct cfi_table **ret_table)
 {
 	struct cfi_section secs[2] = { { 0 }, { 0 } }, use[2];
+	struct cfi_lazy *lazy = NULL;
 	Elf64_Ehdr eh;
 	size_t n = 0;
 	int err;
@@ -1401,8 +1452,13 @@ static int cfi_table__load_src(const struct elf_src *src, struct cfi_table **ret
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
 	    eh.e_machine != EM_X86_64)
 		return -ENOEXEC;
-	err = elf_src__find_sections(src, &eh, &secs[0], &secs[1]);
-	if (!err && !secs[0].data)
+	if (!whole) {
+		err = cfi_lazy__open(src, &eh, &lazy);
+		if (err && err != -ENOENT)
+			return err;
+	}
+	err = elf_src__find_sections(src, &eh, !lazy, &secs[0], &secs[1]);
+	if (!err && !lazy && !secs[0].data)
 		err = elf_src__find_eh_by_phdr(src, &eh, &secs[0]);
 	if (err)
 		goto out;
@@ -1412,13 +1468,22 @@ static int cfi_table__load_src(const struct elf_src *src, struct cfi_table **ret
 	if (secs[1].data)
 		use[n++] = secs[1];
 	err = n ? cfi_table__build(use, n, ret_table) : -ENOENT;
+	if (lazy && err == -ENOENT) {
+		*ret_table = calloc(1, sizeof(**ret_table));
+		err = *ret_table ? 0 : -ENOMEM;
+	}
+	if (!err && lazy) {
+		(*ret_table)->lazy = lazy; /* looked up first: .eh_frame wins */
+		lazy = NULL;
+	}
 out:
+	cfi_lazy__free(lazy);
 	free(secs[0].data);
 	free(secs[1].data);
 	return err;
 }
 
-int cfi_table__load(int fd, struct cfi_table **ret_table)
+static int cfi_table__load_fd(int fd, bool whole, struct cfi_table **ret_table)
 {
 	struct elf_src src = { .fd = fd };
 	struct stat st;
@@ -1430,7 +1495,17 @@ int cfi_table__load(int fd, struct cfi_table **ret_table)
 	if (!S_ISREG(st.st_mode))
 		return -EINVAL;
 	src.size = (__u64)st.st_size;
-	return cfi_table__load_src(&src, ret_table);
+	return cfi_table__load_src(&src, whole, ret_table);
+}
+
+int cfi_table__load(int fd, struct cfi_table **ret_table)
+{
+	return cfi_table__load_fd(fd, false, ret_table);
+}
+
+int cfi_table__load_whole(int fd, struct cfi_table **ret_table)
+{
+	return cfi_table__load_fd(fd, true, ret_table);
 }
 
 int cfi_table__load_mem(const void *elf, size_t size, struct cfi_table **ret_table)
@@ -1441,7 +1516,7 @@ int cfi_table__load_mem(const void *elf, size_t size, struct cfi_table **ret_tab
 		return -EINVAL;
 	if (!elf)
 		return -ENOEXEC;
-	return cfi_table__load_src(&src, ret_table);
+	return cfi_table__load_src(&src, false, ret_table);
 }
 
 /* ---------------------------------------------------------------- queries */
@@ -1453,7 +1528,9 @@ int cfi_table__find(const struct cfi_table *t, __u64 vaddr, struct cfi_rule *ret
 
 	if (!t || !ret_rule)
 		return -EINVAL;
-	if (vaddr < t->base || vaddr - t->base > UINT32_MAX)
+	if (t->lazy && cfi_lazy__find(t->lazy, vaddr, ret_rule) == 0)
+		return 0;
+	if (!t->n_rows || vaddr < t->base || vaddr - t->base > UINT32_MAX)
 		return -ENOENT;
 	off = (__u32)(vaddr - t->base);
 	hi = t->n_rows;
@@ -1475,7 +1552,44 @@ int cfi_table__find(const struct cfi_table *t, __u64 vaddr, struct cfi_rule *ret
 
 size_t cfi_table__rows(const struct cfi_table *t)
 {
-	return t ? t->n_rows : 0;
+	return t ? t->n_rows + cfi_lazy__rows(t->lazy) : 0;
+}
+
+size_t cfi_table__fdes_on_demand(const struct cfi_table *t)
+{
+	return t ? cfi_lazy__fdes(t->lazy) : 0;
+}
+
+static bool cfi_table__same_at(const struct cfi_table *a, const struct cfi_table *b, __u64 vaddr)
+{
+	struct cfi_rule ra, rb;
+	int ea = cfi_table__find(a, vaddr, &ra), eb = cfi_table__find(b, vaddr, &rb);
+
+	if (ea || eb)
+		return ea == eb;
+	return ra.cfa_base == rb.cfa_base && ra.rbp_rule == rb.rbp_rule &&
+	       ra.ra_rule == rb.ra_rule && ra.flags == rb.flags && ra.plt_split == rb.plt_split &&
+	       ra.cfa_off == rb.cfa_off && ra.rbp_off == rb.rbp_off && ra.ra_off == rb.ra_off;
+}
+
+size_t cfi_table__differences(const struct cfi_table *t, const struct cfi_table *whole,
+			      size_t *ret_checked)
+{
+	size_t i, diff = 0, checked = 0;
+	__u64 a;
+
+	for (i = 0; whole && i < whole->n_rows; i++) {
+		a = whole->base + whole->addrs[i];
+		diff += !cfi_table__same_at(t, whole, a);
+		checked++;
+		if (a) {
+			diff += !cfi_table__same_at(t, whole, a - 1);
+			checked++;
+		}
+	}
+	if (ret_checked)
+		*ret_checked = checked;
+	return diff;
 }
 
 size_t cfi_table__bytes(const struct cfi_table *t)
@@ -1483,18 +1597,19 @@ size_t cfi_table__bytes(const struct cfi_table *t)
 	if (!t)
 		return 0;
 	return sizeof(*t) + t->n_rows * (sizeof(*t->addrs) + sizeof(*t->rule_idx)) +
-	       t->n_rules * sizeof(*t->rules);
+	       t->n_rules * sizeof(*t->rules) + cfi_lazy__bytes(t->lazy);
 }
 
 size_t cfi_table__dropped(const struct cfi_table *t)
 {
-	return t ? t->dropped : 0;
+	return t ? t->dropped + cfi_lazy__dropped(t->lazy) : 0;
 }
 
 void cfi_table__free(struct cfi_table *t)
 {
 	if (!t)
 		return;
+	cfi_lazy__free(t->lazy);
 	free(t->addrs);
 	free(t->rule_idx);
 	free(t->rules);

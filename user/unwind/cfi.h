@@ -3,8 +3,12 @@
  * Call frame information (DWARF CFI from .eh_frame and .debug_frame) of one
  * x86-64 ELF file, reduced to what a user-space stack walker needs: for each
  * code address, how to find the caller's stack pointer (the CFA), the return
- * address and the caller's rbp. The CFA programs are run once at load time
- * into a compact table sorted by address; a lookup is a binary search.
+ * address and the caller's rbp. The CFA programs are run into a compact
+ * table sorted by address; a lookup is a binary search. Where .eh_frame_hdr
+ * indexes .eh_frame (nearly every linked file), only that index is read at
+ * load time and each FDE is run when a lookup first lands in it: a 1 GB
+ * library costs the loader its index (8 bytes per function) and the
+ * functions its stacks pass through, not all of its rows.
  *
  * The files come from profiled containers: every byte is hostile. Reads are
  * bounded, memory is capped by the sections' sizes, and a malformed entry
@@ -69,15 +73,27 @@ struct cfi_rule {
  * The fd is not kept.
  */
 int cfi_table__load(int fd, struct cfi_table **ret_table);
+/* Same, all of .eh_frame built now (comparisons: tests, gpuprobe-table-cost --check). */
+int cfi_table__load_whole(int fd, struct cfi_table **ret_table);
 /* Same from memory (tests, fuzzer); the bytes are not kept. */
 int cfi_table__load_mem(const void *elf, size_t size, struct cfi_table **ret_table);
 /*
  * The rule in force at vaddr, a file virtual address (ELF p_vaddr space).
- * 0, or -ENOENT when no FDE covers vaddr.
+ * 0, or -ENOENT when no FDE covers vaddr. A lookup may build and cache an
+ * FDE's rows: one thread at a time per table.
  */
 int cfi_table__find(const struct cfi_table *t, __u64 vaddr, struct cfi_rule *ret_rule);
-/* Rows in the table (ranges with one rule, gaps included). */
+/* Rows in the table (ranges with one rule, gaps included), built so far. */
 size_t cfi_table__rows(const struct cfi_table *t);
+/* FDEs indexed through .eh_frame_hdr, built on demand; 0 for a table built whole. */
+size_t cfi_table__fdes_on_demand(const struct cfi_table *t);
+/*
+ * Addresses where t answers differently from whole (a table of the same
+ * file built whole), checked at each of whole's row starts and the byte
+ * before: 0 when building on demand changed nothing. *ret_checked: lookups.
+ */
+size_t cfi_table__differences(const struct cfi_table *t, const struct cfi_table *whole,
+			      size_t *ret_checked);
 /* Memory held, for the loader's memory accounting. */
 size_t cfi_table__bytes(const struct cfi_table *t);
 /* FDEs dropped as malformed, unsupported or past a cap: a count, not a verdict. */

@@ -19,7 +19,7 @@ struct cfi_ref {
 
 struct cfi_cache {
 	struct cfi_ref **e;
-	size_t n, max_files, max_bytes, bytes;
+	size_t n, max_files, max_bytes;
 	unsigned long clock;
 };
 
@@ -70,15 +70,25 @@ static bool same_file(const struct cfi_ref *r, const struct stat *st)
 
 static void drop_slot(struct cfi_cache *c, size_t i)
 {
-	c->bytes -= c->e[i]->table ? cfi_table__bytes(c->e[i]->table) : 0;
 	cfi_ref__put(c->e[i]);
 	c->e[i] = c->e[--c->n];
+}
+
+/* Tables grow as their FDEs are built on demand: counted when asked. */
+static size_t cache_bytes(const struct cfi_cache *c)
+{
+	size_t bytes = 0;
+
+	for (size_t i = 0; c && i < c->n; i++)
+		bytes += cfi_table__bytes(c->e[i]->table);
+	return bytes;
 }
 
 /* Makes room: least recently used first, until both bounds hold. */
 static void evict(struct cfi_cache *c, size_t incoming)
 {
-	while (c->n && (c->n >= c->max_files || (c->max_bytes && c->bytes + incoming > c->max_bytes))) {
+	while (c->n && (c->n >= c->max_files ||
+			(c->max_bytes && cache_bytes(c) + incoming > c->max_bytes))) {
 		size_t victim = 0;
 
 		for (size_t i = 1; i < c->n; i++)
@@ -128,7 +138,6 @@ int cfi_cache__get_fd(struct cfi_cache *c, int fd, struct cfi_ref **ret_ref)
 	evict(c, r->table ? cfi_table__bytes(r->table) : 0);
 	r->last_use = ++c->clock;
 	c->e[c->n++] = r;
-	c->bytes += r->table ? cfi_table__bytes(r->table) : 0;
 	if (r->err)
 		return r->err;
 	r->refs++;
@@ -139,5 +148,5 @@ int cfi_cache__get_fd(struct cfi_cache *c, int fd, struct cfi_ref **ret_ref)
 void cfi_cache__stats(const struct cfi_cache *c, size_t *ret_files, size_t *ret_bytes)
 {
 	*ret_files = c ? c->n : 0;
-	*ret_bytes = c ? c->bytes : 0;
+	*ret_bytes = cache_bytes(c);
 }

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * .eh_frame built FDE by FDE, when a stack walk first lands in a function.
+ *
+ * The linker's .eh_frame_hdr (found through PT_GNU_EH_FRAME) holds a table
+ * of (function start, FDE address) pairs sorted by start. Loading reads only
+ * that table, 8 bytes per function, and checks that it is sorted; a lookup
+ * is a binary search in it, then the FDE and its CIE are read from the file
+ * (pread, bounded by the .eh_frame's PT_LOAD and a per-entry cap) and run
+ * into a small table of their own, which is cached. The cache holds at most
+ * CFI_LAZY_MAX_FDES FDEs and is emptied when full, so memory stays bounded
+ * whatever a process's stacks pass through. An FDE that does not build is
+ * remembered as such and not read again.
+ *
+ * Only the layout every linker writes is used (eh_frame_ptr pcrel sdata4,
+ * fde_count udata4, table datarel sdata4); any other, or a table out of
+ * order, and the caller loads .eh_frame whole. Every byte is hostile.
+ */
+#include "user/unwind/cfi_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CFI_LAZY_MAX_TABLE (1u << 24)     /* FDEs indexed per file */
+#define CFI_LAZY_MAX_ENTRY ((__u64)1 << 20) /* bytes of one FDE or CIE */
+#define CFI_LAZY_MAX_FDES (1u << 14)      /* FDEs built and cached per file */
+#define CFI_LAZY_MAX_PHDRS 4096
+
+#define EH_PE_UDATA4 0x03
+#define EH_PE_PCREL_SDATA4 0x1b
+#define EH_PE_DATAREL_SDATA4 0x3b
+
+struct lazy_pair {
+	__s32 start, fde; /* relative to the header's address */
+};
+
+struct lazy_slot {
+	__u32 key;              /* FDE index + 1; 0: empty */
+	struct cfi_table *table; /* NULL: it did not build */
+};
+
+struct cfi_lazy {
+	struct elf_src src;      /* fd duplicated, or mem copied */
+	__u8 *mem_copy;
+	__u64 hdr_addr;          /* vaddr the pairs are relative to */
+	__u64 eh_addr, eh_off, eh_size; /* .eh_frame: vaddr, file offset, bytes readable */
+	struct lazy_pair *pairs;
+	size_t n;
+	struct lazy_slot *slots; /* open addressing, a power of two, at least 2 * used */
+	size_t cap, used, rows, bytes, dropped;
+};
+
+static __u64 le32(const __u8 *p)
+{
+	return (__u64)p[0] | (__u64)p[1] << 8 | (__u64)p[2] << 16 | (__u64)p[3] << 24;
+}
+
+/* The PT_LOAD holding vaddr: the file offset there and the bytes after it. */
+static int find_load(const Elf64_Phdr *ph, size_t n, __u64 file_size, __u64 vaddr,
+		     __u64 *ret_off, __u64 *ret_len)
+{
+	__u64 in, off, len;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (ph[i].p_type != PT_LOAD || vaddr < ph[i].p_vaddr ||
+		    vaddr - ph[i].p_vaddr >= ph[i].p_filesz)
+			continue;
+		in = vaddr - ph[i].p_vaddr;
+		if (ph[i].p_offset > file_size || in > file_size - ph[i].p_offset)
+			return -ENOENT;
+		off = ph[i].p_offset + in;
+		len = ph[i].p_filesz - in;
+		if (len > file_size - off)
+			len = file_size - off;
+		*ret_off = off;
+		*ret_len = len;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* Header fields and the pairs; -ENOENT for any layout we do not take. */
+static int lazy__read_index(struct cfi_lazy *lz, const Elf64_Phdr *ph, size_t n_ph,
+			    const Elf64_Phdr *hdr)
+{
+	__u8 h[12];
+	__u64 count, i;
+	__s64 prev = INT64_MIN, start;
+	int err;
+
+	if (hdr->p_filesz < sizeof(h) || hdr->p_offset > lz->src.size ||
+	    hdr->p_filesz > lz->src.size - hdr->p_offset)
+		return -ENOENT;
+	err = elf_src__read(&lz->src, hdr->p_offset, h, sizeof(h));
+	if (err)
+		return err == -ENOMEM ? err : -ENOENT;
+	if (h[0] != 1 || h[1] != EH_PE_PCREL_SDATA4 || h[2] != EH_PE_UDATA4 ||
+	    h[3] != EH_PE_DATAREL_SDATA4)
+		return -ENOENT;
+	lz->hdr_addr = hdr->p_vaddr;
+	lz->eh_addr = hdr->p_vaddr + 4 + (__u64)(__s64)(__s32)le32(h + 4);
+	count = le32(h + 8);
+	if (!count || count > CFI_LAZY_MAX_TABLE || count > (hdr->p_filesz - sizeof(h)) / 8)
+		return -ENOENT;
+	if (find_load(ph, n_ph, lz->src.size, lz->eh_addr, &lz->eh_off, &lz->eh_size))
+		return -ENOENT;
+	lz->pairs = malloc(count * sizeof(*lz->pairs));
+	if (!lz->pairs)
+		return -ENOMEM;
+	err = elf_src__read(&lz->src, hdr->p_offset + sizeof(h), lz->pairs,
+			    count * sizeof(*lz->pairs));
+	if (err)
+		return err == -ENOMEM ? err : -ENOENT;
+	/* Sorted, or a binary search would answer with the wrong FDE. */
+	for (i = 0; i < count; i++) {
+		start = lz->pairs[i].start;
+		if (start < prev)
+			return -ENOENT;
+		prev = start;
+	}
+	lz->n = count;
+	return 0;
+}
+
+static int lazy__keep_src(struct cfi_lazy *lz, const struct elf_src *src)
+{
+	lz->src = *src;
+	if (src->mem) {
+		lz->mem_copy = malloc(src->size ? src->size : 1);
+		if (!lz->mem_copy)
+			return -ENOMEM;
+		memcpy(lz->mem_copy, src->mem, src->size);
+		lz->src.mem = lz->mem_copy;
+		return 0;
+	}
+	lz->src.fd = fcntl(src->fd, F_DUPFD_CLOEXEC, 0);
+	return lz->src.fd < 0 ? -errno : 0;
+}
+
+int cfi_lazy__open(const struct elf_src *src, const Elf64_Ehdr *eh, struct cfi_lazy **ret_lazy)
+{
+	Elf64_Phdr *ph = NULL;
+	const Elf64_Phdr *hdr = NULL;
+	struct cfi_lazy *lz;
+	__u64 n = eh->e_phnum, i;
+	int err = -ENOENT;
+
+	if (!eh->e_phoff || eh->e_phentsize != sizeof(Elf64_Phdr) || !n || n > CFI_LAZY_MAX_PHDRS)
+		return -ENOENT;
+	ph = malloc(n * sizeof(*ph));
+	lz = calloc(1, sizeof(*lz));
+	if (!ph || !lz) {
+		err = -ENOMEM;
+		goto out;
+	}
+	lz->src.fd = -1;
+	if (elf_src__read(src, eh->e_phoff, ph, n * sizeof(*ph)))
+		goto out;
+	for (i = 0; i < n && !hdr; i++)
+		if (ph[i].p_type == PT_GNU_EH_FRAME)
+			hdr = &ph[i];
+	if (!hdr)
+		goto out;
+	err = lazy__keep_src(lz, src);
+	if (!err)
+		err = lazy__read_index(lz, ph, n, hdr);
+out:
+	free(ph);
+	if (err) {
+		cfi_lazy__free(lz);
+		return err;
+	}
+	*ret_lazy = lz;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- one FDE */
+
+/* The whole entry at off in .eh_frame (length field first), malloc'ed. */
+static int lazy__read_entry(struct cfi_lazy *lz, __u64 off, __u8 **ret, size_t *ret_len)
+{
+	__u8 head[12];
+	__u64 len, hlen = 4;
+	int err;
+
+	if (off >= lz->eh_size || lz->eh_size - off < 4)
+		return -EINVAL;
+	err = elf_src__read(&lz->src, lz->eh_off + off, head, 4);
+	if (err)
+		return err;
+	len = le32(head);
+	if (len == 0xffffffff) {
+		hlen = 12;
+		if (lz->eh_size - off < 12 || elf_src__read(&lz->src, lz->eh_off + off, head, 12))
+			return -EINVAL;
+		memcpy(&len, head + 4, 8);
+	} else if (len >= 0xfffffff0 || !len) {
+		return -EINVAL;
+	}
+	if (len > CFI_LAZY_MAX_ENTRY || len > lz->eh_size - off - hlen)
+		return -EINVAL;
+	*ret = malloc(hlen + len);
+	if (!*ret)
+		return -ENOMEM;
+	err = elf_src__read(&lz->src, lz->eh_off + off, *ret, hlen + len);
+	if (err) {
+		free(*ret);
+		return err;
+	}
+	*ret_len = hlen + len;
+	return 0;
+}
+
+/* FDE i of the index, its CIE found through its CIE pointer, run into a table. */
+static int lazy__build(struct cfi_lazy *lz, size_t i, struct cfi_table **ret)
+{
+	__u8 *fde = NULL, *cie = NULL;
+	size_t fde_len, cie_len, id_at;
+	__u64 fde_addr = lz->hdr_addr + (__u64)(__s64)lz->pairs[i].fde, fde_off, id, cie_off;
+	int err;
+
+	if (fde_addr < lz->eh_addr)
+		return -EINVAL;
+	fde_off = fde_addr - lz->eh_addr;
+	err = lazy__read_entry(lz, fde_off, &fde, &fde_len);
+	if (err)
+		return err;
+	/* The CIE pointer, read as cfi.c reads it: backwards from its own field. */
+	id_at = le32(fde) == 0xffffffff ? 12 : 4;
+	if (fde_len < id_at + (id_at == 12 ? 8 : 4)) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (id_at == 12)
+		memcpy(&id, fde + id_at, 8);
+	else
+		id = le32(fde + id_at);
+	if (!id || id > fde_off + id_at) {
+		err = -EINVAL;
+		goto out;
+	}
+	cie_off = fde_off + id_at - id;
+	err = lazy__read_entry(lz, cie_off, &cie, &cie_len);
+	if (!err)
+		err = cfi_table__from_fde(fde, fde_len, fde_addr, cie, cie_len,
+					  lz->eh_addr + cie_off, ret);
+out:
+	free(fde);
+	free(cie);
+	return err;
+}
+
+static void lazy__clear(struct cfi_lazy *lz)
+{
+	size_t i;
+
+	for (i = 0; i < lz->cap; i++)
+		cfi_table__free(lz->slots[i].table);
+	free(lz->slots);
+	lz->slots = NULL;
+	lz->cap = lz->used = lz->rows = lz->bytes = 0;
+}
+
+static size_t slot__home(size_t i, size_t cap)
+{
+	return (size_t)((i + 1) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
+}
+
+/* Room for one more cached FDE: the slots doubled, or emptied at the cap. */
+static int lazy__make_room(struct cfi_lazy *lz)
+{
+	struct lazy_slot *s;
+	size_t cap, i, j;
+
+	if (lz->used >= CFI_LAZY_MAX_FDES)
+		lazy__clear(lz);
+	if ((lz->used + 1) * 2 <= lz->cap)
+		return 0;
+	cap = lz->cap ? lz->cap * 2 : 64;
+	s = calloc(cap, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	for (i = 0; i < lz->cap; i++) {
+		if (!lz->slots[i].key)
+			continue;
+		for (j = slot__home(lz->slots[i].key - 1, cap); s[j].key; j = (j + 1) & (cap - 1))
+			;
+		s[j] = lz->slots[i];
+	}
+	free(lz->slots);
+	lz->slots = s;
+	lz->cap = cap;
+	return 0;
+}
+
+/* The cached table of FDE i, built now if it is not; NULL when it does not build. */
+static struct cfi_table *lazy__table(struct cfi_lazy *lz, size_t i)
+{
+	struct cfi_table *t = NULL;
+	size_t j;
+	int err;
+
+	for (j = lz->cap ? slot__home(i, lz->cap) : 0; lz->cap && lz->slots[j].key;
+	     j = (j + 1) & (lz->cap - 1))
+		if (lz->slots[j].key == i + 1)
+			return lz->slots[j].table;
+	if (lazy__make_room(lz))
+		return NULL; /* out of memory: this walk stops here, the next may not */
+	for (j = slot__home(i, lz->cap); lz->slots[j].key; j = (j + 1) & (lz->cap - 1))
+		;
+	err = lazy__build(lz, i, &t);
+	if (err && err != -ENOENT)
+		lz->dropped++;
+	lz->dropped += cfi_table__dropped(t);
+	lz->slots[j] = (struct lazy_slot){ .key = (__u32)i + 1, .table = t };
+	lz->used++;
+	lz->rows += cfi_table__rows(t);
+	lz->bytes += cfi_table__bytes(t);
+	return t;
+}
+
+int cfi_lazy__find(struct cfi_lazy *lz, __u64 vaddr, struct cfi_rule *ret_rule)
+{
+	size_t lo = 0, hi = lz->n, mid;
+	struct cfi_table *t;
+
+	while (lo < hi) { /* first pair starting above vaddr */
+		mid = lo + (hi - lo) / 2;
+		if ((__s64)(lz->hdr_addr + (__u64)(__s64)lz->pairs[mid].start) <= (__s64)vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -ENOENT;
+	t = lazy__table(lz, lo - 1);
+	return t ? cfi_table__find(t, vaddr, ret_rule) : -ENOENT;
+}
+
+/* ---------------------------------------------------------------- accounting */
+
+size_t cfi_lazy__fdes(const struct cfi_lazy *lz)
+{
+	return lz ? lz->n : 0;
+}
+
+size_t cfi_lazy__rows(const struct cfi_lazy *lz)
+{
+	return lz ? lz->rows : 0;
+}
+
+size_t cfi_lazy__bytes(const struct cfi_lazy *lz)
+{
+	if (!lz)
+		return 0;
+	return sizeof(*lz) + lz->n * sizeof(*lz->pairs) + lz->cap * sizeof(*lz->slots) + lz->bytes +
+	       (lz->mem_copy ? lz->src.size : 0);
+}
+
+size_t cfi_lazy__dropped(const struct cfi_lazy *lz)
+{
+	return lz ? lz->dropped : 0;
+}
+
+void cfi_lazy__free(struct cfi_lazy *lz)
+{
+	if (!lz)
+		return;
+	lazy__clear(lz);
+	free(lz->pairs);
+	free(lz->mem_copy);
+	if (!lz->src.mem && lz->src.fd >= 0)
+		close(lz->src.fd);
+	free(lz);
+}

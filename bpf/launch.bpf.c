@@ -327,12 +327,8 @@ static __always_inline __u64 stack_arg(struct pt_regs *ctx, int n)
 }
 
 /* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra) */
-static __always_inline int launch_classic(struct pt_regs *ctx, __u32 probe)
+static __always_inline void args_classic(struct pt_regs *ctx, struct gp_launch_event *e)
 {
-	struct gp_launch_event *e = begin(probe);
-
-	if (!e)
-		return 0;
 	e->func = PT_REGS_PARM1(ctx);
 	e->grid[0] = PT_REGS_PARM2(ctx);
 	e->grid[1] = PT_REGS_PARM3(ctx);
@@ -341,7 +337,6 @@ static __always_inline int launch_classic(struct pt_regs *ctx, __u32 probe)
 	e->block[1] = PARM6(ctx);
 	e->block[2] = stack_arg(ctx, 7);
 	e->stream = stack_arg(ctx, 9);
-	return finish(ctx, e);
 }
 
 /* The head of CUlaunchConfig, as cuda.h lays it out. */
@@ -354,13 +349,10 @@ struct launch_config_head {
 };
 
 /* cuLaunchKernelEx(const CUlaunchConfig *config, f, params, extra) */
-static __always_inline int launch_ex(struct pt_regs *ctx, __u32 probe)
+static __always_inline void args_ex(struct pt_regs *ctx, struct gp_launch_event *e)
 {
-	struct gp_launch_event *e = begin(probe);
 	struct launch_config_head cfg = {};
 
-	if (!e)
-		return 0;
 	bpf_probe_read_user(&cfg, sizeof(cfg), (void *)PT_REGS_PARM1(ctx));
 	e->func = PT_REGS_PARM2(ctx);
 	e->grid[0] = cfg.grid[0];
@@ -370,60 +362,43 @@ static __always_inline int launch_ex(struct pt_regs *ctx, __u32 probe)
 	e->block[1] = cfg.block[1];
 	e->block[2] = cfg.block[2];
 	e->stream = cfg.stream;
-	return finish(ctx, e);
 }
 
-/* cuGraphLaunch(exec, stream) */
-static __always_inline int launch_graph(struct pt_regs *ctx, __u32 probe)
-{
-	struct gp_launch_event *e = begin(probe);
-
-	if (!e)
-		return 0;
-	e->func = PT_REGS_PARM1(ctx);
-	e->stream = PT_REGS_PARM2(ctx);
-	return finish(ctx, e);
-}
-
-/* Loads and copies: the first argument names the module slot or buffer. */
-static __always_inline int plain(struct pt_regs *ctx, __u32 probe)
-{
-	struct gp_launch_event *e = begin(probe);
-
-	if (!e)
-		return 0;
-	e->func = PT_REGS_PARM1(ctx);
-	e->stream = PT_REGS_PARM2(ctx);
-	return finish(ctx, e);
-}
-
-#define PROBE(name, kind, id) \
-	SEC("uprobe") int BPF_KPROBE(name) { return kind(ctx, id); }
-
-PROBE(cu_launch_kernel, launch_classic, GP_PROBE_LAUNCH_KERNEL)
-PROBE(cu_launch_kernel_ptsz, launch_classic, GP_PROBE_LAUNCH_KERNEL_PTSZ)
-PROBE(cu_launch_kernel_ex, launch_ex, GP_PROBE_LAUNCH_KERNEL_EX)
-PROBE(cu_launch_kernel_ex_ptsz, launch_ex, GP_PROBE_LAUNCH_KERNEL_EX_PTSZ)
-PROBE(cu_launch_cooperative, launch_classic, GP_PROBE_LAUNCH_COOPERATIVE)
-PROBE(cu_launch_cooperative_ptsz, launch_classic, GP_PROBE_LAUNCH_COOPERATIVE_PTSZ)
-PROBE(cu_graph_launch, launch_graph, GP_PROBE_GRAPH_LAUNCH)
-PROBE(cu_graph_launch_ptsz, launch_graph, GP_PROBE_GRAPH_LAUNCH_PTSZ)
-PROBE(cu_module_load, plain, GP_PROBE_MODULE_LOAD)
-PROBE(cu_module_load_data, plain, GP_PROBE_MODULE_LOAD_DATA)
-PROBE(cu_module_load_data_ex, plain, GP_PROBE_MODULE_LOAD_DATA_EX)
-PROBE(cu_module_load_fat_binary, plain, GP_PROBE_MODULE_LOAD_FAT_BINARY)
-PROBE(cu_library_load_data, plain, GP_PROBE_LIBRARY_LOAD_DATA)
-PROBE(cu_library_load_from_file, plain, GP_PROBE_LIBRARY_LOAD_FROM_FILE)
-
-/* Every copy and memset entry point: the loader sets the probe id as cookie. */
+/*
+ * Every driver entry point we probe, one program: the loader gives each
+ * attachment its probe id as the cookie. One program is verified once (a
+ * program per entry point cost about 70 ms of kernel time each at start).
+ * cuGraphLaunch(exec, stream), the loads (module slot or image first) and
+ * the copies keep their first two arguments.
+ */
 SEC("uprobe")
-int BPF_KPROBE(cu_copy)
+int BPF_KPROBE(cu_call)
 {
 	__u64 probe = bpf_get_attach_cookie(ctx);
+	struct gp_launch_event *e;
 
-	if (probe < GP_PROBE_COPY_FIRST || probe >= GP_PROBE_MAX)
+	if (probe >= GP_PROBE_MAX)
 		return 0;
-	return plain(ctx, (__u32)probe);
+	e = begin((__u32)probe);
+	if (!e)
+		return 0;
+	switch (probe) {
+	case GP_PROBE_LAUNCH_KERNEL:
+	case GP_PROBE_LAUNCH_KERNEL_PTSZ:
+	case GP_PROBE_LAUNCH_COOPERATIVE:
+	case GP_PROBE_LAUNCH_COOPERATIVE_PTSZ:
+		args_classic(ctx, e);
+		break;
+	case GP_PROBE_LAUNCH_KERNEL_EX:
+	case GP_PROBE_LAUNCH_KERNEL_EX_PTSZ:
+		args_ex(ctx, e);
+		break;
+	default:
+		e->func = PT_REGS_PARM1(ctx);
+		e->stream = PT_REGS_PARM2(ctx);
+		break;
+	}
+	return finish(ctx, e);
 }
 
 /* A followed process's children are followed too (new processes only). */

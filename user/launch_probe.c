@@ -6,6 +6,8 @@
  * buffer reader.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include <bpf/libbpf.h>
 #include "user/launch_probe.h"
 #include "shim/gp_abi.h"
+#include "user/util/thread.h"
 #include "user/util/tracepoint.h"
 #include "launch.skel.h"
 
@@ -130,28 +133,6 @@ bool launch_probe__is_launch(__u32 probe)
 bool launch_probe__is_copy(__u32 probe)
 {
 	return probe < GP_PROBE_MAX && probes[probe].copy;
-}
-
-static struct bpf_program *program_of(struct launch_bpf *s, int probe)
-{
-	struct bpf_program *table[GP_PROBE_MAX] = {
-		[GP_PROBE_LAUNCH_KERNEL] = s->progs.cu_launch_kernel,
-		[GP_PROBE_LAUNCH_KERNEL_PTSZ] = s->progs.cu_launch_kernel_ptsz,
-		[GP_PROBE_LAUNCH_KERNEL_EX] = s->progs.cu_launch_kernel_ex,
-		[GP_PROBE_LAUNCH_KERNEL_EX_PTSZ] = s->progs.cu_launch_kernel_ex_ptsz,
-		[GP_PROBE_LAUNCH_COOPERATIVE] = s->progs.cu_launch_cooperative,
-		[GP_PROBE_LAUNCH_COOPERATIVE_PTSZ] = s->progs.cu_launch_cooperative_ptsz,
-		[GP_PROBE_GRAPH_LAUNCH] = s->progs.cu_graph_launch,
-		[GP_PROBE_GRAPH_LAUNCH_PTSZ] = s->progs.cu_graph_launch_ptsz,
-		[GP_PROBE_MODULE_LOAD] = s->progs.cu_module_load,
-		[GP_PROBE_MODULE_LOAD_DATA] = s->progs.cu_module_load_data,
-		[GP_PROBE_MODULE_LOAD_DATA_EX] = s->progs.cu_module_load_data_ex,
-		[GP_PROBE_MODULE_LOAD_FAT_BINARY] = s->progs.cu_module_load_fat_binary,
-		[GP_PROBE_LIBRARY_LOAD_DATA] = s->progs.cu_library_load_data,
-		[GP_PROBE_LIBRARY_LOAD_FROM_FILE] = s->progs.cu_library_load_from_file,
-	};
-
-	return probe >= GP_PROBE_COPY_FIRST ? s->progs.cu_copy : table[probe];
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -315,7 +296,7 @@ static int attach_one(struct launch_probe *lp, int probe, const char *path, bool
 		struct bpf_link *link;
 
 		libbpf_quiet = true;
-		link = bpf_program__attach_uprobe_opts(program_of(lp->skel, probe), -1, path, 0, &uo);
+		link = bpf_program__attach_uprobe_opts(lp->skel->progs.cu_call, -1, path, 0, &uo);
 		libbpf_quiet = false;
 		if (!link) {
 			err = -errno;
@@ -478,14 +459,57 @@ int launch_probe__counters(struct launch_probe *lp, __u64 ret_counters[GP_BPF_CO
 	return 0;
 }
 
+#define DETACH_THREADS 16
+
+struct detach_share {
+	struct bpf_link **links;
+	size_t n, first, stride;
+};
+
+static void *detach_some(void *arg)
+{
+	struct detach_share *d = arg;
+
+	for (size_t i = d->first; i < d->n; i += d->stride)
+		bpf_link__destroy(d->links[i]);
+	return NULL;
+}
+
+/*
+ * Removing a uprobe waits for the kernel's grace period (40-80 ms each,
+ * measured): one after the other, 40 links kept a -- COMMAND's caller
+ * waiting over a second after the program ended. Side by side the waits
+ * overlap; a thread that cannot start leaves its share to this one.
+ */
+static void detach_links(struct bpf_link **links, size_t n)
+{
+	struct detach_share share[DETACH_THREADS];
+	pthread_t th[DETACH_THREADS];
+	bool started[DETACH_THREADS] = { false };
+	size_t k, nth = n < DETACH_THREADS ? n : DETACH_THREADS;
+
+	for (k = 0; k < nth; k++) {
+		share[k] = (struct detach_share){ .links = links, .n = n, .first = k, .stride = nth };
+		if (k)
+			started[k] = thread__start_quiet(&th[k], detach_some, &share[k]) == 0;
+	}
+	for (k = 1; k < nth; k++)
+		if (!started[k])
+			detach_some(&share[k]);
+	if (nth)
+		detach_some(&share[0]);
+	for (k = 1; k < nth; k++)
+		if (started[k])
+			pthread_join(th[k], NULL);
+}
+
 void launch_probe__destroy(struct launch_probe *lp)
 {
 	if (!lp)
 		return;
 	ring_buffer__free(lp->rb);
 	ring_buffer__free(lp->rings_rb);
-	for (size_t i = 0; i < lp->nr_links; i++)
-		bpf_link__destroy(lp->links[i]);
+	detach_links(lp->links, lp->nr_links);
 	free(lp->links);
 	launch_bpf__destroy(lp->skel);
 	free(lp);

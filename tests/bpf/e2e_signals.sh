@@ -53,9 +53,14 @@ drive() { # CASE: go, then the loader's signal; notes the times
 	sleep 0.5
 	kill -${c#*-} "$(cat "$WORK/$c.loader")" || { echo "the loader ended before its signal" >"$WORK/$c.driver"; return; }
 	echo ok >"$WORK/$c.driver"
+	# When the program ended (a zombie, or gone): its reaping waits for the
+	# loader that started it (-- COMMAND), which may still be detaching.
+	while st=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null) && [ "$st" != Z ]; do sleep 0.02; done
+	date +%s.%N >"$WORK/$c.ended"
 }
 for c in $CASES; do drive $c & done
 wait_drivers() { for c in $CASES; do wait_line "$WORK/$c.driver" . 30 || fail "$c: driver stuck"; done; }
+wait_ended() { for c in $CASES; do wait_line "$WORK/$c.ended" . 30 || fail "$c: the program never ended"; done; }
 wait_drivers
 for c in $CASES; do
 	[ "$(cat "$WORK/$c.driver")" = ok ] || { grep -v "^libbpf\|^counters" "$WORK/$c.err"; fail "$c: $(cat "$WORK/$c.driver")"; }
@@ -70,8 +75,9 @@ check_case() { # CASE LOADER_STATUS
 	[ -s "$WORK/$c.pb.gz" ] || { grep -v "^libbpf\|^counters" "$WORK/$c.err"; fail "$c: no profile written"; }
 	grep -q "wrote $WORK/$c.pb.gz" "$WORK/$c.err" || fail "$c: no 'wrote' line"
 	# The program went on to its normal end, on time.
-	read -r st t < <(reaped "$c" "$p")
+	read -r st _ < <(reaped "$c" "$p")
 	[ "$st" = 0 ] || fail "$c: the program exited $st after its loader was signalled"
+	t=$(cat "$WORK/$c.ended")
 	awk -v e="$t" -v g="$(cat "$WORK/$c.go")" -v s=$SECS 'BEGIN {exit !(e - g < s + 1)}' ||
 		fail "$c: the program ran $(awk -v e="$t" -v g="$(cat "$WORK/$c.go")" 'BEGIN {print e - g}') s, asked for $SECS s"
 	total=$(sed -n 's/^spin: launches=//p' "$WORK/$c.log")
@@ -83,6 +89,7 @@ check_case() { # CASE LOADER_STATUS
 	[ "$n" -lt "$total" ] || fail "$c: $n launches profiled, the program made $total: not stopped mid-run"
 	ok "$c: the loader stopped on SIG${c#*-}, exit 0, $n of $total launches profiled; the program exited 0 on time"
 }
+wait_ended
 for sig in INT TERM; do
 	wait_exit "$(cat "$WORK/pid-$sig.loader")" 10 && rc=0 || rc=$?
 	p=$(ready_pid "pid-$sig")

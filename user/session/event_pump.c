@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The thread moving launch events out of the BPF ring (event_pump.h). */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include "user/session/event_pump.h"
+#include "user/util/thread.h"
 
 #define PUMP_POLL_MS 5
 #define SYNC_MAX_NS 1000000000ll
@@ -76,7 +76,6 @@ static void *pump_main(void *arg)
 int event_pump__start(struct event_pump *p, struct launch_probe *lp, size_t max_bytes)
 {
 	pthread_condattr_t ca;
-	sigset_t all, old;
 	int err;
 
 	memset(p, 0, sizeof(*p));
@@ -87,13 +86,9 @@ int event_pump__start(struct event_pump *p, struct launch_probe *lp, size_t max_
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&p->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	/* Signals stay the main thread's. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	err = pthread_create(&p->thread, NULL, pump_main, p);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = thread__start_quiet(&p->thread, pump_main, p);
 	if (err)
-		return -err;
+		return err;
 	p->running = true;
 	return 0;
 }

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The thread holding shim rings as they are made (ring_watch.h). */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "user/session/ring_watch.h"
+#include "user/util/thread.h"
 #include "user/launch_probe.h"
 #include "user/shm/shm_reader.h"
 
@@ -61,7 +61,6 @@ static void *watch_main(void *arg)
 
 int ring_watch__start(struct ring_watch *w, struct launch_probe *lp)
 {
-	sigset_t all, old;
 	int err;
 
 	memset(w, 0, sizeof(*w));
@@ -70,13 +69,9 @@ int ring_watch__start(struct ring_watch *w, struct launch_probe *lp)
 	pthread_mutex_init(&w->lock, NULL);
 	if (!launch_probe__watches_rings(lp))
 		return 0;
-	/* Signals stay the main thread's: its polls are what they interrupt. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	err = pthread_create(&w->thread, NULL, watch_main, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = thread__start_quiet(&w->thread, watch_main, w);
 	if (err)
-		return -err;
+		return err;
 	w->running = true;
 	return 0;
 }

@@ -158,6 +158,35 @@ static int elf_sym__cmp(const void *a, const void *b)
 	return x->name < y->name ? -1 : (x->name > y->name);
 }
 
+/*
+ * The string table also names data, sections and files: keep only the
+ * functions' names when they are under half of it (C++ libraries carry
+ * hundreds of MB of names). Best effort: without memory, the whole stays.
+ */
+static void elf_syms__compact_names(struct elf_syms *s)
+{
+	size_t i, need = 1, at = 1, len;
+	char *names;
+
+	for (i = 0; i < s->n_syms; i++)
+		need += strlen(s->strtab + s->syms[i].name) + 1;
+	if (need > s->strtab_len / 2)
+		return;
+	names = malloc(need);
+	if (!names)
+		return;
+	names[0] = '\0';
+	for (i = 0; i < s->n_syms; i++) {
+		len = strlen(s->strtab + s->syms[i].name) + 1;
+		memcpy(names + at, s->strtab + s->syms[i].name, len);
+		s->syms[i].name = (uint32_t)at;
+		at += len;
+	}
+	free(s->strtab);
+	s->strtab = names;
+	s->strtab_len = need - 1;
+}
+
 static int elf_syms__read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
 				 struct elf_syms *s, uint64_t file_size)
 {
@@ -216,6 +245,7 @@ static int elf_syms__read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
 		if (fit)
 			s->syms = fit;
 	}
+	elf_syms__compact_names(s);
 	return 0;
 }
 

@@ -558,6 +558,20 @@ static void add_kernel(struct profile *p, __u32 pid, const char *name)
 	assert_int_equal(profile__add(p, pid, 1, "cuLaunchKernel", NULL, &a), 0);
 }
 
+/* A profile with these processes and one stack per frame, ids 1..nf (short_id: the flagged one). */
+static struct profile *profile_with(const struct profile_proc *procs, size_t np,
+				    const struct profile_frame *frames, size_t nf, __u32 short_id)
+{
+	struct profile *p;
+
+	assert_int_equal(profile__new(&p), 0);
+	for (size_t i = 0; i < np; i++)
+		assert_int_equal(profile__set_proc(p, &procs[i]), 0);
+	for (__u32 i = 0; i < nf; i++)
+		assert_int_equal(profile__set_stack(p, i + 1, &frames[i], 1, i + 1 == short_id), 0);
+	return p;
+}
+
 static void test_profile_puts_each_kernel_in_the_mapping_of_its_cubin(void **state)
 {
 	static const char *const ka[] = { "gemm", "softmax" }, *const kb[] = { "relu", "softmax" };
@@ -573,10 +587,7 @@ static void test_profile_puts_each_kernel_in_the_mapping_of_its_cubin(void **sta
 	static struct decoded d;
 	char path[PATH_MAX];
 
-	assert_int_equal(profile__new(&p), 0);
-	for (int i = 0; i < 2; i++)
-		assert_int_equal(profile__set_proc(p, &procs[i]), 0);
-	assert_int_equal(profile__set_stack(p, 1, &frame, 1, false), 0);
+	p = profile_with(procs, 2, &frame, 1, 0);
 	/* pid 100 loads both (softmax is then ambiguous), pid 200 only b. */
 	assert_int_equal(profile__add_cubin(p, 100, 0xa1, a, alen), 0);
 	assert_int_equal(profile__add_cubin(p, 100, 0xb2, b, blen), 0);
@@ -668,11 +679,7 @@ static void test_compact_forgets_gone_processes_and_renumbers_kept_stacks(void *
 	static struct decoded d;
 	char path[PATH_MAX];
 
-	assert_int_equal(profile__new(&p), 0);
-	for (int i = 0; i < 2; i++)
-		assert_int_equal(profile__set_proc(p, &procs[i]), 0);
-	for (__u32 i = 0; i < 3; i++)
-		assert_int_equal(profile__set_stack(p, i + 1, &fr[i], 1, i == 1), 0);
+	p = profile_with(procs, 2, fr, 3, 2);
 	assert_int_equal(profile__add_cubin(p, 100, 0xa1, a, alen), 0);
 	assert_int_equal(profile__add_cubin(p, 200, 0xb2, b, blen), 0);
 	add_kernel(p, 100, "gemm");

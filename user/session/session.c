@@ -18,28 +18,14 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "user/session/session.h"
-#include "user/session/launcher.h"
+#include "user/session/session_internal.h"
 #include "user/session/libcuda.h"
-#include "user/session/target.h"
-#include "user/session/crc.h"
-#include "user/launch_probe.h"
-#include "user/join/join.h"
-#include "user/profile/profile.h"
 #include "user/proc/proc.h"
-#include "user/shm/shm_reader.h"
 #include "user/symbolize/symbolize.h"
-#include "user/util/blobtab.h"
-#include "user/session/stacks.h"
-#include "user/session/stack_table.h"
-#include "user/session/ring_watch.h"
-#include "user/session/copy_hint.h"
-#include "user/session/event_pump.h"
 #include "user/python/pyruntime.h"
 #include "user/python/pycode.h"
+#include "user/session/preflight.h"
 
-#define NS_PER_MS 1000000ull
-#define NS_PER_S 1000000000ull
 #define SHM_RETRY_NS (200 * NS_PER_MS)
 #define NO_SHIM_WARN_NS (3 * NS_PER_S)
 #define SCAN_NS (2 * NS_PER_S)
@@ -63,62 +49,9 @@
 
 static volatile sig_atomic_t stop_signal;
 
-/* The loader's stages, timed so that benchmarks can say where its time goes. */
-enum stage { STAGE_EVENTS, STAGE_SHIM, STAGE_JOIN, STAGE_SCAN, STAGE_NAME, STAGE_WRITE, STAGE_MAX };
-static const char *const stage_names[STAGE_MAX] = { "events", "shim", "join", "scan", "name", "write" };
-#define TIMED(s, st, stmt) do {                           \
-		__u64 t0_ = now_ns();                     \
-		stmt;                                     \
-		(s)->stage_ns[st] += now_ns() - t0_;      \
-	} while (0)
-
 static void on_signal(int sig)
 {
 	stop_signal = sig;
-}
-
-struct session {
-	const struct gp_opts *o;
-	struct launch_probe *lp;
-	struct join *join;
-	struct profile *prof;
-	struct stack_table stacks;  /* raw stacks (pid, frames) -> stack id */
-	struct ring_watch rw;       /* shim rings held as they are made */
-	struct event_pump pump;     /* launch events, out of the BPF ring as they come */
-	struct copy_hints hints;    /* per-thread stack copy sizes (cfi) */
-	struct blobtab *names;      /* activity names -> id */
-	struct target_table tt;
-	struct crc_engine *crc;
-	struct launcher child;      /* -- COMMAND */
-	bool have_child;
-	__u64 start_ns, last_write_ns, next_scan_ns;
-	__u64 probes_ns;            /* when the initial probes were in place */
-	__u64 start_realtime_ns;
-	__u64 last_stamp_s;         /* --interval: the second in the last name... */
-	unsigned int same_stamp;    /* ...and how many names before used it too */
-	/* losses the report line prints */
-	__u64 stacks_dropped, names_dropped, records_unknown, modules_settled;
-	__u64 before_window;        /* activities that ended before we attached */
-	__u64 unattributed_written; /* --interval: unattributed in profiles already written */
-	__u64 shm_ctr_gone[GP_CTR_MAX]; /* counters of targets already removed */
-	struct shm_reader_stats reader_gone;
-	struct raw_stack raw;           /* scratch of on_launch_event */
-	struct resolved_stack *resolved; /* scratch of resolve_stack (large) */
-	struct stack_stats stack_stats;
-	__u32 *pending;                /* stack ids not named yet (defer_stack) */
-	size_t npending, cap_pending;
-	__u64 events_bad;              /* BPF events whose parts overran their size */
-	__u64 rings_missed;            /* shim rings seen made and gone before we held them */
-	__u64 stage_ns[STAGE_MAX];     /* where the loader's time goes (loader: line) */
-	__u64 copied_bytes, copied_events; /* stack copies received (cfi) */
-};
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
 static __u64 realtime_ns(void)
@@ -649,18 +582,6 @@ static bool pid_followed(void *ctx, __u32 pid)
 	return target_table__find(&s->tt, (pid_t)pid) != NULL;
 }
 
-static void tables_line(struct session *s, FILE *f)
-{
-	struct profile_sizes ps;
-
-	profile__sizes(s->prof, &ps);
-	fprintf(f, "tables: window=%u raw_stacks=%zu stacks=%llu frames=%llu strings=%llu procs=%llu "
-		"cubins=%llu targets=%zu\n", s->stacks.window, stack_table__count(&s->stacks),
-		(unsigned long long)ps.stacks, (unsigned long long)ps.frames,
-		(unsigned long long)ps.strings, (unsigned long long)ps.procs,
-		(unsigned long long)ps.cubins, s->tt.n);
-}
-
 /*
  * Continuous mode, once a window's profile is written: forgets the stacks
  * no launch of the window had and the processes that are gone, with their
@@ -691,83 +612,10 @@ static void forget_window(struct session *s)
 	s->npending = keep;
 	stack_compaction__free(&c);
 	if (s->o->verbose)
-		tables_line(s, stderr);
+		session__tables_line(s, stderr);
 }
 
 /* ------------------------------------------------------------ report */
-
-static void counters_line(struct session *s, FILE *f)
-{
-	__u64 bpf[GP_BPF_COUNTER_MAX] = {}, shm[GP_CTR_MAX], ctr[GP_CTR_MAX];
-	struct shm_reader_stats rs = s->reader_gone, st;
-	struct join_counters jc;
-	struct profile_totals pt;
-
-	memcpy(shm, s->shm_ctr_gone, sizeof(shm));
-	for (size_t i = 0; i < s->tt.n; i++) {
-		if (!s->tt.t[i]->shm)
-			continue;
-		shm_reader__counters(s->tt.t[i]->shm, ctr);
-		shm_reader__stats(s->tt.t[i]->shm, &st);
-		for (int k = 0; k < GP_CTR_MAX; k++)
-			shm[k] += ctr[k];
-		rs.records_bad += st.records_bad;
-		rs.ring_resyncs += st.ring_resyncs;
-		rs.names_bad += st.names_bad;
-	}
-	launch_probe__counters(s->lp, bpf);
-	join__counters(s->join, &jc);
-	profile__totals(s->prof, &pt);
-	fprintf(f,
-		"counters: launch_events=%llu ringbuf_full=%llu stack_errors=%llu copy_errors=%llu "
-		"copy_skipped=%llu "
-		"records=%llu ring_dropped=%llu cupti_dropped=%llu buffers_exhausted=%llu "
-		"modules_captured=%llu modules_settled=%llu cubin_too_large=%llu cubin_pending_full=%llu "
-		"strings_full=%llu records_bad=%llu ring_resyncs=%llu "
-		"joined=%llu api_without_launch=%llu launches_without_record=%llu "
-		"unattributed=%llu (no_launch_event=%llu no_api_record=%llu before_attach=%llu table_full=%llu) "
-		"queue_full=%llu stacks_dropped=%llu names_dropped=%llu records_unknown=%llu "
-		"symbolize_failed=%llu stacks_short=%llu python_short=%llu python_unresolved=%llu "
-		"crc_helper_lost=%llu rings_missed=%llu "
-		"events_bad=%llu before_window=%llu\n",
-		bpf[GP_BPF_EVENTS], bpf[GP_BPF_RINGBUF_FULL], bpf[GP_BPF_STACK_ERRORS],
-		bpf[GP_BPF_COPY_ERRORS], bpf[GP_BPF_COPY_SKIPPED], shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
-		shm[GP_CTR_BUFFERS_EXHAUSTED], shm[GP_CTR_MODULES_CAPTURED], s->modules_settled,
-		shm[GP_CTR_CUBIN_TOO_LARGE], shm[GP_CTR_CUBIN_PENDING_FULL], shm[GP_CTR_STRINGS_FULL],
-		rs.records_bad, rs.ring_resyncs, jc.activities_joined, jc.api_without_launch,
-		jc.launches_without_record, s->unattributed_written + pt.unattributed,
-		jc.activities_unattributed[JOIN_NO_LAUNCH_EVENT],
-		jc.activities_unattributed[JOIN_NO_API_RECORD],
-		jc.activities_unattributed[JOIN_BEFORE_ATTACH],
-		jc.activities_unattributed[JOIN_TABLE_FULL], jc.queue_full, s->stacks_dropped,
-		s->names_dropped, s->records_unknown, s->stack_stats.sym_failed,
-		s->stack_stats.native_truncated, s->stack_stats.py_truncated,
-		s->stack_stats.py_unresolved, crc_engine__helper_lost(s->crc), s->rings_missed,
-		s->events_bad, s->before_window);
-}
-
-/* The loader's own cost, so benchmarks need no outside tool. */
-static void loader_usage(struct session *s, FILE *f)
-{
-	struct rusage ru;
-	double wall = (now_ns() - s->start_ns) / 1e9, cpu;
-	size_t sym_bytes, cfi_bytes;
-
-	if (getrusage(RUSAGE_SELF, &ru))
-		return;
-	cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-	fprintf(f, "loader: cpu_s=%.3f wall_s=%.3f cpu_share=%.2f%% max_rss_mb=%.1f stage_ms", cpu, wall,
-		wall > 0 ? 100.0 * cpu / wall : 0.0, ru.ru_maxrss / 1024.0);
-	for (int i = 0; i < STAGE_MAX; i++)
-		fprintf(f, " %s=%.1f", stage_names[i], s->stage_ns[i] / 1e6);
-	symbolizer__stats(&sym_bytes, &cfi_bytes);
-	fprintf(f, " copy_kib_mean=%.1f copy_sizes_grown=%llu shrunk=%llu queue_peak_mb=%.1f "
-		"syms_mb=%.1f cfi_mb=%.1f\n",
-		s->copied_events ? s->copied_bytes / 1024.0 / s->copied_events : 0.0,
-		(unsigned long long)s->hints.grown, (unsigned long long)s->hints.shrunk,
-		s->pump.lp ? event_pump__peak_bytes(&s->pump) / 1048576.0 : 0.0,
-		sym_bytes / 1048576.0, cfi_bytes / 1048576.0);
-}
 
 /*
  * Two windows can end in the same second (a sub-second --interval, or the
@@ -930,66 +778,6 @@ static bool should_stop(struct session *s, __u64 now)
 
 /* ------------------------------------------------------------ setup */
 
-/*
- * Every CFI table keeps its file open to build FDEs on demand (up to 512
- * files), beside each target's ring and root: the soft limit of 1024 is
- * too tight on a busy node, so take what the hard limit allows.
- */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
-static int preflight(const struct gp_opts *o)
-{
-	if (geteuid() != 0) {
-		fprintf(stderr, "gpuprobe-bpf: needs root to load BPF programs and attach uprobes "
-			"(CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN): run it with sudo\n");
-		return -EPERM;
-	}
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		fprintf(stderr, "gpuprobe-bpf: this kernel has no BTF (/sys/kernel/btf/vmlinux): "
-			"a kernel built with CONFIG_DEBUG_INFO_BTF=y is needed\n");
-		return -ENOTSUP;
-	}
-	if (access("/sys/bus/event_source/devices/uprobe/type", R_OK)) {
-		fprintf(stderr, "gpuprobe-bpf: this kernel has no uprobe support "
-			"(CONFIG_UPROBE_EVENTS): cannot probe libcuda\n");
-		return -ENOTSUP;
-	}
-	if (o->mode == GP_MODE_PID && !proc__alive(o->pid)) {
-		fprintf(stderr, "gpuprobe-bpf: no such process: %d\n", o->pid);
-		return -ESRCH;
-	}
-	return 0;
-}
-
-static int check_output(const char *path)
-{
-	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-
-	if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else if (slash)
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	else
-		snprintf(dir, sizeof(dir), ".");
-	if (access(dir, W_OK | X_OK)) {
-		int err = -errno;
-
-		fprintf(stderr, "gpuprobe-bpf: cannot write the output %s: directory %s: %s\n", path, dir,
-			strerror(-err));
-		return err;
-	}
-	return 0;
-}
-
 static int open_probe(struct session *s)
 {
 	struct launch_probe_opts lo = {
@@ -1142,7 +930,7 @@ int session__run(const struct gp_opts *o)
 	char path[PATH_MAX];
 	int err, status = 1;
 
-	if (preflight(o) || check_output(o->output))
+	if (preflight__check(o) || preflight__output(o->output))
 		return 1;
 	err = session__init(&s, o);
 	if (err) {
@@ -1166,7 +954,7 @@ int session__run(const struct gp_opts *o)
 		session__fini(&s);
 		return 1;
 	}
-	raise_nofile(); /* after a -- COMMAND child started: it keeps the usual limit */
+	preflight__raise_nofile(); /* after a -- COMMAND child started: it keeps the usual limit */
 	if (!launch_probe__nr_files(s.lp) && o->mode != GP_MODE_PID)
 		fprintf(stderr, "gpuprobe-bpf: no libcuda.so.1 found yet (give --libcuda PATH if it is "
 			"somewhere unusual); watching for it\n");
@@ -1177,7 +965,7 @@ int session__run(const struct gp_opts *o)
 		tick_sliced(&s);
 		now = now_ns();
 		if (o->verbose)
-			counters_line(&s, stderr);
+			session__counters_line(&s, stderr);
 		if (should_stop(&s, now))
 			break;
 		if (o->interval_s && now - s.last_write_ns >= (__u64)(o->interval_s * NS_PER_S)) {
@@ -1197,8 +985,8 @@ int session__run(const struct gp_opts *o)
 		snprintf(path, sizeof(path), "%s", o->output);
 	err = write_profile(&s, path, now_ns());
 	profile__report(s.prof, stderr, o->top);
-	counters_line(&s, stderr);
-	loader_usage(&s, stderr);
+	session__counters_line(&s, stderr);
+	session__loader_line(&s, stderr);
 	if (!err)
 		fprintf(stderr, "gpuprobe-bpf: wrote %s (read it with: go tool pprof -top %s)\n", path, path);
 	status = err ? 1 : 0;

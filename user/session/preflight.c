@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/* What the loader checks and sets before it starts (preflight.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include "user/session/preflight.h"
+#include "user/proc/proc.h"
+
+/*
+ * Every CFI table keeps its file open to build FDEs on demand (up to 512
+ * files), beside each target's ring and root: the soft limit of 1024 is
+ * too tight on a busy node, so take what the hard limit allows.
+ */
+void preflight__raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int preflight__check(const struct gp_opts *o)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "gpuprobe-bpf: needs root to load BPF programs and attach uprobes "
+			"(CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN): run it with sudo\n");
+		return -EPERM;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		fprintf(stderr, "gpuprobe-bpf: this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+			"a kernel built with CONFIG_DEBUG_INFO_BTF=y is needed\n");
+		return -ENOTSUP;
+	}
+	if (access("/sys/bus/event_source/devices/uprobe/type", R_OK)) {
+		fprintf(stderr, "gpuprobe-bpf: this kernel has no uprobe support "
+			"(CONFIG_UPROBE_EVENTS): cannot probe libcuda\n");
+		return -ENOTSUP;
+	}
+	if (o->mode == GP_MODE_PID && !proc__alive(o->pid)) {
+		fprintf(stderr, "gpuprobe-bpf: no such process: %d\n", o->pid);
+		return -ESRCH;
+	}
+	return 0;
+}
+
+int preflight__output(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (access(dir, W_OK | X_OK)) {
+		int err = -errno;
+
+		fprintf(stderr, "gpuprobe-bpf: cannot write the output %s: directory %s: %s\n", path, dir,
+			strerror(-err));
+		return err;
+	}
+	return 0;
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loader's report lines (session_internal.h): "tables:" after each
+ * window (-v), "counters:" each tick (-v) and at the end, where every loss
+ * has its own counter, and "loader:", what the loader itself cost.
+ */
+#include <string.h>
+#include <sys/resource.h>
+#include "user/session/session_internal.h"
+#include "user/symbolize/symbolize.h"
+
+static const char *const stage_names[STAGE_MAX] = { "events", "shim", "join", "scan", "name", "write" };
+
+void session__tables_line(struct session *s, FILE *f)
+{
+	struct profile_sizes ps;
+
+	profile__sizes(s->prof, &ps);
+	fprintf(f, "tables: window=%u raw_stacks=%zu stacks=%llu frames=%llu strings=%llu procs=%llu "
+		"cubins=%llu targets=%zu\n", s->stacks.window, stack_table__count(&s->stacks),
+		(unsigned long long)ps.stacks, (unsigned long long)ps.frames,
+		(unsigned long long)ps.strings, (unsigned long long)ps.procs,
+		(unsigned long long)ps.cubins, s->tt.n);
+}
+
+void session__counters_line(struct session *s, FILE *f)
+{
+	__u64 bpf[GP_BPF_COUNTER_MAX] = {}, shm[GP_CTR_MAX], ctr[GP_CTR_MAX];
+	struct shm_reader_stats rs = s->reader_gone, st;
+	struct join_counters jc;
+	struct profile_totals pt;
+
+	memcpy(shm, s->shm_ctr_gone, sizeof(shm));
+	for (size_t i = 0; i < s->tt.n; i++) {
+		if (!s->tt.t[i]->shm)
+			continue;
+		shm_reader__counters(s->tt.t[i]->shm, ctr);
+		shm_reader__stats(s->tt.t[i]->shm, &st);
+		for (int k = 0; k < GP_CTR_MAX; k++)
+			shm[k] += ctr[k];
+		rs.records_bad += st.records_bad;
+		rs.ring_resyncs += st.ring_resyncs;
+		rs.names_bad += st.names_bad;
+	}
+	launch_probe__counters(s->lp, bpf);
+	join__counters(s->join, &jc);
+	profile__totals(s->prof, &pt);
+	fprintf(f,
+		"counters: launch_events=%llu ringbuf_full=%llu stack_errors=%llu copy_errors=%llu "
+		"copy_skipped=%llu "
+		"records=%llu ring_dropped=%llu cupti_dropped=%llu buffers_exhausted=%llu "
+		"modules_captured=%llu modules_settled=%llu cubin_too_large=%llu cubin_pending_full=%llu "
+		"strings_full=%llu records_bad=%llu ring_resyncs=%llu "
+		"joined=%llu api_without_launch=%llu launches_without_record=%llu "
+		"unattributed=%llu (no_launch_event=%llu no_api_record=%llu before_attach=%llu table_full=%llu) "
+		"queue_full=%llu stacks_dropped=%llu names_dropped=%llu records_unknown=%llu "
+		"symbolize_failed=%llu stacks_short=%llu python_short=%llu python_unresolved=%llu "
+		"crc_helper_lost=%llu rings_missed=%llu "
+		"events_bad=%llu before_window=%llu\n",
+		bpf[GP_BPF_EVENTS], bpf[GP_BPF_RINGBUF_FULL], bpf[GP_BPF_STACK_ERRORS],
+		bpf[GP_BPF_COPY_ERRORS], bpf[GP_BPF_COPY_SKIPPED], shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
+		shm[GP_CTR_BUFFERS_EXHAUSTED], shm[GP_CTR_MODULES_CAPTURED], s->modules_settled,
+		shm[GP_CTR_CUBIN_TOO_LARGE], shm[GP_CTR_CUBIN_PENDING_FULL], shm[GP_CTR_STRINGS_FULL],
+		rs.records_bad, rs.ring_resyncs, jc.activities_joined, jc.api_without_launch,
+		jc.launches_without_record, s->unattributed_written + pt.unattributed,
+		jc.activities_unattributed[JOIN_NO_LAUNCH_EVENT],
+		jc.activities_unattributed[JOIN_NO_API_RECORD],
+		jc.activities_unattributed[JOIN_BEFORE_ATTACH],
+		jc.activities_unattributed[JOIN_TABLE_FULL], jc.queue_full, s->stacks_dropped,
+		s->names_dropped, s->records_unknown, s->stack_stats.sym_failed,
+		s->stack_stats.native_truncated, s->stack_stats.py_truncated,
+		s->stack_stats.py_unresolved, crc_engine__helper_lost(s->crc), s->rings_missed,
+		s->events_bad, s->before_window);
+}
+
+/* The loader's own cost, so benchmarks need no outside tool. */
+void session__loader_line(struct session *s, FILE *f)
+{
+	struct rusage ru;
+	double wall = (now_ns() - s->start_ns) / 1e9, cpu;
+	size_t sym_bytes, cfi_bytes;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return;
+	cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+	fprintf(f, "loader: cpu_s=%.3f wall_s=%.3f cpu_share=%.2f%% max_rss_mb=%.1f stage_ms", cpu, wall,
+		wall > 0 ? 100.0 * cpu / wall : 0.0, ru.ru_maxrss / 1024.0);
+	for (int i = 0; i < STAGE_MAX; i++)
+		fprintf(f, " %s=%.1f", stage_names[i], s->stage_ns[i] / 1e6);
+	symbolizer__stats(&sym_bytes, &cfi_bytes);
+	fprintf(f, " copy_kib_mean=%.1f copy_sizes_grown=%llu shrunk=%llu queue_peak_mb=%.1f "
+		"syms_mb=%.1f cfi_mb=%.1f\n",
+		s->copied_events ? s->copied_bytes / 1024.0 / s->copied_events : 0.0,
+		(unsigned long long)s->hints.grown, (unsigned long long)s->hints.shrunk,
+		s->pump.lp ? event_pump__peak_bytes(&s->pump) / 1048576.0 : 0.0,
+		sym_bytes / 1048576.0, cfi_bytes / 1048576.0);
+}

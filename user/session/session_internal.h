@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loader's session state, shared by the files of user/session that make
+ * up its run loop (session.c) and its report lines (report.c). Not an
+ * interface: session.h is.
+ */
+#ifndef GP_SESSION_SESSION_INTERNAL_H
+#define GP_SESSION_SESSION_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <time.h>
+#include "user/session/session.h"
+#include "user/session/launcher.h"
+#include "user/session/target.h"
+#include "user/session/crc.h"
+#include "user/session/stacks.h"
+#include "user/session/stack_table.h"
+#include "user/session/ring_watch.h"
+#include "user/session/copy_hint.h"
+#include "user/session/event_pump.h"
+#include "user/launch_probe.h"
+#include "user/join/join.h"
+#include "user/profile/profile.h"
+#include "user/shm/shm_reader.h"
+#include "user/util/blobtab.h"
+
+#define NS_PER_MS 1000000ull
+#define NS_PER_S 1000000000ull
+
+/* The loader's stages, timed so that benchmarks can say where its time goes. */
+enum stage { STAGE_EVENTS, STAGE_SHIM, STAGE_JOIN, STAGE_SCAN, STAGE_NAME, STAGE_WRITE, STAGE_MAX };
+#define TIMED(s, st, stmt) do {                           \
+		__u64 t0_ = now_ns();                     \
+		stmt;                                     \
+		(s)->stage_ns[st] += now_ns() - t0_;      \
+	} while (0)
+
+struct session {
+	const struct gp_opts *o;
+	struct launch_probe *lp;
+	struct join *join;
+	struct profile *prof;
+	struct stack_table stacks;  /* raw stacks (pid, frames) -> stack id */
+	struct ring_watch rw;       /* shim rings held as they are made */
+	struct event_pump pump;     /* launch events, out of the BPF ring as they come */
+	struct copy_hints hints;    /* per-thread stack copy sizes (cfi) */
+	struct blobtab *names;      /* activity names -> id */
+	struct target_table tt;
+	struct crc_engine *crc;
+	struct launcher child;      /* -- COMMAND */
+	bool have_child;
+	__u64 start_ns, last_write_ns, next_scan_ns;
+	__u64 probes_ns;            /* when the initial probes were in place */
+	__u64 start_realtime_ns;
+	__u64 last_stamp_s;         /* --interval: the second in the last name... */
+	unsigned int same_stamp;    /* ...and how many names before used it too */
+	/* losses the report line prints */
+	__u64 stacks_dropped, names_dropped, records_unknown, modules_settled;
+	__u64 before_window;        /* activities that ended before we attached */
+	__u64 unattributed_written; /* --interval: unattributed in profiles already written */
+	__u64 shm_ctr_gone[GP_CTR_MAX]; /* counters of targets already removed */
+	struct shm_reader_stats reader_gone;
+	struct raw_stack raw;           /* scratch of on_launch_event */
+	struct resolved_stack *resolved; /* scratch of resolve_stack (large) */
+	struct stack_stats stack_stats;
+	__u32 *pending;                /* stack ids not named yet (defer_stack) */
+	size_t npending, cap_pending;
+	__u64 events_bad;              /* BPF events whose parts overran their size */
+	__u64 rings_missed;            /* shim rings seen made and gone before we held them */
+	__u64 stage_ns[STAGE_MAX];     /* where the loader's time goes (loader: line) */
+	__u64 copied_bytes, copied_events; /* stack copies received (cfi) */
+};
+
+static inline __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+/* report.c: the -v lines and the closing ones. */
+void session__tables_line(struct session *s, FILE *f);
+void session__counters_line(struct session *s, FILE *f);
+void session__loader_line(struct session *s, FILE *f);
+
+#endif /* GP_SESSION_SESSION_INTERNAL_H */

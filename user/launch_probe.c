@@ -19,6 +19,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "user/launch_probe.h"
+#include "user/uprobe_multi.h"
 #include "shim/gp_abi.h"
 #include "user/util/thread.h"
 #include "user/util/tracepoint.h"
@@ -96,6 +97,8 @@ struct launch_probe {
 	void *ring_ctx;
 	struct bpf_link **links;
 	size_t nr_links, cap_links;
+	bool multi;                   /* one uprobe_multi link per file (multi_fds) */
+	int multi_fds[MAX_FILES];
 	struct attached_file files[MAX_FILES];
 	unsigned nr_files;
 	launch_event_fn fn;
@@ -217,6 +220,36 @@ static void attach_ring_watch(struct launch_probe *lp)
 	}
 }
 
+/* Opens and loads the programs; with multi, the uprobe program for multi links. */
+static int load_skel(struct launch_probe *lp, const struct launch_probe_opts *opts, bool multi)
+{
+	int err;
+
+	lp->skel = launch_bpf__open();
+	if (!lp->skel)
+		return -errno ? -errno : -EINVAL;
+	lp->skel->rodata->filter_pids = opts->filter_pids;
+	lp->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
+	lp->skel->rodata->stack_copy = opts->stack_copy > GP_STACK_COPY_MAX ? GP_STACK_COPY_MAX
+									   : opts->stack_copy;
+	err = bpf_map__set_max_entries(lp->skel->maps.events, opts->ringbuf_bytes);
+	if (!err && multi)
+		err = bpf_program__set_expected_attach_type(lp->skel->progs.cu_call,
+							    GP_BPF_TRACE_UPROBE_MULTI);
+	/* Attached apart, below: without it the loader still profiles. */
+	bpf_program__set_autoattach(lp->skel->progs.ring_make, false);
+	bpf_program__set_autoattach(lp->skel->progs.ring_made, false);
+	if (!err)
+		err = launch_bpf__load(lp->skel);
+	if (err) {
+		launch_bpf__destroy(lp->skel);
+		lp->skel = NULL;
+		return err;
+	}
+	lp->multi = multi;
+	return 0;
+}
+
 int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe **ret_lp)
 {
 	struct launch_probe *lp;
@@ -230,24 +263,17 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 	if (!lp)
 		return -ENOMEM;
 	lp->verbose = opts->verbose;
-	lp->skel = launch_bpf__open();
-	if (!lp->skel) {
-		err = -errno ? -errno : -EINVAL;
+	for (int i = 0; i < MAX_FILES; i++)
+		lp->multi_fds[i] = -1;
+	/* A kernel that refuses the multi attach type gets a uprobe per entry point. */
+	err = uprobe_multi__wanted() ? load_skel(lp, opts, true) : -ENOTSUP;
+	if (err)
+		err = load_skel(lp, opts, false);
+	if (err)
 		goto err_free;
-	}
-	lp->skel->rodata->filter_pids = opts->filter_pids;
-	lp->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
-	lp->skel->rodata->stack_copy = opts->stack_copy > GP_STACK_COPY_MAX ? GP_STACK_COPY_MAX
-									   : opts->stack_copy;
-	err = bpf_map__set_max_entries(lp->skel->maps.events, opts->ringbuf_bytes);
-	if (err)
-		goto err_destroy;
-	/* Attached apart, below: without it the loader still profiles. */
-	bpf_program__set_autoattach(lp->skel->progs.ring_make, false);
-	bpf_program__set_autoattach(lp->skel->progs.ring_made, false);
-	err = launch_bpf__load(lp->skel);
-	if (err)
-		goto err_destroy;
+	if (opts->verbose)
+		fprintf(stderr, "gpuprobe-bpf: uprobes: %s\n", lp->multi ? "one multi link per file" :
+			"one per entry point (GPUPROBE_UPROBES=perf, or a kernel before 6.6)");
 	/* Auto-attaches only the fork tracepoint; uprobes are per file, below. */
 	err = launch_bpf__attach(lp->skel);
 	if (err)
@@ -315,6 +341,43 @@ static int attach_one(struct launch_probe *lp, int probe, const char *path, bool
 	return 0;
 }
 
+/* Every entry point the file defines in one uprobe_multi link (cookie: probe id). */
+static int attach_file_multi(struct launch_probe *lp, const char *path,
+			     struct launch_attach_result *res, unsigned *launches)
+{
+	const char *names[2 * GP_PROBE_MAX];
+	__u64 off[2 * GP_PROBE_MAX], offsets[GP_PROBE_MAX], cookies[GP_PROBE_MAX];
+	size_t n = 0;
+	int err, fd;
+
+	for (int p = 0; p < GP_PROBE_MAX; p++) {
+		names[p] = probes[p].symbol;
+		names[GP_PROBE_MAX + p] = probes[p].alt_symbol;
+	}
+	err = uprobe_multi__offsets(path, names, 2 * GP_PROBE_MAX, off);
+	if (err < 0)
+		return err;
+	for (int p = 0; p < GP_PROBE_MAX; p++) {
+		__u64 o = off[p] ? off[p] : off[GP_PROBE_MAX + p];
+
+		if (!o) {
+			res->missing++;
+			continue;
+		}
+		offsets[n] = o;
+		cookies[n++] = (__u64)p;
+		res->attached++;
+		*launches += probes[p].launch;
+	}
+	if (!*launches)
+		return -ENOENT;
+	fd = uprobe_multi__attach(bpf_program__fd(lp->skel->progs.cu_call), path, offsets, cookies, n);
+	if (fd < 0)
+		return fd;
+	lp->multi_fds[lp->nr_files] = fd;
+	return 0;
+}
+
 int launch_probe__attach_file(struct launch_probe *lp, const char *path,
 			      struct launch_attach_result *ret_res)
 {
@@ -334,7 +397,7 @@ int launch_probe__attach_file(struct launch_probe *lp, const char *path,
 	}
 	if (lp->nr_files == MAX_FILES)
 		return -E2BIG;
-	for (int p = 0; p < GP_PROBE_MAX; p++) {
+	for (int p = 0; p < GP_PROBE_MAX && !lp->multi; p++) {
 		bool found;
 
 		err = attach_one(lp, p, path, &found);
@@ -347,6 +410,8 @@ int launch_probe__attach_file(struct launch_probe *lp, const char *path,
 			res.missing++;
 		}
 	}
+	if (lp->multi && (err = attach_file_multi(lp, path, &res, &launches)))
+		return err;
 	if (!launches)
 		return -ENOENT; /* not a CUDA driver: nothing launches through it */
 	lp->files[lp->nr_files].dev = st.st_dev;
@@ -354,6 +419,11 @@ int launch_probe__attach_file(struct launch_probe *lp, const char *path,
 	lp->nr_files++;
 	*ret_res = res;
 	return 0;
+}
+
+bool launch_probe__uses_multi(const struct launch_probe *lp)
+{
+	return lp->multi;
 }
 
 unsigned launch_probe__nr_files(const struct launch_probe *lp)
@@ -511,6 +581,9 @@ void launch_probe__destroy(struct launch_probe *lp)
 	ring_buffer__free(lp->rings_rb);
 	detach_links(lp->links, lp->nr_links);
 	free(lp->links);
+	for (unsigned i = 0; i < MAX_FILES; i++)
+		if (lp->multi_fds[i] >= 0)
+			close(lp->multi_fds[i]);
 	launch_bpf__destroy(lp->skel);
 	free(lp);
 }

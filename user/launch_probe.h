@@ -36,6 +36,8 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 /* Attaches every probe to the ELF file at path (for every process mapping it). */
 int launch_probe__attach_file(struct launch_probe *lp, const char *path,
 			      struct launch_attach_result *ret_res);
+/* Whether each file's probes are one uprobe_multi link (else a perf uprobe each). */
+bool launch_probe__uses_multi(const struct launch_probe *lp);
 int launch_probe__follow(struct launch_probe *lp, __u32 tgid);
 int launch_probe__unfollow(struct launch_probe *lp, __u32 tgid);
 /* Bytes of stack copied for tid's launches from now on (CFI mode). */

@@ -13,7 +13,9 @@ wait_file "$WORK/p.log" 5
 PIDS+=($LA)
 for _ in $(seq 1 100); do grep -q "reading the shim ring of pid $P" "$WORK/a.err" && break; sleep 0.05; done
 grep -q "reading the shim ring of pid $P" "$WORK/a.err" || fail "loader A never read the ring"
-"$LOADER" -v --pid "$P" -o "$WORK/b.pb.gz" 2>"$WORK/b.err" & LB=$!
+# B probes with a perf uprobe per entry point (A: the kernel's default, one
+# multi link on 6.6+): both kinds on the same functions, each count exact.
+GPUPROBE_UPROBES=perf "$LOADER" -v --pid "$P" -o "$WORK/b.pb.gz" 2>"$WORK/b.err" & LB=$!
 PIDS+=($LB)
 # B's first tick (the counters line after it) has met the ring: only then go.
 for _ in $(seq 1 200); do grep -q "^counters:" "$WORK/b.err" && break; sleep 0.05; done
@@ -28,6 +30,7 @@ want=$(sed -n 's/^spin: launches=//p' "$WORK/p.log")
 wait_exit "$LA" 10 || { grep -v "^libbpf\|^counters" "$WORK/a.err"; fail "loader A failed"; }
 wait_exit "$LB" 10 || { grep -v "^libbpf\|^counters" "$WORK/b.err"; fail "loader B failed"; }
 ok "the program ran unharmed ($want launches); both loaders exited 0"
+grep -q "uprobes: one per entry point" "$WORK/b.err" || fail "B did not use a uprobe per entry point"
 
 # A read every record: its profile is exact.
 $CHECK "$WORK/a.pb.gz" totals >"$WORK/a.totals"

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "user/launch_probe.h"
+#include "user/uprobe_multi.h"
 
 #define THREADS 4
 #define CALLS 2500
@@ -118,6 +119,9 @@ static void test_every_launch_arrives_once_with_its_arguments_and_stack(void **s
 	s.site_lo = (uintptr_t)call_site;
 	s.site_hi = s.site_lo + 256;
 	assert_int_equal(launch_probe__open(&o, &lp), 0);
+	/* The way asked for (or the kernel's default) is the way taken: both are tested. */
+	assert_int_equal(launch_probe__uses_multi(lp), uprobe_multi__wanted());
+	print_message("  uprobes: %s\n", launch_probe__uses_multi(lp) ? "multi link" : "perf, one each");
 	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
 	assert_true(res.attached >= 2);
 	assert_int_equal(launch_probe__follow(lp, getpid()), 0);
@@ -260,5 +264,9 @@ int main(void)
 		cmocka_unit_test(test_a_stack_copy_starts_at_rsp_and_a_busy_ring_sends_events_without_one),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int failed = cmocka_run_group_tests_name("default uprobes", tests, NULL, NULL);
+
+	/* Again with a perf-event uprobe per entry point (kernels before 6.6). */
+	setenv("GPUPROBE_UPROBES", "perf", 1);
+	return failed + cmocka_run_group_tests_name("GPUPROBE_UPROBES=perf", tests, NULL, NULL);
 }

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CFI_LAZY_MAX_TABLE (1u << 24)     /* FDEs indexed per file */
+#define CFI_LAZY_MAX_TABLE (1u << 22)     /* FDEs indexed per file: 32 MiB of pairs */
 #define CFI_LAZY_MAX_ENTRY ((__u64)1 << 20) /* bytes of one FDE or CIE */
 #define CFI_LAZY_MAX_FDES (1u << 14)      /* FDEs built and cached per file */
 #define CFI_LAZY_MAX_PHDRS 4096

@@ -99,6 +99,8 @@ void cli__usage(FILE *f, const char *prog)
 		"  sudo %1$s --all-cgroups --interval 60     one profile a minute, whole node\n"
 		"  go tool pprof -top gpuprobe.pb.gz           read the result\n"
 		"\n"
+		"Environment: GPUPROBE_UPROBES=perf attaches a perf-event uprobe per entry point\n"
+		"instead of one uprobe_multi link per libcuda file (the default on Linux 6.6+).\n\n"
 		"Exit status: 0 success (with --, the command's own status), 1 runtime error,\n"
 		"2 usage error.\n",
 		prog);

@@ -266,14 +266,16 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 	for (int i = 0; i < MAX_FILES; i++)
 		lp->multi_fds[i] = -1;
 	/* A kernel that refuses the multi attach type gets a uprobe per entry point. */
+	libbpf_quiet = true; /* a refusal here is expected on older kernels */
 	err = uprobe_multi__wanted() ? load_skel(lp, opts, true) : -ENOTSUP;
+	libbpf_quiet = false;
 	if (err)
 		err = load_skel(lp, opts, false);
 	if (err)
 		goto err_free;
 	if (opts->verbose)
 		fprintf(stderr, "gpuprobe-bpf: uprobes: %s\n", lp->multi ? "one multi link per file" :
-			"one per entry point (GPUPROBE_UPROBES=perf, or a kernel before 6.6)");
+			"one per entry point (GPUPROBE_UPROBES=perf, or no uprobe_multi in this kernel)");
 	/* Auto-attaches only the fork tracepoint; uprobes are per file, below. */
 	err = launch_bpf__attach(lp->skel);
 	if (err)

@@ -566,10 +566,50 @@ struct cubin_queue *shm_reader__cubins(struct shm_reader *r)
 	return r->cubins;
 }
 
+/* Whole pages inside [p, p + len) leave this mapping; the memfd keeps them. */
+static void drop_pages(__u8 *p, __u64 len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + len) & ~(page - 1);
+
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/*
+ * Cubin bytes the loader has copied out need not stay in its RSS: a 128 MiB
+ * cubin ring cycled by an eager-loading PyTorch would otherwise all count as
+ * the loader's. Dropping a page of our shared mapping only unmaps it here (a
+ * later read faults the same bytes back in), so a hostile tail costs at most
+ * a refault.
+ */
+static void drop_consumed_cubins(struct shm_reader *r, __u64 from, __u64 to)
+{
+	__u8 *data = r->base + r->layout.cubin_off;
+	__u64 size = r->layout.cubin_size, len = to - from, off, first;
+
+	if (len >= size) {
+		drop_pages(data, size);
+		return;
+	}
+	off = from & (size - 1);
+	first = len < size - off ? len : size - off;
+	drop_pages(data + off, first);
+	if (len > first)
+		drop_pages(data, len - first);
+}
+
 int shm_reader__settle(struct shm_reader *r, cubin_crc_fn crc, void *crc_ctx,
 		       cubin_record_fn on_record, void *rec_ctx)
 {
-	return cubin_queue__settle(r->cubins, crc, crc_ctx, on_record, rec_ctx);
+	__u64 from = __atomic_load_n(&r->hdr->consumer.cubin_tail, __ATOMIC_ACQUIRE), to;
+	int ret = cubin_queue__settle(r->cubins, crc, crc_ctx, on_record, rec_ctx);
+
+	to = __atomic_load_n(&r->hdr->consumer.cubin_tail, __ATOMIC_ACQUIRE);
+	/* Only our own shared mapping: on private memory (open_mem) it would zero bytes. */
+	if (r->owns_map && to != from)
+		drop_consumed_cubins(r, from, to);
+	return ret;
 }
 
 int shm_reader__alive(const struct shm_reader *r)

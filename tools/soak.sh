@@ -114,6 +114,7 @@ sleep 12
 stop_workers
 record idle1
 idle1=$(sample)
+cp "/proc/$L/maps" "$out/maps-idle1.txt"
 echo "soak: ${minutes} min, $procs processes; warm-up ${warm_s} s; samples every 10 s in $csv"
 start_workers
 end=$(( t0 + total_s ))
@@ -124,6 +125,7 @@ done
 stop_workers
 record idle2
 idle2=$(sample)
+cp "/proc/$L/maps" "$out/maps-idle2.txt"
 kill -INT "$L"
 wait "$L" || fail "the loader exited $? on SIGINT: $(tail -3 "$err")"
 pids=()
@@ -209,7 +211,8 @@ if [ "$p1" != "$p2" ]; then
 		echo "soak: note: probe fds $p1 -> $p2: the $foreign other CUDA processes brought libcuda files to attach"
 	fi
 fi
-[ "$m1" = "$m2" ] || bad "mappings not flat: $m1 -> $m2"
+[ "$m1" = "$m2" ] || bad "mappings not flat: $m1 -> $m2: $(diff <(cut -d' ' -f1,2,6 "$out/maps-idle1.txt") \
+	<(cut -d' ' -f1,2,6 "$out/maps-idle2.txt") | grep '^[<>]' | tr '\n' ';')"
 read -r fmax mmax < <(awk -F, '$6 == "soak" { if ($3 > f) f = $3; if ($5 > m) m = $5 } END { print f + 0, m + 0 }' "$csv")
 echo "soak: under load, at most $fmax fds and $mmax mappings"
 [ "$nbad" = 0 ] || { echo "soak: FAIL: $nbad checks failed; samples in $csv, workload logs in $out/work" >&2; exit 1; }

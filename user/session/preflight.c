@@ -2,6 +2,7 @@
 /* What the loader checks and sets before it starts (preflight.h). */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -14,6 +15,11 @@
  * files), beside each target's ring and root: the soft limit of 1024 is
  * too tight on a busy node, so take what the hard limit allows.
  */
+void preflight__one_arena(void)
+{
+	mallopt(M_ARENA_MAX, 1);
+}
+
 void preflight__raise_nofile(void)
 {
 	struct rlimit rl;

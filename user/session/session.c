@@ -932,6 +932,7 @@ int session__run(const struct gp_opts *o)
 
 	if (preflight__check(o) || preflight__output(o->output))
 		return 1;
+	preflight__one_arena(); /* before any helper thread starts */
 	err = session__init(&s, o);
 	if (err) {
 		fprintf(stderr, "gpuprobe-bpf: %s\n", strerror(-err));

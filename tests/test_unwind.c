@@ -24,6 +24,7 @@
 
 #include "user/symbolize/elf_syms.h"
 #include "user/symbolize/proc_maps.h"
+#include "tests/elf_image.h"
 #include "user/unwind/cfi.h"
 #include "user/unwind/unwind.h"
 
@@ -786,10 +787,8 @@ static void test_eh_frame_is_found_through_pt_gnu_eh_frame_without_sections(void
 	static const __u8 off16[] = { 0x41, 0x0e, 16 };
 	static __u8 img[8192];
 	struct fb f = { .n = 0 };
-	Elf64_Ehdr eh = { 0 };
-	Elf64_Phdr ph[2] = { { 0 } };
 	struct cfi_table *t;
-	size_t hdr = sizeof(eh) + sizeof(ph), frame = hdr + 8, cie, total;
+	size_t hdr = ELF_IMAGE_PHDRS_END, frame = hdr + 8, cie, total;
 	__s32 rel;
 
 	cie = fb__cie(&f, false, "zR", init, sizeof(init));
@@ -797,19 +796,7 @@ static void test_eh_frame_is_found_through_pt_gnu_eh_frame_without_sections(void
 	fb__u32(&f, 0);
 	total = frame + f.n + 64; /* bytes after the terminator must not be read as CFI */
 	memset(img, 0xff, total);
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_machine = EM_X86_64;
-	eh.e_type = ET_DYN;
-	eh.e_phoff = sizeof(eh);
-	eh.e_phentsize = sizeof(Elf64_Phdr);
-	eh.e_phnum = 2;
-	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_filesz = total, .p_memsz = total };
-	ph[1] = (Elf64_Phdr){ .p_type = PT_GNU_EH_FRAME, .p_offset = hdr, .p_vaddr = hdr,
-			      .p_filesz = 8 };
-	memcpy(img, &eh, sizeof(eh));
-	memcpy(img + sizeof(eh), ph, sizeof(ph));
+	elf_image__phdrs(img, total, hdr, 8);
 	img[hdr] = 1;         /* version */
 	img[hdr + 1] = 0x1b;  /* eh_frame_ptr: pcrel sdata4 */
 	img[hdr + 2] = 0xff;  /* no count */
@@ -833,27 +820,13 @@ static void test_eh_frame_is_found_through_pt_gnu_eh_frame_without_sections(void
 static size_t elf__build_indexed(__u8 *img, size_t cap, const struct fb *frame,
 				 const __s64 (*pairs)[2], size_t n)
 {
-	Elf64_Ehdr eh = { 0 };
-	Elf64_Phdr ph[2] = { { 0 } };
-	size_t hdr = sizeof(eh) + sizeof(ph), frame_at = hdr + 12 + 8 * n, total, i;
+	size_t hdr = ELF_IMAGE_PHDRS_END, frame_at = hdr + 12 + 8 * n, total, i;
 	__s32 v;
 
 	total = frame_at + frame->n;
 	assert_true(total <= cap);
 	memset(img, 0, total);
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_machine = EM_X86_64;
-	eh.e_type = ET_DYN;
-	eh.e_phoff = sizeof(eh);
-	eh.e_phentsize = sizeof(Elf64_Phdr);
-	eh.e_phnum = 2;
-	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_filesz = total, .p_memsz = total };
-	ph[1] = (Elf64_Phdr){ .p_type = PT_GNU_EH_FRAME, .p_offset = hdr, .p_vaddr = hdr,
-			      .p_filesz = 12 + 8 * n };
-	memcpy(img, &eh, sizeof(eh));
-	memcpy(img + sizeof(eh), ph, sizeof(ph));
+	elf_image__phdrs(img, total, hdr, 12 + 8 * n);
 	img[hdr] = 1;
 	img[hdr + 1] = 0x1b; /* eh_frame_ptr: pcrel sdata4 */
 	img[hdr + 2] = 0x03; /* fde_count: udata4 */

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "tests/elf_image.h"
 #include "user/unwind/cfi.h"
 #include "user/unwind/unwind.h"
 
@@ -69,25 +70,11 @@ static size_t fuzz__wrap_sections(__u8 *out, const __u8 *frame, size_t n, bool d
 static size_t fuzz__wrap_phdrs(__u8 *out, const __u8 *frame, size_t n, const __u8 *pairs,
 			       size_t k)
 {
-	Elf64_Ehdr eh = { 0 };
-	Elf64_Phdr ph[2] = { { 0 } };
-	size_t hdr = sizeof(eh) + sizeof(ph), at = hdr + (k ? 12 + 8 * k : 8), total = at + n, i;
+	size_t hdr = ELF_IMAGE_PHDRS_END, at = hdr + (k ? 12 + 8 * k : 8), total = at + n, i;
 	__s32 rel = (__s32)(at - (hdr + 4)), v;
 	__u32 u;
 
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_machine = EM_X86_64;
-	eh.e_type = ET_DYN;
-	eh.e_phoff = sizeof(eh);
-	eh.e_phentsize = sizeof(Elf64_Phdr);
-	eh.e_phnum = 2;
-	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_filesz = total, .p_memsz = total };
-	ph[1] = (Elf64_Phdr){ .p_type = PT_GNU_EH_FRAME, .p_offset = hdr, .p_vaddr = hdr,
-			      .p_filesz = at - hdr };
-	memcpy(out, &eh, sizeof(eh));
-	memcpy(out + sizeof(eh), ph, sizeof(ph));
+	elf_image__phdrs(out, total, hdr, at - hdr);
 	out[hdr] = 1;
 	out[hdr + 1] = 0x1b; /* pcrel sdata4 */
 	out[hdr + 2] = k ? 0x03 : 0xff; /* udata4 count */

@@ -9,6 +9,17 @@
 #include "user/session/session_internal.h"
 #include "user/symbolize/symbolize.h"
 
+void session__note_tables(struct session *s)
+{
+	size_t sym_bytes, cfi_bytes;
+
+	symbolizer__stats(&sym_bytes, &cfi_bytes);
+	if (sym_bytes > s->peak_sym_bytes)
+		s->peak_sym_bytes = sym_bytes;
+	if (cfi_bytes > s->peak_cfi_bytes)
+		s->peak_cfi_bytes = cfi_bytes;
+}
+
 static const char *const stage_names[STAGE_MAX] = { "events", "shim", "join", "scan", "name", "write" };
 
 void session__tables_line(struct session *s, FILE *f)
@@ -87,7 +98,9 @@ void session__loader_line(struct session *s, FILE *f)
 		wall > 0 ? 100.0 * cpu / wall : 0.0, ru.ru_maxrss / 1024.0);
 	for (int i = 0; i < STAGE_MAX; i++)
 		fprintf(f, " %s=%.1f", stage_names[i], s->stage_ns[i] / 1e6);
-	symbolizer__stats(&sym_bytes, &cfi_bytes);
+	session__note_tables(s);
+	sym_bytes = s->peak_sym_bytes;
+	cfi_bytes = s->peak_cfi_bytes;
 	fprintf(f, " copy_kib_mean=%.1f copy_sizes_grown=%llu shrunk=%llu queue_peak_mb=%.1f "
 		"syms_mb=%.1f cfi_mb=%.1f\n",
 		s->copied_events ? s->copied_bytes / 1024.0 / s->copied_events : 0.0,

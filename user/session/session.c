@@ -683,6 +683,7 @@ static void tick(struct session *s)
 	__u64 before, now;
 	int err;
 
+	session__note_tables(s); /* before targets that exited take their tables along */
 	/* Everything committed before this clock reading is drained below. */
 	before = now_ns();
 	for (int i = 0; i < 64; i++) { /* a full queue leaves some in the ring: take them too */

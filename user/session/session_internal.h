@@ -70,6 +70,7 @@ struct session {
 	__u64 rings_missed;            /* shim rings seen made and gone before we held them */
 	__u64 stage_ns[STAGE_MAX];     /* where the loader's time goes (loader: line) */
 	__u64 copied_bytes, copied_events; /* stack copies received (cfi) */
+	size_t peak_sym_bytes, peak_cfi_bytes; /* symbol and CFI tables, most held at a tick */
 };
 
 static inline __u64 now_ns(void)
@@ -84,5 +85,7 @@ static inline __u64 now_ns(void)
 void session__tables_line(struct session *s, FILE *f);
 void session__counters_line(struct session *s, FILE *f);
 void session__loader_line(struct session *s, FILE *f);
+/* Notes what the symbol and CFI tables hold now, for the loader line's peaks. */
+void session__note_tables(struct session *s);
 
 #endif /* GP_SESSION_SESSION_INTERNAL_H */

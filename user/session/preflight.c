@@ -10,16 +10,16 @@
 #include "user/session/preflight.h"
 #include "user/proc/proc.h"
 
-/*
- * Every CFI table keeps its file open to build FDEs on demand (up to 512
- * files), beside each target's ring and root: the soft limit of 1024 is
- * too tight on a busy node, so take what the hard limit allows.
- */
 void preflight__one_arena(void)
 {
 	mallopt(M_ARENA_MAX, 1);
 }
 
+/*
+ * Every CFI table keeps its file open to build FDEs on demand (up to 512
+ * files), beside each target's ring and root: the soft limit of 1024 is
+ * too tight on a busy node, so take what the hard limit allows.
+ */
 void preflight__raise_nofile(void)
 {
 	struct rlimit rl;

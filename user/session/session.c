@@ -35,8 +35,9 @@
  * --stack-copy auto: a thread's first copies, before its stacks are known:
  * all of its stack, up to the bound (a thread's outermost frame sits at the
  * top of its stack, so a full walk needs about all of it). The loader may
- * be seconds late to learn a thread's depth (it builds large libraries' CFI
- * tables at start), and a smaller start cut every deep launch meanwhile.
+ * be seconds late to learn a thread's depth (a busy start: when CFI tables
+ * were built whole, about 1 s for libtorch's and cuDNN's), and a smaller
+ * start cut every deep launch meanwhile.
  */
 #define STACK_COPY_AUTO_START GP_STACK_COPY_MAX
 /* Launch events queued while the main thread is busy, at most. */
@@ -678,6 +679,21 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 		libcuda__attach_all(s->lp, s->o->verbose);
 }
 
+/* Every launch event committed to the BPF ring so far, through the pump. */
+static int drain_events(struct session *s)
+{
+	int err = 0;
+
+	for (int i = 0; i < 64; i++) { /* a full queue leaves some in the ring: take them too */
+		bool complete = event_pump__sync(&s->pump);
+
+		err = event_pump__drain(&s->pump, 0, on_launch_event, s);
+		if (complete || err)
+			break;
+	}
+	return err;
+}
+
 static void tick(struct session *s)
 {
 	__u64 before, now;
@@ -686,13 +702,7 @@ static void tick(struct session *s)
 	session__note_tables(s); /* before targets that exited take their tables along */
 	/* Everything committed before this clock reading is drained below. */
 	before = now_ns();
-	for (int i = 0; i < 64; i++) { /* a full queue leaves some in the ring: take them too */
-		bool complete = event_pump__sync(&s->pump);
-
-		err = event_pump__drain(&s->pump, 0, on_launch_event, s);
-		if (complete || err)
-			break;
-	}
+	err = drain_events(s);
 	if (err && err != -EINTR)
 		fprintf(stderr, "gpuprobe-bpf: reading the BPF ring: %s\n", strerror(-err));
 	take_held_rings(s);
@@ -729,8 +739,7 @@ static void answer_exits(struct session *s)
 		if (t->shm && shm_reader__exit_seq(t->shm) != t->exit_acked) {
 			if (!synced) {
 				/* Its last launches too, while it lives (read_target acks the exit). */
-				event_pump__sync(&s->pump);
-				event_pump__drain(&s->pump, 0, on_launch_event, s);
+				drain_events(s);
 				synced = true;
 			}
 			t->exit_acked = shm_reader__exit_seq(t->shm);

@@ -901,6 +901,64 @@ static void test_fdes_are_built_on_demand_through_the_eh_frame_hdr_table(void **
 	cfi_table__free(t);
 }
 
+/*
+ * Built on demand, the rows stay bounded whatever the lookups touch: 20,000
+ * one-rule functions, each looked up (and answered right), leave at most the
+ * cache's 16,384 functions' rows (2 each) in the table, not 40,000.
+ */
+static void test_fdes_built_on_demand_stay_bounded(void **state)
+{
+	enum { N = 20000, FDE = 28, CACHED_MAX = 16384 };
+	static const __u8 init[] = { CIE_STD_INIT };
+	struct fb cie = { .n = 0 };
+	size_t hdr = ELF_IMAGE_PHDRS_END, frame_at = hdr + 12 + 8 * N, total, off;
+	struct cfi_table *t;
+	__u8 *img, *p;
+	__u32 u;
+	__u64 v;
+
+	fb__cie(&cie, false, "zR", init, sizeof(init));
+	total = frame_at + cie.n + (size_t)FDE * N + 4;
+	img = calloc(1, total);
+	assert_non_null(img);
+	memcpy(img + frame_at, cie.b, cie.n);
+	for (size_t i = 0; i < N; i++) {
+		off = cie.n + FDE * i;
+		p = img + frame_at + off;
+		u = FDE - 4;
+		memcpy(p, &u, 4);
+		u = (__u32)(off + 4); /* back to the CIE at the section's start */
+		memcpy(p + 4, &u, 4);
+		v = 0x100000 + 16 * i;
+		memcpy(p + 8, &v, 8);
+		v = 16;
+		memcpy(p + 16, &v, 8); /* then augmentation length 0 and nops */
+		u = (__u32)(0x100000 + 16 * i - hdr);
+		memcpy(img + hdr + 12 + 8 * i, &u, 4);
+		u = (__u32)(frame_at + off - hdr);
+		memcpy(img + hdr + 16 + 8 * i, &u, 4);
+	}
+	img[hdr] = 1;
+	img[hdr + 1] = 0x1b;
+	img[hdr + 2] = 0x03;
+	img[hdr + 3] = 0x3b;
+	u = (__u32)(frame_at - (hdr + 4));
+	memcpy(img + hdr + 4, &u, 4);
+	u = N;
+	memcpy(img + hdr + 8, &u, 4);
+	elf_image__phdrs(img, total, hdr, 12 + 8 * N);
+	assert_int_equal(cfi_table__load_mem(img, total, &t), 0);
+	assert_int_equal(cfi_table__fdes_on_demand(t), N);
+	for (size_t i = 0; i < N; i++)
+		assert_rule(t, 0x100000 + 16 * i + 1, CFI_BASE_RSP, 8, CFI_RBP_SAME, 0);
+	print_message("  %d functions looked up: %zu rows held\n", N, cfi_table__rows(t));
+	assert_true(cfi_table__rows(t) > 0);
+	assert_true(cfi_table__rows(t) <= 2 * CACHED_MAX);
+	assert_int_equal(cfi_table__dropped(t), 0);
+	cfi_table__free(t);
+	free(img);
+}
+
 static void test_dwarf64_entries_and_pcrel_pointers_are_decoded(void **state)
 {
 	static const __u8 init[] = { CIE_STD_INIT };
@@ -1367,6 +1425,7 @@ int main(void)
 		cmocka_unit_test(test_debug_frame_is_read_and_eh_frame_wins_where_both_cover),
 		cmocka_unit_test(test_eh_frame_is_found_through_pt_gnu_eh_frame_without_sections),
 		cmocka_unit_test(test_fdes_are_built_on_demand_through_the_eh_frame_hdr_table),
+		cmocka_unit_test(test_fdes_built_on_demand_stay_bounded),
 		cmocka_unit_test(test_dwarf64_entries_and_pcrel_pointers_are_decoded),
 		cmocka_unit_test(test_hostile_cfi_is_refused_or_bounded),
 		cmocka_unit_test(test_program_that_goes_wrong_midway_keeps_only_the_rows_before),

@@ -697,6 +697,7 @@ static int drain_events(struct session *s)
 static void tick(struct session *s)
 {
 	__u64 before, now;
+	bool drained_dead = false;
 	int err;
 
 	session__note_tables(s); /* before targets that exited take their tables along */
@@ -716,6 +717,15 @@ static void tick(struct session *s)
 		if (alive)
 			python_setup(s, t, now); /* before its first launch, where it can */
 		if (!alive) {
+			/*
+			 * It may have died after the drain above, its last launches
+			 * still in the ring: its records, all read now, would be
+			 * joined without them. Dead, it has committed every event.
+			 */
+			if (!drained_dead) {
+				drain_events(s);
+				drained_dead = true;
+			}
 			retire_target(s, t); /* swaps the last entry into i */
 			continue;
 		}

@@ -282,7 +282,8 @@ static long other_shm_mapping_rss_kb(const void *not_at)
 
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '/'))
+		/* Every mapping's first line, anonymous ones (no path) included. */
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
 			in = strstr(line, "gpuprobe-shm") && lo != (unsigned long)not_at;
 		else if (in && sscanf(line, "Rss: %ld kB", &v) == 1)
 			rss = v;

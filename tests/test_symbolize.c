@@ -404,6 +404,114 @@ static void test_hostile_elf_images_are_refused_or_bounded(void **state)
 	free(img);
 }
 
+/*
+ * An ELF image of n functions at 0x1000 + 16 i, 16 bytes each, whose names
+ * ("fn_<i>_" padded with 'x' to name_len bytes) make a large string table:
+ * ELF header, .symtab, .strtab, section headers.
+ */
+static uint8_t *many_names_image(size_t n, size_t name_len, size_t *ret_len, size_t *ret_strtab)
+{
+	size_t sym_off = sizeof(Elf64_Ehdr), str_off = sym_off + (n + 1) * sizeof(Elf64_Sym);
+	size_t str_len = 1 + n * (name_len + 1), sh_off = str_off + str_len, i;
+	size_t len = sh_off + 3 * sizeof(Elf64_Shdr);
+	uint8_t *img = calloc(1, len);
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+	Elf64_Sym *sym = (Elf64_Sym *)(img + sym_off);
+	Elf64_Shdr *sh = (Elf64_Shdr *)(img + sh_off);
+	char *str = (char *)img + str_off;
+
+	assert_non_null(img);
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_DYN;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_shoff = sh_off;
+	eh->e_shentsize = sizeof(Elf64_Shdr);
+	eh->e_shnum = 3;
+	for (i = 0; i < n; i++) {
+		char *name = str + 1 + i * (name_len + 1);
+		int w = snprintf(name, name_len + 1, "fn_%zu_", i);
+
+		memset(name + w, 'x', name_len - (size_t)w);
+		sym[i + 1] = (Elf64_Sym){ .st_name = (uint32_t)(name - str),
+					  .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC),
+					  .st_shndx = 1, .st_value = 0x1000 + 16 * i, .st_size = 16 };
+	}
+	sh[1] = (Elf64_Shdr){ .sh_type = SHT_SYMTAB, .sh_offset = sym_off, .sh_link = 2,
+			      .sh_size = (n + 1) * sizeof(Elf64_Sym), .sh_entsize = sizeof(Elf64_Sym) };
+	sh[2] = (Elf64_Shdr){ .sh_type = SHT_STRTAB, .sh_offset = str_off, .sh_size = str_len };
+	*ret_len = len;
+	*ret_strtab = str_off;
+	return img;
+}
+
+static void expect_name(struct elf_syms *s, size_t i, size_t name_len)
+{
+	char want[32];
+	const char *name;
+	uint64_t off;
+
+	snprintf(want, sizeof(want), "fn_%zu_", i);
+	assert_int_equal(elf_syms__lookup(s, 0x1000 + 16 * i + 3, &name, &off), 0);
+	assert_int_equal(off, 3);
+	assert_int_equal(strlen(name), name_len);
+	assert_memory_equal(name, want, strlen(want));
+}
+
+/*
+ * 20,000 functions with 1,000-byte names (a 20 MB string table, as C++
+ * libraries have): the loader holds their addresses, not their names.
+ */
+static void test_function_names_stay_in_the_file(void **state)
+{
+	size_t n = 20000, name_len = 1000, len, str_off, i;
+	uint8_t *img = many_names_image(n, name_len, &len, &str_off);
+	struct elf_syms *s;
+
+	assert_int_equal(elf_syms__load_mem(img, len, &s), 0);
+	assert_int_equal(elf_syms__count(s), n);
+	/* In both directions, so that names sharing a cache slot evict each other. */
+	for (i = 0; i < n; i += 7)
+		expect_name(s, i, name_len);
+	for (i = n; i-- > 0;)
+		if (i % 13 == 0)
+			expect_name(s, i, name_len);
+	assert_true(elf_syms__bytes(s) < n * 16 + 512 * 1024);
+	elf_syms__put(s);
+	free(img);
+}
+
+/* A file cut short after loading: its names are gone, the lookup says so. */
+static void test_names_of_a_file_truncated_after_loading_are_not_found(void **state)
+{
+	size_t len, str_off;
+	uint8_t *img = many_names_image(100, 40, &len, &str_off);
+	char path[PATH_MAX];
+	struct elf_syms *s;
+	const char *name;
+	uint64_t off;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/names_cut", tmp_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, img, len), (ssize_t)len);
+	assert_int_equal(elf_syms__load_fd(fd, &s), 0);
+	close(fd);
+	expect_name(s, 5, 40);
+	assert_int_equal(truncate(path, (off_t)str_off + 1 + 50 * 41), 0);
+	expect_name(s, 5, 40);  /* cached */
+	expect_name(s, 49, 40); /* still in the file */
+	assert_int_equal(elf_syms__lookup(s, 0x1000 + 16 * 60, &name, &off), -ENOENT);
+	elf_syms__put(s);
+	unlink(path);
+	free(img);
+}
+
 static void test_proc_maps_keep_executable_mappings_with_their_kinds(void **state)
 {
 	static const char text[] =
@@ -515,6 +623,8 @@ int main(void)
 		cmocka_unit_test(test_symlinks_out_of_the_root_are_not_followed_by_the_fallback),
 		cmocka_unit_test(test_elf_cache_refuses_a_link_out_of_the_root),
 		cmocka_unit_test(test_hostile_elf_images_are_refused_or_bounded),
+		cmocka_unit_test(test_function_names_stay_in_the_file),
+		cmocka_unit_test(test_names_of_a_file_truncated_after_loading_are_not_found),
 		cmocka_unit_test(test_proc_maps_keep_executable_mappings_with_their_kinds),
 		cmocka_unit_test(test_cxx_names_are_demangled_and_others_pass_through),
 	};

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ELF symbol tables. Files are read with ELF_C_READ (pread of the sections we
- * ask for), not mmap: a file truncated under us must give an error, not a
- * SIGBUS in a root process. Section sizes are checked against our own caps
- * before libelf allocates them; the string table is copied once and names are
- * offsets into it, so memory is bounded by the caps whatever the symbol
- * count claims. Function symbols are sorted by address for binary search.
+ * ELF symbol tables. Files are read with pread (libelf's ELF_C_READ for the
+ * headers, our own reads for the symbol table), not mmap: a file truncated
+ * under us must give an error, not a SIGBUS in a root process. Section sizes
+ * are checked against our own caps before anything is read. Only function
+ * symbols are kept, 16 bytes each, sorted by address for binary search; their
+ * names stay in the file (C++ libraries carry over 100 MB of them) and are
+ * read on lookup through a dup of the file's descriptor, into a small cache.
  */
 #include "user/symbolize/elf_syms.h"
 #include "user/symbolize/root_open.h"
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,12 +29,21 @@
 #define ELF_SYMS_MAX_PHDRS 4096
 #define ELF_SYMS_MAX_BUILD_ID 64                       /* bytes; SHA-1 is 20 */
 #define ELF_SYMS_MAX_NOTES ((uint64_t)1 << 20)
+#define ELF_SYMS_READ_CHUNK 512                        /* symbols per pread */
+#define ELF_SYMS_NAME_SLOTS 256                        /* names cached per file */
+#define ELF_SYMS_MAX_NAME 4096                         /* longer names are cut */
+#define ELF_SYM_SIZE_MAX 0x7fffffffu
+#define ELF_SYM_GLOBAL 0x80000000u                     /* in size, while sorting */
 
 struct elf_sym {
 	uint64_t addr;
-	uint64_t size;
-	uint32_t name; /* offset in strtab */
-	uint8_t bind;
+	uint32_t size; /* clamped to ELF_SYM_SIZE_MAX */
+	uint32_t name; /* offset in the file's string table */
+};
+
+struct elf_name {
+	size_t sym;  /* index + 1; 0 for an empty slot */
+	char *name;
 };
 
 struct elf_load {
@@ -43,10 +54,12 @@ struct elf_load {
 
 struct elf_syms {
 	int refs;
+	int fd; /* names are read from it; -1 without symbols */
 	struct elf_sym *syms;
 	size_t n_syms;
-	char *strtab;
-	size_t strtab_len;
+	uint64_t strtab_off, strtab_len;
+	struct elf_name *names; /* ELF_SYMS_NAME_SLOTS, on first lookup */
+	size_t name_bytes;
 	struct elf_load loads[ELF_SYMS_MAX_LOADS];
 	size_t n_loads;
 	char build_id[ELF_SYMS_MAX_BUILD_ID * 2 + 1];
@@ -147,112 +160,132 @@ static bool shdr__fits(const GElf_Shdr *sh, uint64_t file_size, uint64_t cap)
 static int elf_sym__cmp(const void *a, const void *b)
 {
 	const struct elf_sym *x = a, *y = b;
+	uint32_t xs = x->size & ELF_SYM_SIZE_MAX, ys = y->size & ELF_SYM_SIZE_MAX;
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
 	/* At one address prefer the global name, then the sized one. */
-	if ((x->bind == STB_GLOBAL) != (y->bind == STB_GLOBAL))
-		return x->bind == STB_GLOBAL ? -1 : 1;
-	if (x->size != y->size)
-		return x->size > y->size ? -1 : 1;
+	if ((x->size & ELF_SYM_GLOBAL) != (y->size & ELF_SYM_GLOBAL))
+		return (x->size & ELF_SYM_GLOBAL) ? -1 : 1;
+	if (xs != ys)
+		return xs > ys ? -1 : 1;
 	return x->name < y->name ? -1 : (x->name > y->name);
 }
 
-/*
- * The string table also names data, sections and files: keep only the
- * functions' names when they are under half of it (C++ libraries carry
- * hundreds of MB of names). Best effort: without memory, the whole stays.
- */
-static void elf_syms__compact_names(struct elf_syms *s)
+/* Appends one function symbol, growing the array geometrically. */
+static int elf_syms__push(struct elf_syms *s, size_t *cap, const Elf64_Sym *sym)
 {
-	size_t i, need = 1, at = 1, len;
-	char *names;
+	struct elf_sym *grown;
 
-	for (i = 0; i < s->n_syms; i++)
-		need += strlen(s->strtab + s->syms[i].name) + 1;
-	if (need > s->strtab_len / 2)
-		return;
-	names = malloc(need);
-	if (!names)
-		return;
-	names[0] = '\0';
-	for (i = 0; i < s->n_syms; i++) {
-		len = strlen(s->strtab + s->syms[i].name) + 1;
-		memcpy(names + at, s->strtab + s->syms[i].name, len);
-		s->syms[i].name = (uint32_t)at;
-		at += len;
+	if (s->n_syms == *cap) {
+		*cap = *cap ? *cap * 2 : 1024;
+		grown = realloc(s->syms, *cap * sizeof(*s->syms));
+		if (!grown)
+			return -ENOMEM;
+		s->syms = grown;
 	}
-	free(s->strtab);
-	s->strtab = names;
-	s->strtab_len = need - 1;
-}
-
-static int elf_syms__read_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
-				 struct elf_syms *s, uint64_t file_size)
-{
-	Elf_Scn *str_scn;
-	GElf_Shdr str_sh;
-	Elf_Data *d, *sd;
-	GElf_Sym sym;
-	size_t n, i, k;
-	int type;
-
-	str_scn = elf_getscn(e, sh->sh_link);
-	if (!str_scn || !gelf_getshdr(str_scn, &str_sh) || str_sh.sh_type != SHT_STRTAB ||
-	    !shdr__fits(&str_sh, file_size, ELF_SYMS_MAX_SECTION))
-		return -ENOEXEC;
-	d = elf_getdata(scn, NULL);
-	sd = elf_getdata(str_scn, NULL);
-	if (!d || !sd || !d->d_buf || !sd->d_buf || sd->d_size == 0 ||
-	    sd->d_size > UINT32_MAX)
-		return -ENOEXEC;
-	/* A private copy, NUL-terminated whatever the file says. */
-	s->strtab = malloc(sd->d_size + 1);
-	if (!s->strtab)
-		return -ENOMEM;
-	memcpy(s->strtab, sd->d_buf, sd->d_size);
-	s->strtab[sd->d_size] = '\0';
-	s->strtab_len = sd->d_size;
-
-	n = d->d_size / gelf_fsize(e, ELF_T_SYM, 1, EV_CURRENT);
-	if (n > ELF_SYMS_MAX_SYMS)
-		n = ELF_SYMS_MAX_SYMS;
-	s->syms = calloc(n ? n : 1, sizeof(*s->syms));
-	if (!s->syms)
-		return -ENOMEM;
-	for (i = 0, k = 0; i < n; i++) {
-		if (!gelf_getsym(d, (int)i, &sym))
-			break;
-		type = GELF_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-		    !sym.st_value || !sym.st_name || sym.st_name >= s->strtab_len)
-			continue;
-		s->syms[k++] = (struct elf_sym){
-			.addr = sym.st_value, .size = sym.st_size,
-			.name = (uint32_t)sym.st_name, .bind = GELF_ST_BIND(sym.st_info),
-		};
-	}
-	qsort(s->syms, k, sizeof(*s->syms), elf_sym__cmp);
-	/* One symbol per address: aliases add nothing to a lookup. */
-	for (i = 0, n = 0; i < k; i++)
-		if (!n || s->syms[n - 1].addr != s->syms[i].addr)
-			s->syms[n++] = s->syms[i];
-	s->n_syms = n;
-	/* Sized for every symbol of the table, most of which were not functions. */
-	if (n) {
-		struct elf_sym *fit = realloc(s->syms, n * sizeof(*s->syms));
-
-		if (fit)
-			s->syms = fit;
-	}
-	elf_syms__compact_names(s);
+	s->syms[s->n_syms++] = (struct elf_sym){
+		.addr = sym->st_value,
+		.size = (sym->st_size > ELF_SYM_SIZE_MAX ? ELF_SYM_SIZE_MAX : (uint32_t)sym->st_size) |
+			(ELF64_ST_BIND(sym->st_info) == STB_GLOBAL ? ELF_SYM_GLOBAL : 0),
+		.name = sym->st_name,
+	};
 	return 0;
 }
 
-static int elf_syms__read_sections(Elf *e, struct elf_syms *s, uint64_t file_size)
+static bool elf_sym__is_function(const Elf64_Sym *sym, uint64_t strtab_len)
+{
+	int type = ELF64_ST_TYPE(sym->st_info);
+
+	return (type == STT_FUNC || type == STT_GNU_IFUNC) && sym->st_shndx != SHN_UNDEF &&
+	       sym->st_value && sym->st_name && sym->st_name < strtab_len;
+}
+
+/* Sorted, one symbol per address (aliases add nothing to a lookup), sized to fit. */
+static void elf_syms__sort(struct elf_syms *s)
+{
+	size_t i, n = 0;
+	struct elf_sym *fit;
+
+	if (!s->n_syms)
+		return;
+	qsort(s->syms, s->n_syms, sizeof(*s->syms), elf_sym__cmp);
+	for (i = 0; i < s->n_syms; i++) {
+		if (n && s->syms[n - 1].addr == s->syms[i].addr)
+			continue;
+		s->syms[n] = s->syms[i];
+		s->syms[n++].size &= ELF_SYM_SIZE_MAX;
+	}
+	s->n_syms = n;
+	fit = n ? realloc(s->syms, n * sizeof(*s->syms)) : NULL;
+	if (fit)
+		s->syms = fit;
+}
+
+/*
+ * Reads the function symbols of one table in chunks straight from the file:
+ * neither the table nor its string table is ever held whole. A short read
+ * (a file truncated under us) ends the table where it stops.
+ */
+static int elf_syms__read_symtab(int fd, const GElf_Shdr *sh, const GElf_Shdr *str_sh,
+				 struct elf_syms *s)
+{
+	Elf64_Sym chunk[ELF_SYMS_READ_CHUNK];
+	size_t n = sh->sh_size / sizeof(Elf64_Sym), i, j, want, cap = 0;
+	ssize_t got;
+
+	if (str_sh->sh_size == 0 || str_sh->sh_size > UINT32_MAX)
+		return -ENOEXEC;
+	s->strtab_off = str_sh->sh_offset;
+	s->strtab_len = str_sh->sh_size;
+	if (n > ELF_SYMS_MAX_SYMS)
+		n = ELF_SYMS_MAX_SYMS;
+	for (i = 0; i < n; i += want) {
+		want = n - i < ELF_SYMS_READ_CHUNK ? n - i : ELF_SYMS_READ_CHUNK;
+		got = pread(fd, chunk, want * sizeof(Elf64_Sym),
+			    (off_t)(sh->sh_offset + i * sizeof(Elf64_Sym)));
+		if (got < (ssize_t)(want * sizeof(Elf64_Sym)))
+			break;
+		for (j = 0; j < want; j++)
+			if (elf_sym__is_function(&chunk[j], s->strtab_len) &&
+			    elf_syms__push(s, &cap, &chunk[j]))
+				return -ENOMEM;
+	}
+	elf_syms__sort(s);
+	return 0;
+}
+
+static bool elf_syms__native_64(Elf *e)
+{
+	const char *ident = elf_getident(e, NULL);
+	static const uint16_t probe = 1;
+	int native = *(const uint8_t *)&probe ? ELFDATA2LSB : ELFDATA2MSB;
+
+	return ident && ident[EI_CLASS] == ELFCLASS64 && ident[EI_DATA] == native;
+}
+
+/* The string table a symbol table names, when it is one we can read. */
+static bool elf_syms__strtab_of(Elf *e, const GElf_Shdr *sh, uint64_t file_size,
+				GElf_Shdr *ret_str)
+{
+	Elf_Scn *str_scn = elf_getscn(e, sh->sh_link);
+
+	return str_scn && gelf_getshdr(str_scn, ret_str) && ret_str->sh_type == SHT_STRTAB &&
+	       shdr__fits(ret_str, file_size, ELF_SYMS_MAX_SECTION);
+}
+
+static void elf_syms__drop_symbols(struct elf_syms *s)
+{
+	free(s->syms);
+	s->syms = NULL;
+	s->n_syms = 0;
+	s->strtab_off = s->strtab_len = 0;
+}
+
+static int elf_syms__read_sections(Elf *e, int fd, struct elf_syms *s, uint64_t file_size)
 {
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
-	GElf_Shdr sh, symtab_sh, dynsym_sh;
+	GElf_Shdr sh, symtab_sh, dynsym_sh, str_sh;
 	bool have_build_id = false;
 	size_t count = 0;
 
@@ -274,22 +307,22 @@ static int elf_syms__read_sections(Elf *e, struct elf_syms *s, uint64_t file_siz
 	}
 	if (!have_build_id)
 		elf_syms__build_id_from_phdrs(e, s, file_size);
+	/* Symbols are read as the loader's own ELF64 layout: what a process of ours maps. */
+	if (!elf_syms__native_64(e))
+		return 0;
 	/* .symtab is a superset of .dynsym when present; stripped files have only the latter. */
-	if (symtab && elf_syms__read_symtab(e, symtab, &symtab_sh, s, file_size) == 0 &&
-	    s->n_syms)
+	if (symtab && elf_syms__strtab_of(e, &symtab_sh, file_size, &str_sh) &&
+	    elf_syms__read_symtab(fd, &symtab_sh, &str_sh, s) == 0 && s->n_syms)
 		return 0;
-	free(s->syms);
-	free(s->strtab);
-	s->syms = NULL;
-	s->strtab = NULL;
-	s->n_syms = 0;
-	s->strtab_len = 0;
-	if (dynsym && elf_syms__read_symtab(e, dynsym, &dynsym_sh, s, file_size) == 0)
+	elf_syms__drop_symbols(s);
+	if (dynsym && elf_syms__strtab_of(e, &dynsym_sh, file_size, &str_sh) &&
+	    elf_syms__read_symtab(fd, &dynsym_sh, &str_sh, s) == 0)
 		return 0;
+	elf_syms__drop_symbols(s);
 	return 0; /* no symbols at all is still a usable file (lib+offset) */
 }
 
-static int elf_syms__from_elf(Elf *e, uint64_t file_size, struct elf_syms **ret_syms)
+static int elf_syms__from_elf(Elf *e, int fd, uint64_t file_size, struct elf_syms **ret_syms)
 {
 	struct elf_syms *s;
 	int err;
@@ -302,9 +335,15 @@ static int elf_syms__from_elf(Elf *e, uint64_t file_size, struct elf_syms **ret_
 	if (!s)
 		return -ENOMEM;
 	s->refs = 1;
+	s->fd = -1;
 	err = elf_syms__read_loads(e, s);
 	if (!err)
-		err = elf_syms__read_sections(e, s, file_size);
+		err = elf_syms__read_sections(e, fd, s, file_size);
+	/* Names are read on lookup, from the file as it was opened. */
+	if (!err && s->n_syms && (s->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		err = -errno;
+		s->fd = -1;
+	}
 	if (err) {
 		elf_syms__put(s);
 		return err;
@@ -328,7 +367,7 @@ int elf_syms__load_fd(int fd, struct elf_syms **ret_syms)
 		return -EINVAL;
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ, NULL);
-	err = elf_syms__from_elf(e, (uint64_t)st.st_size, &s);
+	err = elf_syms__from_elf(e, fd, (uint64_t)st.st_size, &s);
 	elf_end(e);
 	if (err)
 		return err;
@@ -341,25 +380,29 @@ int elf_syms__load_fd(int fd, struct elf_syms **ret_syms)
 	return 0;
 }
 
+/* Through an anonymous file, so that memory and files take one path. */
 int elf_syms__load_mem(const void *data, size_t len, struct elf_syms **ret_syms)
 {
-	char *copy;
-	Elf *e;
-	int err;
+	size_t done = 0;
+	ssize_t n;
+	int fd, err;
 
 	if ((!data && len) || !ret_syms)
 		return -EINVAL;
-	/* libelf may convert byte order in place: give it a private copy. */
-	copy = malloc(len ? len : 1);
-	if (!copy)
-		return -ENOMEM;
-	if (len)
-		memcpy(copy, data, len);
-	elf_version(EV_CURRENT);
-	e = elf_memory(copy, len);
-	err = elf_syms__from_elf(e, len, ret_syms);
-	elf_end(e);
-	free(copy);
+	fd = memfd_create("gpuprobe-elf", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (done < len) {
+		n = write(fd, (const char *)data + done, len - done);
+		if (n <= 0) {
+			err = n < 0 ? -errno : -EIO;
+			close(fd);
+			return err;
+		}
+		done += (size_t)n;
+	}
+	err = elf_syms__load_fd(fd, ret_syms);
+	close(fd);
 	return err;
 }
 
@@ -372,10 +415,16 @@ struct elf_syms *elf_syms__get(struct elf_syms *s)
 
 void elf_syms__put(struct elf_syms *s)
 {
+	size_t i;
+
 	if (!s || --s->refs > 0)
 		return;
+	for (i = 0; s->names && i < ELF_SYMS_NAME_SLOTS; i++)
+		free(s->names[i].name);
+	free(s->names);
+	if (s->fd >= 0)
+		close(s->fd);
 	free(s->syms);
-	free(s->strtab);
 	free(s);
 }
 
@@ -393,7 +442,10 @@ size_t elf_syms__count(const struct elf_syms *s)
 
 size_t elf_syms__bytes(const struct elf_syms *s)
 {
-	return s ? sizeof(*s) + s->n_syms * sizeof(*s->syms) + s->strtab_len : 0;
+	if (!s)
+		return 0;
+	return sizeof(*s) + s->n_syms * sizeof(*s->syms) + s->name_bytes +
+	       (s->names ? ELF_SYMS_NAME_SLOTS * sizeof(*s->names) : 0);
 }
 
 void elf_syms__identity(const struct elf_syms *s, uint64_t *ret_dev, uint64_t *ret_ino)
@@ -404,11 +456,47 @@ void elf_syms__identity(const struct elf_syms *s, uint64_t *ret_dev, uint64_t *r
 		*ret_ino = s ? s->ino : 0;
 }
 
-int elf_syms__lookup(const struct elf_syms *s, uint64_t vaddr, const char **ret_name,
+/*
+ * Symbol idx's name, read from the file's string table into its cache slot:
+ * valid until the next lookup in this file. NULL when it cannot be read.
+ */
+static const char *elf_syms__name(struct elf_syms *s, size_t idx)
+{
+	char buf[ELF_SYMS_MAX_NAME + 1];
+	uint64_t at = s->syms[idx].name, want = s->strtab_len - at;
+	struct elf_name *slot;
+	ssize_t got;
+
+	if (!s->names && !(s->names = calloc(ELF_SYMS_NAME_SLOTS, sizeof(*s->names))))
+		return NULL;
+	slot = &s->names[idx % ELF_SYMS_NAME_SLOTS];
+	if (slot->sym == idx + 1)
+		return slot->name;
+	if (want > ELF_SYMS_MAX_NAME)
+		want = ELF_SYMS_MAX_NAME;
+	got = pread(s->fd, buf, want, (off_t)(s->strtab_off + at));
+	if (got <= 0)
+		return NULL; /* truncated under us */
+	buf[got] = '\0';
+	if (slot->name) {
+		s->name_bytes -= strlen(slot->name) + 1;
+		free(slot->name);
+	}
+	slot->sym = 0;
+	slot->name = strdup(buf);
+	if (!slot->name)
+		return NULL;
+	s->name_bytes += strlen(slot->name) + 1;
+	slot->sym = idx + 1;
+	return slot->name;
+}
+
+int elf_syms__lookup(struct elf_syms *s, uint64_t vaddr, const char **ret_name,
 		     uint64_t *ret_offset)
 {
 	size_t lo = 0, hi, mid;
 	const struct elf_sym *sym;
+	const char *name;
 
 	if (!s || !ret_name || !ret_offset)
 		return -EINVAL;
@@ -426,7 +514,10 @@ int elf_syms__lookup(const struct elf_syms *s, uint64_t vaddr, const char **ret_
 	/* Size 0 (hand-written assembly) reaches to the next symbol. */
 	if (sym->size && vaddr - sym->addr >= sym->size)
 		return -ENOENT;
-	*ret_name = s->strtab + sym->name;
+	name = elf_syms__name(s, lo - 1);
+	if (!name || !name[0])
+		return -ENOENT;
+	*ret_name = name;
 	*ret_offset = vaddr - sym->addr;
 	return 0;
 }

@@ -15,7 +15,11 @@
 struct elf_syms;
 struct elf_cache;
 
-/* Loads from an open file (the fd is not kept) or from memory (copied). */
+/*
+ * Loads from an open file (a duplicate of the fd is kept while the file has
+ * function symbols: their names are read from it on lookup) or from memory
+ * (copied into an anonymous file).
+ */
 int elf_syms__load_fd(int fd, struct elf_syms **ret_syms);
 int elf_syms__load_mem(const void *data, size_t len, struct elf_syms **ret_syms);
 /* Drops a reference; the last one frees. NULL-safe. */
@@ -25,14 +29,15 @@ struct elf_syms *elf_syms__get(struct elf_syms *s);
 /* Hex GNU build id, "" when the file has none. */
 const char *elf_syms__build_id(const struct elf_syms *s);
 size_t elf_syms__count(const struct elf_syms *s);
-/* Memory held: the symbol array and the string table. */
+/* Memory held: the symbol array and the names cached. */
 size_t elf_syms__bytes(const struct elf_syms *s);
 /*
- * The function containing ELF virtual address vaddr: its name (valid while
- * the reference is held) and vaddr's offset into it. -ENOENT when vaddr
- * is outside every function (past a symbol's size, or a stripped file).
+ * The function containing ELF virtual address vaddr: its name (read from
+ * the file, at most 4096 bytes; valid until the next lookup in s) and
+ * vaddr's offset into it. -ENOENT when vaddr is outside every function
+ * (past a symbol's size, or a stripped file) or its name cannot be read.
  */
-int elf_syms__lookup(const struct elf_syms *s, uint64_t vaddr, const char **ret_name,
+int elf_syms__lookup(struct elf_syms *s, uint64_t vaddr, const char **ret_name,
 		     uint64_t *ret_offset);
 /* File offset -> ELF virtual address, through the PT_LOAD segments. */
 int elf_syms__file_to_vaddr(const struct elf_syms *s, uint64_t file_offset,

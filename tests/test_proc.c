@@ -27,6 +27,7 @@
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/magic.h>
 #include "user/proc/proc.h"
@@ -90,6 +91,51 @@ static void test_child_is_alive_then_a_zombie_is_not_alive_then_gone(void **stat
 	assert_int_equal(waitpid(child, NULL, 0), child);
 	assert_false(proc__alive(child));
 	assert_int_equal(proc__comm(child, comm, sizeof(comm)), -ENOENT);
+}
+
+/*
+ * A child named with a ')' and spaces spins 0.4 s of CPU on 48 MiB it
+ * touched, then waits: its usage says both (comm parsed past the last ')').
+ */
+static void test_usage_of_a_child_counts_its_cpu_and_peak_memory(void **state)
+{
+	int ready[2];
+	double cpu = 0;
+	unsigned long hwm = 0;
+	char c;
+	pid_t pid;
+
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct timespec t0, t;
+		size_t n = 48u << 20, i;
+		volatile char *p = malloc(n);
+
+		prctl(PR_SET_NAME, "a) b c) d", 0, 0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); /* a failed assert leaves none behind */
+		for (i = 0; i < n; i += 4096)
+			p[i] = 1;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+		do
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+		while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < 400000000L);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(p[0]);
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	assert_int_equal(proc__usage(pid, &cpu, &hwm), 0);
+	print_message("child: cpu %.2f s, VmHWM %lu KiB\n", cpu, hwm);
+	assert_true(cpu >= 0.35 && cpu < 5.0);
+	assert_true(hwm >= 48u << 10 && hwm < 1u << 20);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(ready[0]);
+	assert_int_not_equal(proc__usage(pid, &cpu, &hwm), 0);
 }
 
 static void test_comm_of_self_is_what_prctl_set_even_with_parens_and_spaces(void **state)
@@ -830,6 +876,7 @@ int main(void)
 		cmocka_unit_test(test_self_is_alive),
 		cmocka_unit_test(test_nonpositive_and_unused_pids_are_not_alive),
 		cmocka_unit_test(test_child_is_alive_then_a_zombie_is_not_alive_then_gone),
+		cmocka_unit_test(test_usage_of_a_child_counts_its_cpu_and_peak_memory),
 		cmocka_unit_test(test_comm_of_self_is_what_prctl_set_even_with_parens_and_spaces),
 		cmocka_unit_test(test_comm_that_does_not_fit_is_refused_and_buffer_untouched),
 		cmocka_unit_test(test_list_pids_holds_self_and_is_ascending),

@@ -152,6 +152,33 @@ bool proc__alive(pid_t pid)
 	return rp[2] != 'Z' && rp[2] != 'X' && rp[2] != 'x';
 }
 
+int proc__usage(pid_t pid, double *ret_cpu_s, unsigned long *ret_hwm_kib)
+{
+	char buf[STAT_MAX], status[8192];
+	unsigned long long utime, stime;
+	const char *rp, *hwm;
+	size_t len;
+	long hz = sysconf(_SC_CLK_TCK);
+	int err;
+
+	err = read_pid_file(pid, "stat", buf, sizeof(buf), &len);
+	if (err < 0)
+		return err;
+	/* After "(comm) ": state is field 3, utime and stime fields 14 and 15. */
+	rp = memrchr(buf, ')', len);
+	if (!rp || sscanf(rp + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			  &utime, &stime) != 2 || hz <= 0)
+		return -EINVAL;
+	*ret_cpu_s = (double)(utime + stime) / (double)hz;
+	*ret_hwm_kib = 0;
+	if (read_pid_file(pid, "status", status, sizeof(status), &len) == 0) {
+		hwm = strstr(status, "\nVmHWM:");
+		if (hwm)
+			*ret_hwm_kib = strtoul(hwm + 7, NULL, 10);
+	}
+	return 0;
+}
+
 int proc__comm(pid_t pid, char *buf, size_t len)
 {
 	char tmp[COMM_MAX];

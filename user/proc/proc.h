@@ -59,6 +59,12 @@ struct proc_tid_map;
 /* The process exists and is neither a zombie ('Z') nor dead ('X'). */
 bool proc__alive(pid_t pid);
 
+/*
+ * CPU time (user + system, seconds) and peak resident size (VmHWM, KiB) of
+ * a live process of our own (the CRC helper), for the loader's line.
+ */
+int proc__usage(pid_t pid, double *ret_cpu_s, unsigned long *ret_hwm_kib);
+
 /* The task's comm, without the kernel's trailing newline. Raw bytes: the
  * target chooses them (any byte but NUL), escape before printing.
  * -ENAMETOOLONG when it does not fit in len (buf untouched). */

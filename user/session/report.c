@@ -6,6 +6,7 @@
  */
 #include <string.h>
 #include <sys/resource.h>
+#include "user/proc/proc.h"
 #include "user/session/session_internal.h"
 #include "user/symbolize/symbolize.h"
 
@@ -84,11 +85,16 @@ void session__counters_line(struct session *s, FILE *f)
 		s->events_bad, s->before_window);
 }
 
-/* The loader's own cost, so benchmarks need no outside tool. */
+/*
+ * The loader's own cost, so benchmarks need no outside tool; the CRC
+ * helper's, a process of its own, beside it (helper_*: 0 when none runs).
+ */
 void session__loader_line(struct session *s, FILE *f)
 {
 	struct rusage ru;
-	double wall = (now_ns() - s->start_ns) / 1e9, cpu;
+	double wall = (now_ns() - s->start_ns) / 1e9, cpu, helper_cpu = 0;
+	unsigned long helper_hwm_kib = 0;
+	pid_t helper = crc_engine__helper_pid(s->crc);
 	size_t sym_bytes, cfi_bytes;
 
 	if (getrusage(RUSAGE_SELF, &ru))
@@ -102,9 +108,12 @@ void session__loader_line(struct session *s, FILE *f)
 	sym_bytes = s->peak_sym_bytes;
 	cfi_bytes = s->peak_cfi_bytes;
 	fprintf(f, " copy_kib_mean=%.1f copy_sizes_grown=%llu shrunk=%llu queue_peak_mb=%.1f "
-		"syms_mb=%.1f cfi_mb=%.1f\n",
+		"syms_mb=%.1f cfi_mb=%.1f",
 		s->copied_events ? s->copied_bytes / 1024.0 / s->copied_events : 0.0,
 		(unsigned long long)s->hints.grown, (unsigned long long)s->hints.shrunk,
 		s->pump.lp ? event_pump__peak_bytes(&s->pump) / 1048576.0 : 0.0,
 		sym_bytes / 1048576.0, cfi_bytes / 1048576.0);
+	if (helper > 0 && proc__usage(helper, &helper_cpu, &helper_hwm_kib))
+		helper_cpu = 0, helper_hwm_kib = 0;
+	fprintf(f, " helper_cpu_s=%.3f helper_rss_mb=%.1f\n", helper_cpu, helper_hwm_kib / 1024.0);
 }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Where the BPF half's per-launch cost goes, on the empty-kernel launch loop:
+# interleaved rounds of
+#   bare   the loop alone
+#   trap   the probes attached for another process (--pid of an idle one that
+#          maps libcuda): every launch traps into the kernel and the program
+#          returns at the pid filter
+#   fp     the loop followed, frame-pointer stacks (--unwind fp)
+#   cfi    the loop followed, stack copies for CFI (the default)
+#   perf   as cfi, with a perf-event uprobe per entry point
+#          (GPUPROBE_UPROBES=perf) instead of one uprobe_multi link
+# and prints ns per launch (median, min, max) and the median added to bare.
+# Usage (repo root, GPU machine, after make static all):
+#   tools/gpu/probe_cost.sh OUTDIR [ROUNDS]
+set -uo pipefail
+out=${1:?OUTDIR}; rounds=${2:-5}
+mkdir -p "$out"
+PY=${PY:-/opt/torch/.venv/bin/python3}
+L=$PWD/build/static/gpuprobe-bpf
+LIBCUDA=$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
+[ -n "$LIBCUDA" ] || LIBCUDA=/usr/local/nvidia/lib64/libcuda.so.1
+LAUNCHES=${LAUNCHES:-200000}
+[ -x build/empty_launch ] || nvcc -O2 -o build/empty_launch tools/gpu/empty_launch.cu || exit 1
+$PY -c 'import ctypes, time; ctypes.CDLL("libcuda.so.1"); time.sleep(100000)' &
+idle=$!
+trap 'kill $idle 2>/dev/null' EXIT
+sleep 1
+res="$out/probe_cost.txt"; : >"$res"
+loop() { # MODE ROUND [LOADER ARGS...]
+	local mode=$1 r=$2 lp=
+	shift 2
+	if [ "$mode" != bare ]; then
+		"$@" --libcuda "$LIBCUDA" -o "$out/$mode-$r.pb.gz" >"$out/$mode-$r.loader" 2>&1 &
+		lp=$!
+		sleep 1.5
+	fi
+	build/empty_launch "$LAUNCHES" >"$out/$mode-$r.log" 2>&1
+	[ -n "$lp" ] && { kill -INT $lp; wait $lp; }
+	sed -n "s/.*ns_per_launch=\([0-9.]*\).*/$mode $r \1/p" "$out/$mode-$r.log" >>"$res"
+}
+for r in $(seq 1 "$rounds"); do
+	loop bare $r
+	loop trap $r $L --pid $idle
+	loop fp $r $L --all-cgroups --unwind fp
+	loop cfi $r $L --all-cgroups
+	GPUPROBE_UPROBES=perf loop perf $r $L --all-cgroups
+done
+python3 - "$res" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    mode, r, v = line.split()
+    rows.setdefault(mode, {})[int(r)] = float(v)
+bare = rows.get("bare", {})
+print("%-5s %9s %9s %9s %9s  %s" % ("mode", "median", "min", "max", "added", "added per round"))
+for mode in ("bare", "trap", "fp", "cfi", "perf"):
+    v = rows.get(mode)
+    if not v:
+        continue
+    per = [v[r] - bare[r] for r in sorted(v) if r in bare]
+    print("%-5s %9.1f %9.1f %9.1f %+9.1f  %s" % (mode, statistics.median(v.values()), min(v.values()),
+          max(v.values()), statistics.median(per) if per else 0, " ".join("%+.0f" % p for p in per)))
+PY

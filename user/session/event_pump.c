@@ -11,42 +11,20 @@
 #define PUMP_POLL_MS 5
 #define SYNC_MAX_NS 1000000000ll
 
-struct pumped {
-	struct pumped *next;
-	size_t len;
-	__u64 data[];           /* the event, 8-byte aligned */
-};
-
+/* Copies the event in under the lock: the main thread may take the block it lands in. */
 static int pump_event(void *ctx, const struct gp_launch_event *e, size_t size)
 {
 	struct event_pump *p = ctx;
-	struct pumped *n;
+	int err;
 
 	pthread_mutex_lock(&p->lock);
-	if (p->bytes + size > p->max_bytes) {
-		p->full = true;
-		pthread_mutex_unlock(&p->lock);
-		return -ENOSPC; /* left in the BPF ring: taken on a later pass */
-	}
+	err = event_queue__push(&p->q, e, size);
+	if (err == -ENOSPC)
+		p->full = true; /* left in the BPF ring: taken on a later pass */
+	else if (!err)
+		pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
-	n = malloc(sizeof(*n) + size);
-	if (!n)
-		return -ENOMEM;
-	n->next = NULL;
-	n->len = size;
-	memcpy(n->data, e, size);
-	pthread_mutex_lock(&p->lock);
-	if (p->tail)
-		p->tail->next = n;
-	else
-		p->head = n;
-	p->tail = n;
-	p->bytes += size;
-	if (p->bytes > p->peak_bytes)
-		p->peak_bytes = p->bytes;
-	pthread_cond_broadcast(&p->cond);
-	pthread_mutex_unlock(&p->lock);
-	return 0;
+	return err;
 }
 
 static void *pump_main(void *arg)
@@ -80,7 +58,7 @@ int event_pump__start(struct event_pump *p, struct launch_probe *lp, size_t max_
 
 	memset(p, 0, sizeof(*p));
 	p->lp = lp;
-	p->max_bytes = max_bytes;
+	event_queue__init(&p->q, max_bytes);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -95,8 +73,6 @@ int event_pump__start(struct event_pump *p, struct launch_probe *lp, size_t max_
 
 void event_pump__stop(struct event_pump *p)
 {
-	struct pumped *n;
-
 	if (!p->lp)
 		return;
 	if (p->running) {
@@ -104,11 +80,7 @@ void event_pump__stop(struct event_pump *p)
 		pthread_join(p->thread, NULL);
 		p->running = false;
 	}
-	while ((n = p->head)) {
-		p->head = n->next;
-		free(n);
-	}
-	p->tail = NULL;
+	event_queue__consume(&p->q, event_queue__take(&p->q), NULL, NULL);
 	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);
 	p->lp = NULL;
@@ -141,27 +113,31 @@ bool event_pump__sync(struct event_pump *p)
 	return complete;
 }
 
+struct drain_ctx {
+	launch_event_fn fn;
+	void *ctx;
+};
+
+static int drain_one(void *ctx, const void *data, size_t len)
+{
+	struct drain_ctx *d = ctx;
+
+	return d->fn(d->ctx, data, len);
+}
+
 int event_pump__drain(struct event_pump *p, int timeout_ms, launch_event_fn fn, void *ctx)
 {
 	struct timespec until = deadline_in((long long)timeout_ms * 1000000ll);
-	struct pumped *list, *n;
-	int err = 0;
+	struct drain_ctx d = { .fn = fn, .ctx = ctx };
+	struct eq_block *list;
 
 	pthread_mutex_lock(&p->lock);
-	while (timeout_ms > 0 && !p->head && p->running &&
+	while (timeout_ms > 0 && event_queue__empty(&p->q) && p->running &&
 	       pthread_cond_timedwait(&p->cond, &p->lock, &until) != ETIMEDOUT)
 		;
-	list = p->head;
-	p->head = p->tail = NULL;
-	p->bytes = 0;
+	list = event_queue__take(&p->q);
 	pthread_mutex_unlock(&p->lock);
-	while ((n = list)) {
-		list = n->next;
-		if (!err)
-			err = fn(ctx, (const struct gp_launch_event *)n->data, n->len);
-		free(n);
-	}
-	return err;
+	return event_queue__consume(&p->q, list, drain_one, &d);
 }
 
 size_t event_pump__peak_bytes(struct event_pump *p)
@@ -169,7 +145,12 @@ size_t event_pump__peak_bytes(struct event_pump *p)
 	size_t b;
 
 	pthread_mutex_lock(&p->lock);
-	b = p->peak_bytes;
+	b = p->q.peak_bytes;
 	pthread_mutex_unlock(&p->lock);
 	return b;
+}
+
+size_t event_pump__resident_bytes(struct event_pump *p)
+{
+	return event_queue__resident(&p->q);
 }

@@ -18,8 +18,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 #include "user/launch_probe.h"
-
-struct pumped;
+#include "user/session/event_queue.h"
 
 struct event_pump {
 	struct launch_probe *lp;
@@ -28,8 +27,7 @@ struct event_pump {
 	int stop;                  /* atomic */
 	pthread_mutex_t lock;      /* leaf: guards everything below */
 	pthread_cond_t cond;       /* events queued, or a pass done */
-	struct pumped *head, *tail;
-	size_t bytes, max_bytes, peak_bytes;
+	struct event_queue q;
 	__u64 req, done;           /* sync: passes asked for and finished */
 	bool full;                 /* the last pass stopped at the bound */
 };
@@ -47,5 +45,7 @@ bool event_pump__sync(struct event_pump *p);
  */
 int event_pump__drain(struct event_pump *p, int timeout_ms, launch_event_fn fn, void *ctx);
 size_t event_pump__peak_bytes(struct event_pump *p);
+/* The queue's memory now: pages written and not yet unmapped. */
+size_t event_pump__resident_bytes(struct event_pump *p);
 
 #endif

@@ -108,10 +108,11 @@ void session__loader_line(struct session *s, FILE *f)
 	sym_bytes = s->peak_sym_bytes;
 	cfi_bytes = s->peak_cfi_bytes;
 	fprintf(f, " copy_kib_mean=%.1f copy_sizes_grown=%llu shrunk=%llu queue_peak_mb=%.1f "
-		"syms_mb=%.1f cfi_mb=%.1f",
+		"queue_mb=%.1f syms_mb=%.1f cfi_mb=%.1f",
 		s->copied_events ? s->copied_bytes / 1024.0 / s->copied_events : 0.0,
 		(unsigned long long)s->hints.grown, (unsigned long long)s->hints.shrunk,
 		s->pump.lp ? event_pump__peak_bytes(&s->pump) / 1048576.0 : 0.0,
+		s->pump.lp ? event_pump__resident_bytes(&s->pump) / 1048576.0 : 0.0,
 		sym_bytes / 1048576.0, cfi_bytes / 1048576.0);
 	if (helper > 0 && proc__usage(helper, &helper_cpu, &helper_hwm_kib))
 		helper_cpu = 0, helper_hwm_kib = 0;

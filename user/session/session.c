@@ -985,8 +985,10 @@ int session__run(const struct gp_opts *o)
 
 		tick_sliced(&s);
 		now = now_ns();
-		if (o->verbose)
+		if (o->verbose) {
 			session__counters_line(&s, stderr);
+			session__loader_line(&s, stderr);
+		}
 		if (should_stop(&s, now))
 			break;
 		if (o->interval_s && now - s.last_write_ns >= (__u64)(o->interval_s * NS_PER_S)) {

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The launch-event queue's storage: events packed in order into blocks of
+ * anonymous memory (4 MiB, or one event's size when larger) that are
+ * unmapped as soon as their events have been handed on, so a backlog's
+ * memory leaves the process when the backlog does (a malloc per event left
+ * it in the heap at glibc's discretion). Bounded: past max_bytes of events
+ * a push is refused. push and take are serialised by the caller's lock;
+ * consume runs without it; the resident count is atomic.
+ */
+#ifndef GP_SESSION_EVENT_QUEUE_H
+#define GP_SESSION_EVENT_QUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct eq_block;
+
+struct event_queue {
+	struct eq_block *head, *tail;
+	size_t bytes, max_bytes, peak_bytes; /* event bytes queued */
+	size_t resident; /* atomic: bytes of block pages written and not yet unmapped */
+};
+
+typedef int (*event_queue_fn)(void *ctx, const void *data, size_t len);
+
+void event_queue__init(struct event_queue *q, size_t max_bytes);
+/* Copies one event in. -ENOSPC past max_bytes (nothing taken), -ENOMEM. */
+int event_queue__push(struct event_queue *q, const void *data, size_t len);
+static inline bool event_queue__empty(const struct event_queue *q)
+{
+	return !q->head;
+}
+/* Detaches everything queued (bytes back to 0), for consume. */
+struct eq_block *event_queue__take(struct event_queue *q);
+/*
+ * Hands each event of the taken blocks to fn in order (fn NULL: none),
+ * unmapping each block once its events are done. Returns fn's first error;
+ * the events after it are dropped, their blocks unmapped all the same.
+ */
+int event_queue__consume(struct event_queue *q, struct eq_block *list, event_queue_fn fn,
+			 void *ctx);
+/* Bytes of queue memory resident now, taken blocks included until unmapped. */
+size_t event_queue__resident(const struct event_queue *q);
+
+#endif /* GP_SESSION_EVENT_QUEUE_H */

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Soak: the loader in its production mode (--all-cgroups --interval 60) under
 # a high launch rate from several stub processes restarted in a loop, for
-# SOAK_MINUTES (default 30). Every 10 s the loader's RSS, open fds (and how
-# many of them are the probes') and memory mappings go into a CSV. At the end
-# it checks:
+# SOAK_MINUTES (default 30). Every 10 s the loader's RSS, the most memory its
+# launch queue held around then (queue_mb of the next -v loader line: a
+# backlog of events waiting to be handled, bounded at 256 MiB, whose memory
+# leaves when they are handled), open fds (and how many of them are the
+# probes') and memory mappings go into a CSV. At the end it checks:
 #   - RSS after the warm-up (the first 3 minutes, or a third of a shorter
-#     run) grows by less than 10%;
+#     run) grows by less than 10%: with no process running, from an idle
+#     point right after the warm-up to the end; and under load, less the
+#     queue's backlog (the RSS itself is printed too);
 #   - fds and mappings are flat: the same, exactly, with no process running,
 #     after a first short round and at the very end (the probes' fds may grow
 #     only when other CUDA processes on the machine bring new libcuda files);
@@ -49,18 +53,32 @@ t0=$(date +%s)
 
 # --libcuda: the stub is attached before any worker starts, so every launch
 # of every worker is seen from its first one (exact accounting).
-"$loader" --all-cgroups --interval 60 --libcuda "$stublib" -o "$out/profiles/soak.pb.gz" 2>"$err" &
+# -v: a loader line each tick, whose queue_mb the samples take.
+"$loader" -v --all-cgroups --interval 60 --libcuda "$stublib" -o "$out/profiles/soak.pb.gz" 2>"$err" &
 L=$!
 pids+=($L)
 # perf_fds: the probes' perf events and BPF links, one set per libcuda file
 # attached: they grow when a new libcuda appears on the machine, not with time.
-sample() { # -> "rss_kb fds perf_fds maps"
-	local rss
-	rss=$(awk '$1=="VmRSS:"{print $2}' "/proc/$L/status") || fail "the loader is gone: $(tail -3 "$err")"
-	echo "$rss $(ls "/proc/$L/fd" | wc -l) $(ls -l "/proc/$L/fd" 2>/dev/null | grep -c 'perf_event\|bpf[-_]link')" \
-		"$(wc -l <"/proc/$L/maps")"
+# queue_mb of the first loader line written after the RSS was read: the most
+# the queue held since the line before, so the backlog at the time of reading.
+queue_after() { # ERR_OFFSET -> queue_kb ("" if no line came within 10 s)
+	local i line
+	for i in $(seq 100); do
+		line=$(tail -c +"$1" "$err" | grep -m1 "^loader: .* helper_rss_mb=[0-9.]*$") && break
+		sleep 0.1
+	done
+	echo "$line" | sed -n 's/.* queue_mb=\([0-9.]*\) .*/\1/p' | awk '{printf "%d", $1 * 1024}'
 }
-echo "t_s,rss_kb,fds,perf_fds,maps,phase" >"$csv"
+sample() { # -> "rss_kb fds perf_fds maps queue_kb"
+	local rss queue at
+	at=$(( $(stat -c %s "$err") + 1 ))
+	rss=$(awk '$1=="VmRSS:"{print $2}' "/proc/$L/status") || fail "the loader is gone: $(tail -3 "$err")"
+	queue=$(queue_after "$at")
+	[ -n "$queue" ] || fail "no loader line within 10 s of a sample: $(tail -3 "$err")"
+	echo "$rss $(ls "/proc/$L/fd" | wc -l) $(ls -l "/proc/$L/fd" 2>/dev/null | grep -c 'perf_event\|bpf[-_]link')" \
+		"$(wc -l <"/proc/$L/maps") ${queue:-0}"
+}
+echo "t_s,rss_kb,fds,perf_fds,maps,queue_kb,phase" >"$csv"
 record() { # PHASE
 	local s
 	s=$(sample)
@@ -117,10 +135,19 @@ idle1=$(sample)
 cp "/proc/$L/maps" "$out/maps-idle1.txt"
 echo "soak: ${minutes} min, $procs processes; warm-up ${warm_s} s; samples every 10 s in $csv"
 start_workers
+while [ $(( $(date +%s) - t0 )) -lt "$warm_s" ]; do
+	sleep 10
+	record warmup
+done
+# An idle point after the warm-up, the base of the idle-to-idle RSS check.
+stop_workers
+record idle_warm
+idle_w=$(sample)
+start_workers
 end=$(( t0 + total_s ))
 while [ "$(date +%s)" -lt "$end" ]; do
 	sleep 10
-	if [ $(( $(date +%s) - t0 )) -lt "$warm_s" ]; then record warmup; else record soak; fi
+	record soak
 done
 stop_workers
 record idle2
@@ -194,14 +221,20 @@ else
 fi
 
 # Resources: RSS after the warm-up, fds and mappings.
-read -r rss_w rss_max rss_end < <(awk -F, '$6 == "soak" { if (!w) w = $2; if ($2 > m) m = $2; e = $2 }
-	END { print w + 0, m + 0, e + 0 }' "$csv")
+read -r rss_w rss_max rss_end net_max queue_max < <(awk -F, '$7 == "soak" { if (!w) w = $2 - $6; if ($2 > m) m = $2; n = $2 - $6; if (n > nm) nm = n;
+	if ($6 > q) q = $6; e = $2 } END { print w + 0, m + 0, e + 0, nm + 0, q + 0 }' "$csv")
 [ "$rss_w" -gt 0 ] || fail "no sample after the warm-up: run longer"
-growth=$(awk -v a="$rss_w" -v b="$rss_max" 'BEGIN {printf "%.1f", 100 * (b - a) / a}')
-echo "soak: RSS after warm-up ${rss_w} kB, max ${rss_max} kB, last ${rss_end} kB: +${growth}%"
-awk -v g="$growth" 'BEGIN {exit !(g < 10)}' || bad "RSS grew by ${growth}% after the warm-up"
-read -r _ f1 p1 m1 <<<"$idle1"
-read -r _ f2 p2 m2 <<<"$idle2"
+growth=$(awk -v a="$rss_w" -v b="$net_max" 'BEGIN {printf "%.1f", 100 * (b - a) / a}')
+echo "soak: under load, RSS less the launch queue: first ${rss_w} kB, max ${net_max} kB: +${growth}%"
+echo "soak: under load, RSS itself: max ${rss_max} kB, last ${rss_end} kB; the queue held at most ${queue_max} kB around a sample"
+awk -v g="$growth" 'BEGIN {exit !(g < 10)}' || bad "under load, RSS less the queue grew by ${growth}% after the warm-up"
+read -r rss_iw _ <<<"$idle_w"
+read -r rss_i2 _ <<<"$idle2"
+idle_growth=$(awk -v a="$rss_iw" -v b="$rss_i2" 'BEGIN {printf "%.1f", 100 * (b - a) / a}')
+echo "soak: idle RSS after the warm-up ${rss_iw} kB, at the end ${rss_i2} kB: ${idle_growth}%"
+awk -v g="$idle_growth" 'BEGIN {exit !(g < 10)}' || bad "idle RSS grew by ${idle_growth}% from after the warm-up to the end"
+read -r _ f1 p1 m1 _ <<<"$idle1"
+read -r _ f2 p2 m2 _ <<<"$idle2"
 echo "soak: idle after the first round: $f1 fds ($p1 of probes), $m1 mappings; at the end: $f2 fds ($p2 of probes), $m2 mappings"
 [ $((f1 - p1)) = $((f2 - p2)) ] || bad "fds not flat: $((f1 - p1)) -> $((f2 - p2)) (probes' fds aside)"
 if [ "$p1" != "$p2" ]; then
@@ -213,7 +246,7 @@ if [ "$p1" != "$p2" ]; then
 fi
 [ "$m1" = "$m2" ] || bad "mappings not flat: $m1 -> $m2: $(diff <(cut -d' ' -f1,2,6 "$out/maps-idle1.txt") \
 	<(cut -d' ' -f1,2,6 "$out/maps-idle2.txt") | grep '^[<>]' | tr '\n' ';')"
-read -r fmax mmax < <(awk -F, '$6 == "soak" { if ($3 > f) f = $3; if ($5 > m) m = $5 } END { print f + 0, m + 0 }' "$csv")
+read -r fmax mmax < <(awk -F, '$7 == "soak" { if ($3 > f) f = $3; if ($5 > m) m = $5 } END { print f + 0, m + 0 }' "$csv")
 echo "soak: under load, at most $fmax fds and $mmax mappings"
 [ "$nbad" = 0 ] || { echo "soak: FAIL: $nbad checks failed; samples in $csv, workload logs in $out/work" >&2; exit 1; }
 echo "soak: PASS ($(( $(date +%s) - t0 )) s)"

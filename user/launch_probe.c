@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sys/syscall.h>
@@ -92,6 +93,7 @@ struct attached_file {
 struct launch_probe {
 	struct launch_bpf *skel;
 	struct ring_buffer *rb;
+	const unsigned long *rb_consumer, *rb_producer; /* our own read-only views */
 	struct ring_buffer *rings_rb; /* shim rings made: polled by one other thread */
 	ring_event_fn ring_fn;
 	void *ring_ctx;
@@ -250,6 +252,38 @@ static int load_skel(struct launch_probe *lp, const struct launch_probe_opts *op
 	return 0;
 }
 
+/*
+ * The ring's consumer and producer pages, mapped read-only beside libbpf's
+ * own mappings (libbpf 1.1 does not say where its ring stands).
+ */
+static int map_positions(struct launch_probe *lp)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int fd = bpf_map__fd(lp->skel->maps.events);
+	void *c, *p;
+
+	c = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
+	if (c == MAP_FAILED)
+		return -errno;
+	p = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, page);
+	if (p == MAP_FAILED) {
+		int err = -errno;
+
+		munmap(c, page);
+		return err;
+	}
+	lp->rb_consumer = c;
+	lp->rb_producer = p;
+	return 0;
+}
+
+void launch_probe__ring_positions(const struct launch_probe *lp, __u64 *ret_consumed,
+				  __u64 *ret_reserved)
+{
+	*ret_consumed = __atomic_load_n(lp->rb_consumer, __ATOMIC_ACQUIRE);
+	*ret_reserved = __atomic_load_n(lp->rb_producer, __ATOMIC_ACQUIRE);
+}
+
 int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe **ret_lp)
 {
 	struct launch_probe *lp;
@@ -284,6 +318,11 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 	lp->rb = ring_buffer__new(bpf_map__fd(lp->skel->maps.events), on_event, lp, NULL);
 	if (!lp->rb) {
 		err = -errno ? -errno : -ENOMEM;
+		goto err_destroy;
+	}
+	err = map_positions(lp);
+	if (err) {
+		ring_buffer__free(lp->rb);
 		goto err_destroy;
 	}
 	*ret_lp = lp;
@@ -591,6 +630,8 @@ void launch_probe__destroy(struct launch_probe *lp)
 	if (!lp)
 		return;
 	ring_buffer__free(lp->rb);
+	munmap((void *)lp->rb_consumer, sysconf(_SC_PAGESIZE));
+	munmap((void *)lp->rb_producer, sysconf(_SC_PAGESIZE));
 	ring_buffer__free(lp->rings_rb);
 	detach_links(lp->links, lp->nr_links);
 	free(lp->links);

@@ -46,6 +46,13 @@ int launch_probe__set_copy_hint(struct launch_probe *lp, __u32 tid, __u32 bytes)
 int launch_probe__set_python(struct launch_probe *lp, __u32 tgid, const struct gp_py_config *cfg);
 /* Waits up to timeout_ms for events, then consumes all that are waiting. */
 int launch_probe__poll(struct launch_probe *lp, int timeout_ms, launch_event_fn fn, void *ctx);
+/*
+ * The launch-event ring's positions (bytes, free-running): reserved by the
+ * probes so far, and consumed (handed to a poll's fn) so far. An event
+ * reserved before `reserved` was read is consumed once `consumed` reaches it.
+ */
+void launch_probe__ring_positions(const struct launch_probe *lp, __u64 *ret_consumed,
+				  __u64 *ret_reserved);
 /* A shim ring made (gp_ring_event); called on the thread polling for them. */
 typedef void (*ring_event_fn)(void *ctx, const struct gp_ring_event *e);
 /* Whether rings made are watched (the memfd_create tracepoints attached). */

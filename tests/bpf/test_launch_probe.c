@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "user/launch_probe.h"
+#include "user/session/event_pump.h"
 #include "user/uprobe_multi.h"
 
 #define THREADS 4
@@ -145,6 +146,66 @@ static void test_every_launch_arrives_once_with_its_arguments_and_stack(void **s
 	launch_probe__destroy(lp);
 }
 
+static int count_launches(void *ctx, const struct gp_launch_event *e, size_t size)
+{
+	struct seen *s = ctx;
+
+	if (e->pid == (__u32)s->pid && e->probe == GP_PROBE_LAUNCH_KERNEL)
+		s->launches++;
+	return 0;
+}
+
+/*
+ * The pump's queue bounded at 16 KiB (a few dozen events) under 10,000
+ * launches: at the bound the pump waits and the events wait in the BPF ring,
+ * none lost; the ring position taken after the launches is reached.
+ */
+static void test_a_full_pump_queue_holds_events_back_and_loses_none(void **state)
+{
+	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 64 << 20,
+				       .wakeup_bytes = 1 << 20 };
+	struct launch_attach_result res;
+	struct launch_probe *lp = NULL;
+	struct event_pump pump;
+	struct seen s = { .pid = getpid() };
+	pthread_t th[THREADS];
+	__u64 ctr[GP_BPF_COUNTER_MAX], mark;
+	unsigned rounds = 0, short_rounds = 0;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	assert_true(n > 0);
+	exe[n] = 0;
+	assert_int_equal(launch_probe__open(&o, &lp), 0);
+	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
+	assert_int_equal(launch_probe__follow(lp, getpid()), 0);
+	assert_int_equal(event_pump__start(&pump, lp, 16 << 10), 0);
+	for (uintptr_t i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, thread_main, (void *)i), 0);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	mark = event_pump__mark(&pump);
+	for (;;) {
+		bool reached = event_pump__reached(&pump, mark);
+
+		assert_int_equal(event_pump__drain(&pump, 0, count_launches, &s), 0);
+		rounds++;
+		if (reached)
+			break;
+		short_rounds++;
+		assert_true(rounds < 100000);
+	}
+	print_message("  %u drains, %u with the queue full, peak %zu bytes\n", rounds, short_rounds,
+		      event_pump__peak_bytes(&pump));
+	assert_int_equal(s.launches, THREADS * CALLS);
+	assert_true(short_rounds > 0); /* the bound was met */
+	assert_true(event_pump__peak_bytes(&pump) <= 16 << 10);
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	assert_int_equal(ctr[GP_BPF_RINGBUF_FULL], 0);
+	event_pump__stop(&pump);
+	launch_probe__destroy(lp);
+}
+
 static void test_an_unfollowed_process_sends_nothing(void **state)
 {
 	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 1 << 20, .wakeup_bytes = 4096 };
@@ -259,6 +320,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_launch_arrives_once_with_its_arguments_and_stack),
+		cmocka_unit_test(test_a_full_pump_queue_holds_events_back_and_loses_none),
 		cmocka_unit_test(test_an_unfollowed_process_sends_nothing),
 		cmocka_unit_test(test_a_file_without_launch_entry_points_is_refused),
 		cmocka_unit_test(test_a_stack_copy_starts_at_rsp_and_a_busy_ring_sends_events_without_one),

@@ -103,7 +103,7 @@ struct jproc {
 	__u64 corr_base;            /* absolute position of corrs' head */
 	struct u64map pending_head; /* corr -> first pending node */
 	struct jpending *pending;   /* node pool */
-	__u32 nr_pending_nodes, free_head, live_pending;
+	__u32 nr_pending_nodes, pending_cap, free_head, live_pending;
 	struct fifo pending_order;  /* struct jorder, arrival order */
 };
 
@@ -508,10 +508,18 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 
 		if (p->nr_pending_nodes == j->o.max_pending)
 			return -E2BIG;
-		n = realloc(p->pending, (p->nr_pending_nodes + 1) * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		p->pending = n;
+		if (p->nr_pending_nodes == p->pending_cap) {
+			/* Doubling: one node more each time copied the array per activity. */
+			__u32 cap = p->pending_cap ? p->pending_cap * 2 : 64;
+
+			if (cap > j->o.max_pending)
+				cap = j->o.max_pending;
+			n = realloc(p->pending, (size_t)cap * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			p->pending = n;
+			p->pending_cap = cap;
+		}
 		node = p->nr_pending_nodes++;
 		p->pending[node].gen = 0;
 	}

@@ -11,18 +11,25 @@
 #define PUMP_POLL_MS 5
 #define SYNC_MAX_NS 1000000000ll
 
-/* Copies the event in under the lock: the main thread may take the block it lands in. */
+/*
+ * Copies the event in under the lock (the main thread may take the block it
+ * lands in). At the bound it waits for room: returning an error would let
+ * libbpf step past the event and lose it.
+ */
 static int pump_event(void *ctx, const struct gp_launch_event *e, size_t size)
 {
 	struct event_pump *p = ctx;
 	int err;
 
 	pthread_mutex_lock(&p->lock);
-	err = event_queue__push(&p->q, e, size);
-	if (err == -ENOSPC)
-		p->full = true; /* left in the BPF ring: taken on a later pass */
-	else if (!err)
+	while ((err = event_queue__push(&p->q, e, size)) == -ENOSPC &&
+	       !__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+		p->full = true;
 		pthread_cond_broadcast(&p->cond);
+		pthread_cond_wait(&p->cond, &p->lock);
+	}
+	p->full = false;
+	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 	return err;
 }
@@ -32,21 +39,11 @@ static void *pump_main(void *arg)
 	struct event_pump *p = arg;
 
 	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
-		__u64 gen;
-		bool full;
-
-		pthread_mutex_lock(&p->lock);
-		gen = p->req;
-		p->full = false;
-		pthread_mutex_unlock(&p->lock);
 		launch_probe__poll(p->lp, PUMP_POLL_MS, pump_event, p);
+		/* A pass ends with the ring empty: whoever waits for a mark may look. */
 		pthread_mutex_lock(&p->lock);
-		p->done = gen;
-		full = p->full;
 		pthread_cond_broadcast(&p->cond);
 		pthread_mutex_unlock(&p->lock);
-		if (full)
-			usleep(1000); /* the main thread is behind: let it catch up */
 	}
 	return NULL;
 }
@@ -76,7 +73,10 @@ void event_pump__stop(struct event_pump *p)
 	if (!p->lp)
 		return;
 	if (p->running) {
+		pthread_mutex_lock(&p->lock);
 		__atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&p->cond); /* a pump waiting for room */
+		pthread_mutex_unlock(&p->lock);
 		pthread_join(p->thread, NULL);
 		p->running = false;
 	}
@@ -97,20 +97,35 @@ static struct timespec deadline_in(long long ns)
 	return ts;
 }
 
-bool event_pump__sync(struct event_pump *p)
+__u64 event_pump__mark(struct event_pump *p)
+{
+	__u64 consumed, reserved;
+
+	launch_probe__ring_positions(p->lp, &consumed, &reserved);
+	return reserved;
+}
+
+static bool consumed_to(struct event_pump *p, __u64 mark)
+{
+	__u64 consumed, reserved;
+
+	launch_probe__ring_positions(p->lp, &consumed, &reserved);
+	return consumed >= mark;
+}
+
+bool event_pump__reached(struct event_pump *p, __u64 mark)
 {
 	struct timespec until = deadline_in(SYNC_MAX_NS);
-	bool complete;
-	__u64 gen;
+	bool reached;
 
 	pthread_mutex_lock(&p->lock);
-	gen = ++p->req;
-	while (p->running && p->done < gen &&
+	/* A pump waiting for room waits for the caller: hand the queue back to it. */
+	while (!(reached = consumed_to(p, mark)) && p->running &&
+	       !(p->full && !event_queue__empty(&p->q)) &&
 	       pthread_cond_timedwait(&p->cond, &p->lock, &until) != ETIMEDOUT)
 		;
-	complete = p->done >= gen && !p->full;
 	pthread_mutex_unlock(&p->lock);
-	return complete;
+	return reached;
 }
 
 struct drain_ctx {
@@ -136,6 +151,8 @@ int event_pump__drain(struct event_pump *p, int timeout_ms, launch_event_fn fn, 
 	       pthread_cond_timedwait(&p->cond, &p->lock, &until) != ETIMEDOUT)
 		;
 	list = event_queue__take(&p->q);
+	if (p->full)
+		pthread_cond_broadcast(&p->cond); /* room for the waiting pump */
 	pthread_mutex_unlock(&p->lock);
 	return event_queue__consume(&p->q, list, drain_one, &d);
 }
@@ -150,7 +167,7 @@ size_t event_pump__peak_bytes(struct event_pump *p)
 	return b;
 }
 
-size_t event_pump__resident_bytes(struct event_pump *p)
+size_t event_pump__resident_peak(struct event_pump *p)
 {
-	return event_queue__resident(&p->q);
+	return event_queue__resident_peak(&p->q);
 }

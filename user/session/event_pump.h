@@ -7,8 +7,8 @@
  * launches without their stack copies. The pump copies every event into a
  * bounded queue as it arrives, so the ring stays near empty while the main
  * thread is busy; the main thread takes events from the queue instead.
- * Past the bound the pump stops taking, and the BPF side's own rules (and
- * counters) apply as before.
+ * At the bound the pump waits for the main thread, the events stay in the
+ * BPF ring, and the BPF side's own rules (and counters) apply as before.
  */
 #ifndef GP_SESSION_EVENT_PUMP_H
 #define GP_SESSION_EVENT_PUMP_H
@@ -28,24 +28,26 @@ struct event_pump {
 	pthread_mutex_t lock;      /* leaf: guards everything below */
 	pthread_cond_t cond;       /* events queued, or a pass done */
 	struct event_queue q;
-	__u64 req, done;           /* sync: passes asked for and finished */
-	bool full;                 /* the last pass stopped at the bound */
+	bool full;                 /* the pump waits for room */
 };
 
 int event_pump__start(struct event_pump *p, struct launch_probe *lp, size_t max_bytes);
 void event_pump__stop(struct event_pump *p);
+/* The BPF ring's position now: events reserved before this call lie below it. */
+__u64 event_pump__mark(struct event_pump *p);
 /*
- * Waits until everything the BPF side committed before this call is in the
- * queue (at most a second); false when the queue bound left some behind.
+ * Waits (at most a second) until every event below mark is in the queue;
+ * false as soon as the queue is full with the pump waiting for room (drain
+ * it, then ask again), or when the second ran out.
  */
-bool event_pump__sync(struct event_pump *p);
+bool event_pump__reached(struct event_pump *p, __u64 mark);
 /*
  * Waits up to timeout_ms for events (0: not at all), then hands every queued
  * event to fn on the calling thread, in order. Returns fn's first error.
  */
 int event_pump__drain(struct event_pump *p, int timeout_ms, launch_event_fn fn, void *ctx);
 size_t event_pump__peak_bytes(struct event_pump *p);
-/* The queue's memory now: pages written and not yet unmapped. */
-size_t event_pump__resident_bytes(struct event_pump *p);
+/* The most memory the queue held (pages written, not yet unmapped) since the last call. */
+size_t event_pump__resident_peak(struct event_pump *p);
 
 #endif

@@ -55,6 +55,15 @@ static struct eq_block *block_new(size_t need)
 	return b;
 }
 
+static void note_peak(struct event_queue *q, size_t now)
+{
+	size_t seen = __atomic_load_n(&q->resident_peak, __ATOMIC_RELAXED);
+
+	while (now > seen && !__atomic_compare_exchange_n(&q->resident_peak, &seen, now, false,
+							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 int event_queue__push(struct event_queue *q, const void *data, size_t len)
 {
 	size_t need = entry_size(len), before;
@@ -80,7 +89,7 @@ int event_queue__push(struct event_queue *q, const void *data, size_t len)
 	e->len = len;
 	memcpy(e->data, data, len);
 	b->used += need;
-	__atomic_add_fetch(&q->resident, page_up(b->used) - before, __ATOMIC_RELAXED);
+	note_peak(q, __atomic_add_fetch(&q->resident, page_up(b->used) - before, __ATOMIC_RELAXED));
 	q->bytes += len;
 	if (q->bytes > q->peak_bytes)
 		q->peak_bytes = q->bytes;
@@ -121,4 +130,13 @@ int event_queue__consume(struct event_queue *q, struct eq_block *list, event_que
 size_t event_queue__resident(const struct event_queue *q)
 {
 	return __atomic_load_n(&q->resident, __ATOMIC_RELAXED);
+}
+
+size_t event_queue__resident_peak(struct event_queue *q)
+{
+	size_t peak = __atomic_exchange_n(&q->resident_peak, event_queue__resident(q),
+					  __ATOMIC_RELAXED);
+	size_t now = event_queue__resident(q);
+
+	return peak > now ? peak : now;
 }

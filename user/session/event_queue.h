@@ -20,6 +20,7 @@ struct event_queue {
 	struct eq_block *head, *tail;
 	size_t bytes, max_bytes, peak_bytes; /* event bytes queued */
 	size_t resident; /* atomic: bytes of block pages written and not yet unmapped */
+	size_t resident_peak; /* atomic: the most resident since the last peak read */
 };
 
 typedef int (*event_queue_fn)(void *ctx, const void *data, size_t len);
@@ -42,5 +43,7 @@ int event_queue__consume(struct event_queue *q, struct eq_block *list, event_que
 			 void *ctx);
 /* Bytes of queue memory resident now, taken blocks included until unmapped. */
 size_t event_queue__resident(const struct event_queue *q);
+/* The most resident since the previous call (or init); starts the next span. */
+size_t event_queue__resident_peak(struct event_queue *q);
 
 #endif /* GP_SESSION_EVENT_QUEUE_H */

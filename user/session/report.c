@@ -112,7 +112,7 @@ void session__loader_line(struct session *s, FILE *f)
 		s->copied_events ? s->copied_bytes / 1024.0 / s->copied_events : 0.0,
 		(unsigned long long)s->hints.grown, (unsigned long long)s->hints.shrunk,
 		s->pump.lp ? event_pump__peak_bytes(&s->pump) / 1048576.0 : 0.0,
-		s->pump.lp ? event_pump__resident_bytes(&s->pump) / 1048576.0 : 0.0,
+		s->pump.lp ? event_pump__resident_peak(&s->pump) / 1048576.0 : 0.0,
 		sym_bytes / 1048576.0, cfi_bytes / 1048576.0);
 	if (helper > 0 && proc__usage(helper, &helper_cpu, &helper_hwm_kib))
 		helper_cpu = 0, helper_hwm_kib = 0;

@@ -684,11 +684,13 @@ static int drain_events(struct session *s)
 {
 	int err = 0;
 
+	__u64 mark = event_pump__mark(&s->pump);
+
 	for (int i = 0; i < 64; i++) { /* a full queue leaves some in the ring: take them too */
-		bool complete = event_pump__sync(&s->pump);
+		bool reached = event_pump__reached(&s->pump, mark);
 
 		err = event_pump__drain(&s->pump, 0, on_launch_event, s);
-		if (complete || err)
+		if (reached || err)
 			break;
 	}
 	return err;

@@ -44,7 +44,7 @@ static void test_defaults_are_sane(void **state)
 	assert_int_equal(parse(&o, err, "--pid", "42", NULL), 0);
 	assert_int_equal(o.pid, 42);
 	assert_string_equal(o.output, "gpuprobe.pb.gz");
-	assert_int_equal(o.ringbuf_mb, 32);
+	assert_int_equal(o.ringbuf_mb, 16);
 	assert_int_equal(o.tick_ms, 100);
 	assert_true(o.duration_s == 0);
 }

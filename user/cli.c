@@ -80,7 +80,7 @@ void cli__usage(FILE *f, const char *prog)
 		"      --shim PATH       the CUPTI shim to inject (default: libgpuprobe_shim.so\n"
 		"                        beside the executable, or PREFIX/lib/gpuprobe)\n"
 		"      --cupti PATH      libcupti.so used to compute cubin CRCs\n"
-		"      --ringbuf-mb N    BPF ring buffer size in MiB, a power of two (default 32)\n"
+		"      --ringbuf-mb N    BPF ring buffer size in MiB, a power of two (default 16)\n"
 		"      --tick-ms N       how often the rings are read and joined (default 100)\n"
 		"      --top N           kernels listed in the report (default 15)\n"
 		"      --unwind MODE     cfi (default): copy the top of each launching thread's\n"
@@ -231,7 +231,7 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 
 int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_t errlen)
 {
-	struct gp_opts o = { .output = "gpuprobe.pb.gz", .ringbuf_mb = 32, .tick_ms = 100, .top = 15,
+	struct gp_opts o = { .output = "gpuprobe.pb.gz", .ringbuf_mb = 16, .tick_ms = 100, .top = 15,
 			     .stack_kib = 0 };
 	int c, e;
 

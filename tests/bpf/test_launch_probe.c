@@ -102,35 +102,49 @@ static int on_event(void *ctx, const struct gp_launch_event *e, size_t size)
 	return 0;
 }
 
-static void test_every_launch_arrives_once_with_its_arguments_and_stack(void **state)
+/* The probe attached to this binary's stand-ins, following this process. */
+static struct launch_probe *probe_self(void)
 {
 	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 64 << 20,
 				       .wakeup_bytes = 1 << 20 };
 	struct launch_attach_result res;
 	struct launch_probe *lp = NULL;
-	struct seen s = { .pid = getpid() };
-	pthread_t th[THREADS];
-	__u64 ctr[GP_BPF_COUNTER_MAX];
-	struct launch_config cfg = { .grid = { 7, 1, 1 }, .block = { 1, 1, 9 }, .stream = (void *)0x7777 };
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	assert_true(n > 0);
 	exe[n] = 0;
-	s.site_lo = (uintptr_t)call_site;
-	s.site_hi = s.site_lo + 256;
 	assert_int_equal(launch_probe__open(&o, &lp), 0);
-	/* The way asked for (or the kernel's default) is the way taken: both are tested. */
-	assert_int_equal(launch_probe__uses_multi(lp), uprobe_multi__wanted());
-	print_message("  uprobes: %s\n", launch_probe__uses_multi(lp) ? "multi link" : "perf, one each");
 	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
 	assert_true(res.attached >= 2);
 	assert_int_equal(launch_probe__follow(lp, getpid()), 0);
+	return lp;
+}
+
+/* THREADS threads of CALLS launches each, joined. */
+static void launch_from_threads(void)
+{
+	pthread_t th[THREADS];
 
 	for (uintptr_t i = 0; i < THREADS; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, thread_main, (void *)i), 0);
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(th[i], NULL);
+}
+
+static void test_every_launch_arrives_once_with_its_arguments_and_stack(void **state)
+{
+	struct launch_probe *lp = probe_self();
+	struct seen s = { .pid = getpid() };
+	__u64 ctr[GP_BPF_COUNTER_MAX];
+	struct launch_config cfg = { .grid = { 7, 1, 1 }, .block = { 1, 1, 9 }, .stream = (void *)0x7777 };
+
+	s.site_lo = (uintptr_t)call_site;
+	s.site_hi = s.site_lo + 256;
+	/* The way asked for (or the kernel's default) is the way taken: both are tested. */
+	assert_int_equal(launch_probe__uses_multi(lp), uprobe_multi__wanted());
+	print_message("  uprobes: %s\n", launch_probe__uses_multi(lp) ? "multi link" : "perf, one each");
+	launch_from_threads();
 	cuLaunchKernelEx(&cfg, (void *)0x4321, NULL, NULL);
 
 	for (int i = 0; i < 5; i++)
@@ -162,28 +176,14 @@ static int count_launches(void *ctx, const struct gp_launch_event *e, size_t siz
  */
 static void test_a_full_pump_queue_holds_events_back_and_loses_none(void **state)
 {
-	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 64 << 20,
-				       .wakeup_bytes = 1 << 20 };
-	struct launch_attach_result res;
-	struct launch_probe *lp = NULL;
+	struct launch_probe *lp = probe_self();
 	struct event_pump pump;
 	struct seen s = { .pid = getpid() };
-	pthread_t th[THREADS];
 	__u64 ctr[GP_BPF_COUNTER_MAX], mark;
 	unsigned rounds = 0, short_rounds = 0;
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
-	assert_true(n > 0);
-	exe[n] = 0;
-	assert_int_equal(launch_probe__open(&o, &lp), 0);
-	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
-	assert_int_equal(launch_probe__follow(lp, getpid()), 0);
 	assert_int_equal(event_pump__start(&pump, lp, 16 << 10), 0);
-	for (uintptr_t i = 0; i < THREADS; i++)
-		assert_int_equal(pthread_create(&th[i], NULL, thread_main, (void *)i), 0);
-	for (int i = 0; i < THREADS; i++)
-		pthread_join(th[i], NULL);
+	launch_from_threads();
 	mark = event_pump__mark(&pump);
 	for (;;) {
 		bool reached = event_pump__reached(&pump, mark);

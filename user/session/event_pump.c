@@ -80,7 +80,7 @@ void event_pump__stop(struct event_pump *p)
 		pthread_join(p->thread, NULL);
 		p->running = false;
 	}
-	event_queue__consume(&p->q, event_queue__take(&p->q), NULL, NULL);
+	event_queue__destroy(&p->q, event_queue__take(&p->q));
 	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);
 	p->lp = NULL;

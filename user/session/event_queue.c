@@ -8,6 +8,7 @@
 #include "user/session/event_queue.h"
 
 #define EQ_BLOCK_BYTES ((size_t)4 << 20)
+#define EQ_SPARE_BLOCKS 4 /* kept for reuse: fresh pages cost a fault each */
 
 struct eq_entry {
 	size_t len;
@@ -16,15 +17,18 @@ struct eq_entry {
 
 struct eq_block {
 	struct eq_block *next;
-	size_t cap;  /* bytes mapped, this header included */
-	size_t used; /* bytes written, this header included */
+	size_t cap;     /* bytes mapped, this header included */
+	size_t used;    /* bytes written, this header included */
+	size_t touched; /* bytes of pages ever written (resident), page-rounded */
 	uint64_t entries[];
 };
 
 static size_t page_up(size_t n)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	static size_t page;
 
+	if (!page)
+		page = (size_t)sysconf(_SC_PAGESIZE);
 	return (n + page - 1) & ~(page - 1);
 }
 
@@ -37,22 +41,7 @@ void event_queue__init(struct event_queue *q, size_t max_bytes)
 {
 	memset(q, 0, sizeof(*q));
 	q->max_bytes = max_bytes;
-}
-
-static struct eq_block *block_new(size_t need)
-{
-	size_t cap = need + sizeof(struct eq_block) > EQ_BLOCK_BYTES
-			     ? page_up(need + sizeof(struct eq_block))
-			     : EQ_BLOCK_BYTES;
-	struct eq_block *b = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-				  -1, 0);
-
-	if (b == MAP_FAILED)
-		return NULL;
-	b->next = NULL;
-	b->cap = cap;
-	b->used = sizeof(*b);
-	return b;
+	pthread_mutex_init(&q->spare_lock, NULL);
 }
 
 static void note_peak(struct event_queue *q, size_t now)
@@ -64,16 +53,80 @@ static void note_peak(struct event_queue *q, size_t now)
 		;
 }
 
+/* Grows the block's resident count to cover what has been written. */
+static void touch(struct event_queue *q, struct eq_block *b)
+{
+	size_t now = page_up(b->used);
+
+	if (now > b->touched) {
+		note_peak(q, __atomic_add_fetch(&q->resident, now - b->touched, __ATOMIC_RELAXED));
+		b->touched = now;
+	}
+}
+
+static void block_unmap(struct event_queue *q, struct eq_block *b)
+{
+	__atomic_sub_fetch(&q->resident, b->touched, __ATOMIC_RELAXED);
+	munmap(b, b->cap);
+}
+
+/* A spare block when one is kept and need fits the standard size, else a new mapping. */
+static struct eq_block *block_get(struct event_queue *q, size_t need)
+{
+	size_t cap = need + sizeof(struct eq_block) > EQ_BLOCK_BYTES
+			     ? page_up(need + sizeof(struct eq_block))
+			     : EQ_BLOCK_BYTES;
+	struct eq_block *b = NULL;
+
+	if (cap == EQ_BLOCK_BYTES) {
+		pthread_mutex_lock(&q->spare_lock);
+		b = q->spare;
+		if (b) {
+			q->spare = b->next;
+			q->n_spare--;
+		}
+		pthread_mutex_unlock(&q->spare_lock);
+	}
+	if (!b) {
+		b = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (b == MAP_FAILED)
+			return NULL;
+		b->cap = cap;
+		b->touched = 0;
+	}
+	b->next = NULL;
+	b->used = sizeof(*b);
+	touch(q, b);
+	return b;
+}
+
+/* Keeps a few standard blocks for reuse (their pages stay resident, counted); unmaps the rest. */
+static void block_put(struct event_queue *q, struct eq_block *b)
+{
+	if (b->cap == EQ_BLOCK_BYTES) {
+		pthread_mutex_lock(&q->spare_lock);
+		if (q->n_spare < EQ_SPARE_BLOCKS) {
+			b->next = q->spare;
+			q->spare = b;
+			q->n_spare++;
+			b = NULL;
+		}
+		pthread_mutex_unlock(&q->spare_lock);
+	}
+	if (b)
+		block_unmap(q, b);
+}
+
 int event_queue__push(struct event_queue *q, const void *data, size_t len)
 {
-	size_t need = entry_size(len), before;
+	size_t need = entry_size(len);
 	struct eq_block *b = q->tail;
 	struct eq_entry *e;
 
 	if (len > q->max_bytes || q->bytes > q->max_bytes - len)
 		return -ENOSPC;
 	if (!b || b->cap - b->used < need) {
-		b = block_new(need);
+		b = block_get(q, need);
 		if (!b)
 			return -ENOMEM;
 		if (q->tail)
@@ -81,15 +134,12 @@ int event_queue__push(struct event_queue *q, const void *data, size_t len)
 		else
 			q->head = b;
 		q->tail = b;
-		before = 0;
-	} else {
-		before = page_up(b->used);
 	}
 	e = (struct eq_entry *)((char *)b + b->used);
 	e->len = len;
 	memcpy(e->data, data, len);
 	b->used += need;
-	note_peak(q, __atomic_add_fetch(&q->resident, page_up(b->used) - before, __ATOMIC_RELAXED));
+	touch(q, b);
 	q->bytes += len;
 	if (q->bytes > q->peak_bytes)
 		q->peak_bytes = q->bytes;
@@ -121,10 +171,22 @@ int event_queue__consume(struct event_queue *q, struct eq_block *list, event_que
 			err = fn(ctx, e->data, e->len);
 			at += entry_size(e->len);
 		}
-		__atomic_sub_fetch(&q->resident, page_up(b->used), __ATOMIC_RELAXED);
-		munmap(b, b->cap);
+		block_put(q, b);
 	}
 	return err;
+}
+
+void event_queue__destroy(struct event_queue *q, struct eq_block *list)
+{
+	struct eq_block *b;
+
+	event_queue__consume(q, list, NULL, NULL);
+	while ((b = q->spare)) {
+		q->spare = b->next;
+		block_unmap(q, b);
+	}
+	q->n_spare = 0;
+	pthread_mutex_destroy(&q->spare_lock);
 }
 
 size_t event_queue__resident(const struct event_queue *q)

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The launch-event queue's storage: events packed in order into blocks of
- * anonymous memory (4 MiB, or one event's size when larger) that are
- * unmapped as soon as their events have been handed on, so a backlog's
- * memory leaves the process when the backlog does (a malloc per event left
- * it in the heap at glibc's discretion). Bounded: past max_bytes of events
- * a push is refused. push and take are serialised by the caller's lock;
- * consume runs without it; the resident count is atomic.
+ * anonymous memory (4 MiB, or one event's size when larger). Once their
+ * events have been handed on, four standard blocks are kept for reuse
+ * (fresh pages cost a page fault each) and every other block is unmapped,
+ * so a backlog's memory leaves the process when the backlog does (a malloc
+ * per event left it in the heap at glibc's discretion). Bounded: past
+ * max_bytes of events a push is refused. push and take are serialised by
+ * the caller's lock; consume runs without it; the spare blocks have a leaf
+ * lock of their own; the resident count is atomic.
  */
 #ifndef GP_SESSION_EVENT_QUEUE_H
 #define GP_SESSION_EVENT_QUEUE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -21,6 +24,9 @@ struct event_queue {
 	size_t bytes, max_bytes, peak_bytes; /* event bytes queued */
 	size_t resident; /* atomic: bytes of block pages written and not yet unmapped */
 	size_t resident_peak; /* atomic: the most resident since the last peak read */
+	pthread_mutex_t spare_lock; /* leaf: guards the two below */
+	struct eq_block *spare;
+	unsigned n_spare;
 };
 
 typedef int (*event_queue_fn)(void *ctx, const void *data, size_t len);
@@ -36,12 +42,15 @@ static inline bool event_queue__empty(const struct event_queue *q)
 struct eq_block *event_queue__take(struct event_queue *q);
 /*
  * Hands each event of the taken blocks to fn in order (fn NULL: none),
- * unmapping each block once its events are done. Returns fn's first error;
+ * releasing each block (kept as a spare, or unmapped) once its events are
+ * done. Returns fn's first error;
  * the events after it are dropped, their blocks unmapped all the same.
  */
 int event_queue__consume(struct event_queue *q, struct eq_block *list, event_queue_fn fn,
 			 void *ctx);
-/* Bytes of queue memory resident now, taken blocks included until unmapped. */
+/* Frees the taken list (may be NULL), the spare blocks, and the lock. */
+void event_queue__destroy(struct event_queue *q, struct eq_block *list);
+/* Bytes of queue memory resident now: queued, taken and spare blocks. */
 size_t event_queue__resident(const struct event_queue *q);
 /* The most resident since the previous call (or init); starts the next span. */
 size_t event_queue__resident_peak(struct event_queue *q);

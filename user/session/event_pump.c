@@ -11,10 +11,23 @@
 #define PUMP_POLL_MS 5
 #define SYNC_MAX_NS 1000000000ll
 
+static struct timespec deadline_in(long long ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ns += ts.tv_nsec;
+	ts.tv_sec += ns / 1000000000ll;
+	ts.tv_nsec = ns % 1000000000ll;
+	return ts;
+}
+
 /*
  * Copies the event in under the lock (the main thread may take the block it
- * lands in). At the bound it waits for room: returning an error would let
- * libbpf step past the event and lose it.
+ * lands in). At the bound, or without memory for a block, it waits for room
+ * (the main thread's next drain): returning an error would let libbpf step
+ * past the event and lose it uncounted. Meanwhile the BPF ring fills, and
+ * the probes count what they cannot send.
  */
 static int pump_event(void *ctx, const struct gp_launch_event *e, size_t size)
 {
@@ -22,11 +35,13 @@ static int pump_event(void *ctx, const struct gp_launch_event *e, size_t size)
 	int err;
 
 	pthread_mutex_lock(&p->lock);
-	while ((err = event_queue__push(&p->q, e, size)) == -ENOSPC &&
+	while (((err = event_queue__push(&p->q, e, size)) == -ENOSPC || err == -ENOMEM) &&
 	       !__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+		struct timespec until = deadline_in(10 * 1000000ll); /* ENOMEM, empty queue */
+
 		p->full = true;
 		pthread_cond_broadcast(&p->cond);
-		pthread_cond_wait(&p->cond, &p->lock);
+		pthread_cond_timedwait(&p->cond, &p->lock, &until);
 	}
 	p->full = false;
 	pthread_cond_broadcast(&p->cond);
@@ -84,17 +99,6 @@ void event_pump__stop(struct event_pump *p)
 	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);
 	p->lp = NULL;
-}
-
-static struct timespec deadline_in(long long ns)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ns += ts.tv_nsec;
-	ts.tv_sec += ns / 1000000000ll;
-	ts.tv_nsec = ns % 1000000000ll;
-	return ts;
 }
 
 __u64 event_pump__mark(struct event_pump *p)

@@ -6,10 +6,12 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "user/session/event_queue.h"
 
@@ -182,6 +184,52 @@ static void test_a_backlogs_memory_leaves_the_process_once_handled(void **state)
 		assert_true(rss_kib() <= before + 1024);
 }
 
+static size_t mappings(void)
+{
+	static char buf[1 << 16];
+	size_t lines = 0;
+	ssize_t n;
+	int fd = open("/proc/self/maps", O_RDONLY);
+
+	assert_true(fd >= 0);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t k = 0; k < n; k++)
+			lines += buf[k] == '\n';
+	close(fd);
+	return lines;
+}
+
+/*
+ * Backlogs whose blocks were mapped between other mappings (another
+ * thread's stack, a library) leave the mapping count as it was: the kept
+ * blocks lie in one mapping, made once, whatever was mapped beside them.
+ */
+static void test_the_kept_blocks_never_change_the_mapping_count(void **state)
+{
+	struct event_queue q;
+	static uint8_t buf[1 << 20];
+	void *other[12];
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), before, round, k;
+
+	event_queue__init(&q, (size_t)256 << 20);
+	before = mappings();
+	for (round = 0; round < 3; round++) {
+		for (k = 0; k < 12; k++) {
+			for (int e = 0; e < 4; e++) /* more than a block's worth */
+				assert_int_equal(event_queue__push(&q, buf, sizeof(buf)), 0);
+			other[k] = mmap(NULL, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			assert_true(other[k] != MAP_FAILED);
+		}
+		event_queue__consume(&q, event_queue__take(&q), NULL, NULL);
+		for (k = 0; k < 12; k++)
+			munmap(other[k], page);
+		assert_int_equal(mappings(), before);
+	}
+	assert_true(event_queue__resident(&q) <= SPARES);
+	event_queue__destroy(&q, NULL);
+	assert_int_equal(event_queue__resident(&q), 0);
+}
+
 /* The pump's pattern: a producer pushing under a lock, a consumer taking under it. */
 struct shared {
 	pthread_mutex_t lock;
@@ -254,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_a_push_past_the_bound_is_refused_until_the_queue_is_taken),
 		cmocka_unit_test(test_an_error_stops_the_handing_on_but_frees_everything),
 		cmocka_unit_test(test_a_backlogs_memory_leaves_the_process_once_handled),
+		cmocka_unit_test(test_the_kept_blocks_never_change_the_mapping_count),
 		cmocka_unit_test(test_a_producer_and_a_consumer_thread_lose_nothing),
 	};
 

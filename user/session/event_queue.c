@@ -9,6 +9,7 @@
 
 #define EQ_BLOCK_BYTES ((size_t)4 << 20)
 #define EQ_SPARE_BLOCKS 4 /* kept for reuse: fresh pages cost a fault each */
+#define EQ_SPARE_BYTES (EQ_SPARE_BLOCKS * EQ_BLOCK_BYTES)
 
 struct eq_entry {
 	size_t len;
@@ -37,11 +38,30 @@ static size_t entry_size(size_t len)
 	return sizeof(struct eq_entry) + ((len + 7) & ~(size_t)7);
 }
 
+/*
+ * The kept blocks are carved from one mapping reserved here (pages become
+ * resident when first written), so however they are used they are one VMA:
+ * separate mappings merged with their neighbours or not, and a process's
+ * mapping count drifted with the history of its backlogs. Without the
+ * reservation every block is a mapping of its own, none kept.
+ */
 void event_queue__init(struct event_queue *q, size_t max_bytes)
 {
+	void *region;
+
 	memset(q, 0, sizeof(*q));
 	q->max_bytes = max_bytes;
 	pthread_mutex_init(&q->spare_lock, NULL);
+	region = mmap(NULL, EQ_SPARE_BYTES, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (region != MAP_FAILED)
+		q->region = region;
+}
+
+static bool in_region(const struct event_queue *q, const struct eq_block *b)
+{
+	return q->region && (const char *)b >= q->region &&
+	       (const char *)b < q->region + EQ_SPARE_BYTES;
 }
 
 static void note_peak(struct event_queue *q, size_t now)
@@ -70,7 +90,7 @@ static void block_unmap(struct event_queue *q, struct eq_block *b)
 	munmap(b, b->cap);
 }
 
-/* A spare block when one is kept and need fits the standard size, else a new mapping. */
+/* A kept block (freed, or not yet carved) when need fits the standard size, else a new mapping. */
 static struct eq_block *block_get(struct event_queue *q, size_t need)
 {
 	size_t cap = need + sizeof(struct eq_block) > EQ_BLOCK_BYTES
@@ -78,12 +98,16 @@ static struct eq_block *block_get(struct event_queue *q, size_t need)
 			     : EQ_BLOCK_BYTES;
 	struct eq_block *b = NULL;
 
-	if (cap == EQ_BLOCK_BYTES) {
+	if (cap == EQ_BLOCK_BYTES && q->region) {
 		pthread_mutex_lock(&q->spare_lock);
 		b = q->spare;
 		if (b) {
 			q->spare = b->next;
 			q->n_spare--;
+		} else if (q->n_carved < EQ_SPARE_BLOCKS) {
+			b = (struct eq_block *)(q->region + q->n_carved++ * EQ_BLOCK_BYTES);
+			b->cap = cap;
+			b->touched = 0;
 		}
 		pthread_mutex_unlock(&q->spare_lock);
 	}
@@ -100,21 +124,18 @@ static struct eq_block *block_get(struct event_queue *q, size_t need)
 	return b;
 }
 
-/* Keeps a few standard blocks for reuse (their pages stay resident, counted); unmaps the rest. */
+/* Keeps the reserved region's blocks for reuse (their pages stay resident, counted); unmaps the rest. */
 static void block_put(struct event_queue *q, struct eq_block *b)
 {
-	if (b->cap == EQ_BLOCK_BYTES) {
-		pthread_mutex_lock(&q->spare_lock);
-		if (q->n_spare < EQ_SPARE_BLOCKS) {
-			b->next = q->spare;
-			q->spare = b;
-			q->n_spare++;
-			b = NULL;
-		}
-		pthread_mutex_unlock(&q->spare_lock);
-	}
-	if (b)
+	if (!in_region(q, b)) {
 		block_unmap(q, b);
+		return;
+	}
+	pthread_mutex_lock(&q->spare_lock);
+	b->next = q->spare;
+	q->spare = b;
+	q->n_spare++;
+	pthread_mutex_unlock(&q->spare_lock);
 }
 
 int event_queue__push(struct event_queue *q, const void *data, size_t len)
@@ -183,9 +204,12 @@ void event_queue__destroy(struct event_queue *q, struct eq_block *list)
 	event_queue__consume(q, list, NULL, NULL);
 	while ((b = q->spare)) {
 		q->spare = b->next;
-		block_unmap(q, b);
+		__atomic_sub_fetch(&q->resident, b->touched, __ATOMIC_RELAXED);
 	}
-	q->n_spare = 0;
+	if (q->region)
+		munmap(q->region, EQ_SPARE_BYTES);
+	q->region = NULL;
+	q->n_spare = q->n_carved = 0;
 	pthread_mutex_destroy(&q->spare_lock);
 }
 

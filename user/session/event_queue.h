@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The launch-event queue's storage: events packed in order into blocks of
- * anonymous memory (4 MiB, or one event's size when larger). Once their
- * events have been handed on, four standard blocks are kept for reuse
- * (fresh pages cost a page fault each) and every other block is unmapped,
+ * anonymous memory (4 MiB, or one event's size when larger). The first four
+ * standard blocks are carved from one reserved mapping and kept for reuse
+ * once their events have been handed on (fresh pages cost a page fault
+ * each; one mapping keeps the process's mapping count fixed); every other
+ * block is a mapping of its own, unmapped once handed on,
  * so a backlog's memory leaves the process when the backlog does (a malloc
  * per event left it in the heap at glibc's discretion). Bounded: past
  * max_bytes of events a push is refused. push and take are serialised by
@@ -24,9 +26,10 @@ struct event_queue {
 	size_t bytes, max_bytes, peak_bytes; /* event bytes queued */
 	size_t resident; /* atomic: bytes of block pages written and not yet unmapped */
 	size_t resident_peak; /* atomic: the most resident since the last peak read */
-	pthread_mutex_t spare_lock; /* leaf: guards the two below */
-	struct eq_block *spare;
-	unsigned n_spare;
+	pthread_mutex_t spare_lock; /* leaf: guards the three below */
+	struct eq_block *spare; /* kept blocks free for reuse */
+	unsigned n_spare, n_carved; /* of the region's blocks: free, ever used */
+	char *region; /* the kept blocks' reserved mapping, or NULL */
 };
 
 typedef int (*event_queue_fn)(void *ctx, const void *data, size_t len);

@@ -9,9 +9,15 @@
 #   cfi    the loop followed, stack copies for CFI (the default)
 #   perf   as cfi, with a perf-event uprobe per entry point
 #          (GPUPROBE_UPROBES=perf) instead of one uprobe_multi link
+#   cfib   as cfi, with the loader at $CFI_B when set (another build, to
+#          compare two versions of the program in one run)
 # and prints ns per launch (median, min, max) and the median added to bare.
+# With PROG_STATS=1 it also turns on the kernel's BPF run-time statistics
+# (kernel.bpf_stats_enabled, restored after; they add two clock reads per
+# run to every mode) and prints the launch program's own ns per run, from
+# the loader's program fd: what is left of "added" is the trap itself.
 # Usage (repo root, GPU machine, after make static all):
-#   tools/gpu/probe_cost.sh OUTDIR [ROUNDS]
+#   [PROG_STATS=1] tools/gpu/probe_cost.sh OUTDIR [ROUNDS]
 set -uo pipefail
 out=${1:?OUTDIR}; rounds=${2:-5}
 mkdir -p "$out"
@@ -26,6 +32,22 @@ idle=$!
 trap 'kill $idle 2>/dev/null' EXIT
 sleep 1
 res="$out/probe_cost.txt"; : >"$res"
+prog="$out/prog_stats.txt"; : >"$prog"
+if [ "${PROG_STATS:-0}" = 1 ]; then
+	stats_was=$(sysctl -n kernel.bpf_stats_enabled)
+	sysctl -qw kernel.bpf_stats_enabled=1
+	trap 'kill $idle 2>/dev/null; sysctl -qw kernel.bpf_stats_enabled=$stats_was' EXIT
+fi
+# The loader's most-run program: "run_cnt run_time_ns".
+prog_runs() {
+	local f best_c=0 best_t=0 c t
+	for f in /proc/$1/fdinfo/*; do
+		c=$(awk '$1=="run_cnt:"{print $2}' "$f" 2>/dev/null)
+		t=$(awk '$1=="run_time_ns:"{print $2}' "$f" 2>/dev/null)
+		[ -n "$c" ] && [ "$c" -gt "$best_c" ] && { best_c=$c; best_t=$t; }
+	done
+	echo "$best_c $best_t"
+}
 loop() { # MODE ROUND [LOADER ARGS...]
 	local mode=$1 r=$2 lp=
 	shift 2
@@ -35,6 +57,7 @@ loop() { # MODE ROUND [LOADER ARGS...]
 		sleep 1.5
 	fi
 	build/empty_launch "$LAUNCHES" >"$out/$mode-$r.log" 2>&1
+	[ -n "$lp" ] && [ "${PROG_STATS:-0}" = 1 ] && echo "$mode $r $(prog_runs $lp)" >>"$prog"
 	[ -n "$lp" ] && { kill -INT $lp; wait $lp; }
 	sed -n "s/.*ns_per_launch=\([0-9.]*\).*/$mode $r \1/p" "$out/$mode-$r.log" >>"$res"
 }
@@ -44,6 +67,7 @@ for r in $(seq 1 "$rounds"); do
 	loop fp $r $L --all-cgroups --unwind fp
 	loop cfi $r $L --all-cgroups
 	GPUPROBE_UPROBES=perf loop perf $r $L --all-cgroups
+	[ -n "${CFI_B:-}" ] && loop cfib $r "$CFI_B" --all-cgroups
 done
 python3 - "$res" <<'PY'
 import statistics, sys
@@ -53,11 +77,24 @@ for line in open(sys.argv[1]):
     rows.setdefault(mode, {})[int(r)] = float(v)
 bare = rows.get("bare", {})
 print("%-5s %9s %9s %9s %9s  %s" % ("mode", "median", "min", "max", "added", "added per round"))
-for mode in ("bare", "trap", "fp", "cfi", "perf"):
+for mode in ("bare", "trap", "fp", "cfi", "perf", "cfib"):
     v = rows.get(mode)
     if not v:
         continue
     per = [v[r] - bare[r] for r in sorted(v) if r in bare]
     print("%-5s %9.1f %9.1f %9.1f %+9.1f  %s" % (mode, statistics.median(v.values()), min(v.values()),
           max(v.values()), statistics.median(per) if per else 0, " ".join("%+.0f" % p for p in per)))
+PY
+[ -s "$prog" ] && python3 - "$prog" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    mode, r, cnt, ns = line.split()
+    if int(cnt):
+        rows.setdefault(mode, []).append(int(ns) / int(cnt))
+print("program ns per run (kernel.bpf_stats_enabled): median, min, max")
+for mode in ("trap", "fp", "cfi", "perf", "cfib"):
+    v = rows.get(mode)
+    if v:
+        print("%-5s %9.1f %9.1f %9.1f" % (mode, statistics.median(v), min(v), max(v)))
 PY

@@ -312,6 +312,61 @@ static void test_every_activity_leaves_exactly_once_when_queues_overflow(void **
 	join__destroy(j);
 }
 
+struct unrecorded_sink {
+	unsigned n, out_of_order;
+	__u64 next_site;
+};
+
+static void on_unrecorded(void *ctx, const struct join_unrecorded *u)
+{
+	struct unrecorded_sink *us = ctx;
+
+	us->out_of_order += u->site != us->next_site || u->pid != 100 || u->tid != 1;
+	us->next_site = u->site + 1;
+	us->n++;
+}
+
+/*
+ * A process without the shim: no record ever comes. Far more launches than
+ * the thread's queue holds each reach the unrecorded callback once, in
+ * order, none refused; a launch that is matched never does.
+ */
+static void test_launches_without_records_all_leave_once_past_the_queue_bound(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 16);
+	struct unrecorded_sink us = { 0 };
+	struct join_counters c;
+
+	join__on_unrecorded(j, on_unrecorded, &us);
+	for (int i = 0; i < 1000; i++) {
+		launch(j, 1, 1000 + 100 * i, i);
+		if (i % 100 == 0)
+			join__advance(j, 1000 + 100 * i, 1);
+	}
+	assert_int_equal(us.n, 1000 - 16); /* the newest wait for their horizon */
+	join__finish_all(j);
+	join__counters(j, &c);
+	assert_int_equal(us.n, 1000);
+	assert_int_equal(us.out_of_order, 0);
+	assert_int_equal(c.queue_full, 0);
+	assert_int_equal(c.launches_without_record, 1000);
+	join__destroy(j);
+
+	/* Matched: only the one launch without a record comes out. */
+	j = new_join(&k, 16);
+	us = (struct unrecorded_sink){ .next_site = 7 };
+	join__on_unrecorded(j, on_unrecorded, &us);
+	launch(j, 1, 1000, 7);
+	launch(j, 1, 2000, 8);
+	api(j, 1, 2001, 2050, 9, JOIN_DOMAIN_DRIVER);
+	kernel(j, 9, 9);
+	join__finish_all(j);
+	assert_int_equal(us.n, 1);
+	assert_int_equal(find(&k, 9)->site, 8);
+	join__destroy(j);
+}
+
 static __u64 site_plus_1000(void *ctx, __u64 site)
 {
 	(*(unsigned *)ctx)++;
@@ -362,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_calls_made_before_attach_are_labelled_so),
 		cmocka_unit_test(test_every_activity_leaves_exactly_once_when_queues_overflow),
 		cmocka_unit_test(test_visiting_sites_renumbers_queued_and_matched_launches),
+		cmocka_unit_test(test_launches_without_records_all_leave_once_past_the_queue_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

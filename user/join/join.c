@@ -111,6 +111,8 @@ struct join {
 	struct join_opts o;
 	join_emit_fn emit;
 	void *ctx;
+	join_unrecorded_fn unrecorded;
+	void *unrecorded_ctx;
 	struct u64map proc_idx;     /* pid -> index in procs */
 	struct jproc **procs;
 	size_t nr_procs;
@@ -372,9 +374,17 @@ static void api_orphan(struct join *j, struct jproc *p, struct jthread *t)
 	corr_add(j, p, &c);
 }
 
-static void launch_orphan(struct join *j, struct jthread *t)
+static void launch_orphan(struct join *j, struct jproc *p, struct jthread *t)
 {
+	const struct jlaunch *l = fifo__at(&t->launches, 0);
+
 	j->c.launches_without_record++;
+	if (j->unrecorded) {
+		struct join_unrecorded u = { .pid = p->pid, .tid = t->tid, .site = l->site,
+					     .probe = l->probe };
+
+		j->unrecorded(j->unrecorded_ctx, &u);
+	}
 	fifo__pop(&t->launches);
 }
 
@@ -396,7 +406,7 @@ static bool merge_step(struct join *j, struct jproc *p, struct jthread *t, __u64
 	}
 	if (a->domain == JOIN_DOMAIN_RUNTIME) {
 		if (l->ts < a->start)
-			launch_orphan(j, t);
+			launch_orphan(j, p, t);
 		else if (l->ts > a->end)
 			api_orphan(j, p, t);
 		else
@@ -410,7 +420,7 @@ static bool merge_step(struct join *j, struct jproc *p, struct jthread *t, __u64
 	}
 	l2 = fifo__at(&t->launches, 1);
 	if (l2 && l2->ts <= a->start) {
-		launch_orphan(j, t); /* a belongs to a later call */
+		launch_orphan(j, p, t); /* a belongs to a later call */
 		return true;
 	}
 	if (!l2 && watermark <= a->end)
@@ -429,7 +439,7 @@ static void merge_thread(struct join *j, struct jproc *p, struct jthread *t, __u
 
 		if (watermark != UINT64_MAX && l->ts + j->o.horizon_ns > j->now)
 			break;
-		launch_orphan(j, t);
+		launch_orphan(j, p, t);
 	}
 }
 
@@ -441,8 +451,19 @@ void join__add_launch(struct join *j, const struct join_launch *l)
 	struct jthread *t = p && l->cls < JOIN_CLASS_MAX ? thread_get(j, p, l->tid, l->cls) : NULL;
 	struct jlaunch jl = { .ts = l->ts, .site = l->site, .probe = l->probe };
 
-	if (!t || fifo__push(&t->launches, &jl))
+	if (!t) {
 		j->c.queue_full++;
+		return;
+	}
+	/*
+	 * At the bound (a process without the shim, whose events no record
+	 * ever takes, or records far behind): the oldest event goes on without
+	 * one, so every launch still reaches the profile.
+	 */
+	if (t->launches.len >= t->launches.max && t->launches.len)
+		launch_orphan(j, p, t);
+	if (fifo__push(&t->launches, &jl))
+		j->c.queue_full++; /* out of memory */
 }
 
 void join__add_api(struct join *j, const struct join_api *a)
@@ -669,6 +690,12 @@ void join__visit_sites(struct join *j, __u64 (*fn)(void *ctx, __u64 site), void 
 			c->site = fn(ctx, c->site);
 		}
 	}
+}
+
+void join__on_unrecorded(struct join *j, join_unrecorded_fn fn, void *ctx)
+{
+	j->unrecorded = fn;
+	j->unrecorded_ctx = ctx;
 }
 
 void join__counters(const struct join *j, struct join_counters *ret)

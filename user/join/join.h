@@ -11,7 +11,9 @@
  * tables and are resolved when the other side has provably been read (the
  * BPF watermark), or evicted after a horizon. Nothing is dropped silently:
  * every activity is emitted exactly once, joined or with the reason it
- * could not be.
+ * could not be; every launch event whose call left no API record (none
+ * came, the process had no shim, or the thread's queue was at its bound
+ * and the event was the oldest) is handed to the unrecorded callback once.
  */
 #ifndef GP_JOIN_H
 #define GP_JOIN_H
@@ -77,6 +79,15 @@ struct join_sample {
 
 typedef void (*join_emit_fn)(void *ctx, const struct join_sample *s);
 
+/* A launch event no API record matched. */
+struct join_unrecorded {
+	__u32 pid, tid;
+	__u64 site;
+	__u32 probe;
+};
+
+typedef void (*join_unrecorded_fn)(void *ctx, const struct join_unrecorded *u);
+
 struct join_opts {
 	__u64 horizon_ns;      /* how long an unmatched entry may wait */
 	size_t max_queue;      /* launch events or API records per thread */
@@ -92,7 +103,7 @@ struct join_counters {
 	__u64 api_before_attach;
 	__u64 activities_joined;
 	__u64 activities_unattributed[JOIN_REASON_MAX];
-	__u64 queue_full;              /* events or records refused: queue bound */
+	__u64 queue_full;              /* events or records refused: no thread slot, or records at the queue bound */
 	__u64 corr_evicted;
 };
 
@@ -100,6 +111,8 @@ struct join;
 
 int join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx, struct join **ret_j);
 void join__destroy(struct join *j);
+/* Where launch events without an API record go (default: only counted). */
+void join__on_unrecorded(struct join *j, join_unrecorded_fn fn, void *ctx);
 /* Records when the loader attached to pid: earlier calls cannot be matched. */
 int join__attach(struct join *j, __u32 pid, __u64 attach_ts);
 void join__add_launch(struct join *j, const struct join_launch *l);

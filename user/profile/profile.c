@@ -202,6 +202,30 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 	return 0;
 }
 
+int profile__add_launch(struct profile *p, __u32 pid, __u32 stack_id, const char *api)
+{
+	struct agg_key k = { .pid = pid, .stack_id = stack_id, .api = profile__intern(p, api),
+			     .reason = profile__intern(p, stack_id ? NULL : "stack table full"),
+			     .name = profile__intern(p, GP_PROFILE_NO_RECORD),
+			     .device = NO_DEVICE, .stream = NO_DEVICE };
+	struct agg_val *v;
+	__u32 id;
+
+	p->t.launches_unrecorded++;
+	if (blobtab__intern(p->keys, &k, sizeof(k), &id)) {
+		p->t.dropped++;
+		return -E2BIG;
+	}
+	v = profile__grow(p->vals, &p->cap_vals, id, sizeof(*v));
+	if (!v) {
+		p->t.dropped++;
+		return -ENOMEM;
+	}
+	p->vals = v;
+	p->vals[id - 1].count++;
+	return 0;
+}
+
 /* ------------------------------------------------------------ cubins */
 
 static __u64 kernel__hash(const char *name, size_t len)
@@ -518,8 +542,10 @@ static int write_sample(struct writer *w, const struct agg_key *k, const struct 
 	labels[nl++] = (struct pprof_label){ .key = "pid", .num = k->pid };
 	if (pi && pi->comm)
 		labels[nl++] = (struct pprof_label){ .key = "comm", .str = str_of(p, pi->comm) };
-	labels[nl++] = (struct pprof_label){ .key = "device", .num = k->device };
-	labels[nl++] = (struct pprof_label){ .key = "stream", .num = k->stream };
+	if (k->device != NO_DEVICE) {
+		labels[nl++] = (struct pprof_label){ .key = "device", .num = k->device };
+		labels[nl++] = (struct pprof_label){ .key = "stream", .num = k->stream };
+	}
 	if (k->graph_id)
 		labels[nl++] = (struct pprof_label){ .key = "graph", .num = k->graph_id };
 	if (pi && pi->cgroup)

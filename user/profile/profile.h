@@ -54,6 +54,14 @@ bool profile__has_stack(const struct profile *p, __u32 stack_id);
 /* Adds GPU time. stack_id 0 = unattributed, with reason naming why. */
 int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 		 const char *reason, const struct profile_activity *act);
+/*
+ * Adds a launch whose call left no GPU record (the process runs without
+ * the shim, or the record was lost): one under launches/count, no GPU
+ * time, its leaf GP_PROFILE_NO_RECORD, no device or stream label.
+ * stack_id 0: the stack table was full.
+ */
+#define GP_PROFILE_NO_RECORD "[no GPU record]"
+int profile__add_launch(struct profile *p, __u32 pid, __u32 stack_id, const char *api);
 
 /*
  * Declares that pid loaded the cubin elf (size bytes, hostile: read through
@@ -84,6 +92,7 @@ void profile__report(const struct profile *p, FILE *f, unsigned top);
 
 struct profile_totals {
 	__u64 samples, gpu_ns, activities, unattributed_ns, unattributed;
+	__u64 launches_unrecorded; /* profile__add_launch calls */
 	__u64 dropped;         /* additions refused by a bound */
 };
 void profile__totals(const struct profile *p, struct profile_totals *ret);

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <linux/types.h>
 #include "user/profile/profile.h"
 #include "user/util/blobtab.h"
@@ -38,6 +39,7 @@
 struct agg_key {
 	__u32 pid, stack_id, api, reason, name, device, stream, graph_id;
 };
+#define NO_DEVICE UINT32_MAX /* device and stream of a launch without a GPU record */
 
 struct agg_val {
 	__u64 ns, count;

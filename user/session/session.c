@@ -561,6 +561,14 @@ static void on_sample(void *ctx, const struct join_sample *js)
 			     js->reason == JOIN_OK ? "stack table full" : join__reason_name(js->reason), &pa);
 }
 
+/* A launch no GPU record came for: its stack still counts under launches. */
+static void on_unrecorded(void *ctx, const struct join_unrecorded *u)
+{
+	struct session *s = ctx;
+
+	profile__add_launch(s->prof, u->pid, (__u32)u->site, launch_probe__name(u->probe));
+}
+
 /* ------------------------------------------------------------ windows */
 
 static __u64 site_keep(void *ctx, __u64 site)
@@ -894,6 +902,7 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	    (err = blobtab__new(1u << 18, 64u << 20, &s->names)) ||
 	    (err = join__new(&jo, on_sample, s, &s->join)))
 		return err;
+	join__on_unrecorded(s->join, on_unrecorded, s);
 	s->resolved = calloc(1, sizeof(*s->resolved));
 	if (!s->resolved)
 		return -ENOMEM;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Where the BPF half's per-launch cost goes, on the empty-kernel launch loop:
+# Where the BPF half's per-launch cost goes, on the empty-kernel launch loop
+# (or, with WL=train, on tools/gpu/train.py's median step, in ms):
 # interleaved rounds of
 #   bare   the loop alone
 #   trap   the probes attached for another process (--pid of an idle one that
@@ -16,8 +17,9 @@
 # (kernel.bpf_stats_enabled, restored after; they add two clock reads per
 # run to every mode) and prints the launch program's own ns per run, from
 # the loader's program fd: what is left of "added" is the trap itself.
+# MODES picks and orders the modes (default: all of them).
 # Usage (repo root, GPU machine, after make static all):
-#   [PROG_STATS=1] tools/gpu/probe_cost.sh OUTDIR [ROUNDS]
+#   [PROG_STATS=1] [WL=train] [MODES="bare cfi"] tools/gpu/probe_cost.sh OUTDIR [ROUNDS]
 set -uo pipefail
 out=${1:?OUTDIR}; rounds=${2:-5}
 mkdir -p "$out"
@@ -56,18 +58,28 @@ loop() { # MODE ROUND [LOADER ARGS...]
 		lp=$!
 		sleep 1.5
 	fi
-	build/empty_launch "$LAUNCHES" >"$out/$mode-$r.log" 2>&1
+	if [ "${WL:-launch}" = train ]; then
+		STEPS=${STEPS:-60} GRAPH_REPLAYS=20 timeout 300 $PY tools/gpu/train.py >"$out/$mode-$r.log" 2>&1
+	else
+		build/empty_launch "$LAUNCHES" >"$out/$mode-$r.log" 2>&1
+	fi
 	[ -n "$lp" ] && [ "${PROG_STATS:-0}" = 1 ] && echo "$mode $r $(prog_runs $lp)" >>"$prog"
 	[ -n "$lp" ] && { kill -INT $lp; wait $lp; }
-	sed -n "s/.*ns_per_launch=\([0-9.]*\).*/$mode $r \1/p" "$out/$mode-$r.log" >>"$res"
+	sed -n "s/.*ns_per_launch=\([0-9.]*\).*/$mode $r \1/p;
+		s/.*median_step_ms=\([0-9.]*\).*/$mode $r \1/p" "$out/$mode-$r.log" >>"$res"
 }
+modes=${MODES:-bare trap fp cfi perf${CFI_B:+ cfib}}
 for r in $(seq 1 "$rounds"); do
-	loop bare $r
-	loop trap $r $L --pid $idle
-	loop fp $r $L --all-cgroups --unwind fp
-	loop cfi $r $L --all-cgroups
-	GPUPROBE_UPROBES=perf loop perf $r $L --all-cgroups
-	[ -n "${CFI_B:-}" ] && loop cfib $r "$CFI_B" --all-cgroups
+	for m in $modes; do
+		case $m in
+		bare) loop bare $r ;;
+		trap) loop trap $r $L --pid $idle ;;
+		fp) loop fp $r $L --all-cgroups --unwind fp ;;
+		cfi) loop cfi $r $L --all-cgroups ;;
+		perf) GPUPROBE_UPROBES=perf loop perf $r $L --all-cgroups ;;
+		cfib) loop cfib $r "${CFI_B:?CFI_B: the other build}" --all-cgroups ;;
+		esac
+	done
 done
 python3 - "$res" <<'PY'
 import statistics, sys
@@ -82,8 +94,8 @@ for mode in ("bare", "trap", "fp", "cfi", "perf", "cfib"):
     if not v:
         continue
     per = [v[r] - bare[r] for r in sorted(v) if r in bare]
-    print("%-5s %9.1f %9.1f %9.1f %+9.1f  %s" % (mode, statistics.median(v.values()), min(v.values()),
-          max(v.values()), statistics.median(per) if per else 0, " ".join("%+.0f" % p for p in per)))
+    print("%-5s %9.2f %9.2f %9.2f %+9.2f  %s" % (mode, statistics.median(v.values()), min(v.values()),
+          max(v.values()), statistics.median(per) if per else 0, " ".join("%+.4g" % p for p in per)))
 PY
 [ -s "$prog" ] && python3 - "$prog" <<'PY'
 import statistics, sys

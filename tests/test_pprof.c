@@ -716,6 +716,46 @@ static void test_compact_forgets_gone_processes_and_renumbers_kept_stacks(void *
 	assert_false(dec_has_fn(&d, "gone_fn"));
 }
 
+/*
+ * Launches without a GPU record: counted under launches with no GPU time,
+ * their own leaf, no device or stream label, apart from the kernels'
+ * totals; a kernel launched from the same stack keeps its own sample.
+ */
+static void test_launches_without_a_record_count_apart_with_no_device(void **state)
+{
+	struct profile_frame fr[] = { { .name = "main", .file = "/bin/app", .addr = 0x1234 } };
+	struct profile_proc procs[] = { { .pid = 100, .comm = "app" } };
+	struct profile_activity gemm = { .name = "gemm", .ns = 1000, .device = 2, .stream = 7 };
+	struct profile_totals t;
+	struct profile *p;
+	char path[PATH_MAX];
+	char *raw;
+	const char *at;
+	int devices = 0;
+
+	require_go();
+	p = profile_with(procs, 1, fr, 1, 0);
+	assert_int_equal(profile__add(p, 100, 1, "cuLaunchKernel", NULL, &gemm), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(profile__add_launch(p, 100, 1, "cuLaunchKernel"), 0);
+	profile__totals(p, &t);
+	assert_int_equal(t.activities, 1);
+	assert_int_equal(t.gpu_ns, 1000);
+	assert_int_equal(t.launches_unrecorded, 3);
+	path_in_tmp(path, sizeof(path), "unrecorded.pb.gz");
+	assert_int_equal(profile__write_pprof(p, path, 1, 1), 0);
+	profile__destroy(p);
+	raw = go_pprof("-raw", path);
+	assert_contains(raw, "       1000          1: ");
+	assert_contains(raw, "          0          3: ");
+	assert_contains(raw, GP_PROFILE_NO_RECORD);
+	for (at = raw; (at = strstr(at, "device:[")); at++)
+		devices++;
+	assert_int_equal(devices, 1); /* the kernel's sample only */
+	assert_contains(raw, "stream:[7]");
+	free(raw);
+}
+
 static bool dir_has_entries(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -841,6 +881,7 @@ int main(void)
 		cmocka_unit_test(test_short_write_fails_and_keeps_the_old_profile),
 		cmocka_unit_test(test_profile_puts_each_kernel_in_the_mapping_of_its_cubin),
 		cmocka_unit_test(test_compact_forgets_gone_processes_and_renumbers_kept_stacks),
+		cmocka_unit_test(test_launches_without_a_record_count_apart_with_no_device),
 	};
 
 	if (!find_go()) {

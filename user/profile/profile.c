@@ -172,22 +172,13 @@ int profile__set_stack(struct profile *p, __u32 stack_id, const struct profile_f
 	return 0;
 }
 
-int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
-		 const char *reason, const struct profile_activity *act)
+/* Adds ns and one count to the sample of key k. */
+static int add_to(struct profile *p, const struct agg_key *k, __u64 ns)
 {
-	struct agg_key k = { .pid = pid, .stack_id = stack_id, .api = profile__intern(p, api),
-			     .reason = profile__intern(p, reason), .name = profile__intern(p, act->name),
-			     .device = act->device, .stream = act->stream, .graph_id = act->graph_id };
 	struct agg_val *v;
 	__u32 id;
 
-	p->t.activities++;
-	if (!stack_id) {
-		p->t.unattributed++;
-		p->t.unattributed_ns += act->ns;
-	}
-	p->t.gpu_ns += act->ns;
-	if (blobtab__intern(p->keys, &k, sizeof(k), &id)) {
+	if (blobtab__intern(p->keys, k, sizeof(*k), &id)) {
 		p->t.dropped++;
 		return -E2BIG;
 	}
@@ -197,9 +188,25 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 		return -ENOMEM;
 	}
 	p->vals = v;
-	p->vals[id - 1].ns += act->ns;
+	p->vals[id - 1].ns += ns;
 	p->vals[id - 1].count++;
 	return 0;
+}
+
+int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
+		 const char *reason, const struct profile_activity *act)
+{
+	struct agg_key k = { .pid = pid, .stack_id = stack_id, .api = profile__intern(p, api),
+			     .reason = profile__intern(p, reason), .name = profile__intern(p, act->name),
+			     .device = act->device, .stream = act->stream, .graph_id = act->graph_id };
+
+	p->t.activities++;
+	if (!stack_id) {
+		p->t.unattributed++;
+		p->t.unattributed_ns += act->ns;
+	}
+	p->t.gpu_ns += act->ns;
+	return add_to(p, &k, act->ns);
 }
 
 int profile__add_launch(struct profile *p, __u32 pid, __u32 stack_id, const char *api)
@@ -208,22 +215,9 @@ int profile__add_launch(struct profile *p, __u32 pid, __u32 stack_id, const char
 			     .reason = profile__intern(p, stack_id ? NULL : "stack table full"),
 			     .name = profile__intern(p, GP_PROFILE_NO_RECORD),
 			     .device = NO_DEVICE, .stream = NO_DEVICE };
-	struct agg_val *v;
-	__u32 id;
 
 	p->t.launches_unrecorded++;
-	if (blobtab__intern(p->keys, &k, sizeof(k), &id)) {
-		p->t.dropped++;
-		return -E2BIG;
-	}
-	v = profile__grow(p->vals, &p->cap_vals, id, sizeof(*v));
-	if (!v) {
-		p->t.dropped++;
-		return -ENOMEM;
-	}
-	p->vals = v;
-	p->vals[id - 1].count++;
-	return 0;
+	return add_to(p, &k, 0);
 }
 
 /* ------------------------------------------------------------ cubins */

@@ -466,7 +466,7 @@ static __always_inline void wake_loader(__u64 id)
 	struct gp_launch_event *e = bpf_ringbuf_reserve(&events, GP_LAUNCH_EVENT_HDR, 0);
 
 	if (!e) {
-		count(GP_BPF_RINGBUF_FULL);
+		count(GP_BPF_NOTICES_LOST); /* not a launch: apart, so launches add up */
 		return;
 	}
 	__builtin_memset(e, 0, GP_LAUNCH_EVENT_HDR);
@@ -506,7 +506,7 @@ int ring_made(struct trace_event_raw_sys_exit *ctx)
 		return 0;
 	e = bpf_ringbuf_reserve(&rings, sizeof(*e), 0);
 	if (!e) {
-		count(GP_BPF_RINGBUF_FULL);
+		count(GP_BPF_NOTICES_LOST);
 		return 0;
 	}
 	e->pid = id >> 32;

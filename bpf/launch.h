@@ -143,11 +143,12 @@ _Static_assert(sizeof(struct gp_launch_event) == 112 + 8 * GP_MAX_STACK,
 /* Indices into the per-CPU counters map. */
 enum gp_bpf_counter {
 	GP_BPF_EVENTS = 0,       /* events submitted */
-	GP_BPF_RINGBUF_FULL,     /* events lost: ring buffer full */
+	GP_BPF_RINGBUF_FULL,     /* launch, load and copy events lost: ring buffer full */
 	GP_BPF_STACK_ERRORS,     /* bpf_get_stack failed: event sent, no stack */
 	GP_BPF_COPY_ERRORS,      /* part of a stack copy unreadable (not resident): left zero */
 	GP_BPF_COPY_SKIPPED,     /* ring over half full: event sent without its stack copy */
 	GP_BPF_FILTERED,         /* probe fired for a process not followed */
+	GP_BPF_NOTICES_LOST,     /* a new shim ring's notice (fd, or the wakeup) lost: ring full */
 	GP_BPF_COUNTER_MAX,
 };
 

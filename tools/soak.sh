@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Soak: the loader in its production mode (--all-cgroups --interval 60) under
 # a high launch rate from several stub processes restarted in a loop, for
-# SOAK_MINUTES (default 30). Every 10 s the loader's RSS, the most memory its
+# SOAK_MINUTES (default 30). The launcher runs are paced (SOAK_PACE seconds
+# between runs, default 0.2: about 60,000 launch events a second in all),
+# so the load does not depend on how fast the machine is: unpaced, a 2-core
+# machine ran 350,000 a second, more than the loader could take beside four
+# busy processes (losses, each counted, and a backlog at its bound). Every 10 s the loader's RSS, the most memory its
 # launch queue held around then (queue_mb of the next -v loader line: a
 # backlog of events waiting to be handled, bounded at 256 MiB, whose memory
 # leaves when they are handled), open fds (and how many of them are the
@@ -18,12 +22,16 @@
 #     (spin: N launches = N+1 events (+ its module load), 2N+1 records, N
 #     activities; launcher -t T -n N, L = T*N: 6L+3T+5 events, 13L+6T+5
 #     records, 7L+3T activities), and the interval profiles hold every
-#     activity that reached the profile, once.
-# Usage: tools/soak.sh [BUILD_DIR]    (root; SOAK_MINUTES, SOAK_PROCS, SOAK_OUT)
+#     activity that reached the profile, once, and every launch without a
+#     GPU record (`[no GPU record]` samples) once. A process whose ring the
+#     loader says it could not hold (rings_missed, -v names the pid) has its
+#     records and activities counted lost as a whole.
+# Usage: tools/soak.sh [BUILD_DIR]    (root; SOAK_MINUTES, SOAK_PROCS, SOAK_PACE, SOAK_OUT)
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 minutes=${SOAK_MINUTES:-30}
 procs=${SOAK_PROCS:-4}
+pace=${SOAK_PACE:-0.2}
 out=${SOAK_OUT:-$build/soak}
 root=$(cd "$(dirname "$0")/.." && pwd)
 loader="$build/gpuprobe-bpf" shim="$build/libgpuprobe_shim.so" stublib="$build/stub/libcuda.so.1"
@@ -35,6 +43,7 @@ fi
 [[ "$minutes" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v m="$minutes" 'BEGIN {exit !(m > 0)}' ||
 	{ echo "soak: SOAK_MINUTES: want a positive number, got '$minutes'" >&2; exit 2; }
 [[ "$procs" =~ ^[1-9][0-9]?$ ]] || { echo "soak: SOAK_PROCS: want 1..99, got '$procs'" >&2; exit 2; }
+[[ "$pace" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "soak: SOAK_PACE: want seconds, got '$pace'" >&2; exit 2; }
 for f in "$loader" "$shim" "$stublib" "$progs/spin" "$progs/launcher"; do
 	[ -e "$f" ] || { echo "soak: $f missing: run make first" >&2; exit 1; }
 done
@@ -106,6 +115,7 @@ worker() { # ID
 			echo "spin $pid $(sed -n 's/^spin: launches=//p' "$out/work/w$id.out")" >>"$log"
 		else
 			echo "launcher $pid 2 500" >>"$log"
+			sleep "$pace"
 		fi
 	done
 }
@@ -133,7 +143,7 @@ stop_workers
 record idle1
 idle1=$(sample)
 cp "/proc/$L/maps" "$out/maps-idle1.txt"
-echo "soak: ${minutes} min, $procs processes; warm-up ${warm_s} s; samples every 10 s in $csv"
+echo "soak: ${minutes} min, $procs processes, launcher runs $pace s apart; warm-up ${warm_s} s; samples every 10 s in $csv"
 start_workers
 while [ $(( $(date +%s) - t0 )) -lt "$warm_s" ]; do
 	sleep 10
@@ -170,7 +180,7 @@ line=$(grep "^counters: " "$err" | tail -1) || fail "no counters line: $(tail -3
 ctr() { echo "$line" | tr ' ()' '\n\n\n' | sed -n "s/^$1=//p" | head -1; }
 for k in launch_events ringbuf_full records ring_dropped cupti_dropped records_bad ring_resyncs \
 	joined unattributed no_launch_event no_api_record before_attach table_full before_window \
-	api_without_launch launches_without_record queue_full; do
+	api_without_launch launches_without_record queue_full rings_missed notices_lost; do
 	v=$(ctr $k)
 	[[ "$v" =~ ^[0-9]+$ ]] || fail "counters line has no $k: $line"
 	declare "c_$k=$v"
@@ -182,18 +192,29 @@ echo "soak: $line"
 [ "$c_records_bad" = 0 ] && [ "$c_ring_resyncs" = 0 ] || bad "bad records or ring resyncs"
 # Per pid, from the interval profiles (the counters line is machine-wide:
 # --all-cgroups also profiles any other CUDA process here).
-for f in "$out"/profiles/*.pb.gz; do
-	go tool pprof -raw "$f" 2>/dev/null | awk '
+samples() { # FILE PPROF_FILTER -> "pid count" per sample
+	go tool pprof -raw "$2" "$1" 2>/dev/null | awk '
 		/^Samples:/ {s = 1; next} /^Locations/ {s = 0}
 		s && $2 ~ /^[0-9]+:$/ {c = $2 + 0; next}
 		s && /pid:\[/ { match($0, /pid:\[[0-9]+\]/); print substr($0, RSTART + 5, RLENGTH - 6), c }'
+}
+for f in "$out"/profiles/*.pb.gz; do
+	samples "$f" -ignore='\[no GPU record\]'
 done | awk '{n[$1] += $2} END {for (p in n) print p, n[p]}' | sort >"$out/profiled.txt" # pid activities
+unrecorded=$(for f in "$out"/profiles/*.pb.gz; do samples "$f" -focus='\[no GPU record\]'; done |
+	awk '{n += $2} END {print n + 0}')
+# Processes whose ring the loader could not hold: their records are lost as a whole, counted.
+sed -n 's/^gpuprobe-bpf: pid \([0-9]*\): its new shim ring could not be held.*/\1/p' "$err" | sort -u >"$out/missed.txt"
+[ "$(wc -l <"$out/missed.txt")" = "$c_rings_missed" ] ||
+	bad "rings_missed=$c_rings_missed, but the loader named $(wc -l <"$out/missed.txt") pids"
+missed_records=$(join "$out/missed.txt" "$out/made.txt" | awk '{n += $3} END {print n + 0}')
 files=$(ls "$out"/profiles | wc -l)
 ls "$out"/profiles | grep -q "\.tmp\." && bad "temporary profile files left"
 # A long soak reuses pids (pid_max wraps): runs that had the same pid share
 # their profile label, so what they made is added up per pid.
 awk '{n[$1] += $4; r[$1]++} END {for (p in n) print p, n[p], r[p]}' "$out/made.txt" | sort >"$out/made_by_pid.txt"
-join -a1 -e0 -o 1.1,1.2,2.2,1.3 "$out/made_by_pid.txt" "$out/profiled.txt" >"$out/accounted.txt" # pid made profiled runs
+join -a1 -e0 -o 1.1,1.2,2.2,1.3 "$out/made_by_pid.txt" "$out/profiled.txt" |
+	join -v1 - "$out/missed.txt" >"$out/accounted.txt" # pid made profiled runs
 read -r short missing unread reused < <(awk '$2 != $3 {s++; m += $2 - $3} $3 == 0 {u++} $4 > 1 {r++}
 	END {print s + 0, m + 0, u + 0, r + 0}' "$out/accounted.txt")
 foreign=$(join -v2 "$out/made.txt" "$out/profiled.txt" | wc -l)
@@ -208,12 +229,14 @@ if [ "$foreign" = 0 ]; then
 	# Only our workload ran: the machine-wide counters must add up too.
 	[ $((c_launch_events + c_ringbuf_full)) = "$events" ] ||
 		bad "launch events: $c_launch_events received + $c_ringbuf_full lost != $events made"
-	[ $((c_records + c_ring_dropped + c_cupti_dropped)) = "$records" ] ||
-		bad "records: $c_records written + $c_ring_dropped + $c_cupti_dropped dropped != $records made"
+	[ $((c_records + c_ring_dropped + c_cupti_dropped + missed_records)) = "$records" ] ||
+		bad "records: $c_records written + $c_ring_dropped + $c_cupti_dropped dropped + $missed_records in rings missed != $records made"
+	[ "$unrecorded" = "$c_launches_without_record" ] ||
+		bad "the profiles hold $unrecorded launches without a GPU record, the loader counted $c_launches_without_record"
 	[ "$sum" = "$total" ] || bad "the profiles hold $sum activities, the loader joined $total"
 fi
 [ "$unread" = 0 ] || echo "soak: $unread pids have nothing in the profiles: the loader never read their" \
-	"ring (gone before its first visit?); their launches only show in launches_without_record" >&2
+	"ring (gone before its first visit?); their launches show only as [no GPU record] samples" >&2
 if [ "$short" = 0 ]; then
 	echo "soak: every run's activities are in the profiles, exactly ($acts; $reused pids served more than one run, checked per pid)"
 else

@@ -67,7 +67,7 @@ void session__counters_line(struct session *s, FILE *f)
 		"unattributed=%llu (no_launch_event=%llu no_api_record=%llu before_attach=%llu table_full=%llu) "
 		"queue_full=%llu stacks_dropped=%llu names_dropped=%llu records_unknown=%llu "
 		"symbolize_failed=%llu stacks_short=%llu python_short=%llu python_unresolved=%llu "
-		"crc_helper_lost=%llu rings_missed=%llu "
+		"crc_helper_lost=%llu rings_missed=%llu notices_lost=%llu "
 		"events_bad=%llu before_window=%llu\n",
 		bpf[GP_BPF_EVENTS], bpf[GP_BPF_RINGBUF_FULL], bpf[GP_BPF_STACK_ERRORS],
 		bpf[GP_BPF_COPY_ERRORS], bpf[GP_BPF_COPY_SKIPPED], shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
@@ -82,7 +82,7 @@ void session__counters_line(struct session *s, FILE *f)
 		s->names_dropped, s->records_unknown, s->stack_stats.sym_failed,
 		s->stack_stats.native_truncated, s->stack_stats.py_truncated,
 		s->stack_stats.py_unresolved, crc_engine__helper_lost(s->crc), s->rings_missed,
-		s->events_bad, s->before_window);
+		bpf[GP_BPF_NOTICES_LOST], s->events_bad, s->before_window);
 }
 
 /*

@@ -103,7 +103,6 @@ static struct eq_block *block_get(struct event_queue *q, size_t need)
 		b = q->spare;
 		if (b) {
 			q->spare = b->next;
-			q->n_spare--;
 		} else if (q->n_carved < EQ_SPARE_BLOCKS) {
 			b = (struct eq_block *)(q->region + q->n_carved++ * EQ_BLOCK_BYTES);
 			b->cap = cap;
@@ -134,7 +133,6 @@ static void block_put(struct event_queue *q, struct eq_block *b)
 	pthread_mutex_lock(&q->spare_lock);
 	b->next = q->spare;
 	q->spare = b;
-	q->n_spare++;
 	pthread_mutex_unlock(&q->spare_lock);
 }
 
@@ -209,7 +207,7 @@ void event_queue__destroy(struct event_queue *q, struct eq_block *list)
 	if (q->region)
 		munmap(q->region, EQ_SPARE_BYTES);
 	q->region = NULL;
-	q->n_spare = q->n_carved = 0;
+	q->n_carved = 0;
 	pthread_mutex_destroy(&q->spare_lock);
 }
 

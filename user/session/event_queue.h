@@ -26,10 +26,10 @@ struct event_queue {
 	size_t bytes, max_bytes, peak_bytes; /* event bytes queued */
 	size_t resident; /* atomic: bytes of block pages written and not yet unmapped */
 	size_t resident_peak; /* atomic: the most resident since the last peak read */
-	pthread_mutex_t spare_lock; /* leaf: guards the three below */
-	struct eq_block *spare; /* kept blocks free for reuse */
-	unsigned n_spare, n_carved; /* of the region's blocks: free, ever used */
-	char *region; /* the kept blocks' reserved mapping, or NULL */
+	pthread_mutex_t spare_lock; /* leaf: guards the two below */
+	struct eq_block *spare; /* the region's blocks free for reuse */
+	unsigned n_carved; /* the region's blocks ever used */
+	char *region; /* the kept blocks' reserved mapping (set at init), or NULL */
 };
 
 typedef int (*event_queue_fn)(void *ctx, const void *data, size_t len);

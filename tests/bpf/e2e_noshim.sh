@@ -5,10 +5,6 @@
 # launch with no GPU record: far more launches than the join holds per
 # thread (65,536), so the bound hands launches on instead of dropping them.
 source "$(dirname "$0")/lib.sh"
-wait_line() { # FILE PATTERN SECONDS
-	for _ in $(seq 1 $(( $3 * 20 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
-	return 1
-}
 
 LD_LIBRARY_PATH="$B/stub" "$PROGS/spin" -S -s 2 -i 0 >"$WORK/spin.log" &
 P=$!; PIDS+=($P)

@@ -11,10 +11,6 @@ source "$(dirname "$0")/lib.sh"
 SECS=4 TICK_MS=100
 REAP="python3 $ROOT/tests/bpf/subreaper.py"
 ready_pid() { sed -n 's/^spin: ready pid=//p' "$WORK/$1.log"; }
-wait_line() { # FILE PATTERN SECONDS
-	for _ in $(seq 1 $(( $3 * 20 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
-	return 1
-}
 # Both runs wait for SIGUSR1 (spin -S), each under a subreaper that notes its
 # exit status and (wall-clock) time.
 for run in bare prof; do

@@ -18,10 +18,6 @@ reaped() { # CASE PID -> "STATUS TIME"
 	grep "^$2 " "$WORK/$1.reaped" | cut -d' ' -f2- | grep . || fail "$1: pid $2 never reaped"
 }
 ready_pid() { sed -n 's/^spin: ready pid=//p' "$WORK/$1.log"; }
-wait_line() { # FILE PATTERN SECONDS
-	for _ in $(seq 1 $(( $3 * 20 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
-	return 1
-}
 
 # --pid: the program under a subreaper, then the loader (-v: it says when it
 # reads the ring, and each pid that exits).

@@ -25,6 +25,11 @@ wait_file() { # FILE SECONDS
 	for _ in $(seq 1 $(( $2 * 20 ))); do [ -s "$1" ] && return 0; sleep 0.05; done
 	fail "timed out waiting for $1"
 }
+# Waits until a line of FILE matches PATTERN, at most SECONDS; 1 if none did.
+wait_line() { # FILE PATTERN SECONDS
+	for _ in $(seq 1 $(( $3 * 20 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+	return 1
+}
 # Waits for a background child to exit, at most SECONDS; returns its status.
 wait_exit() { # PID SECONDS
 	local st

@@ -47,6 +47,7 @@ struct {
 struct scratch {
 	struct gp_launch_event e;
 	struct gp_py_frame py[GP_PY_MAX_FRAMES];
+	struct py_frame_buf fb;
 };
 
 struct {
@@ -193,10 +194,55 @@ static __always_inline __u32 copy_size(__u32 tid, __u64 sp, __u16 *flags)
 	slot_ && !bpf_probe_read_user(slot_, n, (void *)((sp) + (off)));       \
 })
 
+/* A block of the stack copy read again chunk by chunk (bpf_loop's context). */
+struct rechunk {
+	struct bpf_dynptr *dp;
+	__u64 base;
+	__u32 head, off;
+};
+
+static long rechunk_step(__u32 idx, void *arg)
+{
+	struct rechunk *x = arg;
+
+	COPY_CHUNK(x->dp, x->head, x->off + idx * GP_STACK_CHUNK, x->base, GP_STACK_CHUNK);
+	return 0;
+}
+
+/*
+ * Copies the n bytes (a constant: a power of two, whole chunks) of the stack
+ * at *off when the copy's size has that bit, in one read: a read costs about
+ * as much again per call as per KiB, so a copy takes as few as its size's
+ * bits (2.5 KiB: two reads, not five). A page the thread never touched (a
+ * large local array left unused) is not resident and fails the read; the
+ * helper zeroes what it could not read, and the block is read again chunk
+ * by chunk (under bpf_loop: verified once, not once per chunk), so the
+ * frames on either side of the hole are still there. False when any of it
+ * could not be read.
+ */
+static __always_inline bool copy_block(struct bpf_dynptr *dp, __u32 head, __u32 copy,
+				       __u32 *off, __u64 base, const __u32 n)
+{
+	struct rechunk x = { .dp = dp, .base = base, .head = head, .off = *off };
+	bool ok = true;
+
+	if (!(copy & n))
+		return true;
+	if (!COPY_CHUNK(dp, head, *off, base, n)) {
+		ok = false;
+		bpf_loop(n / GP_STACK_CHUNK, rechunk_step, &x, 0);
+	}
+	*off += n;
+	return ok;
+}
+
+_Static_assert(GP_STACK_COPY_MAX == 256 * 1024 && GP_STACK_CHUNK == 512,
+	       "submit's blocks cover sizes up to GP_STACK_COPY_MAX in chunks");
+
 /*
  * Sends the event: reserved at its exact size, header and frame-pointer
  * stack, then the Python frames, then the stack copy read straight into the
- * ring (no second copy), a page at a time, then in chunks.
+ * ring (no second copy), a block per bit of its size.
  */
 static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u64 flags)
 {
@@ -221,24 +267,16 @@ static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u
 	if (pyb)
 		bpf_dynptr_write(&dp, head, sc->py, pyb, 0);
 	head += pyb;
-	/*
-	 * A page the thread never touched (a large local array left unused) is
-	 * not resident and cannot be read here: its chunks stay zero and the
-	 * copy goes on, so the frames above it are still there. A page that
-	 * fails is retried in small chunks, for the part of it that can be read.
-	 */
-	for (int i = 0; i < GP_STACK_COPY_MAX / 4096 && off + 4096 <= copy; i++) {
-		if (!COPY_CHUNK(&dp, head, off, base, 4096)) {
-			ok = false;
-			for (int j = 0; j < 4096 / GP_STACK_CHUNK; j++)
-				COPY_CHUNK(&dp, head, off + j * GP_STACK_CHUNK, base, GP_STACK_CHUNK);
-		}
-		off += 4096;
-	}
-	for (int i = 0; i < 4096 / GP_STACK_CHUNK && off < copy; i++) {
-		ok = COPY_CHUNK(&dp, head, off, base, GP_STACK_CHUNK) && ok;
-		off += GP_STACK_CHUNK;
-	}
+	ok = copy_block(&dp, head, copy, &off, base, 256 * 1024) && ok;
+	ok = copy_block(&dp, head, copy, &off, base, 128 * 1024) && ok;
+	ok = copy_block(&dp, head, copy, &off, base, 64 * 1024) && ok;
+	ok = copy_block(&dp, head, copy, &off, base, 32 * 1024) && ok;
+	ok = copy_block(&dp, head, copy, &off, base, 16 * 1024) && ok;
+	ok = copy_block(&dp, head, copy, &off, base, 8 * 1024) && ok;
+	ok = copy_block(&dp, head, copy, &off, base, 4 * 1024) && ok;
+	ok = copy_block(&dp, head, copy, &off, base, 2 * 1024) && ok;
+	ok = copy_block(&dp, head, copy, &off, base, 1024) && ok;
+	ok = copy_block(&dp, head, copy, &off, base, 512) && ok;
 	if (!ok) {
 		__u16 f = e->flags | GP_EV_F_COPY_PARTIAL;
 
@@ -269,11 +307,11 @@ static __always_inline __u32 python_frames(struct scratch *sc)
 		key = bpf_get_current_task_btf()->thread.fsbase;
 	else
 		key = e->ns_tid;
-	n = py_walk(c, e->tid, key, sc->py, &status);
+	n = py_walk(c, e->tid, key, sc->py, &sc->fb, &status);
 	/* No thread state, or one without frames (PyTorch gives its engine threads one). */
 	if (!n && (status == GP_PY_WALK_NO_THREAD || status == GP_PY_WALK_OK) &&
 	    c->tid_kind == GP_PY_TID_NATIVE && e->ns_tid != e->ns_pid) {
-		n = py_walk(c, e->pid, e->ns_pid, sc->py, &status);
+		n = py_walk(c, e->pid, e->ns_pid, sc->py, &sc->fb, &status);
 		e->flags |= GP_EV_F_PY_MAIN;
 	}
 	e->flags |= GP_EV_F_PY | (__u16)((status & 7) << GP_EV_PY_STATUS_SHIFT);

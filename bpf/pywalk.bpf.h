@@ -46,12 +46,68 @@ static __always_inline int rd32(__u64 addr, __u64 *v)
 	return err;
 }
 
+/*
+ * The loops run under bpf_loop(): the verifier checks a callback once, where
+ * an open loop is checked once per iteration it can take (512 thread states
+ * and 64 frames: most of the 0.2-0.4 s of kernel time the program cost to
+ * load, at every start of the loader).
+ */
+struct py_find {
+	const struct gp_py_config *c;
+	__u64 key, interp, ts;
+	__u32 interps, threads; /* interpreters left behind; thread states of this one seen */
+	__u32 status;           /* gp_py_walk_status once the search ends */
+	bool in_list;           /* ts is this interpreter's list */
+	bool found;
+};
+
+/* One step of step 2: start an interpreter's list, check a thread state, or move on. */
+static long py_find_step(__u32 idx, void *arg)
+{
+	struct py_find *x = arg;
+	const struct gp_py_config *c = x->c;
+	__u64 id = 0;
+
+	if (!x->in_list) {
+		if (x->interps >= GP_PY_MAX_INTERPS || !x->interp) {
+			x->status = GP_PY_WALK_NO_THREAD;
+			return 1;
+		}
+		if (rd64(x->interp + c->interp_threads_head, &x->ts))
+			goto fault;
+		x->in_list = true;
+		x->threads = 0;
+		return 0;
+	}
+	if (x->ts && x->threads < GP_PY_MAX_THREADS) {
+		if (rd64(x->ts + c->tstate_thread_id, &id))
+			goto fault;
+		if (id == x->key) {
+			x->found = true;
+			return 1;
+		}
+		x->threads++;
+		if (rd64(x->ts + c->tstate_next, &x->ts))
+			goto fault;
+		return 0;
+	}
+	if (rd64(x->interp + c->interp_next, &x->interp))
+		goto fault;
+	x->interps++;
+	x->in_list = false;
+	return 0;
+fault:
+	x->status = GP_PY_WALK_FAULT;
+	return 1;
+}
+
 /* Steps 1-2: the thread state whose id field equals key; 0 when none. */
 static __always_inline __u64 py_find_tstate(const struct gp_py_config *c, __u32 tid, __u64 key,
 					    __u32 *status)
 {
 	__u64 *cached = bpf_map_lookup_elem(&py_tstates, &tid);
-	__u64 interp = 0, ts = 0, id = 0, now = bpf_ktime_get_ns(), neg;
+	__u64 id = 0, now = bpf_ktime_get_ns(), neg;
+	struct py_find x = { .c = c, .key = key, .status = GP_PY_WALK_NO_THREAD };
 
 	if (cached && (*cached & 1) && now - (*cached & ~1ull) < PY_NEG_RETRY_NS) {
 		*status = GP_PY_WALK_NO_THREAD;
@@ -60,36 +116,25 @@ static __always_inline __u64 py_find_tstate(const struct gp_py_config *c, __u32 
 	if (cached && *cached && !(*cached & 1) && !rd64(*cached + c->tstate_thread_id, &id) &&
 	    id == key)
 		return *cached;
-	if (rd64(c->interp_head_addr, &interp)) {
+	if (rd64(c->interp_head_addr, &x.interp)) {
 		*status = GP_PY_WALK_FAULT;
 		return 0;
 	}
-	if (!interp) {
+	if (!x.interp) {
 		*status = GP_PY_WALK_NO_RUNTIME;
 		return 0;
 	}
-	for (int i = 0; i < GP_PY_MAX_INTERPS && interp; i++) {
-		if (rd64(interp + c->interp_threads_head, &ts))
-			goto fault;
-		for (int j = 0; j < GP_PY_MAX_THREADS && ts; j++) {
-			if (rd64(ts + c->tstate_thread_id, &id))
-				goto fault;
-			if (id == key) {
-				bpf_map_update_elem(&py_tstates, &tid, &ts, BPF_ANY);
-				return ts;
-			}
-			if (rd64(ts + c->tstate_next, &ts))
-				goto fault;
-		}
-		if (rd64(interp + c->interp_next, &interp))
-			goto fault;
+	/* Each interpreter: a step to start, one per thread state, one to leave. */
+	bpf_loop(GP_PY_MAX_INTERPS * (GP_PY_MAX_THREADS + 2) + 1, py_find_step, &x, 0);
+	if (x.found) {
+		bpf_map_update_elem(&py_tstates, &tid, &x.ts, BPF_ANY);
+		return x.ts;
 	}
-	*status = GP_PY_WALK_NO_THREAD;
-	neg = now | 1;
-	bpf_map_update_elem(&py_tstates, &tid, &neg, BPF_ANY);
-	return 0;
-fault:
-	*status = GP_PY_WALK_FAULT;
+	*status = x.status;
+	if (x.status == GP_PY_WALK_NO_THREAD) {
+		neg = now | 1;
+		bpf_map_update_elem(&py_tstates, &tid, &neg, BPF_ANY);
+	}
 	return 0;
 }
 
@@ -139,55 +184,89 @@ static __always_inline int py_frame_fields(const struct gp_py_config *c, struct 
 	return rd64(f + c->frame_previous, prev) ? -2 : 0;
 }
 
+struct py_walk {
+	const struct gp_py_config *c;
+	struct gp_py_frame *out;
+	struct py_frame_buf *fb;
+	__u64 f;
+	__u32 n, status;
+	bool bulk;
+};
+
+/* One frame of step 4 into out[idx]; idx == GP_PY_MAX_FRAMES: more than fit. */
+static long py_walk_step(__u32 idx, void *arg)
+{
+	struct py_walk *x = arg;
+	const struct gp_py_config *c = x->c;
+	__u64 code = 0, instr = 0, b = 0, prev = 0;
+	__u32 i;
+	int err;
+
+	if (!x->f)
+		return 1;
+	if (idx >= GP_PY_MAX_FRAMES) {
+		x->status = GP_PY_WALK_TRUNCATED;
+		return 1;
+	}
+	err = py_frame_fields(c, x->fb, x->bulk, x->f, &code, &instr, &b, &prev);
+	if (err == -1)
+		goto fault;
+	if (code & GP_PY_FRAME_FLAGS) {
+		x->status = GP_PY_WALK_BAD_FRAME;
+		return 1;
+	}
+	if (c->entry_kind == GP_PY_ENTRY_IS_ENTRY && b) {
+		code |= GP_PY_FRAME_ENTRY;
+	} else if (c->entry_kind == GP_PY_ENTRY_OWNER && (b & 0xff) == c->entry_value) {
+		code = GP_PY_FRAME_SHIM;
+		instr = 0;
+	}
+	/*
+	 * idx < GP_PY_MAX_FRAMES, a power of two: the mask says so to the
+	 * verifier, behind a barrier so the compiler keeps it.
+	 */
+	i = idx;
+	barrier_var(i);
+	i &= GP_PY_MAX_FRAMES - 1;
+	x->out[i].code = code;
+	x->out[i].instr = instr;
+	x->n = idx + 1;
+	if (err)
+		goto fault;
+	x->f = prev;
+	return 0;
+fault:
+	x->status = GP_PY_WALK_FAULT;
+	return 1;
+}
+
 /*
- * Steps 3-4 into out[]; returns the number of frames. status says why the
- * walk stopped (gp_py_walk_status).
+ * Steps 3-4 into out[] (GP_PY_MAX_FRAMES of them); returns the number of
+ * frames. status says why the walk stopped (gp_py_walk_status). fb: room to
+ * read a frame into.
  */
 static __always_inline __u32 py_walk(const struct gp_py_config *c, __u32 tid, __u64 key,
-				     struct gp_py_frame *out, __u32 *status)
+				     struct gp_py_frame *out, struct py_frame_buf *fb,
+				     __u32 *status)
 {
-	__u64 ts, f = 0, code = 0, instr = 0, b = 0, prev = 0;
-	struct py_frame_buf fb = {};
-	bool bulk = py_frame_bulk_ok(c);
-	__u32 n = 0;
-	int err;
+	struct py_walk x = { .c = c, .out = out, .fb = fb, .bulk = py_frame_bulk_ok(c),
+			     .status = GP_PY_WALK_OK };
+	__u64 ts;
 
 	*status = GP_PY_WALK_OK;
 	ts = py_find_tstate(c, tid, key, status);
 	if (!ts)
 		return 0;
-	if (rd64(ts + c->tstate_frame, &f))
+	if (rd64(ts + c->tstate_frame, &x.f))
 		goto fault;
-	if (c->cframe_current_frame != GP_PY_NO_OFFSET && f && rd64(f + c->cframe_current_frame, &f))
+	if (c->cframe_current_frame != GP_PY_NO_OFFSET && x.f && rd64(x.f + c->cframe_current_frame, &x.f))
 		goto fault;
-	for (n = 0; n < GP_PY_MAX_FRAMES && f; n++) {
-		err = py_frame_fields(c, &fb, bulk, f, &code, &instr, &b, &prev);
-		if (err == -1)
-			goto fault;
-		if (code & GP_PY_FRAME_FLAGS) {
-			*status = GP_PY_WALK_BAD_FRAME;
-			return n;
-		}
-		if (c->entry_kind == GP_PY_ENTRY_IS_ENTRY && b) {
-			code |= GP_PY_FRAME_ENTRY;
-		} else if (c->entry_kind == GP_PY_ENTRY_OWNER && (b & 0xff) == c->entry_value) {
-			code = GP_PY_FRAME_SHIM;
-			instr = 0;
-		}
-		out[n].code = code;
-		out[n].instr = instr;
-		if (err)
-			goto fault_n1;
-		f = prev;
-	}
-	if (f)
-		*status = GP_PY_WALK_TRUNCATED;
-	return n;
-fault_n1:
-	n++;
+	bpf_loop(GP_PY_MAX_FRAMES + 1, py_walk_step, &x, 0);
+	*status = x.status;
+	return x.n;
 fault:
 	*status = GP_PY_WALK_FAULT;
-	return n;
+	return 0;
 }
 
 #endif /* GP_PYWALK_BPF_H */

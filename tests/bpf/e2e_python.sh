@@ -23,6 +23,16 @@ python3 "$ROOT/tests/bpf/stack_check.py" "$WORK/py.pb.gz" python "$ROOT/tests/bp
 	fail "python stacks"
 ok "$("$PY" -V): GPU time under the script's functions, in order, with lines; a native thread's under its waiting caller"
 
+# Several Python threads (the walk steps over the others' thread states to
+# find each launching thread's own) and a recursion deeper than the walk copies.
+LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/thr.pb.gz" -- "$PY" "$ROOT/tests/bpf/pythreads.py" 50 6 100 \
+	>"$WORK/out3" 2>"$WORK/err3" || fail "loader (threads): $(tail -3 "$WORK/err3")"
+grep -q "pythreads: launches=350" "$WORK/out3" || fail "the program did not run: $(cat "$WORK/out3")"
+grep -q " python_short=1 " "$WORK/err3" || fail "python_short (one distinct stack): $(grep counters "$WORK/err3")"
+python3 "$ROOT/tests/bpf/stack_check.py" "$WORK/thr.pb.gz" pythreads "$ROOT/tests/bpf/pythreads.py" 50 6 ||
+	fail "python threads and deep stacks"
+ok "six Python threads each under their own frames; a 100-deep recursion copies 64 frames and says so"
+
 # Started before the loader (--pid): the frames come all the same.
 LD_LIBRARY_PATH="$B/stub" CUDA_INJECTION64_PATH="$SHIM" "$PY" -c '
 import sys, time, runpy, ctypes

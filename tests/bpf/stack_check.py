@@ -7,6 +7,12 @@
       script's Python functions in call order, with the line of each call,
       above the native frames that called into the interpreter, and every
       stack ends at _start; no frame says it was truncated.
+  stack_check.py FILE pythreads SCRIPT N THREADS
+      the profile of tests/bpf/pythreads.py N THREADS DEPTH (DEPTH > 64):
+      py_thr's N * THREADS launches each under the launching thread's own
+      thread_launch <- thread_main (not the main thread's frames), untruncated;
+      py_deep's N launches each under exactly 64 Python frames, all deep(),
+      and a note that more Python frames were not copied.
   stack_check.py FILE chain KERNEL COUNT FRAME...
       KERNEL was launched COUNT times, and every one of its stacks has exactly
       these frames (leaf first; "a|b" allows either) right after the launch
@@ -84,6 +90,38 @@ def check_python(samples, script, n):
         print("%s: %d launches, %d ns, all under %s" % (kernel, count, ns, " <- ".join(c[0] for c in chain)))
 
 
+PY_MAX_FRAMES = 64  # bpf/python.h GP_PY_MAX_FRAMES
+PY_SHORT = "[truncated: more python frames than copied]"
+
+
+def check_pythreads(samples, script, n, threads):
+    base = "/" + script.rsplit("/", 1)[-1]
+
+    def of(kernel):
+        got = [s for s in samples if s[2] and s[2][0][0] == kernel]
+        return got, sum(s[1] for s in got)
+
+    got, count = of("py_thr")
+    if count != n * threads:
+        fail("py_thr: %d launches, want %d" % (count, n * threads))
+    for _, _, frames in got:
+        names = [f[0] for f in frames]
+        py = [f[0] for f in frames if f[1].endswith(base)]
+        if py != ["thread_launch", "thread_main"] or "[launched for the main thread]" in names or \
+                any(x.startswith("[truncated") or x.startswith("[native frames") for x in names):
+            fail("py_thr: not its own thread's frames: %s" % names)
+    got, count = of("py_deep")
+    if count != n:
+        fail("py_deep: %d launches, want %d" % (count, n))
+    for _, _, frames in got:
+        names = [f[0] for f in frames]
+        py = [f for f in frames if f[1].endswith(".py")]
+        if len(py) != PY_MAX_FRAMES or any(f[0] != "deep" for f in py) or PY_SHORT not in names:
+            fail("py_deep: want %d deep() frames and %r: %s" % (PY_MAX_FRAMES, PY_SHORT, names))
+    print("py_thr: %d launches from %d threads, each under its own thread's frames; "
+          "py_deep: %d launches, %d Python frames and the note" % (n * threads, threads, n, PY_MAX_FRAMES))
+
+
 def check_chain(samples, kernel, count, chain, max_short=0):
     got = [s for s in samples if s[2] and s[2][0][0] == kernel]
     if sum(s[1] for s in got) != count:
@@ -117,6 +155,8 @@ def main():
     samples = parse(path)
     if mode == "python":
         check_python(samples, sys.argv[3], int(sys.argv[4]))
+    elif mode == "pythreads":
+        check_pythreads(samples, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     elif mode == "chain":
         check_chain(samples, sys.argv[3], int(sys.argv[4]), sys.argv[5:])
     elif mode == "chain-short":

@@ -1,0 +1,32 @@
+"""The tiny cubin the Python test programs load on the stub driver."""
+import struct
+
+
+def cubin(names):
+    """A tiny ELF64 cubin as tests/progs/cubin.h lays it out: .text, .strtab,
+    .symtab (one global FUNC per kernel), .shstrtab, section headers last."""
+    shstr = b"\0.text\0.strtab\0.symtab\0.shstrtab\0"
+    text = b"".join(bytes([i + 1]) * 16 for i in range(len(names)))
+    strtab = b"\0" + b"".join(n.encode() + b"\0" for n in names)
+    syms = [b"\0" * 24]
+    off = 1
+    for i, n in enumerate(names):
+        syms.append(struct.pack("<IBBHQQ", off, 0x12, 0, 1, 16 * i, 16))
+        off += len(n) + 1
+    symtab = b"".join(syms)
+    body, offs = b"", []
+    for part in (text, strtab, symtab, shstr):
+        pad = (-(64 + len(body))) % 8
+        body += b"\0" * pad
+        offs.append(64 + len(body))
+        body += part
+    body += b"\0" * ((-(64 + len(body))) % 8)
+    shoff = 64 + len(body)
+    eh = b"\x7fELF" + bytes([2, 1, 1]) + b"\0" * 9
+    eh += struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, shoff, 0, 64, 0, 0, 64, 5, 4)
+    sh = [b"\0" * 64]
+    sh.append(struct.pack("<IIQQQQIIQQ", 1, 1, 6, 0, offs[0], len(text), 0, 0, 1, 0))
+    sh.append(struct.pack("<IIQQQQIIQQ", 7, 3, 0, 0, offs[1], len(strtab), 0, 0, 1, 0))
+    sh.append(struct.pack("<IIQQQQIIQQ", 15, 2, 0, 0, offs[2], len(symtab), 2, 1, 8, 24))
+    sh.append(struct.pack("<IIQQQQIIQQ", 23, 3, 0, 0, offs[3], len(shstr), 0, 0, 1, 0))
+    return eh + body + b"".join(sh)

@@ -27,6 +27,9 @@
 #include "tests/elf_image.h"
 #include "user/unwind/cfi.h"
 #include "user/unwind/unwind.h"
+#include "user/unwind/memo.h"
+#include "user/session/target.h"
+#include "user/symbolize/symbolize.h"
 
 /* ---------------------------------------------------------------- a chain without frame pointers */
 
@@ -388,6 +391,97 @@ static void test_chain_in_a_pthread_unwinds_to_the_thread_start_in_libc(void **s
 	assert_true(test_maps__in_libc(tm, pcs[n - 2]));
 	assert_int_equal(why, UNWIND_ROOT);
 	test_maps__free(tm);
+}
+
+/* test_maps__lookup, counted. */
+struct counted {
+	struct test_maps *tm;
+	unsigned calls;
+};
+
+static int counted__lookup(void *ctx, __u64 ip, const struct cfi_table **ret_table,
+			   __u64 *ret_bias)
+{
+	struct counted *c = ctx;
+
+	c->calls++;
+	return test_maps__lookup(c->tm, ip, ret_table, ret_bias);
+}
+
+/* A memo walk of the capture c: the plain walk's frames and end, exactly. */
+static void assert_memo_walk_is_plain(struct counted *cn, struct unwind_memo *memo,
+				      const struct gp_capture *c)
+{
+	struct unwind_regs regs = { .ip = c->ip, .sp = c->sp, .bp = c->bp };
+	struct unwind_stack st = { .base = c->sp, .data = c->buf, .len = c->len };
+	enum unwind_stop why, plain_why;
+	__u64 plain[128], pcs[128];
+	unsigned calls = cn->calls;
+	int n_plain, n;
+
+	n_plain = unwind(&regs, &st, test_maps__lookup, cn->tm, plain, 128, &plain_why);
+	n = unwind_memo_walk(&regs, &st, counted__lookup, cn, memo, pcs, 128, &why);
+	assert_int_equal(n, n_plain);
+	assert_int_equal(why, plain_why);
+	assert_memory_equal(pcs, plain, 8 * (size_t)n);
+	print_message("  %d frames, %u lookups\n", n, cn->calls - calls);
+}
+
+static void test_a_memo_answers_for_addresses_walked_before_with_the_same_frames(void **state)
+{
+	static __u8 other_copy[STACK_COPY];
+	struct gp_capture c = { .max_len = STACK_COPY, .buf = main_copy };
+	struct gp_capture tc = { .max_len = STACK_COPY, .buf = other_copy };
+	struct unwind_memo *memo = unwind_memo__new();
+	struct counted cn = { .tm = NULL };
+	unsigned first;
+	pthread_t th;
+
+	assert_non_null(memo);
+	run_chain(&c);
+	assert_int_equal(pthread_create(&th, NULL, thread_main, &tc), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	cn.tm = test_maps__load();
+	/* First walk: every frame looked up (the last step's too). */
+	assert_memo_walk_is_plain(&cn, memo, &c);
+	first = cn.calls;
+	assert_true(first >= 8);
+	/* The same stack again: the memo answers for all of it. */
+	assert_memo_walk_is_plain(&cn, memo, &c);
+	assert_int_equal(cn.calls, first);
+	/* A thread's stack through the same chain: only its own frames looked up. */
+	assert_memo_walk_is_plain(&cn, memo, &tc);
+	assert_true(cn.calls > first && cn.calls - first < first);
+	/* Emptied (the maps were read again): looked up afresh, same frames. */
+	unwind_memo__reset(memo);
+	first = cn.calls;
+	assert_memo_walk_is_plain(&cn, memo, &c);
+	assert_true(cn.calls - first >= 8);
+	unwind_memo__destroy(memo);
+	test_maps__free(cn.tm);
+}
+
+static void test_a_targets_memo_is_emptied_when_its_maps_are_read_again(void **state)
+{
+	struct target_table tt;
+	struct target *t;
+	struct unwind_memo *memo;
+	struct cfi_rule r = { .cfa_base = CFI_BASE_RSP, .cfa_off = 16, .ra_off = -8 };
+	const struct cfi_table *table;
+	uint64_t bias;
+
+	assert_int_equal(target_table__init(&tt), 0);
+	assert_int_equal(target_table__add(&tt, getpid(), 1, &t), 0);
+	memo = target__unwind_memo(t);
+	assert_non_null(memo);
+	unwind_memo__put(memo, 0x1234, UNWIND_MEMO_RULE, &r);
+	assert_int_equal(unwind_memo__get(target__unwind_memo(t), 0x1234, &r), UNWIND_MEMO_RULE);
+	/* A miss reads the maps again (at most every 50 ms): what was learnt goes. */
+	usleep(60 * 1000);
+	assert_int_not_equal(symbolizer__cfi(target__symbolizer(t), 16, &table, &bias), 0);
+	assert_ptr_equal(target__unwind_memo(t), memo);
+	assert_int_equal(unwind_memo__get(memo, 0x1234, &r), 0);
+	target_table__fini(&tt);
 }
 
 static void test_short_stack_copy_ends_the_walk_with_correct_frames_only(void **state)
@@ -1416,6 +1510,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chain_without_frame_pointers_unwinds_through_main_to_start),
 		cmocka_unit_test(test_chain_in_a_pthread_unwinds_to_the_thread_start_in_libc),
+		cmocka_unit_test(test_a_memo_answers_for_addresses_walked_before_with_the_same_frames),
+		cmocka_unit_test(test_a_targets_memo_is_emptied_when_its_maps_are_read_again),
 		cmocka_unit_test(test_short_stack_copy_ends_the_walk_with_correct_frames_only),
 		cmocka_unit_test(test_rules_of_this_binary_match_the_assembly_prologue),
 		cmocka_unit_test(test_real_libraries_on_demand_match_whole),

@@ -54,7 +54,8 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 					   .len = e->stack_len,
 					   .used = &used };
 
-		n = t ? unwind(&regs, &st, cfi_lookup, t, pcs, GP_MAX_STACK + 1, &why) : 0;
+		n = t ? unwind_memo_walk(&regs, &st, cfi_lookup, t, target__unwind_memo(t), pcs,
+					 GP_MAX_STACK + 1, &why) : 0;
 		if (n < 1) {
 			n = 1;
 			why = UNWIND_UNMAPPED;

@@ -9,6 +9,7 @@
 #include "user/proc/proc.h"
 #include "user/shm/shm_reader.h"
 #include "user/symbolize/symbolize.h"
+#include "user/unwind/memo.h"
 #include "user/python/pycode.h"
 
 
@@ -27,6 +28,7 @@ static void target__free(struct target *t)
 		close(t->shm_fd);
 	u64map__fini(&t->names);
 	symbolizer__destroy(t->sym);
+	unwind_memo__destroy(t->memo);
 	pycode_cache__destroy(t->py);
 	free(t);
 }
@@ -118,4 +120,22 @@ struct symbolizer *target__symbolizer(struct target *t)
 	/* Its name too may have changed with the exec. */
 	proc__comm(t->pid, t->comm, sizeof(t->comm));
 	return t->sym;
+}
+
+struct unwind_memo *target__unwind_memo(struct target *t)
+{
+	struct symbolizer *sym = target__symbolizer(t);
+	unsigned long gen = symbolizer__generation(sym);
+
+	if (!sym)
+		return NULL;
+	if (!t->memo) {
+		t->memo = unwind_memo__new();
+		t->memo_gen = gen;
+	}
+	if (t->memo && t->memo_gen != gen) {
+		unwind_memo__reset(t->memo);
+		t->memo_gen = gen;
+	}
+	return t->memo;
 }

@@ -14,6 +14,7 @@
 
 struct shm_reader;
 struct symbolizer;
+struct unwind_memo;
 struct pycode_cache;
 
 struct target {
@@ -25,6 +26,8 @@ struct target {
 	bool shm_fd_its_own;       /* shm_fd: made by this process (memfd_create seen) */
 	struct u64map names;       /* string-table offset -> profile-independent name id */
 	struct symbolizer *sym;
+	struct unwind_memo *memo;  /* rules by code address, for sym's maps as read memo_gen times */
+	unsigned long memo_gen;
 	struct pycode_cache *py;   /* its CPython's code objects, once detected */
 	__u32 py_entry_kind;       /* enum gp_py_entry_kind of that CPython */
 	__u64 py_next_try_ns;      /* detection retried until then (0: try now) */
@@ -43,6 +46,12 @@ struct target {
 	bool warned_busy;          /* its ring is read by another loader: said once */
 	bool shm_inert_reported;
 };
+
+/*
+ * Its stack walks' rule memo (created on first use), emptied whenever its
+ * maps were read again since; NULL without a symbolizer or memory.
+ */
+struct unwind_memo *target__unwind_memo(struct target *t);
 
 struct target_table {
 	struct target **t;

@@ -432,6 +432,7 @@ int symbolize_pid__lookup(struct symbolize_pid *sp, uint64_t addr,
 struct symbolizer {
 	struct symbolize_pid *sp;
 	struct timespec refreshed; /* last re-read of the maps */
+	unsigned long generation;  /* maps read again this many times */
 };
 
 /* Re-reading maps costs a /proc read: at most once per 50 ms per process. */
@@ -445,6 +446,15 @@ static bool symbolizer__may_refresh(struct symbolizer *sym)
 	if (ms < 50)
 		return false;
 	sym->refreshed = now;
+	return true;
+}
+
+/* Reads the maps again, at most every 50 ms: true when they were. */
+static bool symbolizer__refresh(struct symbolizer *sym)
+{
+	if (!symbolizer__may_refresh(sym) || symbolize_pid__refresh(sym->sp))
+		return false;
+	sym->generation++;
 	return true;
 }
 
@@ -506,9 +516,14 @@ int symbolizer__cfi(struct symbolizer *sym, uint64_t addr, const struct cfi_tabl
 	if (!sym)
 		return -EINVAL;
 	err = symbolize_pid__cfi(sym->sp, addr, ret_table, ret_bias);
-	if (err == -ENOENT && symbolizer__may_refresh(sym) && symbolize_pid__refresh(sym->sp) == 0)
+	if (err == -ENOENT && symbolizer__refresh(sym))
 		err = symbolize_pid__cfi(sym->sp, addr, ret_table, ret_bias);
 	return err;
+}
+
+unsigned long symbolizer__generation(const struct symbolizer *sym)
+{
+	return sym ? sym->generation : 0;
 }
 
 int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,
@@ -521,7 +536,7 @@ int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,
 		return -EINVAL;
 	err = symbolize_pid__lookup(sym->sp, addr, &f);
 	/* A library loaded since the maps were read: read them again, once. */
-	if (err == -ENOENT && symbolizer__may_refresh(sym) && symbolize_pid__refresh(sym->sp) == 0)
+	if (err == -ENOENT && symbolizer__refresh(sym))
 		err = symbolize_pid__lookup(sym->sp, addr, &f);
 	if (err)
 		return err;

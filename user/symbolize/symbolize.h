@@ -79,5 +79,7 @@ int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,
 /* symbolize_pid__cfi, reading the maps again (rate-limited) on a miss. */
 int symbolizer__cfi(struct symbolizer *sym, uint64_t addr, const struct cfi_table **ret_table,
 		    uint64_t *ret_bias);
+/* How many times the maps were read again: what was learnt from them before may be stale. */
+unsigned long symbolizer__generation(const struct symbolizer *sym);
 
 #endif /* GP_SYMBOLIZE_SYMBOLIZE_H */

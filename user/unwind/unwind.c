@@ -97,10 +97,16 @@ static int frame__step_fp(struct frame *f, const struct unwind_stack *s, enum un
 	return 1;
 }
 
+/* Where f's pc is looked up: return addresses at the call, the byte before. */
+static __u64 frame__pc(const struct frame *f)
+{
+	return f->ip_is_ra ? f->ip - 1 : f->ip;
+}
+
 static int frame__step_cfi(struct frame *f, const struct cfi_rule *r,
 			   const struct unwind_stack *s, enum unwind_stop *why)
 {
-	__u64 cfa, ra, bp, pc = f->ip_is_ra ? f->ip - 1 : f->ip;
+	__u64 cfa, ra, bp, pc = frame__pc(f);
 
 	switch (r->cfa_base) {
 	case CFI_BASE_RSP:
@@ -176,30 +182,36 @@ bad:
 	return 0;
 }
 
-/* The table and bias for f's pc; false when the pc is in no executable mapping. */
-static bool frame__locate(const struct frame *f, unwind_lookup_fn lookup, void *ctx,
-			  const struct cfi_table **ret_table, __u64 *ret_bias)
+/*
+ * How to step f: UNWIND_MEMO_RULE with *r, UNWIND_MEMO_FP (no CFI there:
+ * frame pointers), or -1 when its pc is in no executable mapping. The memo,
+ * when given, answers first and keeps what the lookup said.
+ */
+static int frame__rule(const struct frame *f, unwind_lookup_fn lookup, void *ctx,
+		       struct unwind_memo *memo, struct cfi_rule *r)
 {
 	const struct cfi_table *t = NULL;
-	__u64 bias = 0;
+	__u64 bias = 0, pc = frame__pc(f);
+	int kind = unwind_memo__get(memo, pc, r);
 
-	if (lookup(ctx, f->ip_is_ra ? f->ip - 1 : f->ip, &t, &bias) < 0)
-		return false;
-	*ret_table = t;
-	*ret_bias = bias;
-	return true;
+	if (kind)
+		return kind;
+	if (lookup(ctx, pc, &t, &bias) < 0)
+		return -1;
+	kind = t && cfi_table__find(t, pc - bias, r) == 0 ? UNWIND_MEMO_RULE : UNWIND_MEMO_FP;
+	unwind_memo__put(memo, pc, kind, r);
+	return kind;
 }
 
 /* 1: *f is the caller's frame; 0: the walk ends with *why. */
-static int frame__step(struct frame *f, const struct cfi_table *t, __u64 bias,
+static int frame__step(struct frame *f, int kind, const struct cfi_rule *r,
 		       const struct unwind_stack *s, enum unwind_stop *why)
 {
-	struct cfi_rule r;
 	__u64 old_sp = f->sp;
 	int stepped;
 
-	if (t && cfi_table__find(t, (f->ip_is_ra ? f->ip - 1 : f->ip) - bias, &r) == 0)
-		stepped = frame__step_cfi(f, &r, s, why);
+	if (kind == UNWIND_MEMO_RULE)
+		stepped = frame__step_cfi(f, r, s, why);
 	else
 		stepped = frame__step_fp(f, s, why); /* JIT code, or code no FDE covers */
 	if (stepped && f->sp <= old_sp) {
@@ -209,14 +221,14 @@ static int frame__step(struct frame *f, const struct cfi_table *t, __u64 bias,
 	return stepped;
 }
 
-int unwind(const struct unwind_regs *regs, const struct unwind_stack *stack,
-	   unwind_lookup_fn lookup, void *ctx, __u64 *pcs, int max, enum unwind_stop *ret_why)
+int unwind_memo_walk(const struct unwind_regs *regs, const struct unwind_stack *stack,
+		     unwind_lookup_fn lookup, void *ctx, struct unwind_memo *memo, __u64 *pcs,
+		     int max, enum unwind_stop *ret_why)
 {
-	const struct cfi_table *t;
+	struct cfi_rule r;
 	enum unwind_stop why;
 	struct frame f;
-	__u64 bias;
-	int n = 0;
+	int n = 0, kind;
 
 	if (!regs || !stack || (!stack->data && stack->len) || !lookup || !pcs || max < 1 ||
 	    !ret_why)
@@ -225,15 +237,17 @@ int unwind(const struct unwind_regs *regs, const struct unwind_stack *stack,
 		.ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .bp_known = true,
 	};
 	pcs[n++] = f.ip;
-	if (!frame__locate(&f, lookup, ctx, &t, &bias)) {
+	kind = frame__rule(&f, lookup, ctx, memo, &r);
+	if (kind < 0) {
 		*ret_why = UNWIND_UNMAPPED;
 		return n;
 	}
 	for (;;) {
-		if (!frame__step(&f, t, bias, stack, &why))
+		if (!frame__step(&f, kind, &r, stack, &why))
 			break;
 		/* A return address in no mapping is garbage: it is not reported. */
-		if (!frame__locate(&f, lookup, ctx, &t, &bias)) {
+		kind = frame__rule(&f, lookup, ctx, memo, &r);
+		if (kind < 0) {
 			why = UNWIND_UNMAPPED;
 			break;
 		}
@@ -245,4 +259,10 @@ int unwind(const struct unwind_regs *regs, const struct unwind_stack *stack,
 	}
 	*ret_why = why;
 	return n;
+}
+
+int unwind(const struct unwind_regs *regs, const struct unwind_stack *stack,
+	   unwind_lookup_fn lookup, void *ctx, __u64 *pcs, int max, enum unwind_stop *ret_why)
+{
+	return unwind_memo_walk(regs, stack, lookup, ctx, NULL, pcs, max, ret_why);
 }

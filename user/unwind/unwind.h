@@ -14,6 +14,7 @@
 #include <linux/types.h>
 
 #include "user/unwind/cfi.h"
+#include "user/unwind/memo.h"
 
 struct unwind_regs {
 	__u64 ip, sp, bp;
@@ -62,5 +63,13 @@ const char *unwind_stop__str(enum unwind_stop why);
  */
 int unwind(const struct unwind_regs *regs, const struct unwind_stack *stack,
 	   unwind_lookup_fn lookup, void *ctx, __u64 *pcs, int max, enum unwind_stop *ret_why);
+/*
+ * The same, with memo (may be NULL) answering for the addresses earlier
+ * walks looked up, and keeping what this one looks up. Only for one
+ * process's walks, while the mappings lookup reads stay the same (memo.h).
+ */
+int unwind_memo_walk(const struct unwind_regs *regs, const struct unwind_stack *stack,
+		     unwind_lookup_fn lookup, void *ctx, struct unwind_memo *memo, __u64 *pcs,
+		     int max, enum unwind_stop *ret_why);
 
 #endif /* GP_UNWIND_UNWIND_H */

@@ -21,7 +21,8 @@ void session__note_tables(struct session *s)
 		s->peak_cfi_bytes = cfi_bytes;
 }
 
-static const char *const stage_names[STAGE_MAX] = { "events", "shim", "join", "scan", "name", "write" };
+static const char *const stage_names[STAGE_MAX] = { "start", "events", "shim", "settle", "join",
+						      "scan", "name", "write" };
 
 void session__tables_line(struct session *s, FILE *f)
 {

@@ -491,12 +491,25 @@ static int try_open_shm(struct session *s, struct target *t, __u64 now)
 	return err;
 }
 
-static void read_target(struct session *s, struct target *t, __u64 now)
+static void read_records(struct session *s, struct target *t, __u64 now)
 {
 	static struct gp_record recs[READ_BATCH];
 	size_t n;
 
-	if (try_open_shm(s, t, now))
+	do {
+		if (shm_reader__read(t->shm, recs, READ_BATCH, &n))
+			break;
+		for (size_t i = 0; i < n; i++)
+			ingest_record(s, t, &recs[i], now);
+	} while (n == READ_BATCH);
+}
+
+static void read_target(struct session *s, struct target *t, __u64 now)
+{
+	int err;
+
+	TIMED(s, STAGE_SHIM, err = try_open_shm(s, t, now));
+	if (err)
 		return;
 	if (!t->shm_inert_reported && (shm_reader__flags(t->shm) & GP_SHM_F_INERT)) {
 		t->shm_inert_reported = true;
@@ -504,13 +517,8 @@ static void read_target(struct session *s, struct target *t, __u64 now)
 			"CUPTI subscriber such as torch.profiler holds it): GPU time is missing\n",
 			t->pid, t->comm);
 	}
-	do {
-		if (shm_reader__read(t->shm, recs, READ_BATCH, &n))
-			break;
-		for (size_t i = 0; i < n; i++)
-			ingest_record(s, t, &recs[i], now);
-	} while (n == READ_BATCH);
-	shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module, s);
+	TIMED(s, STAGE_SHIM, read_records(s, t, now));
+	TIMED(s, STAGE_SETTLE, shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module, s));
 	/* The BPF ring was drained before this: all of an exiting process is in. */
 	shm_reader__ack_exit(t->shm, shm_reader__exit_seq(t->shm));
 	shm_reader__heartbeat(t->shm, now, s->o->tick_ms);
@@ -723,7 +731,7 @@ static void tick(struct session *s)
 		bool alive = proc__alive(t->pid) && !(s->have_child && t->pid == s->child.pid &&
 						      s->child.exited);
 
-		TIMED(s, STAGE_SHIM, read_target(s, t, now));
+		read_target(s, t, now);
 		if (alive)
 			python_setup(s, t, now); /* before its first launch, where it can */
 		if (!alive) {
@@ -982,7 +990,8 @@ int session__run(const struct gp_opts *o)
 	s.start_ns = s.last_write_ns = now_ns();
 	s.start_realtime_ns = realtime_ns();
 	s.probes_ns = s.start_ns;
-	if (open_probe(&s) || start_threads(&s) || setup_targets(&s)) {
+	TIMED(&s, STAGE_START, err = open_probe(&s) || start_threads(&s) || setup_targets(&s));
+	if (err) {
 		session__fini(&s);
 		return 1;
 	}

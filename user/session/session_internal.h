@@ -29,7 +29,13 @@
 #define NS_PER_S 1000000000ull
 
 /* The loader's stages, timed so that benchmarks can say where its time goes. */
-enum stage { STAGE_EVENTS, STAGE_SHIM, STAGE_JOIN, STAGE_SCAN, STAGE_NAME, STAGE_WRITE, STAGE_MAX };
+enum stage {
+	STAGE_START,  /* BPF programs loaded (verified) and attached, threads and targets set up */
+	STAGE_EVENTS, /* launch events: stacks unwound and interned, launches queued to join */
+	STAGE_SHIM,   /* the shim's rings read: records, names, cubins taken in */
+	STAGE_SETTLE, /* cubins settled: CRCs, symbols */
+	STAGE_JOIN, STAGE_SCAN, STAGE_NAME, STAGE_WRITE, STAGE_MAX
+};
 #define TIMED(s, st, stmt) do {                           \
 		__u64 t0_ = now_ns();                     \
 		stmt;                                     \

@@ -37,6 +37,8 @@ SAN ?=
 
 CC := clang
 BPF_CLANG ?= clang
+# More flags for the BPF program (experiments: tools/gpu/ablate-build.sh).
+BPF_EXTRA ?=
 BPFTOOL ?= bpftool
 GO ?= go
 PKG_CONFIG ?= pkg-config
@@ -125,7 +127,7 @@ cuda-check:
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c | $(BUILD)/bpf
 	$(call msg,BPF,$@)
 	$(Q)$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
-		-Ivmlinux/$(ARCH) -I. -MMD -MP -c $< -o $@
+		-Ivmlinux/$(ARCH) -I. $(BPF_EXTRA) -MMD -MP -c $< -o $@
 	$(Q)llvm-strip -g $@ 2>/dev/null || true
 
 $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o

@@ -12,6 +12,8 @@
 #          (GPUPROBE_UPROBES=perf) instead of one uprobe_multi link
 #   cfib   as cfi, with the loader at $CFI_B when set (another build, to
 #          compare two versions of the program in one run)
+#   v_NAME as cfi, with build/abl/gp_NAME: a program with a part left out
+#          (tools/gpu/ablate-build.sh makes them), to see what each part costs
 # and prints ns per launch (median, min, max) and the median added to bare.
 # With PROG_STATS=1 it also turns on the kernel's BPF run-time statistics
 # (kernel.bpf_stats_enabled, restored after; they add two clock reads per
@@ -78,6 +80,7 @@ for r in $(seq 1 "$rounds"); do
 		cfi) loop cfi $r $L --all-cgroups ;;
 		perf) GPUPROBE_UPROBES=perf loop perf $r $L --all-cgroups ;;
 		cfib) loop cfib $r "${CFI_B:?CFI_B: the other build}" --all-cgroups ;;
+		v_*) loop $m $r "$PWD/build/abl/gp_${m#v_}" --all-cgroups ;;
 		esac
 	done
 done
@@ -88,13 +91,11 @@ for line in open(sys.argv[1]):
     mode, r, v = line.split()
     rows.setdefault(mode, {})[int(r)] = float(v)
 bare = rows.get("bare", {})
-print("%-5s %9s %9s %9s %9s  %s" % ("mode", "median", "min", "max", "added", "added per round"))
-for mode in ("bare", "trap", "fp", "cfi", "perf", "cfib"):
-    v = rows.get(mode)
-    if not v:
-        continue
+print("%-10s %9s %9s %9s %9s  %s" % ("mode", "median", "min", "max", "added", "added per round"))
+for mode in rows:
+    v = rows[mode]
     per = [v[r] - bare[r] for r in sorted(v) if r in bare]
-    print("%-5s %9.2f %9.2f %9.2f %+9.2f  %s" % (mode, statistics.median(v.values()), min(v.values()),
+    print("%-10s %9.2f %9.2f %9.2f %+9.2f  %s" % (mode, statistics.median(v.values()), min(v.values()),
           max(v.values()), statistics.median(per) if per else 0, " ".join("%+.4g" % p for p in per)))
 PY
 [ -s "$prog" ] && python3 - "$prog" <<'PY'
@@ -105,8 +106,7 @@ for line in open(sys.argv[1]):
     if int(cnt):
         rows.setdefault(mode, []).append(int(ns) / int(cnt))
 print("program ns per run (kernel.bpf_stats_enabled): median, min, max")
-for mode in ("trap", "fp", "cfi", "perf", "cfib"):
-    v = rows.get(mode)
+for mode, v in rows.items():
     if v:
-        print("%-5s %9.1f %9.1f %9.1f" % (mode, statistics.median(v), min(v), max(v)))
+        print("%-10s %9.1f %9.1f %9.1f" % (mode, statistics.median(v), min(v), max(v)))
 PY

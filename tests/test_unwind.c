@@ -434,6 +434,7 @@ static void test_a_memo_answers_for_addresses_walked_before_with_the_same_frames
 	struct gp_capture tc = { .max_len = STACK_COPY, .buf = other_copy };
 	struct unwind_memo *memo = unwind_memo__new();
 	struct counted cn = { .tm = NULL };
+	__u64 hits, misses;
 	unsigned first;
 	pthread_t th;
 
@@ -457,6 +458,10 @@ static void test_a_memo_answers_for_addresses_walked_before_with_the_same_frames
 	first = cn.calls;
 	assert_memo_walk_is_plain(&cn, memo, &c);
 	assert_true(cn.calls - first >= 8);
+	/* Every miss was one lookup; the second walk and most of the thread's hit. */
+	unwind_memo__stats(memo, &hits, &misses);
+	assert_int_equal(misses, cn.calls);
+	assert_true(hits >= 12);
 	unwind_memo__destroy(memo);
 	test_maps__free(cn.tm);
 }
@@ -469,6 +474,7 @@ static void test_a_targets_memo_is_emptied_when_its_maps_are_read_again(void **s
 	struct cfi_rule r = { .cfa_base = CFI_BASE_RSP, .cfa_off = 16, .ra_off = -8 };
 	const struct cfi_table *table;
 	uint64_t bias;
+	__u64 hits, misses;
 
 	assert_int_equal(target_table__init(&tt), 0);
 	assert_int_equal(target_table__add(&tt, getpid(), 1, &t), 0);
@@ -481,6 +487,11 @@ static void test_a_targets_memo_is_emptied_when_its_maps_are_read_again(void **s
 	assert_int_not_equal(symbolizer__cfi(target__symbolizer(t), 16, &table, &bias), 0);
 	assert_ptr_equal(target__unwind_memo(t), memo);
 	assert_int_equal(unwind_memo__get(memo, 0x1234, &r), 0);
+	/* One answer, one miss: still counted once the target is gone. */
+	target_table__remove(&tt, getpid());
+	target_table__memo_stats(&tt, &hits, &misses);
+	assert_int_equal(hits, 1);
+	assert_int_equal(misses, 1);
 	target_table__fini(&tt);
 }
 

@@ -97,8 +97,13 @@ void target_table__remove(struct target_table *tt, pid_t pid)
 {
 	__u64 idx;
 
+	__u64 hits, misses;
+
 	if (!u64map__del(&tt->by_pid, (__u64)pid, &idx))
 		return;
+	unwind_memo__stats(tt->t[idx]->memo, &hits, &misses);
+	tt->memo_hits_gone += hits;
+	tt->memo_misses_gone += misses;
 	target__free(tt->t[idx]);
 	tt->n--;
 	if (idx != tt->n) {
@@ -120,6 +125,19 @@ struct symbolizer *target__symbolizer(struct target *t)
 	/* Its name too may have changed with the exec. */
 	proc__comm(t->pid, t->comm, sizeof(t->comm));
 	return t->sym;
+}
+
+void target_table__memo_stats(const struct target_table *tt, __u64 *ret_hits, __u64 *ret_misses)
+{
+	__u64 hits, misses;
+
+	*ret_hits = tt->memo_hits_gone;
+	*ret_misses = tt->memo_misses_gone;
+	for (size_t i = 0; i < tt->n; i++) {
+		unwind_memo__stats(tt->t[i]->memo, &hits, &misses);
+		*ret_hits += hits;
+		*ret_misses += misses;
+	}
 }
 
 struct unwind_memo *target__unwind_memo(struct target *t)

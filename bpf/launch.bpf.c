@@ -355,8 +355,12 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 		count(GP_BPF_COPY_SKIPPED);
 	}
 	e->stack_len = copy;
-	if (avail < wakeup_bytes)
-		flags = BPF_RB_NO_WAKEUP;
+	/*
+	 * Past wakeup_bytes the reader is woken, and it must be forced: the
+	 * kernel's default wakes it only for a record at its read position,
+	 * and records sent without a wakeup lie before this one.
+	 */
+	flags = avail < wakeup_bytes ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP;
 	return submit(sc, e->nr_py, copy, flags);
 }
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "user/launch_probe.h"
 #include "user/session/event_pump.h"
@@ -316,6 +317,68 @@ static void test_a_stack_copy_starts_at_rsp_and_a_busy_ring_sends_events_without
 	launch_probe__destroy(lp);
 }
 
+static __u64 mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
+}
+
+struct poller {
+	struct launch_probe *lp;
+	struct copies c;
+	__u64 waited_ms;
+	int err;
+};
+
+static void *poll_once(void *arg)
+{
+	struct poller *p = arg;
+	__u64 t0 = mono_ms();
+
+	p->err = launch_probe__poll(p->lp, 10000, on_copy_event, &p->c);
+	p->waited_ms = mono_ms() - t0;
+	return NULL;
+}
+
+static void test_a_ring_past_its_wakeup_mark_wakes_its_reader(void **state)
+{
+	/* 20 events with copies of at least a chunk (512 bytes) pass a 4 KiB mark. */
+	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 1 << 20,
+				       .wakeup_bytes = 4 << 10, .stack_copy = 16 << 10 };
+	struct launch_attach_result res;
+	struct poller p = { .c = { .site_lo = (uintptr_t)launch_once,
+				   .site_hi = (uintptr_t)launch_once + 256 } };
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	pthread_t th;
+
+	(void)state;
+	assert_true(n > 0);
+	exe[n] = 0;
+	assert_int_equal(launch_probe__open(&o, &p.lp), 0);
+	assert_int_equal(launch_probe__attach_file(p.lp, exe, &res), 0);
+	assert_int_equal(launch_probe__follow(p.lp, getpid()), 0);
+	assert_int_equal(pthread_create(&th, NULL, poll_once, &p), 0);
+	usleep(200 * 1000); /* the reader is asleep in its poll by then */
+	for (int i = 0; i < 20; i++)
+		launch_once();
+	pthread_join(th, NULL);
+	/*
+	 * Woken well before the 10 s timeout: the events before the mark go
+	 * without a wakeup, so the kernel's default (wake only for a record at
+	 * the reader's position) never would.
+	 */
+	print_message("  woken after %llu ms with %u events, %u copies\n",
+		      (unsigned long long)p.waited_ms, p.c.events, p.c.with_copy);
+	assert_int_equal(p.err, 0);
+	assert_true(p.waited_ms < 5000);
+	assert_true(p.c.events >= 8);
+	assert_int_equal(p.c.with_copy, p.c.events);
+	launch_probe__destroy(p.lp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +387,7 @@ int main(void)
 		cmocka_unit_test(test_an_unfollowed_process_sends_nothing),
 		cmocka_unit_test(test_a_file_without_launch_entry_points_is_refused),
 		cmocka_unit_test(test_a_stack_copy_starts_at_rsp_and_a_busy_ring_sends_events_without_one),
+		cmocka_unit_test(test_a_ring_past_its_wakeup_mark_wakes_its_reader),
 	};
 
 	int failed = cmocka_run_group_tests_name("default uprobes", tests, NULL, NULL);

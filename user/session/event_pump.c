@@ -8,7 +8,8 @@
 #include "user/session/event_pump.h"
 #include "user/util/thread.h"
 
-#define PUMP_POLL_MS 5
+#define PUMP_POLL_MS 5       /* while events come */
+#define PUMP_IDLE_POLL_MS 25 /* after a pass that found none */
 #define SYNC_MAX_NS 1000000000ll
 
 static struct timespec deadline_in(long long ns)
@@ -43,8 +44,17 @@ static int pump_event(void *ctx, const struct gp_launch_event *e, size_t size)
 		pthread_cond_broadcast(&p->cond);
 		pthread_cond_timedwait(&p->cond, &p->lock, &until);
 	}
-	p->full = false;
-	pthread_cond_broadcast(&p->cond);
+	/*
+	 * No wakeup per event: the main thread hears of them at the end of the
+	 * pass (pump_main), a few ms later at most, and takes them together. A
+	 * wakeup each let it take them one or two at a time, a futex round trip
+	 * per launch for both threads.
+	 */
+	if (p->full) {
+		p->full = false;
+		pthread_cond_broadcast(&p->cond);
+	}
+	p->pushed = true;
 	pthread_mutex_unlock(&p->lock);
 	return err;
 }
@@ -53,12 +63,29 @@ static void *pump_main(void *arg)
 {
 	struct event_pump *p = arg;
 
+	int timeout_ms = PUMP_POLL_MS;
+
 	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
-		launch_probe__poll(p->lp, PUMP_POLL_MS, pump_event, p);
-		/* A pass ends with the ring empty: whoever waits for a mark may look. */
+		bool pushed;
+
+		launch_probe__poll(p->lp, timeout_ms, pump_event, p);
+		/*
+		 * A pass ends with the ring empty: whoever waits for events or a
+		 * mark may look. Nobody is woken for a pass that found nothing:
+		 * an idle loader woke 200 times a second for it.
+		 */
 		pthread_mutex_lock(&p->lock);
-		pthread_cond_broadcast(&p->cond);
+		pushed = p->pushed;
+		p->pushed = false;
+		if (pushed || p->mark_waiters)
+			pthread_cond_broadcast(&p->cond);
 		pthread_mutex_unlock(&p->lock);
+		/*
+		 * Idle, it looks less often: the probes wake it anyway once a
+		 * quarter of the ring is waiting, and a mark waiter waits at most
+		 * one idle pass.
+		 */
+		timeout_ms = pushed ? PUMP_POLL_MS : PUMP_IDLE_POLL_MS;
 	}
 	return NULL;
 }
@@ -123,11 +150,13 @@ bool event_pump__reached(struct event_pump *p, __u64 mark)
 	bool reached;
 
 	pthread_mutex_lock(&p->lock);
+	p->mark_waiters++;
 	/* A pump waiting for room waits for the caller: hand the queue back to it. */
 	while (!(reached = consumed_to(p, mark)) && p->running &&
 	       !(p->full && !event_queue__empty(&p->q)) &&
 	       pthread_cond_timedwait(&p->cond, &p->lock, &until) != ETIMEDOUT)
 		;
+	p->mark_waiters--;
 	pthread_mutex_unlock(&p->lock);
 	return reached;
 }

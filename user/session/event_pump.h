@@ -29,6 +29,8 @@ struct event_pump {
 	pthread_cond_t cond;       /* events queued, or a pass done */
 	struct event_queue q;
 	bool full;                 /* the pump waits for room */
+	bool pushed;               /* events queued in this pass */
+	unsigned mark_waiters;     /* threads in event_pump__reached */
 };
 
 int event_pump__start(struct event_pump *p, struct launch_probe *lp, size_t max_bytes);

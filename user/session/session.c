@@ -27,6 +27,7 @@
 #include "user/session/preflight.h"
 
 #define SHM_RETRY_NS (200 * NS_PER_MS)
+#define SHM_RETRY_WATCHED_NS (2 * NS_PER_S)
 #define NO_SHIM_WARN_NS (3 * NS_PER_S)
 #define SCAN_NS (2 * NS_PER_S)
 #define READ_BATCH 4096
@@ -434,8 +435,15 @@ static int try_open_shm(struct session *s, struct target *t, __u64 now)
 
 	if (t->shm || now < t->next_shm_try_ns)
 		return t->shm ? 0 : -EAGAIN;
-	/* Our own memfd is cheap to look at: try it every tick. */
-	t->next_shm_try_ns = t->shm_fd >= 0 ? now : now + SHM_RETRY_NS;
+	/*
+	 * Our own memfd is cheap to look at: try it every tick. Another's is
+	 * found by reading the process's maps (milliseconds for a PyTorch
+	 * process); with the ring watch on, a ring made from now on is
+	 * announced, and the maps are only the fallback.
+	 */
+	t->next_shm_try_ns = t->shm_fd >= 0 ? now
+			     : now + (launch_probe__watches_rings(s->lp) ? SHM_RETRY_WATCHED_NS
+									 : SHM_RETRY_NS);
 	if (t->shm_fd >= 0) {
 		err = shm_reader__open_fd(t->shm_fd, &t->shm);
 		/*

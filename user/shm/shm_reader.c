@@ -317,6 +317,8 @@ static int maps__find(pid_t pid, char *ret_range, size_t len)
 		int pos = 0;
 
 		line[strcspn(line, "\n")] = 0;
+		if (!strstr(line, SHM_MAPS_NAME)) /* most lines: no need to parse them */
+			continue;
 		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &off, &pos) < 3 || !pos)
 			continue;
 		name = line + pos;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The interning table of blobtab.h: FNV-1a hash, chained by id. */
+/* The interning table of blobtab.h: a word-at-a-time hash, chained by id. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +18,27 @@ struct blobtab {
 	size_t n, cap, bytes, max_entries, max_bytes;
 };
 
-static __u64 fnv1a(const void *data, size_t len)
+/*
+ * Eight bytes a step, each mixed in by a multiply and a shift. A byte at a
+ * time (FNV-1a, before) cost about a microsecond per KiB, and a launch
+ * stack with its Python frames is one to two KiB, interned at every launch.
+ * Equal hashes are told apart by comparing the bytes.
+ */
+static __u64 hash_bytes(const void *data, size_t len)
 {
 	const unsigned char *p = data;
-	__u64 h = 0xcbf29ce484222325ull;
+	__u64 h = 0x9e3779b97f4a7c15ull ^ len, w;
+	size_t i = 0;
 
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
 	}
-	return h;
+	w = 0;
+	memcpy(&w, p + i, len - i);
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 29);
 }
 
 int blobtab__new(size_t max_entries, size_t max_bytes, struct blobtab **ret_t)
@@ -59,7 +70,7 @@ void blobtab__destroy(struct blobtab *t)
 
 int blobtab__intern(struct blobtab *t, const void *data, size_t len, __u32 *ret_id)
 {
-	__u64 h = fnv1a(data, len), first = 0;
+	__u64 h = hash_bytes(data, len), first = 0;
 	struct entry *e;
 	__u32 id;
 

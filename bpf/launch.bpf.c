@@ -211,9 +211,9 @@ static long rechunk_step(__u32 idx, void *arg)
 
 /*
  * Copies the n bytes (a constant: a power of two, whole chunks) of the stack
- * at *off when the copy's size has that bit, in one read: a read costs about
- * as much again per call as per KiB, so a copy takes as few as its size's
- * bits (2.5 KiB: two reads, not five). A page the thread never touched (a
+ * at *off when the copy's size has that bit, in one read: each read has a
+ * cost of its own besides its bytes, so a copy takes as few as its size's
+ * bits (30 KiB: four reads, not eleven). A page the thread never touched (a
  * large local array left unused) is not resident and fails the read; the
  * helper zeroes what it could not read, and the block is read again chunk
  * by chunk (under bpf_loop: verified once, not once per chunk), so the

@@ -259,7 +259,8 @@ static __always_inline __u32 py_walk(const struct gp_py_config *c, __u32 tid, __
 		return 0;
 	if (rd64(ts + c->tstate_frame, &x.f))
 		goto fault;
-	if (c->cframe_current_frame != GP_PY_NO_OFFSET && x.f && rd64(x.f + c->cframe_current_frame, &x.f))
+	if (c->cframe_current_frame != GP_PY_NO_OFFSET && x.f &&
+	    rd64(x.f + c->cframe_current_frame, &x.f))
 		goto fault;
 	bpf_loop(GP_PY_MAX_FRAMES + 1, py_walk_step, &x, 0);
 	*status = x.status;

@@ -15,11 +15,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "bpf"))
-from pycubin import cubin  # noqa: E402
+from pystub import cubin, driver, vp  # noqa: E402
 
-cu = ctypes.CDLL("libcuda.so.1")
-vp, ui = ctypes.c_void_p, ctypes.c_uint
-cu.cuLaunchKernel.argtypes = [vp, ui, ui, ui, ui, ui, ui, ui, vp, vp, vp]
+cu = driver()
 
 
 def setup(n):

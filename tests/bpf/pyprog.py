@@ -13,18 +13,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pycubin import cubin  # noqa: E402
+from pystub import checker, cubin, driver, vp  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-cu = ctypes.CDLL("libcuda.so.1")
-vp = ctypes.c_void_p
-ui = ctypes.c_uint
-cu.cuLaunchKernel.argtypes = [vp, ui, ui, ui, ui, ui, ui, ui, vp, vp, vp]
-
-
-def check(r):
-    if r != 0:
-        raise SystemExit("pyprog: CUDA error %d" % r)
+cu = driver()
+check = checker("pyprog")
 
 
 def launch(fn, grid):

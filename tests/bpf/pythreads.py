@@ -17,18 +17,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pycubin import cubin  # noqa: E402
+from pystub import checker, cubin, driver, vp  # noqa: E402
 
 N, THREADS, DEPTH = (int(x) for x in sys.argv[1:4])
-cu = ctypes.CDLL("libcuda.so.1")
-vp = ctypes.c_void_p
-ui = ctypes.c_uint
-cu.cuLaunchKernel.argtypes = [vp, ui, ui, ui, ui, ui, ui, ui, vp, vp, vp]
-
-
-def check(r):
-    if r != 0:
-        raise SystemExit("pythreads: CUDA error %d" % r)
+cu = driver()
+check = checker("pythreads")
 
 
 def thread_launch(fn):

@@ -62,7 +62,6 @@ static int pump_event(void *ctx, const struct gp_launch_event *e, size_t size)
 static void *pump_main(void *arg)
 {
 	struct event_pump *p = arg;
-
 	int timeout_ms = PUMP_POLL_MS;
 
 	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {

@@ -95,9 +95,7 @@ int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct targ
 
 void target_table__remove(struct target_table *tt, pid_t pid)
 {
-	__u64 idx;
-
-	__u64 hits, misses;
+	__u64 idx, hits, misses;
 
 	if (!u64map__del(&tt->by_pid, (__u64)pid, &idx))
 		return;

@@ -1,5 +1,26 @@
-"""The tiny cubin the Python test programs load on the stub driver."""
+"""What the Python programs that drive the stub libcuda through ctypes share:
+the driver with cuLaunchKernel's argument types, a check of its results, and
+a tiny cubin to load."""
+import ctypes
 import struct
+
+vp = ctypes.c_void_p
+ui = ctypes.c_uint
+
+
+def driver():
+    """libcuda.so.1 (the stub, by LD_LIBRARY_PATH), cuLaunchKernel's arguments typed."""
+    cu = ctypes.CDLL("libcuda.so.1")
+    cu.cuLaunchKernel.argtypes = [vp, ui, ui, ui, ui, ui, ui, ui, vp, vp, vp]
+    return cu
+
+
+def checker(who):
+    """A function that ends the program, naming who, on a CUDA error."""
+    def check(r):
+        if r != 0:
+            raise SystemExit("%s: CUDA error %d" % (who, r))
+    return check
 
 
 def cubin(names):

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <malloc.h>
 #include <unistd.h>
 #include "user/session/session_internal.h"
 #include "user/session/libcuda.h"
@@ -32,6 +33,7 @@
 #define SCAN_NS (2 * NS_PER_S)
 #define READ_BATCH 4096
 #define SLICE_MS 20
+#define QUIET_NS NS_PER_S
 /*
  * --stack-copy auto: a thread's first copies, before its stacks are known:
  * all of its stack, up to the bound (a thread's outermost frame sits at the
@@ -279,6 +281,7 @@ static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, siz
 	}
 	if (!launch_probe__is_launch(e->probe) && !launch_probe__is_copy(e->probe))
 		return 0; /* module loads: handles for the cubin link, not yet used */
+	s->events_seen++;
 	t = target_for(s, e->pid);
 	if (t && !t->first_launch_ns) {
 		t->first_launch_ns = e->ts_ns;
@@ -720,6 +723,26 @@ static int drain_events(struct session *s)
 	return err;
 }
 
+/*
+ * A burst leaves the heap at its high-water mark: glibc keeps what was
+ * freed for reuse (after an overload the loader stayed at 280-310 MB, idle).
+ * Once launch events have stopped for QUIET_NS, the free memory goes back
+ * to the system, once per quiet spell.
+ */
+static void trim_when_quiet(struct session *s, __u64 now)
+{
+	if (s->events_seen != s->quiet_events) {
+		s->quiet_events = s->events_seen;
+		s->quiet_since_ns = now;
+		s->trimmed = false;
+		return;
+	}
+	if (!s->trimmed && now - s->quiet_since_ns >= QUIET_NS) {
+		malloc_trim(0);
+		s->trimmed = true;
+	}
+}
+
 static void tick(struct session *s)
 {
 	__u64 before, now;
@@ -759,6 +782,7 @@ static void tick(struct session *s)
 	}
 	TIMED(s, STAGE_JOIN, join__advance(s->join, before - WATERMARK_SLACK_NS, now));
 	TIMED(s, STAGE_SCAN, scan_new_libcuda(s, now));
+	trim_when_quiet(s, now);
 }
 
 /* An exiting process waits (one tick at most) for us: answer it now. */

@@ -76,6 +76,9 @@ struct session {
 	__u64 rings_missed;            /* shim rings seen made and gone before we held them */
 	__u64 stage_ns[STAGE_MAX];     /* where the loader's time goes (loader: line) */
 	__u64 copied_bytes, copied_events; /* stack copies received (cfi) */
+	__u64 events_seen;             /* launch events handled */
+	__u64 quiet_events, quiet_since_ns; /* events_seen when the last quiet spell began */
+	bool trimmed;                  /* the heap was trimmed in this quiet spell */
 	size_t peak_sym_bytes, peak_cfi_bytes; /* symbol and CFI tables, most held at a tick */
 };
 

@@ -242,9 +242,10 @@ _Static_assert(GP_STACK_COPY_MAX == 256 * 1024 && GP_STACK_CHUNK == 512,
 /*
  * Sends the event: reserved at its exact size, header and frame-pointer
  * stack, then the Python frames, then the stack copy read straight into the
- * ring (no second copy), a block per bit of its size.
+ * ring (no second copy), a block per bit of its size. avail: the bytes
+ * waiting in the ring before it.
  */
-static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u64 flags)
+static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u64 avail)
 {
 	struct gp_launch_event *e = &sc->e;
 	__u32 head = GP_LAUNCH_EVENT_HDR + 8 * (e->nr_frames & 0x7f);
@@ -283,7 +284,15 @@ static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u
 		bpf_dynptr_write(&dp, offsetof(struct gp_launch_event, flags), &f, sizeof(f), 0);
 		count(GP_BPF_COPY_ERRORS);
 	}
-	bpf_ringbuf_submit_dynptr(&dp, flags);
+	/*
+	 * The record that takes the ring past wakeup_bytes wakes the reader,
+	 * forced: the kernel's default wakes it only for a record at its read
+	 * position, and the records before this one went without a wakeup.
+	 * Later ones do not: woken, the reader drains the ring below the mark
+	 * (or, its queue full, waits on the loader and could not answer).
+	 */
+	bpf_ringbuf_submit_dynptr(&dp, avail < wakeup_bytes && avail + head + copy >= wakeup_bytes
+					       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	count(GP_BPF_EVENTS);
 	return 0;
 }
@@ -322,7 +331,7 @@ static __always_inline __u32 python_frames(struct scratch *sc)
 static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e)
 {
 	struct scratch *sc = (struct scratch *)e;
-	__u64 flags = 0, avail;
+	__u64 avail;
 	__u32 copy = 0;
 
 	e->ip = PT_REGS_IP(ctx);
@@ -355,13 +364,7 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 		count(GP_BPF_COPY_SKIPPED);
 	}
 	e->stack_len = copy;
-	/*
-	 * Past wakeup_bytes the reader is woken, and it must be forced: the
-	 * kernel's default wakes it only for a record at its read position,
-	 * and records sent without a wakeup lie before this one.
-	 */
-	flags = avail < wakeup_bytes ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP;
-	return submit(sc, e->nr_py, copy, flags);
+	return submit(sc, e->nr_py, copy, avail);
 }
 
 /*

@@ -257,6 +257,8 @@ fuzz: $(FUZZERS)
 tools-check: $(SHIM_SO)
 	$(Q)tools/check-portable-elf $(SHIM_SO)
 	$(Q)tools/check-cubin-defer
+	$(Q)git apply --check tools/gpu/ablate.patch || \
+	{ echo "tools-check: tools/gpu/ablate.patch no longer applies to bpf/launch.bpf.c: regenerate it" >&2; exit 1; }
 
 deps:
 	$(Q)tools/deps.sh

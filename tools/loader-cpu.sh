@@ -30,14 +30,15 @@ wait_line() { # FILE PATTERN
 	return 1
 }
 idle() { # LOADER -> "cpu_ms_per_s cs_per_s"
-	local p l c0 s0
+	local p l c0 s0 ns
 	python3 -c 'import ctypes, time; ctypes.CDLL("libcuda.so.1"); time.sleep(30)' & p=$!
 	sleep 0.3
 	"$1" --pid $p -v -o "$work/idle.pb.gz" 2>"$work/idle.err" & l=$!
 	wait_line "$work/idle.err" "^counters:"; sleep 1
 	c0=$(cpu_ns $l) s0=$(ctxsw $l)
 	sleep 5
-	echo "$(( ($(cpu_ns $l) - c0) / 5000000 )).$(( ($(cpu_ns $l) - c0) / 500000 % 10 )) $(( ($(ctxsw $l) - s0) / 5 ))"
+	ns=$(( $(cpu_ns $l) - c0 ))
+	echo "$(( ns / 5000000 )).$(( ns / 500000 % 10 )) $(( ($(ctxsw $l) - s0) / 5 ))"
 	kill $p; wait $p 2>/dev/null; wait $l
 }
 paced() { # LOADER -> "cpu_ms cs"

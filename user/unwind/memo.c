@@ -75,8 +75,3 @@ void unwind_memo__stats(const struct unwind_memo *m, __u64 *ret_hits, __u64 *ret
 	*ret_hits = m ? m->hits : 0;
 	*ret_misses = m ? m->misses : 0;
 }
-
-size_t unwind_memo__bytes(void)
-{
-	return sizeof(struct unwind_memo);
-}

@@ -37,7 +37,5 @@ void unwind_memo__put(struct unwind_memo *m, __u64 pc, enum unwind_memo_kind kin
 		      const struct cfi_rule *rule);
 /* Lookups answered and not answered, since the memo was made. */
 void unwind_memo__stats(const struct unwind_memo *m, __u64 *ret_hits, __u64 *ret_misses);
-/* Bytes held. */
-size_t unwind_memo__bytes(void);
 
 #endif /* GP_UNWIND_MEMO_H */

@@ -22,6 +22,14 @@ const volatile bool filter_pids = false;
 const volatile __u64 wakeup_bytes = 256 * 1024;
 /* Bytes of user stack copied per event for CFI unwinding; 0: frame pointers. */
 const volatile __u32 stack_copy = 0;
+/* The events ring's size in bytes (the loader sizes the map). */
+const volatile __u64 ring_size = 16 * 1024 * 1024;
+
+/*
+ * Bumped by the loader after every change to pids, copy_hints or
+ * py_configs: a thread's memo (below) filled under another value is stale.
+ */
+__u32 memo_gen = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -43,11 +51,27 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/*
+ * A thread's answers from pids, copy_hints and py_configs, kept with the
+ * thread (task storage) while memo_gen stays what it was when they were
+ * looked up: every launch looked them up again, three hash lookups the
+ * answers of which change a few times a run.
+ */
+struct task_memo {
+	__u32 gen;  /* memo_gen + 1 when filled; 0: never */
+	__u32 copy; /* the thread's copy size: its hint, or stack_copy */
+	__u8 followed, python;
+	__u8 pad[6];
+};
+
 /* Scratch space: an event is too large for the BPF stack. */
 struct scratch {
 	struct gp_launch_event e;
 	struct gp_py_frame py[GP_PY_MAX_FRAMES];
 	struct py_frame_buf fb;
+	struct task_memo memo; /* when the thread's own could not be made */
+	__u32 copy;            /* this event's: the thread's copy size */
+	bool python;           /* and whether its process runs CPython */
 };
 
 struct {
@@ -63,16 +87,6 @@ static __always_inline void count(__u32 idx)
 
 	if (v)
 		*v += 1;
-}
-
-static __always_inline bool followed(__u32 tgid)
-{
-	if (!filter_pids)
-		return true;
-	if (bpf_map_lookup_elem(&pids, &tgid))
-		return true;
-	count(GP_BPF_FILTERED);
-	return false;
 }
 
 /*
@@ -104,37 +118,6 @@ static __always_inline __u32 ns_id(struct pid *p)
 	return (__u32)nr;
 }
 
-/* Starts an event in the per-CPU scratch slot; NULL when not followed. */
-static __always_inline struct gp_launch_event *begin(__u32 probe)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 zero = 0;
-	struct gp_launch_event *e;
-
-	if (!followed(id >> 32))
-		return NULL;
-	e = bpf_map_lookup_elem(&scratch, &zero);
-	if (!e)
-		return NULL; /* &scratch.e: the Python frames follow it */
-	e->ts_ns = bpf_ktime_get_ns();
-	e->cgroup_id = bpf_get_current_cgroup_id();
-	e->pid = id >> 32;
-	e->tid = (__u32)id;
-	e->probe = probe;
-	e->nr_frames = 0;
-	e->func = 0;
-	e->stream = 0;
-	e->grid[0] = e->grid[1] = e->grid[2] = 0;
-	e->block[0] = e->block[1] = e->block[2] = 0;
-	{
-		struct task_struct *task = bpf_get_current_task_btf();
-
-		e->ns_tid = ns_id(task->thread_pid);
-		e->ns_pid = ns_id(task->group_leader->thread_pid);
-	}
-	return e;
-}
-
 /*
  * tid -> bytes of stack to copy for it: set by the loader from how deep the
  * thread's stacks were (a copy that ended short grows, one far larger than
@@ -147,6 +130,76 @@ struct {
 	__type(value, __u32);
 } copy_hints SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_memo);
+} task_memos SEC(".maps");
+
+/*
+ * The launching thread's memo, filled again when stale; read memo_gen
+ * before the maps, so a change made between the two is seen next time.
+ * Without room for it (the allocation failed) the scratch slot's is used.
+ */
+static __always_inline struct task_memo *thread_memo(struct task_struct *task, __u64 id,
+						     struct task_memo *spare)
+{
+	__u32 gen = *(volatile __u32 *)&memo_gen + 1, tgid = id >> 32, tid = (__u32)id;
+	struct task_memo *m = bpf_task_storage_get(&task_memos, task, 0,
+						   BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u32 *hint;
+
+	if (!m) {
+		m = spare;
+		m->gen = 0;
+	}
+	if (m->gen == gen)
+		return m;
+	m->followed = !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
+	hint = bpf_map_lookup_elem(&copy_hints, &tid);
+	m->copy = hint ? *hint : stack_copy;
+	m->python = bpf_map_lookup_elem(&py_configs, &tgid) != NULL;
+	m->gen = gen;
+	return m;
+}
+
+/* Starts an event in the per-CPU scratch slot; NULL when not followed. */
+static __always_inline struct gp_launch_event *begin(__u32 probe)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_memo *m;
+	struct scratch *sc;
+	struct gp_launch_event *e;
+	__u32 zero = 0;
+
+	sc = bpf_map_lookup_elem(&scratch, &zero);
+	if (!sc)
+		return NULL;
+	m = thread_memo(task, id, &sc->memo);
+	if (!m->followed) {
+		count(GP_BPF_FILTERED);
+		return NULL;
+	}
+	sc->copy = m->copy;
+	sc->python = m->python;
+	e = &sc->e; /* the Python frames follow it */
+	e->ts_ns = bpf_ktime_get_ns();
+	e->cgroup_id = bpf_get_current_cgroup_id();
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->probe = probe;
+	e->nr_frames = 0;
+	e->func = 0;
+	e->stream = 0;
+	e->grid[0] = e->grid[1] = e->grid[2] = 0;
+	e->block[0] = e->block[1] = e->block[2] = 0;
+	e->ns_tid = ns_id(task->thread_pid);
+	e->ns_pid = ns_id(task->group_leader->thread_pid);
+	return e;
+}
+
 static long vma_end(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
 	*(__u64 *)data = vma->vm_end;
@@ -154,8 +207,8 @@ static long vma_end(struct task_struct *task, struct vm_area_struct *vma, void *
 }
 
 /*
- * How much of the stack to copy, at most the thread's hint (or stack_copy),
- * in whole chunks.
+ * How much of the stack to copy, at most want (the thread's hint, or
+ * stack_copy), in whole chunks.
  * Frames live below a bound known without walking: the main thread's
  * start_stack (the stack pointer _start began with; above it only argv, the
  * environment and the aux vector) or, for a glibc thread, its thread pointer
@@ -163,13 +216,12 @@ static long vma_end(struct task_struct *task, struct vm_area_struct *vma, void *
  * mapping). Otherwise the end of the mapping holding sp, rounded down:
  * reading past it would fail the chunk.
  */
-static __always_inline __u32 copy_size(__u32 tid, __u64 sp, __u16 *flags)
+static __always_inline __u32 copy_size(__u64 want, __u64 sp, __u16 *flags)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 start = task->mm->start_stack;
 	__u64 tp = task->thread.fsbase;
-	__u32 *hint = bpf_map_lookup_elem(&copy_hints, &tid);
-	__u64 end = 0, avail, want = hint ? *hint : stack_copy;
+	__u64 end = 0, avail;
 
 	if (start > sp && start - sp < (1ull << 30)) {
 		avail = start - sp + GP_STACK_CHUNK - 1;
@@ -306,10 +358,13 @@ static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u
 static __always_inline __u32 python_frames(struct scratch *sc)
 {
 	struct gp_launch_event *e = &sc->e;
-	struct gp_py_config *c = bpf_map_lookup_elem(&py_configs, &e->pid);
+	struct gp_py_config *c;
 	__u32 status = 0, n;
 	__u64 key;
 
+	if (!sc->python)
+		return 0;
+	c = bpf_map_lookup_elem(&py_configs, &e->pid);
 	if (!c)
 		return 0;
 	if (c->tid_kind == GP_PY_TID_PTHREAD)
@@ -340,7 +395,7 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 	e->flags = 0;
 	e->nr_frames = 0;
 	if (stack_copy) {
-		copy = copy_size(e->tid, GP_STACK_COPY_BASE(e->sp), &e->flags);
+		copy = copy_size(sc->copy, GP_STACK_COPY_BASE(e->sp), &e->flags);
 	} else {
 		long len = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
 
@@ -358,7 +413,7 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 	 * A loader busy elsewhere (loading a large library's symbols) must not
 	 * cost launch events: past half full, stack copies stay behind.
 	 */
-	if (copy && avail + copy > bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 2) {
+	if (copy && avail + copy > ring_size / 2) {
 		copy = 0;
 		e->flags |= GP_EV_F_COPY_SKIPPED;
 		count(GP_BPF_COPY_SKIPPED);

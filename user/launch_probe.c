@@ -232,6 +232,7 @@ static int load_skel(struct launch_probe *lp, const struct launch_probe_opts *op
 		return -errno ? -errno : -EINVAL;
 	lp->skel->rodata->filter_pids = opts->filter_pids;
 	lp->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
+	lp->skel->rodata->ring_size = opts->ringbuf_bytes;
 	lp->skel->rodata->stack_copy = opts->stack_copy > GP_STACK_COPY_MAX ? GP_STACK_COPY_MAX
 									   : opts->stack_copy;
 	err = bpf_map__set_max_entries(lp->skel->maps.events, opts->ringbuf_bytes);
@@ -481,19 +482,31 @@ unsigned launch_probe__nr_files(const struct launch_probe *lp)
 	return lp->nr_files;
 }
 
+/*
+ * The BPF side keeps each thread's answers from pids, copy_hints and
+ * py_configs while memo_gen stays the same: after a change to any of them,
+ * a new value, so the next launch looks them up again.
+ */
+static void memos_stale(struct launch_probe *lp)
+{
+	__atomic_fetch_add(&lp->skel->bss->memo_gen, 1, __ATOMIC_RELEASE);
+}
+
 int launch_probe__follow(struct launch_probe *lp, __u32 tgid)
 {
 	__u8 one = 1;
 
 	if (bpf_map__update_elem(lp->skel->maps.pids, &tgid, sizeof(tgid), &one, sizeof(one), BPF_ANY))
 		return -errno;
+	memos_stale(lp);
 	return 0;
 }
 
 int launch_probe__unfollow(struct launch_probe *lp, __u32 tgid)
 {
-	if (bpf_map__delete_elem(lp->skel->maps.pids, &tgid, sizeof(tgid), 0) && errno != ENOENT)
-		return -errno;
+	if (bpf_map__delete_elem(lp->skel->maps.pids, &tgid, sizeof(tgid), 0))
+		return errno == ENOENT ? 0 : -errno;
+	memos_stale(lp);
 	return 0;
 }
 
@@ -502,6 +515,7 @@ int launch_probe__set_copy_hint(struct launch_probe *lp, __u32 tid, __u32 bytes)
 	if (bpf_map__update_elem(lp->skel->maps.copy_hints, &tid, sizeof(tid), &bytes, sizeof(bytes),
 				 BPF_ANY))
 		return -errno;
+	memos_stale(lp);
 	return 0;
 }
 
@@ -511,10 +525,10 @@ int launch_probe__set_python(struct launch_probe *lp, __u32 tgid, const struct g
 		if (bpf_map__update_elem(lp->skel->maps.py_configs, &tgid, sizeof(tgid), cfg,
 					 sizeof(*cfg), BPF_ANY))
 			return -errno;
-	} else if (bpf_map__delete_elem(lp->skel->maps.py_configs, &tgid, sizeof(tgid), 0) &&
-		   errno != ENOENT) {
-		return -errno;
+	} else if (bpf_map__delete_elem(lp->skel->maps.py_configs, &tgid, sizeof(tgid), 0)) {
+		return errno == ENOENT ? 0 : -errno;
 	}
+	memos_stale(lp);
 	return 0;
 }
 

@@ -379,6 +379,78 @@ static void test_a_ring_past_its_wakeup_mark_wakes_its_reader(void **state)
 	launch_probe__destroy(p.lp);
 }
 
+/* The stack_len and flags of each of this process's launch events, in order. */
+struct lens {
+	unsigned n;
+	__u32 len[8];
+	__u16 flags[8];
+};
+
+static int on_len_event(void *ctx, const struct gp_launch_event *e, size_t size)
+{
+	struct lens *l = ctx;
+
+	(void)size;
+	if (e->pid == (__u32)getpid() && e->probe == GP_PROBE_LAUNCH_KERNEL && l->n < 8) {
+		l->flags[l->n] = e->flags;
+		l->len[l->n++] = e->stack_len;
+	}
+	return 0;
+}
+
+/* A Python runtime whose interpreter list is empty: the walk ends at step 1. */
+static __u64 no_interpreters;
+
+/*
+ * The BPF side keeps each thread's filter, copy size and Python answers
+ * between launches: a change the loader makes must apply from the very next
+ * launch of a thread that launched before it.
+ */
+static void test_a_new_copy_size_filter_or_python_applies_from_the_next_launch(void **state)
+{
+	struct gp_py_config py = { .interp_head_addr = (__u64)(uintptr_t)&no_interpreters };
+	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 1 << 20,
+				       .wakeup_bytes = 1 << 20, .stack_copy = 16 << 10 };
+	struct launch_attach_result res;
+	struct launch_probe *lp = NULL;
+	struct lens l = { 0 };
+	__u64 ctr[GP_BPF_COUNTER_MAX];
+	__u32 tid = (__u32)syscall(SYS_gettid);
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	(void)state;
+	assert_true(n > 0);
+	exe[n] = 0;
+	assert_int_equal(launch_probe__open(&o, &lp), 0);
+	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
+	assert_int_equal(launch_probe__follow(lp, getpid()), 0);
+	launch_once();
+	assert_int_equal(launch_probe__set_copy_hint(lp, tid, GP_STACK_CHUNK), 0);
+	launch_once();
+	assert_int_equal(launch_probe__unfollow(lp, getpid()), 0);
+	launch_once(); /* not followed: no event */
+	assert_int_equal(launch_probe__follow(lp, getpid()), 0);
+	assert_int_equal(launch_probe__set_copy_hint(lp, tid, 2 * GP_STACK_CHUNK), 0);
+	launch_once();
+	assert_int_equal(launch_probe__set_python(lp, getpid(), &py), 0);
+	launch_once(); /* walked: no runtime */
+	assert_int_equal(launch_probe__set_python(lp, getpid(), NULL), 0);
+	launch_once();
+	assert_int_equal(launch_probe__poll(lp, 10, on_len_event, &l), 0);
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	print_message("  copies: %u %u %u bytes\n", l.len[0], l.len[1], l.len[2]);
+	assert_int_equal(l.n, 5);
+	assert_true(l.len[0] > 2 * GP_STACK_CHUNK); /* stack_copy, bounded by the stack */
+	assert_int_equal(l.len[1], GP_STACK_CHUNK);
+	assert_int_equal(l.len[2], 2 * GP_STACK_CHUNK);
+	for (unsigned i = 0; i < 5; i++)
+		assert_int_equal(!!(l.flags[i] & GP_EV_F_PY), i == 3);
+	assert_int_equal(l.flags[3] >> GP_EV_PY_STATUS_SHIFT & 7, GP_PY_WALK_NO_RUNTIME);
+	assert_int_equal(ctr[GP_BPF_FILTERED], 1);
+	launch_probe__destroy(lp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -388,6 +460,7 @@ int main(void)
 		cmocka_unit_test(test_a_file_without_launch_entry_points_is_refused),
 		cmocka_unit_test(test_a_stack_copy_starts_at_rsp_and_a_busy_ring_sends_events_without_one),
 		cmocka_unit_test(test_a_ring_past_its_wakeup_mark_wakes_its_reader),
+		cmocka_unit_test(test_a_new_copy_size_filter_or_python_applies_from_the_next_launch),
 	};
 
 	int failed = cmocka_run_group_tests_name("default uprobes", tests, NULL, NULL);

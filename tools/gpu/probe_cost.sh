@@ -12,6 +12,8 @@
 #          (GPUPROBE_UPROBES=perf) instead of one uprobe_multi link
 #   cfib   as cfi, with the loader at $CFI_B when set (another build, to
 #          compare two versions of the program in one run)
+#   cN     as cfi, every copy N KiB (--stack-copy N): what the copy's size
+#          costs (stacks deeper than N end truncated)
 #   v_NAME as cfi, with build/abl/gp_NAME: a program with a part left out
 #          (tools/gpu/ablate-build.sh makes them), to see what each part costs
 # and prints ns per launch (median, min, max) and the median added to bare.
@@ -81,6 +83,7 @@ for r in $(seq 1 "$rounds"); do
 		perf) GPUPROBE_UPROBES=perf loop perf $r $L --all-cgroups ;;
 		cfib) loop cfib $r "${CFI_B:?CFI_B: the other build}" --all-cgroups ;;
 		v_*) loop $m $r "$PWD/build/abl/gp_${m#v_}" --all-cgroups ;;
+		c[0-9]*) loop $m $r $L --all-cgroups --stack-copy "${m#c}" ;;
 		esac
 	done
 done

@@ -16,7 +16,11 @@
 #          costs (stacks deeper than N end truncated)
 #   v_NAME as cfi, with build/abl/gp_NAME: a program with a part left out
 #          (tools/gpu/ablate-build.sh makes them), to see what each part costs
-# and prints ns per launch (median, min, max) and the median added to bare.
+# and prints ns per launch (median, min, max) and the median added to bare:
+# of each run's mean, and of each run's median batch (empty_launch's
+# batch_median_ns, which a stall in the run moves less).
+# PIN=CPU runs the workload on that CPU and the loaders on the CPUs of
+# other cores (lscpu), in every mode, so rounds differ less by placement.
 # With PROG_STATS=1 it also turns on the kernel's BPF run-time statistics
 # (kernel.bpf_stats_enabled, restored after; they add two clock reads per
 # run to every mode) and prints the launch program's own ns per run, from
@@ -38,6 +42,15 @@ idle=$!
 trap 'kill $idle 2>/dev/null' EXIT
 sleep 1
 res="$out/probe_cost.txt"; : >"$res"
+resb="$out/probe_cost_batch.txt"; : >"$resb"
+app_pin=() ldr_pin=()
+if [ -n "${PIN:-}" ]; then
+	core=$(lscpu -p=CPU,CORE | awk -F, -v c="$PIN" '$1==c {print $2}')
+	others=$(lscpu -p=CPU,CORE | awk -F, -v k="$core" '!/^#/ && $2 != k {printf "%s%s", s, $1; s = ","}')
+	[ -n "$core" ] && [ -n "$others" ] || { echo "probe_cost: PIN=$PIN: no such CPU" >&2; exit 2; }
+	app_pin=(taskset -c "$PIN") ldr_pin=(taskset -c "$others")
+	echo "probe_cost: workload on CPU $PIN (core $core), loaders on $others"
+fi
 prog="$out/prog_stats.txt"; : >"$prog"
 if [ "${PROG_STATS:-0}" = 1 ]; then
 	stats_was=$(sysctl -n kernel.bpf_stats_enabled)
@@ -58,19 +71,20 @@ loop() { # MODE ROUND [LOADER ARGS...]
 	local mode=$1 r=$2 lp=
 	shift 2
 	if [ "$mode" != bare ]; then
-		"$@" --libcuda "$LIBCUDA" -o "$out/$mode-$r.pb.gz" >"$out/$mode-$r.loader" 2>&1 &
+		"${ldr_pin[@]}" "$@" --libcuda "$LIBCUDA" -o "$out/$mode-$r.pb.gz" >"$out/$mode-$r.loader" 2>&1 &
 		lp=$!
 		sleep 1.5
 	fi
 	if [ "${WL:-launch}" = train ]; then
-		STEPS=${STEPS:-60} GRAPH_REPLAYS=20 timeout 300 $PY tools/gpu/train.py >"$out/$mode-$r.log" 2>&1
+		STEPS=${STEPS:-60} GRAPH_REPLAYS=20 timeout 300 "${app_pin[@]}" $PY tools/gpu/train.py >"$out/$mode-$r.log" 2>&1
 	else
-		build/empty_launch "$LAUNCHES" >"$out/$mode-$r.log" 2>&1
+		"${app_pin[@]}" build/empty_launch "$LAUNCHES" >"$out/$mode-$r.log" 2>&1
 	fi
 	[ -n "$lp" ] && [ "${PROG_STATS:-0}" = 1 ] && echo "$mode $r $(prog_runs $lp)" >>"$prog"
 	[ -n "$lp" ] && { kill -INT $lp; wait $lp; }
 	sed -n "s/.*ns_per_launch=\([0-9.]*\).*/$mode $r \1/p;
 		s/.*median_step_ms=\([0-9.]*\).*/$mode $r \1/p" "$out/$mode-$r.log" >>"$res"
+	sed -n "s/.*batch_median_ns=\([0-9.]*\).*/$mode $r \1/p" "$out/$mode-$r.log" >>"$resb"
 }
 modes=${MODES:-bare trap fp cfi perf${CFI_B:+ cfib}}
 for r in $(seq 1 "$rounds"); do
@@ -87,7 +101,10 @@ for r in $(seq 1 "$rounds"); do
 		esac
 	done
 done
-python3 - "$res" <<'PY'
+for f in "$res" "$resb"; do
+[ -s "$f" ] || continue
+[ "$f" = "$resb" ] && echo "of each run's median batch:"
+python3 - "$f" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -101,6 +118,7 @@ for mode in rows:
     print("%-10s %9.2f %9.2f %9.2f %+9.2f  %s" % (mode, statistics.median(v.values()), min(v.values()),
           max(v.values()), statistics.median(per) if per else 0, " ".join("%+.4g" % p for p in per)))
 PY
+done
 [ -s "$prog" ] && python3 - "$prog" <<'PY'
 import statistics, sys
 rows = {}

@@ -371,11 +371,11 @@ static __always_inline __u32 python_frames(struct scratch *sc)
 		key = bpf_get_current_task_btf()->thread.fsbase;
 	else
 		key = e->ns_tid;
-	n = py_walk(c, e->tid, key, sc->py, &sc->fb, &status);
+	n = py_walk(c, e->tid, key, sc->py, &sc->fb, e->sp, &status);
 	/* No thread state, or one without frames (PyTorch gives its engine threads one). */
 	if (!n && (status == GP_PY_WALK_NO_THREAD || status == GP_PY_WALK_OK) &&
 	    c->tid_kind == GP_PY_TID_NATIVE && e->ns_tid != e->ns_pid) {
-		n = py_walk(c, e->pid, e->ns_pid, sc->py, &sc->fb, &status);
+		n = py_walk(c, e->pid, e->ns_pid, sc->py, &sc->fb, e->sp, &status);
 		e->flags |= GP_EV_F_PY_MAIN;
 	}
 	e->flags |= GP_EV_F_PY | (__u16)((status & 7) << GP_EV_PY_STATUS_SHIFT);

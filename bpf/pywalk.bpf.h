@@ -150,9 +150,51 @@ static __always_inline __u64 py_find_tstate(const struct gp_py_config *c, __u32 
 #define PY_FRAME_READ 104u
 #define PY_FRAME_MASK 127u
 
+/*
+ * 3.11 and later keep a thread's frames side by side on its data stack, the
+ * newest highest: one read of a frame's page, from the page's start up to
+ * the frame, holds the frames it called from on that page too (ten or more:
+ * one read where each frame took one, most of a PyTorch launch's walk).
+ * A frame on the C stack (3.12's entry frames, near sp) is read alone.
+ */
+#define PY_WIN 4096u
+#define PY_CSTACK_NEAR (8ull << 20)
+
 struct py_frame_buf {
-	__u8 b[PY_FRAME_MASK + 1 + 8]; /* masked offsets stay inside */
+	__u8 b[PY_FRAME_MASK + 1 + 8];            /* masked offsets stay inside */
+	__u8 win[PY_WIN + PY_FRAME_MASK + 1 + 8]; /* [win_base, win_base + win_len) */
 };
+
+struct py_win {
+	__u64 base, len; /* len 0: empty */
+	__u64 sp;        /* the launching thread's: its C stack lies above */
+	bool on;         /* frames on a data stack (3.11+), read by the page */
+};
+
+/*
+ * The first PY_FRAME_READ bytes of the frame at f, from the page window
+ * (read now when f is outside it) or read alone into fb->b; NULL when
+ * neither read worked.
+ */
+static __always_inline const __u8 *py_frame_bytes(struct py_frame_buf *fb, struct py_win *w,
+						  __u64 f)
+{
+	__u64 off = f - w->base;
+	__u32 len;
+
+	if (w->on && f >= w->base && off < PY_WIN && off + PY_FRAME_READ <= w->len)
+		return &fb->win[off & (PY_WIN - 1)];
+	if (w->on && !(f >= w->sp && f - w->sp < PY_CSTACK_NEAR)) {
+		len = (__u32)(f & (PY_WIN - 1)) + PY_FRAME_READ;
+		if (!bpf_probe_read_user(fb->win, len, (void *)(f & ~(__u64)(PY_WIN - 1)))) {
+			w->base = f & ~(__u64)(PY_WIN - 1);
+			w->len = len;
+			return &fb->win[f & (PY_WIN - 1)];
+		}
+		w->len = 0;
+	}
+	return bpf_probe_read_user(fb->b, PY_FRAME_READ, (void *)f) ? NULL : fb->b;
+}
 
 static __always_inline bool py_frame_bulk_ok(const struct gp_py_config *c)
 {
@@ -163,15 +205,17 @@ static __always_inline bool py_frame_bulk_ok(const struct gp_py_config *c)
 
 /* code, instr, entry byte and previous frame of the frame at f; 0 or -errno. */
 static __always_inline int py_frame_fields(const struct gp_py_config *c, struct py_frame_buf *fb,
-					   bool bulk, __u64 f, __u64 *code, __u64 *instr, __u64 *b,
-					   __u64 *prev)
+					   struct py_win *w, bool bulk, __u64 f, __u64 *code,
+					   __u64 *instr, __u64 *b, __u64 *prev)
 {
-	if (bulk && !bpf_probe_read_user(fb->b, PY_FRAME_READ, (void *)f)) {
-		*code = *(__u64 *)&fb->b[c->frame_code & PY_FRAME_MASK];
-		*instr = c->instr_size == 8 ? *(__u64 *)&fb->b[c->frame_instr & PY_FRAME_MASK]
-					    : *(__u32 *)&fb->b[c->frame_instr & PY_FRAME_MASK];
-		*b = fb->b[c->frame_entry & PY_FRAME_MASK];
-		*prev = *(__u64 *)&fb->b[c->frame_previous & PY_FRAME_MASK];
+	const __u8 *p = bulk ? py_frame_bytes(fb, w, f) : NULL;
+
+	if (p) {
+		*code = *(__u64 *)&p[c->frame_code & PY_FRAME_MASK];
+		*instr = c->instr_size == 8 ? *(__u64 *)&p[c->frame_instr & PY_FRAME_MASK]
+					    : *(__u32 *)&p[c->frame_instr & PY_FRAME_MASK];
+		*b = p[c->frame_entry & PY_FRAME_MASK];
+		*prev = *(__u64 *)&p[c->frame_previous & PY_FRAME_MASK];
 		return 0;
 	}
 	if (rd64(f + c->frame_code, code))
@@ -188,6 +232,7 @@ struct py_walk {
 	const struct gp_py_config *c;
 	struct gp_py_frame *out;
 	struct py_frame_buf *fb;
+	struct py_win w;
 	__u64 f;
 	__u32 n, status;
 	bool bulk;
@@ -208,7 +253,7 @@ static long py_walk_step(__u32 idx, void *arg)
 		x->status = GP_PY_WALK_TRUNCATED;
 		return 1;
 	}
-	err = py_frame_fields(c, x->fb, x->bulk, x->f, &code, &instr, &b, &prev);
+	err = py_frame_fields(c, x->fb, &x->w, x->bulk, x->f, &code, &instr, &b, &prev);
 	if (err == -1)
 		goto fault;
 	if (code & GP_PY_FRAME_FLAGS) {
@@ -243,13 +288,14 @@ fault:
 /*
  * Steps 3-4 into out[] (GP_PY_MAX_FRAMES of them); returns the number of
  * frames. status says why the walk stopped (gp_py_walk_status). fb: room to
- * read a frame into.
+ * read frames into; sp: the launching thread's stack pointer.
  */
 static __always_inline __u32 py_walk(const struct gp_py_config *c, __u32 tid, __u64 key,
-				     struct gp_py_frame *out, struct py_frame_buf *fb,
+				     struct gp_py_frame *out, struct py_frame_buf *fb, __u64 sp,
 				     __u32 *status)
 {
 	struct py_walk x = { .c = c, .out = out, .fb = fb, .bulk = py_frame_bulk_ok(c),
+			     .w = { .sp = sp, .on = c->version >= 0x030b0000 },
 			     .status = GP_PY_WALK_OK };
 	__u64 ts;
 

@@ -12,13 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 #include <linux/perf_event.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "user/bpf_ring.h"
 #include "user/launch_probe.h"
 #include "user/uprobe_multi.h"
 #include "shim/gp_abi.h"
@@ -92,9 +92,9 @@ struct attached_file {
 
 struct launch_probe {
 	struct launch_bpf *skel;
-	struct ring_buffer *rb;
-	const unsigned long *rb_consumer, *rb_producer; /* our own read-only views */
-	struct ring_buffer *rings_rb; /* shim rings made: polled by one other thread */
+	struct bpf_ring rb;           /* launch events */
+	struct bpf_ring rings_rb;     /* shim rings made: polled by one other thread */
+	bool rings_open;
 	ring_event_fn ring_fn;
 	void *ring_ctx;
 	struct bpf_link **links;
@@ -140,7 +140,7 @@ bool launch_probe__is_copy(__u32 probe)
 	return probe < GP_PROBE_MAX && probes[probe].copy;
 }
 
-static int on_event(void *ctx, void *data, size_t size)
+static int on_event(void *ctx, const void *data, size_t size)
 {
 	struct launch_probe *lp = ctx;
 	int err;
@@ -160,7 +160,7 @@ static bool is_pow2(__u64 v)
 	return v && !(v & (v - 1));
 }
 
-static int on_ring(void *ctx, void *data, size_t size)
+static int on_ring(void *ctx, const void *data, size_t size)
 {
 	struct launch_probe *lp = ctx;
 
@@ -209,9 +209,14 @@ static void attach_ring_watch(struct launch_probe *lp)
 	sk->links.ring_make = attach_tracepoint(sk->progs.ring_make, "sys_enter_memfd_create");
 	if (sk->links.ring_make)
 		sk->links.ring_made = attach_tracepoint(sk->progs.ring_made, "sys_exit_memfd_create");
-	if (sk->links.ring_made)
-		lp->rings_rb = ring_buffer__new(bpf_map__fd(sk->maps.rings), on_ring, lp, NULL);
-	if (!lp->rings_rb) {
+	if (sk->links.ring_made) {
+		int err = bpf_ring__open(&lp->rings_rb, bpf_map__fd(sk->maps.rings),
+					 bpf_map__max_entries(sk->maps.rings));
+
+		lp->rings_open = !err;
+		errno = -err;
+	}
+	if (!lp->rings_open) {
 		int err = errno;
 
 		bpf_link__destroy(sk->links.ring_made);
@@ -253,36 +258,10 @@ static int load_skel(struct launch_probe *lp, const struct launch_probe_opts *op
 	return 0;
 }
 
-/*
- * The ring's consumer and producer pages, mapped read-only beside libbpf's
- * own mappings (libbpf 1.1 does not say where its ring stands).
- */
-static int map_positions(struct launch_probe *lp)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	int fd = bpf_map__fd(lp->skel->maps.events);
-	void *c, *p;
-
-	c = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
-	if (c == MAP_FAILED)
-		return -errno;
-	p = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, page);
-	if (p == MAP_FAILED) {
-		int err = -errno;
-
-		munmap(c, page);
-		return err;
-	}
-	lp->rb_consumer = c;
-	lp->rb_producer = p;
-	return 0;
-}
-
 void launch_probe__ring_positions(const struct launch_probe *lp, __u64 *ret_consumed,
 				  __u64 *ret_reserved)
 {
-	*ret_consumed = __atomic_load_n(lp->rb_consumer, __ATOMIC_ACQUIRE);
-	*ret_reserved = __atomic_load_n(lp->rb_producer, __ATOMIC_ACQUIRE);
+	bpf_ring__positions(&lp->rb, ret_consumed, ret_reserved);
 }
 
 int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe **ret_lp)
@@ -316,14 +295,10 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 	if (err)
 		goto err_destroy;
 	attach_ring_watch(lp);
-	lp->rb = ring_buffer__new(bpf_map__fd(lp->skel->maps.events), on_event, lp, NULL);
-	if (!lp->rb) {
-		err = -errno ? -errno : -ENOMEM;
-		goto err_destroy;
-	}
-	err = map_positions(lp);
+	err = bpf_ring__open(&lp->rb, bpf_map__fd(lp->skel->maps.events), opts->ringbuf_bytes);
 	if (err) {
-		ring_buffer__free(lp->rb);
+		if (lp->rings_open)
+			bpf_ring__close(&lp->rings_rb);
 		goto err_destroy;
 	}
 	*ret_lp = lp;
@@ -539,11 +514,8 @@ int launch_probe__poll(struct launch_probe *lp, int timeout_ms, launch_event_fn 
 	lp->fn = fn;
 	lp->fn_ctx = ctx;
 	lp->fn_err = 0;
-	err = ring_buffer__poll(lp->rb, timeout_ms);
-	if (err < 0 && err != -EINTR)
-		return lp->fn_err ? lp->fn_err : err;
-	/* Events submitted without a wakeup wait for us: take them all. */
-	err = ring_buffer__consume(lp->rb);
+	/* Events submitted without a wakeup wait for the timeout: then all are taken. */
+	err = bpf_ring__poll(&lp->rb, timeout_ms, on_event, lp);
 	if (err < 0)
 		return lp->fn_err ? lp->fn_err : err;
 	return 0;
@@ -551,19 +523,19 @@ int launch_probe__poll(struct launch_probe *lp, int timeout_ms, launch_event_fn 
 
 bool launch_probe__watches_rings(const struct launch_probe *lp)
 {
-	return lp->rings_rb != NULL;
+	return lp->rings_open;
 }
 
 int launch_probe__poll_rings(struct launch_probe *lp, int timeout_ms, ring_event_fn fn, void *ctx)
 {
 	int err;
 
-	if (!lp->rings_rb)
+	if (!lp->rings_open)
 		return -ENOTSUP;
 	lp->ring_fn = fn;
 	lp->ring_ctx = ctx;
-	err = ring_buffer__poll(lp->rings_rb, timeout_ms);
-	return err < 0 && err != -EINTR ? err : 0;
+	err = bpf_ring__poll(&lp->rings_rb, timeout_ms, on_ring, lp);
+	return err < 0 ? err : 0;
 }
 
 int launch_probe__counters(struct launch_probe *lp, __u64 ret_counters[GP_BPF_COUNTER_MAX])
@@ -643,10 +615,9 @@ void launch_probe__destroy(struct launch_probe *lp)
 {
 	if (!lp)
 		return;
-	ring_buffer__free(lp->rb);
-	munmap((void *)lp->rb_consumer, sysconf(_SC_PAGESIZE));
-	munmap((void *)lp->rb_producer, sysconf(_SC_PAGESIZE));
-	ring_buffer__free(lp->rings_rb);
+	bpf_ring__close(&lp->rb);
+	if (lp->rings_open)
+		bpf_ring__close(&lp->rings_rb);
 	detach_links(lp->links, lp->nr_links);
 	free(lp->links);
 	for (unsigned i = 0; i < MAX_FILES; i++)

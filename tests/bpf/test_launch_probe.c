@@ -451,6 +451,69 @@ static void test_a_new_copy_size_filter_or_python_applies_from_the_next_launch(v
 	launch_probe__destroy(lp);
 }
 
+struct whole {
+	unsigned events, whole;
+};
+
+/*
+ * A record is whole when its copy ends with what the stack holds there now:
+ * the frames above the test function's did not change meanwhile.
+ */
+static int on_whole_event(void *ctx, const struct gp_launch_event *e, size_t size)
+{
+	struct whole *w = ctx;
+	__u64 base = GP_STACK_COPY_BASE(e->sp), last;
+
+	if (e->pid != (__u32)getpid() || e->probe != GP_PROBE_LAUNCH_KERNEL)
+		return 0;
+	w->events++;
+	if (!e->stack_len || size != GP_LAUNCH_EVENT_HDR + 16ull * e->nr_py + e->stack_len ||
+	    e->func != 0x1234 || e->grid[0] != 3 || e->block[0] != 128)
+		return 0;
+	memcpy(&last, (const char *)e + size - sizeof(last), sizeof(last));
+	w->whole += last == *(const __u64 *)(uintptr_t)(base + e->stack_len - sizeof(last));
+	return 0;
+}
+
+/*
+ * The reader maps the ring's data once: a record that runs past its end is
+ * put together from the end and the start. 2 KiB copies in a 16 KiB ring,
+ * read every two launches: the records wrap around it many times.
+ */
+static void test_records_that_run_past_the_rings_end_arrive_whole(void **state)
+{
+	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 16 << 10,
+				       .wakeup_bytes = 1 << 20, .stack_copy = 2 << 10 };
+	struct launch_attach_result res;
+	struct launch_probe *lp = NULL;
+	struct whole w = { 0 };
+	__u64 ctr[GP_BPF_COUNTER_MAX], consumed, reserved;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	(void)state;
+	assert_true(n > 0);
+	exe[n] = 0;
+	assert_int_equal(launch_probe__open(&o, &lp), 0);
+	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
+	assert_int_equal(launch_probe__follow(lp, getpid()), 0);
+	for (int i = 0; i < 100; i++) {
+		launch_once();
+		if (i % 2)
+			assert_int_equal(launch_probe__poll(lp, 0, on_whole_event, &w), 0);
+	}
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	launch_probe__ring_positions(lp, &consumed, &reserved);
+	print_message("  %u of %u whole, %llu bytes through the ring\n", w.whole, w.events,
+		      (unsigned long long)consumed);
+	assert_int_equal(w.events, 100);
+	assert_int_equal(w.whole, 100);
+	assert_int_equal(consumed, reserved);
+	assert_true(consumed > 8 * (16 << 10)); /* eight laps or more */
+	assert_int_equal(ctr[GP_BPF_COPY_SKIPPED], 0);
+	launch_probe__destroy(lp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -461,6 +524,7 @@ int main(void)
 		cmocka_unit_test(test_a_stack_copy_starts_at_rsp_and_a_busy_ring_sends_events_without_one),
 		cmocka_unit_test(test_a_ring_past_its_wakeup_mark_wakes_its_reader),
 		cmocka_unit_test(test_a_new_copy_size_filter_or_python_applies_from_the_next_launch),
+		cmocka_unit_test(test_records_that_run_past_the_rings_end_arrive_whole),
 	};
 
 	int failed = cmocka_run_group_tests_name("default uprobes", tests, NULL, NULL);

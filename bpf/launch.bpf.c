@@ -67,8 +67,7 @@ struct task_memo {
 /* Scratch space: an event is too large for the BPF stack. */
 struct scratch {
 	struct gp_launch_event e;
-	struct gp_py_frame py[GP_PY_MAX_FRAMES];
-	struct py_frame_buf fb;
+	struct py_out pyo;     /* the Python frames follow e */
 	struct task_memo memo; /* when the thread's own could not be made */
 	__u32 copy;            /* this event's: the thread's copy size */
 	bool python;           /* and whether its process runs CPython */
@@ -309,8 +308,8 @@ static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u
 
 	if (head > sizeof(*e))
 		head = sizeof(*e);
-	if (pyb > sizeof(sc->py))
-		pyb = sizeof(sc->py);
+	if (pyb > sizeof(sc->pyo.py))
+		pyb = sizeof(sc->pyo.py);
 	if (bpf_ringbuf_reserve_dynptr(&events, head + pyb + copy, 0, &dp)) {
 		bpf_ringbuf_discard_dynptr(&dp, 0);
 		count(GP_BPF_RINGBUF_FULL);
@@ -318,7 +317,7 @@ static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u
 	}
 	bpf_dynptr_write(&dp, 0, e, head, 0);
 	if (pyb)
-		bpf_dynptr_write(&dp, head, sc->py, pyb, 0);
+		bpf_dynptr_write(&dp, head, sc->pyo.py, pyb, 0);
 	head += pyb;
 	ok = copy_block(&dp, head, copy, &off, base, 256 * 1024) && ok;
 	ok = copy_block(&dp, head, copy, &off, base, 128 * 1024) && ok;
@@ -371,11 +370,13 @@ static __always_inline __u32 python_frames(struct scratch *sc)
 		key = bpf_get_current_task_btf()->thread.fsbase;
 	else
 		key = e->ns_tid;
-	n = py_walk(c, e->tid, key, sc->py, &sc->fb, e->sp, &status);
+	n = py_walk(c, e->tid, key, &sc->pyo, e->sp);
+	status = sc->pyo.status;
 	/* No thread state, or one without frames (PyTorch gives its engine threads one). */
 	if (!n && (status == GP_PY_WALK_NO_THREAD || status == GP_PY_WALK_OK) &&
 	    c->tid_kind == GP_PY_TID_NATIVE && e->ns_tid != e->ns_pid) {
-		n = py_walk(c, e->pid, e->ns_pid, sc->py, &sc->fb, e->sp, &status);
+		n = py_walk(c, e->pid, e->ns_pid, &sc->pyo, e->sp);
+		status = sc->pyo.status;
 		e->flags |= GP_EV_F_PY_MAIN;
 	}
 	e->flags |= GP_EV_F_PY | (__u16)((status & 7) << GP_EV_PY_STATUS_SHIFT);

@@ -110,8 +110,10 @@ CRC_HELPER := $(BUILD)/gpuprobe-crc
 CRC_HELPER_SRCS := $(wildcard nvidia/helper/*.c)
 # What the loader's tables cost per file (tools/gpu/tables.sh runs it on the GPU machine).
 TABLE_COST := $(BUILD)/gpuprobe-table-cost
+# What the verifier does with the BPF programs at every loader start (root).
+VERIFIER_STATS := $(BUILD)/gpuprobe-verifier-stats
 ALL_TARGETS := $(LOADER) $(CRC_HELPER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS) $(NOFP) \
-	$(TABLE_COST)
+	$(TABLE_COST) $(VERIFIER_STATS)
 
 .PHONY: all static test test-bpf test-tsan test-asan check deps demo fuzz \
 	fuzz-smoke tools-check install clean cuda-check unit-tests bpf-tests soak
@@ -167,6 +169,10 @@ $(LOADER): $(call obj,$(USER_MAIN)) $(CORE_LIB)
 	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $^ $(LIBBPF_LIBS) $(SYS_LIBS)
 
 $(TABLE_COST): $(call obj,tools/table_cost.c) $(CORE_LIB)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $^ $(LIBBPF_LIBS) $(SYS_LIBS)
+
+$(VERIFIER_STATS): $(call obj,tools/verifier_stats.c)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $^ $(LIBBPF_LIBS) $(SYS_LIBS)
 

@@ -58,7 +58,7 @@ struct {
  * answers of which change a few times a run.
  */
 struct task_memo {
-	__u32 gen;  /* memo_gen + 1 when filled; 0: never */
+	__u32 gen;  /* memo_gen * 2 + 1 when filled (never 0); 0: never filled */
 	__u32 copy; /* the thread's copy size: its hint, or stack_copy */
 	__u8 followed, python;
 	__u8 pad[6];
@@ -144,7 +144,7 @@ struct {
 static __always_inline struct task_memo *thread_memo(struct task_struct *task, __u64 id,
 						     struct task_memo *spare)
 {
-	__u32 gen = *(volatile __u32 *)&memo_gen + 1, tgid = id >> 32, tid = (__u32)id;
+	__u32 gen = *(volatile __u32 *)&memo_gen << 1 | 1, tgid = id >> 32, tid = (__u32)id;
 	struct task_memo *m = bpf_task_storage_get(&task_memos, task, 0,
 						   BPF_LOCAL_STORAGE_GET_F_CREATE);
 	__u32 *hint;
@@ -375,7 +375,11 @@ static __always_inline __u32 python_frames(struct scratch *sc)
 	/* No thread state, or one without frames (PyTorch gives its engine threads one). */
 	if (!n && (status == GP_PY_WALK_NO_THREAD || status == GP_PY_WALK_OK) &&
 	    c->tid_kind == GP_PY_TID_NATIVE && e->ns_tid != e->ns_pid) {
-		n = py_walk(c, e->pid, e->ns_pid, &sc->pyo, e->sp);
+		/* Its entry frames lie on its own C stack: near its user sp. */
+		struct pt_regs *main_regs =
+			(struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()->group_leader);
+
+		n = py_walk(c, e->pid, e->ns_pid, &sc->pyo, main_regs ? main_regs->sp : 0);
 		status = sc->pyo.status;
 		e->flags |= GP_EV_F_PY_MAIN;
 	}

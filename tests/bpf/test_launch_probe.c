@@ -103,11 +103,9 @@ static int on_event(void *ctx, const struct gp_launch_event *e, size_t size)
 	return 0;
 }
 
-/* The probe attached to this binary's stand-ins, following this process. */
-static struct launch_probe *probe_self(void)
+/* The probe with options o attached to this binary's stand-ins, following this process. */
+static struct launch_probe *probe_self_with(const struct launch_probe_opts *o)
 {
-	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 64 << 20,
-				       .wakeup_bytes = 1 << 20 };
 	struct launch_attach_result res;
 	struct launch_probe *lp = NULL;
 	char exe[4096];
@@ -115,11 +113,19 @@ static struct launch_probe *probe_self(void)
 
 	assert_true(n > 0);
 	exe[n] = 0;
-	assert_int_equal(launch_probe__open(&o, &lp), 0);
+	assert_int_equal(launch_probe__open(o, &lp), 0);
 	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
 	assert_true(res.attached >= 2);
 	assert_int_equal(launch_probe__follow(lp, getpid()), 0);
 	return lp;
+}
+
+static struct launch_probe *probe_self(void)
+{
+	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 64 << 20,
+				       .wakeup_bytes = 1 << 20 };
+
+	return probe_self_with(&o);
 }
 
 /* THREADS threads of CALLS launches each, joined. */
@@ -288,19 +294,11 @@ static void test_a_stack_copy_starts_at_rsp_and_a_busy_ring_sends_events_without
 	/* 64 KiB ring, 16 KiB copies: past half full, copies stay behind. */
 	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 64 << 10,
 				       .wakeup_bytes = 1 << 20, .stack_copy = 16 << 10 };
-	struct launch_attach_result res;
-	struct launch_probe *lp = NULL;
+	struct launch_probe *lp = probe_self_with(&o);
 	struct copies c = { .site_lo = (uintptr_t)launch_once, .site_hi = (uintptr_t)launch_once + 256 };
 	__u64 ctr[GP_BPF_COUNTER_MAX];
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	(void)state;
-	assert_true(n > 0);
-	exe[n] = 0;
-	assert_int_equal(launch_probe__open(&o, &lp), 0);
-	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
-	assert_int_equal(launch_probe__follow(lp, getpid()), 0);
 	for (int i = 0; i < 40; i++) /* nothing drains meanwhile */
 		launch_once();
 	assert_int_equal(launch_probe__poll(lp, 20, on_copy_event, &c), 0);
@@ -347,19 +345,12 @@ static void test_a_ring_past_its_wakeup_mark_wakes_its_reader(void **state)
 	/* 20 events with copies of at least a chunk (512 bytes) pass a 4 KiB mark. */
 	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 1 << 20,
 				       .wakeup_bytes = 4 << 10, .stack_copy = 16 << 10 };
-	struct launch_attach_result res;
 	struct poller p = { .c = { .site_lo = (uintptr_t)launch_once,
 				   .site_hi = (uintptr_t)launch_once + 256 } };
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	pthread_t th;
 
 	(void)state;
-	assert_true(n > 0);
-	exe[n] = 0;
-	assert_int_equal(launch_probe__open(&o, &p.lp), 0);
-	assert_int_equal(launch_probe__attach_file(p.lp, exe, &res), 0);
-	assert_int_equal(launch_probe__follow(p.lp, getpid()), 0);
+	p.lp = probe_self_with(&o);
 	assert_int_equal(pthread_create(&th, NULL, poll_once, &p), 0);
 	usleep(200 * 1000); /* the reader is asleep in its poll by then */
 	for (int i = 0; i < 20; i++)
@@ -411,20 +402,12 @@ static void test_a_new_copy_size_filter_or_python_applies_from_the_next_launch(v
 	struct gp_py_config py = { .interp_head_addr = (__u64)(uintptr_t)&no_interpreters };
 	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 1 << 20,
 				       .wakeup_bytes = 1 << 20, .stack_copy = 16 << 10 };
-	struct launch_attach_result res;
-	struct launch_probe *lp = NULL;
+	struct launch_probe *lp = probe_self_with(&o);
 	struct lens l = { 0 };
 	__u64 ctr[GP_BPF_COUNTER_MAX];
 	__u32 tid = (__u32)syscall(SYS_gettid);
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	(void)state;
-	assert_true(n > 0);
-	exe[n] = 0;
-	assert_int_equal(launch_probe__open(&o, &lp), 0);
-	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
-	assert_int_equal(launch_probe__follow(lp, getpid()), 0);
 	launch_once();
 	assert_int_equal(launch_probe__set_copy_hint(lp, tid, GP_STACK_CHUNK), 0);
 	launch_once();
@@ -484,19 +467,11 @@ static void test_records_that_run_past_the_rings_end_arrive_whole(void **state)
 {
 	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 16 << 10,
 				       .wakeup_bytes = 1 << 20, .stack_copy = 2 << 10 };
-	struct launch_attach_result res;
-	struct launch_probe *lp = NULL;
+	struct launch_probe *lp = probe_self_with(&o);
 	struct whole w = { 0 };
 	__u64 ctr[GP_BPF_COUNTER_MAX], consumed, reserved;
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	(void)state;
-	assert_true(n > 0);
-	exe[n] = 0;
-	assert_int_equal(launch_probe__open(&o, &lp), 0);
-	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
-	assert_int_equal(launch_probe__follow(lp, getpid()), 0);
 	for (int i = 0; i < 100; i++) {
 		launch_once();
 		if (i % 2)

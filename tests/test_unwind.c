@@ -474,7 +474,7 @@ static void test_a_targets_memo_is_emptied_when_its_maps_are_read_again(void **s
 	struct cfi_rule r = { .cfa_base = CFI_BASE_RSP, .cfa_off = 16, .ra_off = -8 };
 	const struct cfi_table *table;
 	uint64_t bias;
-	__u64 hits, misses;
+	__u64 hits, misses, reread;
 
 	assert_int_equal(target_table__init(&tt), 0);
 	assert_int_equal(target_table__add(&tt, getpid(), 1, &t), 0);
@@ -487,11 +487,14 @@ static void test_a_targets_memo_is_emptied_when_its_maps_are_read_again(void **s
 	assert_int_not_equal(symbolizer__cfi(target__symbolizer(t), 16, &table, &bias), 0);
 	assert_ptr_equal(target__unwind_memo(t), memo);
 	assert_int_equal(unwind_memo__get(memo, 0x1234, &r), 0);
-	/* One answer, one miss: still counted once the target is gone. */
+	/* One answer, one miss, one re-read: still counted once the target is gone. */
+	target_table__memo_stats(&tt, &hits, &misses, &reread);
+	assert_int_equal(reread, 1);
 	target_table__remove(&tt, getpid());
-	target_table__memo_stats(&tt, &hits, &misses);
+	target_table__memo_stats(&tt, &hits, &misses, &reread);
 	assert_int_equal(hits, 1);
 	assert_int_equal(misses, 1);
+	assert_int_equal(reread, 1);
 	target_table__fini(&tt);
 }
 

@@ -97,7 +97,7 @@ void session__loader_line(struct session *s, FILE *f)
 	unsigned long helper_hwm_kib = 0;
 	pid_t helper = crc_engine__helper_pid(s->crc);
 	size_t sym_bytes, cfi_bytes;
-	__u64 memo_hits, memo_misses;
+	__u64 memo_hits, memo_misses, maps_reread;
 
 	if (getrusage(RUSAGE_SELF, &ru))
 		return;
@@ -109,15 +109,16 @@ void session__loader_line(struct session *s, FILE *f)
 	session__note_tables(s);
 	sym_bytes = s->peak_sym_bytes;
 	cfi_bytes = s->peak_cfi_bytes;
-	target_table__memo_stats(&s->tt, &memo_hits, &memo_misses);
+	target_table__memo_stats(&s->tt, &memo_hits, &memo_misses, &maps_reread);
 	fprintf(f, " copy_kib_mean=%.1f copy_sizes_grown=%llu shrunk=%llu queue_peak_mb=%.1f "
-		"queue_mb=%.1f syms_mb=%.1f cfi_mb=%.1f memo_hit_pct=%.1f",
+		"queue_mb=%.1f syms_mb=%.1f cfi_mb=%.1f memo_hit_pct=%.1f maps_reread=%llu",
 		s->copied_events ? s->copied_bytes / 1024.0 / s->copied_events : 0.0,
 		(unsigned long long)s->hints.grown, (unsigned long long)s->hints.shrunk,
 		s->pump.lp ? event_pump__peak_bytes(&s->pump) / 1048576.0 : 0.0,
 		s->pump.lp ? event_pump__resident_peak(&s->pump) / 1048576.0 : 0.0,
 		sym_bytes / 1048576.0, cfi_bytes / 1048576.0,
-		memo_hits + memo_misses ? 100.0 * memo_hits / (memo_hits + memo_misses) : 0.0);
+		memo_hits + memo_misses ? 100.0 * memo_hits / (memo_hits + memo_misses) : 0.0,
+		(unsigned long long)maps_reread);
 	if (helper > 0 && proc__usage(helper, &helper_cpu, &helper_hwm_kib))
 		helper_cpu = 0, helper_hwm_kib = 0;
 	fprintf(f, " helper_cpu_s=%.3f helper_rss_mb=%.1f\n", helper_cpu, helper_hwm_kib / 1024.0);

@@ -102,6 +102,7 @@ void target_table__remove(struct target_table *tt, pid_t pid)
 	unwind_memo__stats(tt->t[idx]->memo, &hits, &misses);
 	tt->memo_hits_gone += hits;
 	tt->memo_misses_gone += misses;
+	tt->maps_reread_gone += symbolizer__generation(tt->t[idx]->sym);
 	target__free(tt->t[idx]);
 	tt->n--;
 	if (idx != tt->n) {
@@ -125,16 +126,19 @@ struct symbolizer *target__symbolizer(struct target *t)
 	return t->sym;
 }
 
-void target_table__memo_stats(const struct target_table *tt, __u64 *ret_hits, __u64 *ret_misses)
+void target_table__memo_stats(const struct target_table *tt, __u64 *ret_hits, __u64 *ret_misses,
+			      __u64 *ret_maps_reread)
 {
 	__u64 hits, misses;
 
 	*ret_hits = tt->memo_hits_gone;
 	*ret_misses = tt->memo_misses_gone;
+	*ret_maps_reread = tt->maps_reread_gone;
 	for (size_t i = 0; i < tt->n; i++) {
 		unwind_memo__stats(tt->t[i]->memo, &hits, &misses);
 		*ret_hits += hits;
 		*ret_misses += misses;
+		*ret_maps_reread += symbolizer__generation(tt->t[i]->sym);
 	}
 }
 

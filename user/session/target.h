@@ -58,6 +58,7 @@ struct target_table {
 	size_t n, cap;
 	struct u64map by_pid;
 	__u64 memo_hits_gone, memo_misses_gone; /* of the targets removed */
+	__u64 maps_reread_gone;                 /* likewise */
 };
 
 int target_table__init(struct target_table *tt);
@@ -66,8 +67,12 @@ struct target *target_table__find(struct target_table *tt, pid_t pid);
 /* Creates the entry (reading comm, cgroup, namespace) or returns the existing one. */
 int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct target **ret_t);
 void target_table__remove(struct target_table *tt, pid_t pid);
-/* Rule memo lookups answered and not, over every target, removed ones too. */
-void target_table__memo_stats(const struct target_table *tt, __u64 *ret_hits, __u64 *ret_misses);
+/*
+ * Rule memo lookups answered and not, and how many times a target's maps
+ * were read again (each empties its memo), over every target, removed ones too.
+ */
+void target_table__memo_stats(const struct target_table *tt, __u64 *ret_hits, __u64 *ret_misses,
+			      __u64 *ret_maps_reread);
 
 struct symbolizer *target__symbolizer(struct target *t);
 

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <cmocka.h>
 
 #include "user/symbolize/elf_syms.h"
@@ -466,7 +467,28 @@ static void test_a_memo_answers_for_addresses_walked_before_with_the_same_frames
 	test_maps__free(cn.tm);
 }
 
-static void test_a_targets_memo_is_emptied_when_its_maps_are_read_again(void **state)
+/* A page of this test's own executable, mapped executable anew; MAP_FAILED on failure. */
+static void *map_exe_page(void)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	void *p;
+
+	assert_true(fd >= 0);
+	p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	close(fd);
+	assert_true(p != MAP_FAILED);
+	return p;
+}
+
+/*
+ * A miss reads the target's maps again (at most every 50 ms). What its walks
+ * learnt per code address stays when the re-read only found a new mapping
+ * (a library loaded, CPython's trampolines), and goes when one it knew had
+ * gone: gone_before_reread says which. Returns the memo's hits, misses and
+ * the re-reads counted, after the target is gone.
+ */
+static void memo_across_a_reread(bool gone_before_reread, __u64 *hits, __u64 *misses,
+				 __u64 *reread)
 {
 	struct target_table tt;
 	struct target *t;
@@ -474,28 +496,61 @@ static void test_a_targets_memo_is_emptied_when_its_maps_are_read_again(void **s
 	struct cfi_rule r = { .cfa_base = CFI_BASE_RSP, .cfa_off = 16, .ra_off = -8 };
 	const struct cfi_table *table;
 	uint64_t bias;
-	__u64 hits, misses, reread;
+	void *known = map_exe_page(), *added = NULL;
+	struct symbolized_frame frame;
 
 	assert_int_equal(target_table__init(&tt), 0);
 	assert_int_equal(target_table__add(&tt, getpid(), 1, &t), 0);
-	memo = target__unwind_memo(t);
+	memo = target__unwind_memo(t); /* reads the maps: known is in them */
 	assert_non_null(memo);
 	unwind_memo__put(memo, 0x1234, UNWIND_MEMO_RULE, &r);
 	assert_int_equal(unwind_memo__get(target__unwind_memo(t), 0x1234, &r), UNWIND_MEMO_RULE);
-	/* A miss reads the maps again (at most every 50 ms): what was learnt goes. */
+	assert_int_equal(symbolizer__lookup(target__symbolizer(t), (uint64_t)(uintptr_t)map_exe_page,
+					    &frame), 0);
+	assert_string_equal(frame.name, "map_exe_page");
+	if (gone_before_reread)
+		munmap(known, 4096);
+	else
+		added = map_exe_page();
 	usleep(60 * 1000);
 	assert_int_not_equal(symbolizer__cfi(target__symbolizer(t), 16, &table, &bias), 0);
 	assert_ptr_equal(target__unwind_memo(t), memo);
-	assert_int_equal(unwind_memo__get(memo, 0x1234, &r), 0);
-	/* One answer, one miss, one re-read: still counted once the target is gone. */
-	target_table__memo_stats(&tt, &hits, &misses, &reread);
-	assert_int_equal(reread, 1);
+	assert_int_equal(unwind_memo__get(memo, 0x1234, &r),
+			 gone_before_reread ? 0 : UNWIND_MEMO_RULE);
+	/* What was learnt of this binary's own text came along, to the right mapping. */
+	assert_int_equal(symbolizer__lookup(target__symbolizer(t), (uint64_t)(uintptr_t)map_exe_page,
+					    &frame), 0);
+	assert_string_equal(frame.name, "map_exe_page");
 	target_table__remove(&tt, getpid());
-	target_table__memo_stats(&tt, &hits, &misses, &reread);
+	target_table__memo_stats(&tt, hits, misses, reread);
+	target_table__fini(&tt);
+	if (!gone_before_reread) {
+		munmap(known, 4096);
+		munmap(added, 4096);
+	}
+}
+
+static void test_a_targets_memo_is_emptied_when_a_mapping_it_knew_went(void **state)
+{
+	__u64 hits, misses, reread;
+
+	(void)state;
+	memo_across_a_reread(true, &hits, &misses, &reread);
+	/* One answer, one miss, one re-read: still counted once the target is gone. */
 	assert_int_equal(hits, 1);
 	assert_int_equal(misses, 1);
 	assert_int_equal(reread, 1);
-	target_table__fini(&tt);
+}
+
+static void test_a_targets_memo_stays_when_a_reread_only_adds_mappings(void **state)
+{
+	__u64 hits, misses, reread;
+
+	(void)state;
+	memo_across_a_reread(false, &hits, &misses, &reread);
+	assert_int_equal(hits, 2);
+	assert_int_equal(misses, 0);
+	assert_int_equal(reread, 1);
 }
 
 static void test_short_stack_copy_ends_the_walk_with_correct_frames_only(void **state)
@@ -1525,7 +1580,8 @@ int main(void)
 		cmocka_unit_test(test_chain_without_frame_pointers_unwinds_through_main_to_start),
 		cmocka_unit_test(test_chain_in_a_pthread_unwinds_to_the_thread_start_in_libc),
 		cmocka_unit_test(test_a_memo_answers_for_addresses_walked_before_with_the_same_frames),
-		cmocka_unit_test(test_a_targets_memo_is_emptied_when_its_maps_are_read_again),
+		cmocka_unit_test(test_a_targets_memo_is_emptied_when_a_mapping_it_knew_went),
+		cmocka_unit_test(test_a_targets_memo_stays_when_a_reread_only_adds_mappings),
 		cmocka_unit_test(test_short_stack_copy_ends_the_walk_with_correct_frames_only),
 		cmocka_unit_test(test_rules_of_this_binary_match_the_assembly_prologue),
 		cmocka_unit_test(test_real_libraries_on_demand_match_whole),

@@ -145,7 +145,7 @@ void target_table__memo_stats(const struct target_table *tt, __u64 *ret_hits, __
 struct unwind_memo *target__unwind_memo(struct target *t)
 {
 	struct symbolizer *sym = target__symbolizer(t);
-	unsigned long gen = symbolizer__generation(sym);
+	unsigned long gen = symbolizer__moved(sym);
 
 	if (!sym)
 		return NULL;

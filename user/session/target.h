@@ -26,7 +26,7 @@ struct target {
 	bool shm_fd_its_own;       /* shm_fd: made by this process (memfd_create seen) */
 	struct u64map names;       /* string-table offset -> profile-independent name id */
 	struct symbolizer *sym;
-	struct unwind_memo *memo;  /* rules by code address, for sym's maps as read memo_gen times */
+	struct unwind_memo *memo;  /* rules by code address, while symbolizer__moved is memo_gen */
 	unsigned long memo_gen;
 	struct pycode_cache *py;   /* its CPython's code objects, once detected */
 	__u32 py_entry_kind;       /* enum gp_py_entry_kind of that CPython */
@@ -49,7 +49,8 @@ struct target {
 
 /*
  * Its stack walks' rule memo (created on first use), emptied whenever its
- * maps were read again since; NULL without a symbolizer or memory.
+ * maps were read again since and a mapping had gone or changed; NULL
+ * without a symbolizer or memory.
  */
 struct unwind_memo *target__unwind_memo(struct target *t);
 

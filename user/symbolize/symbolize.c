@@ -141,10 +141,48 @@ static void symbolize_pid__drop_maps(struct symbolize_pid *sp)
 	sp->perfmap_tried = false;
 }
 
-int symbolize_pid__refresh(struct symbolize_pid *sp)
+static bool same_map(const struct proc_map *a, const struct proc_map *b)
+{
+	return a->start == b->start && a->end == b->end && a->offset == b->offset &&
+	       a->dev == b->dev && a->inode == b->inode && a->kind == b->kind &&
+	       a->deleted == b->deleted && !strcmp(a->path, b->path);
+}
+
+/*
+ * Moves what was learnt of each mapping still there, unchanged, to its
+ * place among the new maps (both in address order); true when every old
+ * mapping still is: the re-read only added mappings.
+ */
+static bool carry_over(struct symbolize_pid *sp, const struct proc_maps *maps,
+		       struct map_elf *elfs)
+{
+	size_t n_old = sp->maps ? proc_maps__count(sp->maps) : 0, n_new = proc_maps__count(maps);
+	size_t j = 0;
+	bool kept = sp->maps != NULL;
+
+	for (size_t i = 0; i < n_old; i++) {
+		const struct proc_map *o = proc_maps__at(sp->maps, i);
+
+		while (j < n_new && proc_maps__at(maps, j)->start < o->start)
+			j++;
+		if (j == n_new || !same_map(o, proc_maps__at(maps, j))) {
+			kept = false;
+			continue;
+		}
+		if (sp->elfs) {
+			elfs[j] = sp->elfs[i];
+			memset(&sp->elfs[i], 0, sizeof(sp->elfs[i]));
+		}
+		j++;
+	}
+	return kept;
+}
+
+int symbolize_pid__refresh(struct symbolize_pid *sp, bool *ret_kept)
 {
 	struct proc_maps *maps;
 	struct map_elf *elfs;
+	bool kept;
 	int err;
 
 	if (!sp)
@@ -157,9 +195,12 @@ int symbolize_pid__refresh(struct symbolize_pid *sp)
 		proc_maps__destroy(maps);
 		return -ENOMEM;
 	}
+	kept = carry_over(sp, maps, elfs);
 	symbolize_pid__drop_maps(sp);
 	sp->maps = maps;
 	sp->elfs = elfs;
+	if (ret_kept)
+		*ret_kept = kept;
 	return 0;
 }
 
@@ -190,7 +231,7 @@ int symbolize__pid_new(struct symbolize *s, pid_t pid, const char *root,
 		err = -errno;
 		goto err_free;
 	}
-	err = symbolize_pid__refresh(sp);
+	err = symbolize_pid__refresh(sp, NULL);
 	if (err)
 		goto err_close_root;
 	*ret_sp = sp;
@@ -433,6 +474,7 @@ struct symbolizer {
 	struct symbolize_pid *sp;
 	struct timespec refreshed; /* last re-read of the maps */
 	unsigned long generation;  /* maps read again this many times */
+	unsigned long moved;       /* of those, the ones that found a mapping gone or changed */
 };
 
 /* Re-reading maps costs a /proc read: at most once per 50 ms per process. */
@@ -452,9 +494,12 @@ static bool symbolizer__may_refresh(struct symbolizer *sym)
 /* Reads the maps again, at most every 50 ms: true when they were. */
 static bool symbolizer__refresh(struct symbolizer *sym)
 {
-	if (!symbolizer__may_refresh(sym) || symbolize_pid__refresh(sym->sp))
+	bool kept;
+
+	if (!symbolizer__may_refresh(sym) || symbolize_pid__refresh(sym->sp, &kept))
 		return false;
 	sym->generation++;
+	sym->moved += !kept;
 	return true;
 }
 
@@ -524,6 +569,11 @@ int symbolizer__cfi(struct symbolizer *sym, uint64_t addr, const struct cfi_tabl
 unsigned long symbolizer__generation(const struct symbolizer *sym)
 {
 	return sym ? sym->generation : 0;
+}
+
+unsigned long symbolizer__moved(const struct symbolizer *sym)
+{
+	return sym ? sym->moved : 0;
 }
 
 int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,

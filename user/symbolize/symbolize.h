@@ -41,8 +41,12 @@ void symbolize__stats(const struct symbolize *s, size_t *ret_sym_bytes, size_t *
 int symbolize__pid_new(struct symbolize *s, pid_t pid, const char *root,
 		       struct symbolize_pid **ret_sp);
 void symbolize_pid__destroy(struct symbolize_pid *sp);
-/* Re-reads the maps and drops the perf map (after dlopen, or new JIT code). */
-int symbolize_pid__refresh(struct symbolize_pid *sp);
+/*
+ * Re-reads the maps and drops the perf map (after dlopen, or new JIT code);
+ * what was learnt of each mapping still there unchanged is kept. *ret_kept
+ * (may be NULL): every mapping of before is still there.
+ */
+int symbolize_pid__refresh(struct symbolize_pid *sp, bool *ret_kept);
 /*
  * The unwinder's lookup (user/unwind/unwind.h's contract): -ENOENT outside
  * every executable mapping; else 0, the CFI table of the file mapped there
@@ -79,7 +83,13 @@ int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,
 /* symbolize_pid__cfi, reading the maps again (rate-limited) on a miss. */
 int symbolizer__cfi(struct symbolizer *sym, uint64_t addr, const struct cfi_table **ret_table,
 		    uint64_t *ret_bias);
-/* How many times the maps were read again: what was learnt from them before may be stale. */
+/* How many times the maps were read again. */
 unsigned long symbolizer__generation(const struct symbolizer *sym);
+/*
+ * How many of those re-reads found a mapping gone or changed: what was
+ * learnt per code address before one may be stale (not after one that only
+ * added mappings: a new library, CPython's trampolines, JIT code).
+ */
+unsigned long symbolizer__moved(const struct symbolizer *sym);
 
 #endif /* GP_SYMBOLIZE_SYMBOLIZE_H */

@@ -70,7 +70,7 @@ int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct targ
 void target_table__remove(struct target_table *tt, pid_t pid);
 /*
  * Rule memo lookups answered and not, and how many times a target's maps
- * were read again (each empties its memo), over every target, removed ones too.
+ * were read again, over every target, removed ones too.
  */
 void target_table__memo_stats(const struct target_table *tt, __u64 *ret_hits, __u64 *ret_misses,
 			      __u64 *ret_maps_reread);

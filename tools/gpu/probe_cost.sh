@@ -43,14 +43,7 @@ trap 'kill $idle 2>/dev/null' EXIT
 sleep 1
 res="$out/probe_cost.txt"; : >"$res"
 resb="$out/probe_cost_batch.txt"; : >"$resb"
-app_pin=() ldr_pin=()
-if [ -n "${PIN:-}" ]; then
-	core=$(lscpu -p=CPU,CORE | awk -F, -v c="$PIN" '$1==c {print $2}')
-	others=$(lscpu -p=CPU,CORE | awk -F, -v k="$core" '!/^#/ && $2 != k {printf "%s%s", s, $1; s = ","}')
-	[ -n "$core" ] && [ -n "$others" ] || { echo "probe_cost: PIN=$PIN: no such CPU" >&2; exit 2; }
-	app_pin=(taskset -c "$PIN") ldr_pin=(taskset -c "$others")
-	echo "probe_cost: workload on CPU $PIN (core $core), loaders on $others"
-fi
+. "$(dirname "$0")/pin.sh"
 prog="$out/prog_stats.txt"; : >"$prog"
 if [ "${PROG_STATS:-0}" = 1 ]; then
 	stats_was=$(sysctl -n kernel.bpf_stats_enabled)

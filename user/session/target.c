@@ -93,16 +93,25 @@ int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct targ
 	return 0;
 }
 
+/* Adds t's memo hits and misses and its maps' re-reads to the three sums. */
+static void target__add_stats(const struct target *t, __u64 *hits, __u64 *misses, __u64 *reread)
+{
+	__u64 h, m;
+
+	unwind_memo__stats(t->memo, &h, &m);
+	*hits += h;
+	*misses += m;
+	*reread += symbolizer__generation(t->sym);
+}
+
 void target_table__remove(struct target_table *tt, pid_t pid)
 {
-	__u64 idx, hits, misses;
+	__u64 idx;
 
 	if (!u64map__del(&tt->by_pid, (__u64)pid, &idx))
 		return;
-	unwind_memo__stats(tt->t[idx]->memo, &hits, &misses);
-	tt->memo_hits_gone += hits;
-	tt->memo_misses_gone += misses;
-	tt->maps_reread_gone += symbolizer__generation(tt->t[idx]->sym);
+	target__add_stats(tt->t[idx], &tt->memo_hits_gone, &tt->memo_misses_gone,
+			  &tt->maps_reread_gone);
 	target__free(tt->t[idx]);
 	tt->n--;
 	if (idx != tt->n) {
@@ -129,17 +138,11 @@ struct symbolizer *target__symbolizer(struct target *t)
 void target_table__memo_stats(const struct target_table *tt, __u64 *ret_hits, __u64 *ret_misses,
 			      __u64 *ret_maps_reread)
 {
-	__u64 hits, misses;
-
 	*ret_hits = tt->memo_hits_gone;
 	*ret_misses = tt->memo_misses_gone;
 	*ret_maps_reread = tt->maps_reread_gone;
-	for (size_t i = 0; i < tt->n; i++) {
-		unwind_memo__stats(tt->t[i]->memo, &hits, &misses);
-		*ret_hits += hits;
-		*ret_misses += misses;
-		*ret_maps_reread += symbolizer__generation(tt->t[i]->sym);
-	}
+	for (size_t i = 0; i < tt->n; i++)
+		target__add_stats(tt->t[i], ret_hits, ret_misses, ret_maps_reread);
 }
 
 struct unwind_memo *target__unwind_memo(struct target *t)

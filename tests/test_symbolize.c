@@ -404,23 +404,35 @@ static void test_hostile_elf_images_are_refused_or_bounded(void **state)
 	free(img);
 }
 
+struct img_sym {
+	const char *name;
+	uint64_t addr, size;
+	int bind;
+};
+
 /*
- * An ELF image of n functions at 0x1000 + 16 i, 16 bytes each, whose names
- * ("fn_<i>_" padded with 'x' to name_len bytes) make a large string table:
- * ELF header, .symtab, .strtab, section headers.
+ * An ELF image holding the n function symbols given, in that order: ELF
+ * header, .symtab, .strtab (names in the same order), section headers.
  */
-static uint8_t *many_names_image(size_t n, size_t name_len, size_t *ret_len, size_t *ret_strtab)
+static uint8_t *symbols_image(const struct img_sym *syms, size_t n, size_t *ret_len,
+			      size_t *ret_strtab)
 {
 	size_t sym_off = sizeof(Elf64_Ehdr), str_off = sym_off + (n + 1) * sizeof(Elf64_Sym);
-	size_t str_len = 1 + n * (name_len + 1), sh_off = str_off + str_len, i;
-	size_t len = sh_off + 3 * sizeof(Elf64_Shdr);
-	uint8_t *img = calloc(1, len);
-	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
-	Elf64_Sym *sym = (Elf64_Sym *)(img + sym_off);
-	Elf64_Shdr *sh = (Elf64_Shdr *)(img + sh_off);
-	char *str = (char *)img + str_off;
+	size_t str_len = 1, sh_off, len, i, at = 1;
+	uint8_t *img;
+	Elf64_Ehdr *eh;
+	Elf64_Sym *sym;
+	Elf64_Shdr *sh;
 
+	for (i = 0; i < n; i++)
+		str_len += strlen(syms[i].name) + 1;
+	sh_off = str_off + str_len;
+	len = sh_off + 3 * sizeof(Elf64_Shdr);
+	img = calloc(1, len);
 	assert_non_null(img);
+	eh = (Elf64_Ehdr *)img;
+	sym = (Elf64_Sym *)(img + sym_off);
+	sh = (Elf64_Shdr *)(img + sh_off);
 	memcpy(eh->e_ident, ELFMAG, SELFMAG);
 	eh->e_ident[EI_CLASS] = ELFCLASS64;
 	eh->e_ident[EI_DATA] = ELFDATA2LSB;
@@ -433,19 +445,46 @@ static uint8_t *many_names_image(size_t n, size_t name_len, size_t *ret_len, siz
 	eh->e_shentsize = sizeof(Elf64_Shdr);
 	eh->e_shnum = 3;
 	for (i = 0; i < n; i++) {
-		char *name = str + 1 + i * (name_len + 1);
-		int w = snprintf(name, name_len + 1, "fn_%zu_", i);
-
-		memset(name + w, 'x', name_len - (size_t)w);
-		sym[i + 1] = (Elf64_Sym){ .st_name = (uint32_t)(name - str),
-					  .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC),
-					  .st_shndx = 1, .st_value = 0x1000 + 16 * i, .st_size = 16 };
+		memcpy(img + str_off + at, syms[i].name, strlen(syms[i].name));
+		sym[i + 1] = (Elf64_Sym){ .st_name = (uint32_t)at,
+					  .st_info = ELF64_ST_INFO(syms[i].bind, STT_FUNC),
+					  .st_shndx = 1, .st_value = syms[i].addr,
+					  .st_size = syms[i].size };
+		at += strlen(syms[i].name) + 1;
 	}
 	sh[1] = (Elf64_Shdr){ .sh_type = SHT_SYMTAB, .sh_offset = sym_off, .sh_link = 2,
 			      .sh_size = (n + 1) * sizeof(Elf64_Sym), .sh_entsize = sizeof(Elf64_Sym) };
 	sh[2] = (Elf64_Shdr){ .sh_type = SHT_STRTAB, .sh_offset = str_off, .sh_size = str_len };
 	*ret_len = len;
-	*ret_strtab = str_off;
+	if (ret_strtab)
+		*ret_strtab = str_off;
+	return img;
+}
+
+/*
+ * An ELF image of n functions at 0x1000 + 16 i, 16 bytes each, whose names
+ * ("fn_<i>_" padded with 'x' to name_len bytes) make a large string table.
+ */
+static uint8_t *many_names_image(size_t n, size_t name_len, size_t *ret_len, size_t *ret_strtab)
+{
+	struct img_sym *syms = calloc(n, sizeof(*syms));
+	char *names = malloc(n * (name_len + 1));
+	uint8_t *img;
+	size_t i;
+
+	assert_non_null(syms);
+	assert_non_null(names);
+	for (i = 0; i < n; i++) {
+		char *name = names + i * (name_len + 1);
+		int w = snprintf(name, name_len + 1, "fn_%zu_", i);
+
+		memset(name + w, 'x', name_len - (size_t)w);
+		name[name_len] = 0;
+		syms[i] = (struct img_sym){ name, 0x1000 + 16 * i, 16, STB_GLOBAL };
+	}
+	img = symbols_image(syms, n, ret_len, ret_strtab);
+	free(names);
+	free(syms);
 	return img;
 }
 
@@ -481,6 +520,58 @@ static void test_function_names_stay_in_the_file(void **state)
 		if (i % 13 == 0)
 			expect_name(s, i, name_len);
 	assert_true(elf_syms__bytes(s) < n * 16 + 512 * 1024);
+	elf_syms__put(s);
+	free(img);
+}
+
+static void expect_named(struct elf_syms *s, uint64_t addr, const char *want)
+{
+	const char *name;
+	uint64_t off;
+
+	assert_int_equal(elf_syms__lookup(s, addr, &name, &off), 0);
+	assert_string_equal(name, want);
+	assert_int_equal(off, 0);
+}
+
+/*
+ * Symbols in no order, at addresses that differ in every byte (the sort
+ * goes by the address's digits, low to high, and skips a digit all share),
+ * with aliases: of the names at one address the global one is kept, then
+ * the larger, then the first in the string table.
+ */
+static void test_symbols_are_found_whatever_their_order_and_aliases(void **state)
+{
+	enum { N = 3000 };
+	static char names[N][24];
+	struct img_sym syms[N + 7];
+	struct elf_syms *s;
+	size_t len, i, n = 0;
+	uint8_t *img;
+
+	for (i = 0; i < N; i++) {
+		/* A permutation of 0..N-1 spread over 48 bits: every byte differs somewhere. */
+		uint64_t k = (i * 1237) % N;
+
+		snprintf(names[i], sizeof(names[i]), "f%llu", (unsigned long long)k);
+		syms[n++] = (struct img_sym){ names[i], 0x10000 + (k << 32) + (k << 12) + 64 * k, 32,
+					      STB_GLOBAL };
+	}
+	syms[n++] = (struct img_sym){ "b_local", 0x500, 64, STB_LOCAL };
+	syms[n++] = (struct img_sym){ "z_global_unsized", 0x500, 0, STB_GLOBAL };
+	syms[n++] = (struct img_sym){ "c_global_big", 0x500, 48, STB_GLOBAL };
+	syms[n++] = (struct img_sym){ "a_global_small", 0x500, 16, STB_GLOBAL };
+	syms[n++] = (struct img_sym){ "first_in_strtab", 0x800, 16, STB_WEAK };
+	syms[n++] = (struct img_sym){ "second_in_strtab", 0x800, 16, STB_WEAK };
+	syms[n++] = (struct img_sym){ "only_local", 0x900, 16, STB_LOCAL };
+	img = symbols_image(syms, n, &len, NULL);
+	assert_int_equal(elf_syms__load_mem(img, len, &s), 0);
+	assert_int_equal(elf_syms__count(s), N + 3);
+	for (i = 0; i < N; i++)
+		expect_named(s, syms[i].addr, names[i]);
+	expect_named(s, 0x500, "c_global_big");
+	expect_named(s, 0x800, "first_in_strtab");
+	expect_named(s, 0x900, "only_local");
 	elf_syms__put(s);
 	free(img);
 }
@@ -624,6 +715,7 @@ int main(void)
 		cmocka_unit_test(test_elf_cache_refuses_a_link_out_of_the_root),
 		cmocka_unit_test(test_hostile_elf_images_are_refused_or_bounded),
 		cmocka_unit_test(test_function_names_stay_in_the_file),
+		cmocka_unit_test(test_symbols_are_found_whatever_their_order_and_aliases),
 		cmocka_unit_test(test_names_of_a_file_truncated_after_loading_are_not_found),
 		cmocka_unit_test(test_proc_maps_keep_executable_mappings_with_their_kinds),
 		cmocka_unit_test(test_cxx_names_are_demangled_and_others_pass_through),

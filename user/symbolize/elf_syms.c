@@ -201,21 +201,70 @@ static bool elf_sym__is_function(const Elf64_Sym *sym, uint64_t strtab_len)
 	       sym->st_value && sym->st_name && sym->st_name < strtab_len;
 }
 
-/* Sorted, one symbol per address (aliases add nothing to a lookup), sized to fit. */
+#define RADIX_BITS 11
+#define RADIX_MASK ((1u << RADIX_BITS) - 1)
+
+/*
+ * Sorts a[0..n) by address, stably, a digit of RADIX_BITS at a time from
+ * the lowest, through tmp (n entries); a digit every address shares (the
+ * high ones, mostly) costs one counting pass. Returns a or tmp, whichever
+ * holds the result. A library of 350,000 functions (libtorch_cpu) took
+ * qsort tens of ms at every loader start that named its frames.
+ */
+static struct elf_sym *sort_by_addr(struct elf_sym *a, struct elf_sym *tmp, size_t n)
+{
+	size_t count[RADIX_MASK + 1], i, at;
+	struct elf_sym *swap;
+
+	for (unsigned shift = 0; shift < 64; shift += RADIX_BITS) {
+		memset(count, 0, sizeof(count));
+		for (i = 0; i < n; i++)
+			count[(a[i].addr >> shift) & RADIX_MASK]++;
+		if (count[(a[0].addr >> shift) & RADIX_MASK] == n)
+			continue;
+		for (i = 0, at = 0; i <= RADIX_MASK; i++) {
+			size_t c = count[i];
+
+			count[i] = at;
+			at += c;
+		}
+		for (i = 0; i < n; i++)
+			tmp[count[(a[i].addr >> shift) & RADIX_MASK]++] = a[i];
+		swap = a;
+		a = tmp;
+		tmp = swap;
+	}
+	return a;
+}
+
+/*
+ * Sorted, one symbol per address (aliases add nothing to a lookup: of those
+ * at one address, the first by elf_sym__cmp), sized to fit.
+ */
 static void elf_syms__sort(struct elf_syms *s)
 {
-	size_t i, n = 0;
-	struct elf_sym *fit;
+	size_t i, j, best, n = 0;
+	struct elf_sym *fit, *tmp, *sorted;
 
 	if (!s->n_syms)
 		return;
-	qsort(s->syms, s->n_syms, sizeof(*s->syms), elf_sym__cmp);
-	for (i = 0; i < s->n_syms; i++) {
-		if (n && s->syms[n - 1].addr == s->syms[i].addr)
-			continue;
-		s->syms[n] = s->syms[i];
+	tmp = malloc(s->n_syms * sizeof(*tmp));
+	if (tmp) {
+		sorted = sort_by_addr(s->syms, tmp, s->n_syms);
+	} else {
+		qsort(s->syms, s->n_syms, sizeof(*s->syms), elf_sym__cmp);
+		sorted = s->syms;
+	}
+	/* Writing s->syms[n] with n <= i never overwrites an entry still to be read. */
+	for (i = 0; i < s->n_syms; i = j) {
+		best = i;
+		for (j = i + 1; j < s->n_syms && sorted[j].addr == sorted[i].addr; j++)
+			if (elf_sym__cmp(&sorted[j], &sorted[best]) < 0)
+				best = j;
+		s->syms[n] = sorted[best];
 		s->syms[n++].size &= ELF_SYM_SIZE_MAX;
 	}
+	free(tmp);
 	s->n_syms = n;
 	fit = n ? realloc(s->syms, n * sizeof(*s->syms)) : NULL;
 	if (fit)

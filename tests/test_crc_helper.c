@@ -77,6 +77,33 @@ static void test_the_helper_gives_cuptis_crc_for_each_cubin(void **state)
 	crc_helper__stop(h);
 }
 
+/*
+ * Cubins many times the request pipe (their pages are handed to the pipe,
+ * not copied): each answer is the CRC of what the buffer held during its
+ * call, though the buffer is rewritten at once for the next.
+ */
+static void test_large_cubins_pass_whole_and_as_they_were(void **state)
+{
+	size_t max = 5u << 20;
+	unsigned char *buf = malloc(max);
+	struct crc_helper *h;
+	__u64 crc;
+
+	(void)state;
+	assert_non_null(buf);
+	assert_int_equal(crc_helper__start(helper, cupti, &h), 0);
+	for (size_t n = 2u << 20; n <= max; n = n * 2 + (1u << 20)) {
+		for (unsigned round = 0; round < 2; round++) {
+			memset(buf, (int)(n >> 20) + (int)round * 101, n);
+			buf[n / 2] ^= 0x5a;
+			assert_int_equal(crc_helper__compute(h, buf, n, &crc), 0);
+			assert_int_equal(crc, crc32c(buf, n));
+		}
+	}
+	crc_helper__stop(h);
+	free(buf);
+}
+
 static void test_the_helper_runs_without_privileges_under_seccomp(void **state)
 {
 	struct crc_helper *h;
@@ -134,6 +161,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_the_helper_gives_cuptis_crc_for_each_cubin),
+		cmocka_unit_test(test_large_cubins_pass_whole_and_as_they_were),
 		cmocka_unit_test(test_the_helper_runs_without_privileges_under_seccomp),
 		cmocka_unit_test(test_a_cubin_that_makes_cupti_open_a_file_kills_only_the_helper),
 		cmocka_unit_test(test_a_cubin_that_makes_cupti_spin_times_out),

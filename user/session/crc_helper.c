@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 
 #define READY_MS 10000     /* loading libcupti */
 #define ANSWER_MS 5000     /* plus 1 ms per MiB of cubin */
+#define PIPE_BYTES (1 << 20) /* the request pipe: 16 wakeups a MiB of cubin, not 256 */
 
 struct crc_helper {
 	pid_t pid;
@@ -42,16 +44,29 @@ static __s64 ms_left(const struct timespec *deadline)
 	return (deadline->tv_sec - now.tv_sec) * 1000 + (deadline->tv_nsec - now.tv_nsec) / 1000000;
 }
 
-/* Moves len bytes through fd (non-blocking) before the deadline. */
-static int io_all(int fd, bool out, void *buf, size_t len, const struct timespec *deadline)
+enum io_how { IO_READ, IO_WRITE, IO_SPLICE };
+
+/*
+ * Moves len bytes through fd (non-blocking) before the deadline. IO_SPLICE
+ * hands the pipe the pages themselves (vmsplice: no copy in the loader;
+ * the caller keeps them unchanged until the helper has answered), and
+ * writes them where the kernel will not splice.
+ */
+static int io_all(int fd, enum io_how how, void *buf, size_t len, const struct timespec *deadline)
 {
-	struct pollfd p = { .fd = fd, .events = out ? POLLOUT : POLLIN };
+	struct pollfd p = { .fd = fd, .events = how == IO_READ ? POLLIN : POLLOUT };
 
 	for (size_t off = 0; off < len;) {
-		ssize_t n = out ? write(fd, (char *)buf + off, len - off)
-				: read(fd, (char *)buf + off, len - off);
+		struct iovec iov = { .iov_base = (char *)buf + off, .iov_len = len - off };
+		ssize_t n = how == IO_READ    ? read(fd, (char *)buf + off, len - off)
+			    : how == IO_WRITE ? write(fd, (char *)buf + off, len - off)
+					      : vmsplice(fd, &iov, 1, SPLICE_F_NONBLOCK);
 		__s64 left;
 
+		if (n < 0 && how == IO_SPLICE && (errno == EINVAL || errno == ENOSYS)) {
+			how = IO_WRITE;
+			continue;
+		}
 		if (n > 0) {
 			off += (size_t)n;
 			continue;
@@ -117,12 +132,13 @@ int crc_helper__start(const char *helper, const char *cupti, struct crc_helper *
 	}
 	close(req[0]);
 	close(ans[1]);
+	fcntl(req[1], F_SETPIPE_SZ, PIPE_BYTES); /* at the system's limit, or left as it is */
 	h->req_fd = req[1];
 	h->ans_fd = ans[0];
 	fcntl(h->req_fd, F_SETFL, O_NONBLOCK);
 	fcntl(h->ans_fd, F_SETFL, O_NONBLOCK);
 	deadline_in(&dl, READY_MS);
-	err = io_all(h->ans_fd, false, &a, sizeof(a), &dl);
+	err = io_all(h->ans_fd, IO_READ, &a, sizeof(a), &dl);
 	if (!err && a.status)
 		err = -EPROTO;
 	if (err) {
@@ -153,11 +169,11 @@ int crc_helper__compute(struct crc_helper *h, const void *cubin, size_t size, __
 	if (!h || !cubin || !size)
 		return -EINVAL;
 	deadline_in(&dl, ANSWER_MS + (__s64)(size >> 20));
-	err = io_all(h->req_fd, true, &len, sizeof(len), &dl);
+	err = io_all(h->req_fd, IO_WRITE, &len, sizeof(len), &dl);
 	if (!err)
-		err = io_all(h->req_fd, true, (void *)cubin, size, &dl);
+		err = io_all(h->req_fd, IO_SPLICE, (void *)cubin, size, &dl);
 	if (!err)
-		err = io_all(h->ans_fd, false, &a, sizeof(a), &dl);
+		err = io_all(h->ans_fd, IO_READ, &a, sizeof(a), &dl);
 	if (err)
 		return err == -ETIMEDOUT ? err : -EPIPE;
 	if (a.status)

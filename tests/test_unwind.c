@@ -498,6 +498,7 @@ static void memo_across_a_reread(bool gone_before_reread, __u64 *hits, __u64 *mi
 	uint64_t bias;
 	void *known = map_exe_page(), *added = NULL;
 	struct symbolized_frame frame;
+	struct target_stats ts;
 
 	assert_int_equal(target_table__init(&tt), 0);
 	assert_int_equal(target_table__add(&tt, getpid(), 1, &t), 0);
@@ -522,7 +523,10 @@ static void memo_across_a_reread(bool gone_before_reread, __u64 *hits, __u64 *mi
 					    &frame), 0);
 	assert_string_equal(frame.name, "map_exe_page");
 	target_table__remove(&tt, getpid());
-	target_table__memo_stats(&tt, hits, misses, reread);
+	target_table__stats(&tt, &ts);
+	*hits = ts.memo_hits;
+	*misses = ts.memo_misses;
+	*reread = ts.maps_reread;
 	target_table__fini(&tt);
 	if (!gone_before_reread) {
 		munmap(known, 4096);

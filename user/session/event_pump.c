@@ -109,6 +109,17 @@ int event_pump__start(struct event_pump *p, struct launch_probe *lp, size_t max_
 	return 0;
 }
 
+__u64 event_pump__cpu_ns(const struct event_pump *p)
+{
+	struct timespec t;
+	clockid_t cid;
+
+	if (!p->lp || !p->running || pthread_getcpuclockid(p->thread, &cid) ||
+	    clock_gettime(cid, &t))
+		return 0;
+	return (__u64)t.tv_sec * 1000000000ull + (__u64)t.tv_nsec;
+}
+
 void event_pump__stop(struct event_pump *p)
 {
 	if (!p->lp)

@@ -49,6 +49,8 @@ bool event_pump__reached(struct event_pump *p, __u64 mark);
  */
 int event_pump__drain(struct event_pump *p, int timeout_ms, launch_event_fn fn, void *ctx);
 size_t event_pump__peak_bytes(struct event_pump *p);
+/* CPU ns the pump's thread has used (0 when it does not run). */
+__u64 event_pump__cpu_ns(const struct event_pump *p);
 /* The most memory the queue held (pages written, not yet unmapped) since the last call. */
 size_t event_pump__resident_peak(struct event_pump *p);
 

@@ -86,9 +86,16 @@ void session__counters_line(struct session *s, FILE *f)
 		bpf[GP_BPF_NOTICES_LOST], s->events_bad, s->before_window);
 }
 
+static double tv_s(struct timeval tv)
+{
+	return tv.tv_sec + tv.tv_usec / 1e6;
+}
+
 /*
  * The loader's own cost, so benchmarks need no outside tool; the CRC
  * helper's, a process of its own, beside it (helper_*: 0 when none runs).
+ * Where its CPU went: user and kernel time (the verifier's and the BPF
+ * maps' at start are kernel time), the start stage, the event pump's thread.
  */
 void session__loader_line(struct session *s, FILE *f)
 {
@@ -97,11 +104,11 @@ void session__loader_line(struct session *s, FILE *f)
 	unsigned long helper_hwm_kib = 0;
 	pid_t helper = crc_engine__helper_pid(s->crc);
 	size_t sym_bytes, cfi_bytes;
-	__u64 memo_hits, memo_misses, maps_reread;
+	struct target_stats ts;
 
 	if (getrusage(RUSAGE_SELF, &ru))
 		return;
-	cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+	cpu = tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
 	fprintf(f, "loader: cpu_s=%.3f wall_s=%.3f cpu_share=%.2f%% max_rss_mb=%.1f stage_ms", cpu, wall,
 		wall > 0 ? 100.0 * cpu / wall : 0.0, ru.ru_maxrss / 1024.0);
 	for (int i = 0; i < STAGE_MAX; i++)
@@ -109,7 +116,7 @@ void session__loader_line(struct session *s, FILE *f)
 	session__note_tables(s);
 	sym_bytes = s->peak_sym_bytes;
 	cfi_bytes = s->peak_cfi_bytes;
-	target_table__memo_stats(&s->tt, &memo_hits, &memo_misses, &maps_reread);
+	target_table__stats(&s->tt, &ts);
 	fprintf(f, " copy_kib_mean=%.1f copy_sizes_grown=%llu shrunk=%llu queue_peak_mb=%.1f "
 		"queue_mb=%.1f syms_mb=%.1f cfi_mb=%.1f memo_hit_pct=%.1f maps_reread=%llu",
 		s->copied_events ? s->copied_bytes / 1024.0 / s->copied_events : 0.0,
@@ -117,8 +124,14 @@ void session__loader_line(struct session *s, FILE *f)
 		s->pump.lp ? event_pump__peak_bytes(&s->pump) / 1048576.0 : 0.0,
 		s->pump.lp ? event_pump__resident_peak(&s->pump) / 1048576.0 : 0.0,
 		sym_bytes / 1048576.0, cfi_bytes / 1048576.0,
-		memo_hits + memo_misses ? 100.0 * memo_hits / (memo_hits + memo_misses) : 0.0,
-		(unsigned long long)maps_reread);
+		ts.memo_hits + ts.memo_misses ? 100.0 * ts.memo_hits / (ts.memo_hits + ts.memo_misses)
+					      : 0.0,
+		(unsigned long long)ts.maps_reread);
+	fprintf(f, " cpu_user_s=%.3f cpu_sys_s=%.3f start_cpu_s=%.3f pump_cpu_s=%.3f unwind_ms=%.1f "
+		"lookups=%llu lookup_ms=%.1f settle_cpu_ms=%.1f",
+		tv_s(ru.ru_utime), tv_s(ru.ru_stime), s->start_cpu_ns / 1e9,
+		event_pump__cpu_ns(&s->pump) / 1e9, s->unwind_ns / 1e6,
+		(unsigned long long)ts.lookups, ts.lookup_ns / 1e6, s->settle_cpu_ns / 1e6);
 	if (helper > 0 && proc__usage(helper, &helper_cpu, &helper_hwm_kib))
 		helper_cpu = 0, helper_hwm_kib = 0;
 	fprintf(f, " helper_cpu_s=%.3f helper_rss_mb=%.1f\n", helper_cpu, helper_hwm_kib / 1024.0);

@@ -271,6 +271,7 @@ static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, siz
 	struct target *t;
 	__u32 stack_id = 0, need = 0;
 	bool is_new;
+	__u64 t0;
 
 	if (e->probe == GP_PROBE_SHM_RING) {
 		/* A ring was made: read the maps while the process lives, hold the ring. */
@@ -287,11 +288,13 @@ static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, siz
 		t->first_launch_ns = e->ts_ns;
 		python_setup(s, t, now_ns());
 	}
+	t0 = now_ns();
 	if (raw_stack__from_event(t, e, size, raw, &need)) {
 		s->events_bad++;
 		memset(raw, 0, sizeof(*raw) - sizeof(raw->w));
 		raw->pid = e->pid;
 	}
+	s->unwind_ns += now_ns() - t0;
 	if (e->stack_len) {
 		s->copied_bytes += e->stack_len;
 		s->copied_events++;
@@ -517,6 +520,7 @@ static void read_records(struct session *s, struct target *t, __u64 now)
 
 static void read_target(struct session *s, struct target *t, __u64 now)
 {
+	__u64 t0;
 	int err;
 
 	TIMED(s, STAGE_SHIM, err = try_open_shm(s, t, now));
@@ -529,7 +533,9 @@ static void read_target(struct session *s, struct target *t, __u64 now)
 			t->pid, t->comm);
 	}
 	TIMED(s, STAGE_SHIM, read_records(s, t, now));
+	t0 = thread_cpu_ns();
 	TIMED(s, STAGE_SETTLE, shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module, s));
+	s->settle_cpu_ns += thread_cpu_ns() - t0;
 	/* The BPF ring was drained before this: all of an exiting process is in. */
 	shm_reader__ack_exit(t->shm, shm_reader__exit_seq(t->shm));
 	shm_reader__heartbeat(t->shm, now, s->o->tick_ms);
@@ -1023,6 +1029,7 @@ int session__run(const struct gp_opts *o)
 	s.start_realtime_ns = realtime_ns();
 	s.probes_ns = s.start_ns;
 	TIMED(&s, STAGE_START, err = open_probe(&s) || start_threads(&s) || setup_targets(&s));
+	s.start_cpu_ns = process_cpu_ns();
 	if (err) {
 		session__fini(&s);
 		return 1;

@@ -58,6 +58,7 @@ struct session {
 	bool have_child;
 	__u64 start_ns, last_write_ns, next_scan_ns;
 	__u64 probes_ns;            /* when the initial probes were in place */
+	__u64 start_cpu_ns;         /* the process's CPU when the start stage ended */
 	__u64 start_realtime_ns;
 	__u64 last_stamp_s;         /* --interval: the second in the last name... */
 	unsigned int same_stamp;    /* ...and how many names before used it too */
@@ -75,6 +76,8 @@ struct session {
 	__u64 events_bad;              /* BPF events whose parts overran their size */
 	__u64 rings_missed;            /* shim rings seen made and gone before we held them */
 	__u64 stage_ns[STAGE_MAX];     /* where the loader's time goes (loader: line) */
+	__u64 unwind_ns;               /* of STAGE_EVENTS: the stack walks */
+	__u64 settle_cpu_ns;           /* of STAGE_SETTLE: CPU (the rest waits on the CRC helper) */
 	__u64 copied_bytes, copied_events; /* stack copies received (cfi) */
 	__u64 events_seen;             /* launch events handled */
 	__u64 quiet_events, quiet_since_ns; /* events_seen when the last quiet spell began */
@@ -82,12 +85,29 @@ struct session {
 	size_t peak_sym_bytes, peak_cfi_bytes; /* symbol and CFI tables, most held at a tick */
 };
 
-static inline __u64 now_ns(void)
+static inline __u64 clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (__u64)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static inline __u64 now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* CPU ns the loader's process has used, all threads. */
+static inline __u64 process_cpu_ns(void)
+{
+	return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+/* CPU ns the calling thread has used. */
+static inline __u64 thread_cpu_ns(void)
+{
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* report.c: the -v lines and the closing ones. */

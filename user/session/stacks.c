@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include "user/session/stacks.h"
 #include "user/session/target.h"
 #include "user/python/pycode.h"
@@ -16,12 +17,20 @@ size_t raw_stack__len(const struct raw_stack *r)
 	return offsetof(struct raw_stack, w) + 8ull * (r->n + 2ull * r->npy);
 }
 
+/* The walk's lookup on a memo miss: counted and timed (the loader: line). */
 static int cfi_lookup(void *ctx, __u64 ip, const struct cfi_table **ret_table, __u64 *ret_bias)
 {
-	struct symbolizer *sym = target__symbolizer(ctx);
+	struct target *t = ctx;
+	struct symbolizer *sym = target__symbolizer(t);
+	struct timespec t0, t1;
 	uint64_t bias;
-	int err = sym ? symbolizer__cfi(sym, ip, ret_table, &bias) : -ENOENT;
+	int err;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	err = sym ? symbolizer__cfi(sym, ip, ret_table, &bias) : -ENOENT;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	t->lookups++;
+	t->lookup_ns += (__u64)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
 	if (!err)
 		*ret_bias = bias;
 	return err;

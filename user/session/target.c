@@ -93,15 +93,17 @@ int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct targ
 	return 0;
 }
 
-/* Adds t's memo hits and misses and its maps' re-reads to the three sums. */
-static void target__add_stats(const struct target *t, __u64 *hits, __u64 *misses, __u64 *reread)
+/* Adds t's walk figures to the sums. */
+static void target__add_stats(const struct target *t, struct target_stats *sum)
 {
 	__u64 h, m;
 
 	unwind_memo__stats(t->memo, &h, &m);
-	*hits += h;
-	*misses += m;
-	*reread += symbolizer__generation(t->sym);
+	sum->memo_hits += h;
+	sum->memo_misses += m;
+	sum->maps_reread += symbolizer__generation(t->sym);
+	sum->lookups += t->lookups;
+	sum->lookup_ns += t->lookup_ns;
 }
 
 void target_table__remove(struct target_table *tt, pid_t pid)
@@ -110,8 +112,7 @@ void target_table__remove(struct target_table *tt, pid_t pid)
 
 	if (!u64map__del(&tt->by_pid, (__u64)pid, &idx))
 		return;
-	target__add_stats(tt->t[idx], &tt->memo_hits_gone, &tt->memo_misses_gone,
-			  &tt->maps_reread_gone);
+	target__add_stats(tt->t[idx], &tt->gone);
 	target__free(tt->t[idx]);
 	tt->n--;
 	if (idx != tt->n) {
@@ -135,14 +136,11 @@ struct symbolizer *target__symbolizer(struct target *t)
 	return t->sym;
 }
 
-void target_table__memo_stats(const struct target_table *tt, __u64 *ret_hits, __u64 *ret_misses,
-			      __u64 *ret_maps_reread)
+void target_table__stats(const struct target_table *tt, struct target_stats *ret)
 {
-	*ret_hits = tt->memo_hits_gone;
-	*ret_misses = tt->memo_misses_gone;
-	*ret_maps_reread = tt->maps_reread_gone;
+	*ret = tt->gone;
 	for (size_t i = 0; i < tt->n; i++)
-		target__add_stats(tt->t[i], ret_hits, ret_misses, ret_maps_reread);
+		target__add_stats(tt->t[i], ret);
 }
 
 struct unwind_memo *target__unwind_memo(struct target *t)

@@ -28,6 +28,7 @@ struct target {
 	struct symbolizer *sym;
 	struct unwind_memo *memo;  /* rules by code address, while symbolizer__moved is memo_gen */
 	unsigned long memo_gen;
+	__u64 lookups, lookup_ns;  /* the walks' mapping and CFI lookups (memo misses), their time */
 	struct pycode_cache *py;   /* its CPython's code objects, once detected */
 	__u32 py_entry_kind;       /* enum gp_py_entry_kind of that CPython */
 	__u64 py_next_try_ns;      /* detection retried until then (0: try now) */
@@ -54,12 +55,18 @@ struct target {
  */
 struct unwind_memo *target__unwind_memo(struct target *t);
 
+/* What the stack walks of targets cost: the loader: line's figures. */
+struct target_stats {
+	__u64 memo_hits, memo_misses; /* rule memo lookups answered and not */
+	__u64 maps_reread;            /* times a target's maps were read again */
+	__u64 lookups, lookup_ns;     /* mapping and CFI lookups (the misses), their time */
+};
+
 struct target_table {
 	struct target **t;
 	size_t n, cap;
 	struct u64map by_pid;
-	__u64 memo_hits_gone, memo_misses_gone; /* of the targets removed */
-	__u64 maps_reread_gone;                 /* likewise */
+	struct target_stats gone;  /* of the targets removed */
 };
 
 int target_table__init(struct target_table *tt);
@@ -68,12 +75,8 @@ struct target *target_table__find(struct target_table *tt, pid_t pid);
 /* Creates the entry (reading comm, cgroup, namespace) or returns the existing one. */
 int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct target **ret_t);
 void target_table__remove(struct target_table *tt, pid_t pid);
-/*
- * Rule memo lookups answered and not, and how many times a target's maps
- * were read again, over every target, removed ones too.
- */
-void target_table__memo_stats(const struct target_table *tt, __u64 *ret_hits, __u64 *ret_misses,
-			      __u64 *ret_maps_reread);
+/* The walks' figures over every target, removed ones too. */
+void target_table__stats(const struct target_table *tt, struct target_stats *ret);
 
 struct symbolizer *target__symbolizer(struct target *t);
 

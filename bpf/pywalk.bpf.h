@@ -248,8 +248,8 @@ struct py_walk_at {
  * One frame of step 4 into o->py[idx]; idx == GP_PY_MAX_FRAMES: more than
  * fit. 1 when the walk ends. A function of its own, verified once: as the
  * loop's callback body the verifier went through it about 70 times (15,000
- * of the program's 27,000 instructions processed at every loader start),
- * the walk's position differing at each pass.
+ * of the program's then 27,000 instructions processed at every loader
+ * start), the walk's position differing at each pass.
  */
 __noinline long py_walk_frame(const struct gp_py_config *c, struct py_out *o,
 			      struct py_walk_at *x, __u32 idx)
@@ -315,7 +315,8 @@ static long py_walk_step(__u32 idx, void *arg)
  * frames, o->status why the walk stopped; sp: the walked thread's user
  * stack pointer (0: not known). A function of its own, not inlined: the
  * verifier checks it once, not once for each of its two callers (40,000
- * instructions processed at every loader start inlined, 27,000 this way).
+ * instructions processed at every loader start inlined, 27,000 this way,
+ * 8,400 with the frame step a function too).
  */
 __noinline int py_walk(const struct gp_py_config *c, __u32 tid, __u64 key, struct py_out *o,
 		       __u64 sp)

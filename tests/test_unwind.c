@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <cmocka.h>
@@ -29,6 +30,7 @@
 #include "user/unwind/cfi.h"
 #include "user/unwind/unwind.h"
 #include "user/unwind/memo.h"
+#include "user/session/stacks.h"
 #include "user/session/target.h"
 #include "user/symbolize/symbolize.h"
 
@@ -555,6 +557,70 @@ static void test_a_targets_memo_stays_when_a_reread_only_adds_mappings(void **st
 	assert_int_equal(hits, 2);
 	assert_int_equal(misses, 0);
 	assert_int_equal(reread, 1);
+}
+
+static __u64 monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* A launch event at ip, its stack copy 64 zero bytes. */
+static struct gp_launch_event *entry_event(__u64 ip, __u64 ts, size_t *ret_size)
+{
+	size_t size = GP_LAUNCH_EVENT_HDR + 64;
+	struct gp_launch_event *e = calloc(1, size);
+
+	assert_non_null(e);
+	e->ts_ns = ts;
+	e->pid = (__u32)getpid();
+	e->tid = e->pid;
+	e->ip = ip;
+	e->sp = (__u64)(uintptr_t)e + 4096 * 16;
+	e->sp &= ~(__u64)(GP_STACK_CHUNK - 1);
+	e->stack_len = 64;
+	*ret_size = size;
+	return e;
+}
+
+/*
+ * A launch whose probed entry point lies in a mapping made after the
+ * target's maps were read, within the 50 ms between re-reads: the maps are
+ * older than the launch, so they are read again at once and the walk
+ * starts there (it stopped at once, "unmapped", before). An address in no
+ * mapping on a launch older than the maps costs no re-read.
+ */
+static void test_an_entry_point_mapped_after_the_maps_were_read_is_found(void **state)
+{
+	struct target_table tt;
+	struct target_stats ts;
+	struct raw_stack raw;
+	struct gp_launch_event *e;
+	struct target *t;
+	size_t size;
+	void *page;
+	__u64 read_ns;
+
+	(void)state;
+	assert_int_equal(target_table__init(&tt), 0);
+	assert_int_equal(target_table__add(&tt, getpid(), 1, &t), 0);
+	assert_non_null(target__unwind_memo(t)); /* reads the maps */
+	read_ns = monotonic_ns();
+	e = entry_event(0x1000, read_ns - 1000000, &size); /* older than the maps, unmapped */
+	assert_int_equal(raw_stack__from_event(t, e, size, &raw, NULL), 0);
+	assert_int_equal(raw.why, UNWIND_UNMAPPED);
+	free(e);
+	page = map_exe_page();
+	e = entry_event((__u64)(uintptr_t)page + 64, monotonic_ns(), &size);
+	assert_int_equal(raw_stack__from_event(t, e, size, &raw, NULL), 0);
+	assert_int_not_equal(raw.why, UNWIND_UNMAPPED);
+	free(e);
+	target_table__stats(&tt, &ts);
+	assert_int_equal(ts.maps_reread, 1);
+	target_table__fini(&tt);
+	munmap(page, 4096);
 }
 
 static void test_short_stack_copy_ends_the_walk_with_correct_frames_only(void **state)
@@ -1586,6 +1652,7 @@ int main(void)
 		cmocka_unit_test(test_a_memo_answers_for_addresses_walked_before_with_the_same_frames),
 		cmocka_unit_test(test_a_targets_memo_is_emptied_when_a_mapping_it_knew_went),
 		cmocka_unit_test(test_a_targets_memo_stays_when_a_reread_only_adds_mappings),
+		cmocka_unit_test(test_an_entry_point_mapped_after_the_maps_were_read_is_found),
 		cmocka_unit_test(test_short_stack_copy_ends_the_walk_with_correct_frames_only),
 		cmocka_unit_test(test_rules_of_this_binary_match_the_assembly_prologue),
 		cmocka_unit_test(test_real_libraries_on_demand_match_whole),

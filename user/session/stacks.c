@@ -36,6 +36,23 @@ static int cfi_lookup(void *ctx, __u64 ip, const struct cfi_table **ret_table, _
 	return err;
 }
 
+/*
+ * A walk that stopped at once, its first address in no mapping: when that
+ * is the probed entry point, it was mapped when the launch came, so maps
+ * that lack it were read before (a library loaded within the 50 ms between
+ * re-reads). True when it is in the maps now, read again if need be.
+ */
+static bool entry_point_found_again(struct target *t, const struct gp_launch_event *e)
+{
+	const struct cfi_table *table;
+	__u64 bias;
+	int err = cfi_lookup(t, e->ip, &table, &bias);
+
+	if (err == -ENOENT && symbolizer__refresh_if_older(target__symbolizer(t), e->ts_ns))
+		err = cfi_lookup(t, e->ip, &table, &bias);
+	return !err;
+}
+
 int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, size_t size,
 			  struct raw_stack *ret, __u32 *ret_need)
 {
@@ -65,6 +82,9 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 
 		n = t ? unwind_memo_walk(&regs, &st, cfi_lookup, t, target__unwind_memo(t), pcs,
 					 GP_MAX_STACK + 1, &why) : 0;
+		if (n == 1 && why == UNWIND_UNMAPPED && t && entry_point_found_again(t, e))
+			n = unwind_memo_walk(&regs, &st, cfi_lookup, t, target__unwind_memo(t), pcs,
+					     GP_MAX_STACK + 1, &why);
 		if (n < 1) {
 			n = 1;
 			why = UNWIND_UNMAPPED;

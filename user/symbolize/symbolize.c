@@ -491,16 +491,35 @@ static bool symbolizer__may_refresh(struct symbolizer *sym)
 	return true;
 }
 
-/* Reads the maps again, at most every 50 ms: true when they were. */
-static bool symbolizer__refresh(struct symbolizer *sym)
+static bool symbolizer__reread(struct symbolizer *sym)
 {
 	bool kept;
 
-	if (!symbolizer__may_refresh(sym) || symbolize_pid__refresh(sym->sp, &kept))
+	if (symbolize_pid__refresh(sym->sp, &kept))
 		return false;
 	sym->generation++;
 	sym->moved += !kept;
 	return true;
+}
+
+/* Reads the maps again, at most every 50 ms: true when they were. */
+static bool symbolizer__refresh(struct symbolizer *sym)
+{
+	return symbolizer__may_refresh(sym) && symbolizer__reread(sym);
+}
+
+bool symbolizer__refresh_if_older(struct symbolizer *sym, uint64_t ts_ns)
+{
+	uint64_t read_ns;
+
+	if (!sym)
+		return false;
+	/* refreshed is taken before each read begins: a read at or after ts_ns saw it. */
+	read_ns = (uint64_t)sym->refreshed.tv_sec * 1000000000ull + (uint64_t)sym->refreshed.tv_nsec;
+	if (read_ns >= ts_ns)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &sym->refreshed);
+	return symbolizer__reread(sym);
 }
 
 static struct symbolize *shared_symbolize;

@@ -83,6 +83,13 @@ int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,
 /* symbolize_pid__cfi, reading the maps again (rate-limited) on a miss. */
 int symbolizer__cfi(struct symbolizer *sym, uint64_t addr, const struct cfi_table **ret_table,
 		    uint64_t *ret_bias);
+/*
+ * Reads the maps again, whatever the rate limit, when they were last read
+ * before ts_ns (CLOCK_MONOTONIC): for an address known to have been mapped
+ * at ts_ns (a probed entry point, at the launch's time) that they lack.
+ * Once read after ts_ns they are not read again for it. True when read.
+ */
+bool symbolizer__refresh_if_older(struct symbolizer *sym, uint64_t ts_ns);
 /* How many times the maps were read again. */
 unsigned long symbolizer__generation(const struct symbolizer *sym);
 /*

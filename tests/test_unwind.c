@@ -469,6 +469,50 @@ static void test_a_memo_answers_for_addresses_walked_before_with_the_same_frames
 	test_maps__free(cn.tm);
 }
 
+/* The next code address after from (by 16) in the memo set of pc. */
+static __u64 same_set_after(__u64 pc, __u64 from)
+{
+	__u64 q = from + 16;
+
+	while (unwind_memo__set_of(q) != unwind_memo__set_of(pc))
+		q += 16;
+	return q;
+}
+
+/*
+ * Two addresses of one set are both kept (a walk through both, direct-
+ * mapped, missed twice every time); a third replaces the one used less
+ * recently; a second answer for an address replaces its own.
+ */
+static void test_the_memo_keeps_two_addresses_per_set_the_recent_ones(void **state)
+{
+	struct unwind_memo *memo = unwind_memo__new();
+	struct cfi_rule r1 = { .cfa_base = CFI_BASE_RSP, .cfa_off = 16, .ra_off = -8 };
+	struct cfi_rule r2 = { .cfa_base = CFI_BASE_RBP, .cfa_off = 16, .ra_off = -8 }, got;
+	__u64 a = 0x7f0000401230, p = same_set_after(a, a), q = same_set_after(a, p);
+
+	(void)state;
+	assert_non_null(memo);
+	unwind_memo__put(memo, a, UNWIND_MEMO_RULE, &r1);
+	unwind_memo__put(memo, p, UNWIND_MEMO_FP, NULL);
+	assert_int_equal(unwind_memo__get(memo, a, &got), UNWIND_MEMO_RULE);
+	assert_int_equal(got.cfa_base, CFI_BASE_RSP);
+	assert_int_equal(unwind_memo__get(memo, p, &got), UNWIND_MEMO_FP);
+	/* a used last: q takes p's room. */
+	assert_int_equal(unwind_memo__get(memo, a, &got), UNWIND_MEMO_RULE);
+	unwind_memo__put(memo, q, UNWIND_MEMO_FP, NULL);
+	assert_int_equal(unwind_memo__get(memo, p, &got), 0);
+	assert_int_equal(unwind_memo__get(memo, a, &got), UNWIND_MEMO_RULE);
+	assert_int_equal(unwind_memo__get(memo, q, &got), UNWIND_MEMO_FP);
+	/* A new answer for q replaces its own slot, not a's. */
+	unwind_memo__put(memo, q, UNWIND_MEMO_RULE, &r2);
+	assert_int_equal(unwind_memo__get(memo, a, &got), UNWIND_MEMO_RULE);
+	assert_int_equal(got.cfa_base, CFI_BASE_RSP);
+	assert_int_equal(unwind_memo__get(memo, q, &got), UNWIND_MEMO_RULE);
+	assert_int_equal(got.cfa_base, CFI_BASE_RBP);
+	unwind_memo__destroy(memo);
+}
+
 /* A page of this test's own executable, mapped executable anew; MAP_FAILED on failure. */
 static void *map_exe_page(void)
 {
@@ -590,7 +634,8 @@ static struct gp_launch_event *entry_event(__u64 ip, __u64 ts, size_t *ret_size)
  * target's maps were read, within the 50 ms between re-reads: the maps are
  * older than the launch, so they are read again at once and the walk
  * starts there (it stopped at once, "unmapped", before). An address in no
- * mapping on a launch older than the maps costs no re-read.
+ * mapping on a launch older than the maps costs no re-read; on a newer
+ * one, one re-read, which finds nothing: the next such launch waits.
  */
 static void test_an_entry_point_mapped_after_the_maps_were_read_is_found(void **state)
 {
@@ -619,6 +664,14 @@ static void test_an_entry_point_mapped_after_the_maps_were_read_is_found(void **
 	free(e);
 	target_table__stats(&tt, &ts);
 	assert_int_equal(ts.maps_reread, 1);
+	for (int i = 0; i < 3; i++) { /* garbage: one re-read, then none */
+		e = entry_event(0x1000, monotonic_ns(), &size);
+		assert_int_equal(raw_stack__from_event(t, e, size, &raw, NULL), 0);
+		assert_int_equal(raw.why, UNWIND_UNMAPPED);
+		free(e);
+	}
+	target_table__stats(&tt, &ts);
+	assert_int_equal(ts.maps_reread, 2);
 	target_table__fini(&tt);
 	munmap(page, 4096);
 }
@@ -1652,6 +1705,7 @@ int main(void)
 		cmocka_unit_test(test_a_memo_answers_for_addresses_walked_before_with_the_same_frames),
 		cmocka_unit_test(test_a_targets_memo_is_emptied_when_a_mapping_it_knew_went),
 		cmocka_unit_test(test_a_targets_memo_stays_when_a_reread_only_adds_mappings),
+		cmocka_unit_test(test_the_memo_keeps_two_addresses_per_set_the_recent_ones),
 		cmocka_unit_test(test_an_entry_point_mapped_after_the_maps_were_read_is_found),
 		cmocka_unit_test(test_short_stack_copy_ends_the_walk_with_correct_frames_only),
 		cmocka_unit_test(test_rules_of_this_binary_match_the_assembly_prologue),

@@ -36,21 +36,29 @@ static int cfi_lookup(void *ctx, __u64 ip, const struct cfi_table **ret_table, _
 	return err;
 }
 
-/*
- * A walk that stopped at once, its first address in no mapping: when that
- * is the probed entry point, it was mapped when the launch came, so maps
- * that lack it were read before (a library loaded within the 50 ms between
- * re-reads). True when it is in the maps now, read again if need be.
- */
-static bool entry_point_found_again(struct target *t, const struct gp_launch_event *e)
-{
-	const struct cfi_table *table;
-	__u64 bias;
-	int err = cfi_lookup(t, e->ip, &table, &bias);
+#define FORCED_REREAD_BACKOFF_NS (50 * 1000000ull)
 
-	if (err == -ENOENT && symbolizer__refresh_if_older(target__symbolizer(t), e->ts_ns))
-		err = cfi_lookup(t, e->ip, &table, &bias);
-	return !err;
+/*
+ * A walk that stopped at an address in no mapping: the entry point and its
+ * callers were mapped when the launch came, so maps read before it may
+ * just lack a library loaded since (cuDNN loads its engines at the first
+ * convolution, within the 50 ms between rate-limited re-reads). True when
+ * the maps were read again for it. After a forced re-read that did not
+ * help (a return address that is garbage), the next waits 50 ms.
+ */
+static bool maps_older_than(struct target *t, const struct gp_launch_event *e)
+{
+	struct timespec now;
+	__u64 now_ns;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	now_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
+	if (t->forced_useless_ns && now_ns - t->forced_useless_ns < FORCED_REREAD_BACKOFF_NS)
+		return false;
+	if (!symbolizer__refresh_if_older(target__symbolizer(t), e->ts_ns))
+		return false;
+	t->forced_useless_ns = now_ns; /* until the walk says otherwise */
+	return true;
 }
 
 int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, size_t size,
@@ -82,9 +90,12 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 
 		n = t ? unwind_memo_walk(&regs, &st, cfi_lookup, t, target__unwind_memo(t), pcs,
 					 GP_MAX_STACK + 1, &why) : 0;
-		if (n == 1 && why == UNWIND_UNMAPPED && t && entry_point_found_again(t, e))
+		if (why == UNWIND_UNMAPPED && t && maps_older_than(t, e)) {
 			n = unwind_memo_walk(&regs, &st, cfi_lookup, t, target__unwind_memo(t), pcs,
 					     GP_MAX_STACK + 1, &why);
+			if (why != UNWIND_UNMAPPED)
+				t->forced_useless_ns = 0;
+		}
 		if (n < 1) {
 			n = 1;
 			why = UNWIND_UNMAPPED;

@@ -29,6 +29,7 @@ struct target {
 	struct unwind_memo *memo;  /* rules by code address, while symbolizer__moved is memo_gen */
 	unsigned long memo_gen;
 	__u64 lookups, lookup_ns;  /* the walks' mapping and CFI lookups (memo misses), their time */
+	__u64 forced_useless_ns;   /* a forced maps re-read found nothing new then (stacks.c) */
 	struct pycode_cache *py;   /* its CPython's code objects, once detected */
 	__u32 py_entry_kind;       /* enum gp_py_entry_kind of that CPython */
 	__u64 py_next_try_ns;      /* detection retried until then (0: try now) */

@@ -85,9 +85,10 @@ int symbolizer__cfi(struct symbolizer *sym, uint64_t addr, const struct cfi_tabl
 		    uint64_t *ret_bias);
 /*
  * Reads the maps again, whatever the rate limit, when they were last read
- * before ts_ns (CLOCK_MONOTONIC): for an address known to have been mapped
- * at ts_ns (a probed entry point, at the launch's time) that they lack.
- * Once read after ts_ns they are not read again for it. True when read.
+ * before ts_ns (CLOCK_MONOTONIC): for an address that was mapped at ts_ns
+ * (a launch's entry point or return address, at the launch's time) that
+ * they lack. Once read after ts_ns they are not read again for it. True
+ * when read.
  */
 bool symbolizer__refresh_if_older(struct symbolizer *sym, uint64_t ts_ns);
 /* How many times the maps were read again. */

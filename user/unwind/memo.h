@@ -7,7 +7,10 @@
  * rule afresh is a search of the process's mappings and one of the file's
  * CFI table per frame.
  *
- * Direct-mapped and bounded: a colliding address replaces the older one.
+ * Bounded, two addresses per set (4,096 in all): a third address of a
+ * set replaces the one of the two used less recently. Direct-mapped, two
+ * addresses of one stack could share a slot and evict each other at every
+ * walk.
  * Only what the lookup says for the mappings it read is kept: the owner
  * resets the memo when it reads the process's mappings again.
  */
@@ -35,6 +38,8 @@ void unwind_memo__reset(struct unwind_memo *m);
 int unwind_memo__get(struct unwind_memo *m, __u64 pc, struct cfi_rule *ret_rule);
 void unwind_memo__put(struct unwind_memo *m, __u64 pc, enum unwind_memo_kind kind,
 		      const struct cfi_rule *rule);
+/* The set pc falls in (tests: which addresses compete for room). */
+unsigned unwind_memo__set_of(__u64 pc);
 /* Lookups answered and not answered, since the memo was made. */
 void unwind_memo__stats(const struct unwind_memo *m, __u64 *ret_hits, __u64 *ret_misses);
 

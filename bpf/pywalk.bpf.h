@@ -229,14 +229,7 @@ static __always_inline int py_frame_fields(const struct gp_py_config *c, struct 
 	return rd64(f + c->frame_previous, prev) ? -2 : 0;
 }
 
-/* What a walk fills: the frames, why it stopped, and room to read frames into. */
-struct py_out {
-	struct gp_py_frame py[GP_PY_MAX_FRAMES];
-	struct py_frame_buf fb;
-	__u32 status; /* gp_py_walk_status */
-};
-
-/* The walk's position: scalars only (a global function's memory holds no pointers). */
+/* The walk's position. */
 struct py_walk_at {
 	struct py_win w;
 	__u64 f;
@@ -245,20 +238,37 @@ struct py_walk_at {
 };
 
 /*
- * One frame of step 4 into o->py[idx]; idx == GP_PY_MAX_FRAMES: more than
- * fit. 1 when the walk ends. A function of its own, verified once: as the
- * loop's callback body the verifier went through it about 70 times (15,000
- * of the program's then 27,000 instructions processed at every loader
- * start), the walk's position differing at each pass.
+ * What a walk fills: the frames, why it stopped, and room to read frames
+ * into; and the walk's position, kept here, in the caller's memory, not in
+ * the loop's context on the stack: the verifier tracks what the stack
+ * holds, and went through the loop's body once for each position it could
+ * see there (about 70 times: 15,000 of the program's then 27,000
+ * instructions processed at every loader start); memory is unknown to it.
  */
-__noinline long py_walk_frame(const struct gp_py_config *c, struct py_out *o,
-			      struct py_walk_at *x, __u32 idx)
+struct py_out {
+	struct gp_py_frame py[GP_PY_MAX_FRAMES];
+	struct py_frame_buf fb;
+	__u32 status; /* gp_py_walk_status */
+	struct py_walk_at at;
+};
+
+struct py_walk {
+	const struct gp_py_config *c;
+	struct py_out *o;
+};
+
+/* One frame of step 4 into o->py[idx]; idx == GP_PY_MAX_FRAMES: more than fit. */
+static long py_walk_step(__u32 idx, void *arg)
 {
+	struct py_walk *ctx = arg;
+	const struct gp_py_config *c = ctx->c;
+	struct py_out *o = ctx->o;
+	struct py_walk_at *x = &o->at;
 	__u64 code = 0, instr = 0, b = 0, prev = 0;
 	__u32 i;
 	int err;
 
-	if (!c || !o || !x || !x->f)
+	if (!x->f)
 		return 1;
 	if (idx >= GP_PY_MAX_FRAMES) {
 		x->status = GP_PY_WALK_TRUNCATED;
@@ -296,53 +306,41 @@ fault:
 	return 1;
 }
 
-struct py_walk {
-	const struct gp_py_config *c;
-	struct py_out *o;
-	struct py_walk_at at;
-};
-
-/* The loop's callback: the frame's work is py_walk_frame's. */
-static long py_walk_step(__u32 idx, void *arg)
-{
-	struct py_walk *x = arg;
-
-	return py_walk_frame(x->c, x->o, &x->at, idx) ? 1 : 0;
-}
-
 /*
  * Steps 1-4 into o->py (GP_PY_MAX_FRAMES of them); returns the number of
  * frames, o->status why the walk stopped; sp: the walked thread's user
  * stack pointer (0: not known). A function of its own, not inlined: the
  * verifier checks it once, not once for each of its two callers (40,000
  * instructions processed at every loader start inlined, 27,000 this way,
- * 8,400 with the frame step a function too).
+ * 8,400 with the walk's position in o, see struct py_out).
  */
 __noinline int py_walk(const struct gp_py_config *c, __u32 tid, __u64 key, struct py_out *o,
 		       __u64 sp)
 {
-	struct py_walk x = { .c = c, .o = o, .at.status = GP_PY_WALK_OK };
+	struct py_walk x = { .c = c, .o = o };
 	__u32 status = GP_PY_WALK_OK;
 	__u64 ts;
 
 	if (!c || !o) /* the verifier sees a function's pointers as maybe NULL */
 		return 0;
-	x.at.bulk = py_frame_bulk_ok(c);
-	x.at.w.sp = sp;
-	x.at.w.on = c->version >= 0x030b0000;
+	__builtin_memset(&o->at, 0, sizeof(o->at));
+	o->at.status = GP_PY_WALK_OK;
+	o->at.bulk = py_frame_bulk_ok(c);
+	o->at.w.sp = sp;
+	o->at.w.on = c->version >= 0x030b0000;
 	ts = py_find_tstate(c, tid, key, &status);
 	if (!ts) {
 		o->status = status;
 		return 0;
 	}
-	if (rd64(ts + c->tstate_frame, &x.at.f))
+	if (rd64(ts + c->tstate_frame, &o->at.f))
 		goto fault;
-	if (c->cframe_current_frame != GP_PY_NO_OFFSET && x.at.f &&
-	    rd64(x.at.f + c->cframe_current_frame, &x.at.f))
+	if (c->cframe_current_frame != GP_PY_NO_OFFSET && o->at.f &&
+	    rd64(o->at.f + c->cframe_current_frame, &o->at.f))
 		goto fault;
 	bpf_loop(GP_PY_MAX_FRAMES + 1, py_walk_step, &x, 0);
-	o->status = x.at.status;
-	return x.at.n;
+	o->status = o->at.status;
+	return o->at.n;
 fault:
 	o->status = GP_PY_WALK_FAULT;
 	return 0;

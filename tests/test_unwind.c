@@ -611,11 +611,14 @@ static __u64 monotonic_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }
 
-/* A launch event at ip, its stack copy 64 zero bytes. */
+/*
+ * A launch event at ip, its stack copy 64 zero bytes (the struct's room is
+ * allocated whole: events sit inside larger blocks in the loader).
+ */
 static struct gp_launch_event *entry_event(__u64 ip, __u64 ts, size_t *ret_size)
 {
 	size_t size = GP_LAUNCH_EVENT_HDR + 64;
-	struct gp_launch_event *e = calloc(1, size);
+	struct gp_launch_event *e = calloc(1, sizeof(*e) + 64);
 
 	assert_non_null(e);
 	e->ts_ns = ts;

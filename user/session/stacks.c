@@ -46,7 +46,7 @@ static int cfi_lookup(void *ctx, __u64 ip, const struct cfi_table **ret_table, _
  * the maps were read again for it. After a forced re-read that did not
  * help (a return address that is garbage), the next waits 50 ms.
  */
-static bool maps_older_than(struct target *t, const struct gp_launch_event *e)
+static bool reread_maps_older_than(struct target *t, const struct gp_launch_event *e)
 {
 	struct timespec now;
 	__u64 now_ns;
@@ -90,7 +90,7 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 
 		n = t ? unwind_memo_walk(&regs, &st, cfi_lookup, t, target__unwind_memo(t), pcs,
 					 GP_MAX_STACK + 1, &why) : 0;
-		if (why == UNWIND_UNMAPPED && t && maps_older_than(t, e)) {
+		if (why == UNWIND_UNMAPPED && t && reread_maps_older_than(t, e)) {
 			n = unwind_memo_walk(&regs, &st, cfi_lookup, t, target__unwind_memo(t), pcs,
 					     GP_MAX_STACK + 1, &why);
 			if (why != UNWIND_UNMAPPED)

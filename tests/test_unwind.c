@@ -649,14 +649,14 @@ static void test_an_entry_point_mapped_after_the_maps_were_read_is_found(void **
 	struct target *t;
 	size_t size;
 	void *page;
-	__u64 read_ns;
+	__u64 t0 = monotonic_ns();
+	bool fast;
 
 	(void)state;
 	assert_int_equal(target_table__init(&tt), 0);
 	assert_int_equal(target_table__add(&tt, getpid(), 1, &t), 0);
-	assert_non_null(target__unwind_memo(t)); /* reads the maps */
-	read_ns = monotonic_ns();
-	e = entry_event(0x1000, read_ns - 1000000, &size); /* older than the maps, unmapped */
+	assert_non_null(target__unwind_memo(t)); /* its symbolizer, made now, reads the maps */
+	e = entry_event(0x1000, 1, &size); /* older than the maps, unmapped */
 	assert_int_equal(raw_stack__from_event(t, e, size, &raw, NULL), 0);
 	assert_int_equal(raw.why, UNWIND_UNMAPPED);
 	free(e);
@@ -665,8 +665,15 @@ static void test_an_entry_point_mapped_after_the_maps_were_read_is_found(void **
 	assert_int_equal(raw_stack__from_event(t, e, size, &raw, NULL), 0);
 	assert_int_not_equal(raw.why, UNWIND_UNMAPPED);
 	free(e);
+	/*
+	 * The counts hold when all of it ran within the 50 ms of the rate
+	 * limit and the backoff (a machine that stalls longer re-reads on
+	 * the rate-limited path too); the walks' results hold regardless.
+	 */
 	target_table__stats(&tt, &ts);
-	assert_int_equal(ts.maps_reread, 1);
+	fast = monotonic_ns() - t0 < 40000000ull;
+	if (fast)
+		assert_int_equal(ts.maps_reread, 1);
 	for (int i = 0; i < 3; i++) { /* garbage: one re-read, then none */
 		e = entry_event(0x1000, monotonic_ns(), &size);
 		assert_int_equal(raw_stack__from_event(t, e, size, &raw, NULL), 0);
@@ -674,7 +681,11 @@ static void test_an_entry_point_mapped_after_the_maps_were_read_is_found(void **
 		free(e);
 	}
 	target_table__stats(&tt, &ts);
-	assert_int_equal(ts.maps_reread, 2);
+	fast = fast && monotonic_ns() - t0 < 40000000ull;
+	if (fast)
+		assert_int_equal(ts.maps_reread, 2);
+	else
+		print_message("  slower than 40 ms: re-read counts not checked\n");
 	target_table__fini(&tt);
 	munmap(page, 4096);
 }

@@ -18,7 +18,7 @@
 
 #define READY_MS 10000     /* loading libcupti */
 #define ANSWER_MS 5000     /* plus 1 ms per MiB of cubin */
-#define PIPE_BYTES (1 << 20) /* the request pipe: 16 wakeups a MiB of cubin, not 256 */
+#define PIPE_BYTES (1 << 20) /* the request pipe: it fills once a MiB of cubin, not 16 times */
 
 struct crc_helper {
 	pid_t pid;
@@ -132,7 +132,7 @@ int crc_helper__start(const char *helper, const char *cupti, struct crc_helper *
 	}
 	close(req[0]);
 	close(ans[1]);
-	fcntl(req[1], F_SETPIPE_SZ, PIPE_BYTES); /* at the system's limit, or left as it is */
+	fcntl(req[1], F_SETPIPE_SZ, PIPE_BYTES); /* past the system's limits it fails: 64 KiB then */
 	h->req_fd = req[1];
 	h->ans_fd = ans[0];
 	fcntl(h->req_fd, F_SETFL, O_NONBLOCK);

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "user/session/event_pump.h"
+#include "user/util/clock.h"
 #include "user/util/thread.h"
 
 #define PUMP_POLL_MS 5       /* while events come */
@@ -111,13 +112,11 @@ int event_pump__start(struct event_pump *p, struct launch_probe *lp, size_t max_
 
 __u64 event_pump__cpu_ns(const struct event_pump *p)
 {
-	struct timespec t;
 	clockid_t cid;
 
-	if (!p->lp || !p->running || pthread_getcpuclockid(p->thread, &cid) ||
-	    clock_gettime(cid, &t))
+	if (!p->lp || !p->running || pthread_getcpuclockid(p->thread, &cid))
 		return 0;
-	return (__u64)t.tv_sec * 1000000000ull + (__u64)t.tv_nsec;
+	return clock_ns(cid);
 }
 
 void event_pump__stop(struct event_pump *p)

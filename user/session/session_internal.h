@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <time.h>
+#include "user/util/clock.h"
 #include "user/session/session.h"
 #include "user/session/launcher.h"
 #include "user/session/target.h"
@@ -84,14 +85,6 @@ struct session {
 	bool trimmed;                  /* the heap was trimmed in this quiet spell */
 	size_t peak_sym_bytes, peak_cfi_bytes; /* symbol and CFI tables, most held at a tick */
 };
-
-static inline __u64 clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (__u64)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
 
 static inline __u64 now_ns(void)
 {

@@ -3,11 +3,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include "user/session/stacks.h"
 #include "user/session/target.h"
 #include "user/python/pycode.h"
 #include "user/unwind/unwind.h"
+#include "user/util/clock.h"
 
 /* The frame CPython's evaluation loop runs Python frames in. */
 #define PY_EVAL_FRAME "_PyEval_EvalFrameDefault"
@@ -22,15 +22,13 @@ static int cfi_lookup(void *ctx, __u64 ip, const struct cfi_table **ret_table, _
 {
 	struct target *t = ctx;
 	struct symbolizer *sym = target__symbolizer(t);
-	struct timespec t0, t1;
+	__u64 t0 = clock_ns(CLOCK_MONOTONIC);
 	uint64_t bias;
 	int err;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	err = sym ? symbolizer__cfi(sym, ip, ret_table, &bias) : -ENOENT;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
 	t->lookups++;
-	t->lookup_ns += (__u64)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
+	t->lookup_ns += clock_ns(CLOCK_MONOTONIC) - t0;
 	if (!err)
 		*ret_bias = bias;
 	return err;
@@ -48,11 +46,8 @@ static int cfi_lookup(void *ctx, __u64 ip, const struct cfi_table **ret_table, _
  */
 static bool reread_maps_older_than(struct target *t, const struct gp_launch_event *e)
 {
-	struct timespec now;
-	__u64 now_ns;
+	__u64 now_ns = clock_ns(CLOCK_MONOTONIC);
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	now_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
 	if (t->forced_useless_ns && now_ns - t->forced_useless_ns < FORCED_REREAD_BACKOFF_NS)
 		return false;
 	if (!symbolizer__refresh_if_older(target__symbolizer(t), e->ts_ns))

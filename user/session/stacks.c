@@ -34,8 +34,6 @@ static int cfi_lookup(void *ctx, __u64 ip, const struct cfi_table **ret_table, _
 	return err;
 }
 
-#define FORCED_REREAD_BACKOFF_NS (50 * 1000000ull)
-
 /*
  * A walk that stopped at an address in no mapping: the entry point and its
  * callers were mapped when the launch came, so maps read before it may
@@ -48,7 +46,7 @@ static bool reread_maps_older_than(struct target *t, const struct gp_launch_even
 {
 	__u64 now_ns = clock_ns(CLOCK_MONOTONIC);
 
-	if (t->forced_useless_ns && now_ns - t->forced_useless_ns < FORCED_REREAD_BACKOFF_NS)
+	if (t->forced_useless_ns && now_ns - t->forced_useless_ns < SYMBOLIZE_REREAD_NS)
 		return false;
 	if (!symbolizer__refresh_if_older(target__symbolizer(t), e->ts_ns))
 		return false;

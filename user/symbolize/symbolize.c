@@ -15,6 +15,7 @@
 #include "user/symbolize/proc_maps.h"
 #include "user/symbolize/root_open.h"
 #include "user/unwind/cfi_cache.h"
+#include "user/util/clock.h"
 
 #include <errno.h>
 #include <time.h>
@@ -472,22 +473,19 @@ int symbolize_pid__lookup(struct symbolize_pid *sp, uint64_t addr,
 
 struct symbolizer {
 	struct symbolize_pid *sp;
-	struct timespec refreshed; /* last re-read of the maps */
+	uint64_t refreshed_ns;     /* when the last read of the maps began (CLOCK_MONOTONIC) */
 	unsigned long generation;  /* maps read again this many times */
 	unsigned long moved;       /* of those, the ones that found a mapping gone or changed */
 };
 
-/* Re-reading maps costs a /proc read: at most once per 50 ms per process. */
+/* Re-reading maps costs a /proc read: at most once per SYMBOLIZE_REREAD_NS per process. */
 static bool symbolizer__may_refresh(struct symbolizer *sym)
 {
-	struct timespec now;
-	long long ms;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ms = (now.tv_sec - sym->refreshed.tv_sec) * 1000LL + (now.tv_nsec - sym->refreshed.tv_nsec) / 1000000;
-	if (ms < 50)
+	if (now - sym->refreshed_ns < SYMBOLIZE_REREAD_NS)
 		return false;
-	sym->refreshed = now;
+	sym->refreshed_ns = now;
 	return true;
 }
 
@@ -510,15 +508,10 @@ static bool symbolizer__refresh(struct symbolizer *sym)
 
 bool symbolizer__refresh_if_older(struct symbolizer *sym, uint64_t ts_ns)
 {
-	uint64_t read_ns;
-
-	if (!sym)
+	/* Taken before each read begins: a read at or after ts_ns saw what was mapped then. */
+	if (!sym || sym->refreshed_ns >= ts_ns)
 		return false;
-	/* refreshed is taken before each read begins: a read at or after ts_ns saw it. */
-	read_ns = (uint64_t)sym->refreshed.tv_sec * 1000000000ull + (uint64_t)sym->refreshed.tv_nsec;
-	if (read_ns >= ts_ns)
-		return false;
-	clock_gettime(CLOCK_MONOTONIC, &sym->refreshed);
+	sym->refreshed_ns = clock_ns(CLOCK_MONOTONIC);
 	return symbolizer__reread(sym);
 }
 
@@ -543,7 +536,7 @@ int symbolizer__new(pid_t pid, struct symbolizer **ret_sym)
 		}
 	}
 	shared_users++;
-	clock_gettime(CLOCK_MONOTONIC, &sym->refreshed);
+	sym->refreshed_ns = clock_ns(CLOCK_MONOTONIC);
 	err = symbolize__pid_new(shared_symbolize, pid, NULL, &sym->sp);
 	if (err) {
 		symbolizer__destroy(sym);

@@ -83,6 +83,8 @@ int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,
 /* symbolize_pid__cfi, reading the maps again (rate-limited) on a miss. */
 int symbolizer__cfi(struct symbolizer *sym, uint64_t addr, const struct cfi_table **ret_table,
 		    uint64_t *ret_bias);
+/* The least time between two reads of a process's maps on a miss. */
+#define SYMBOLIZE_REREAD_NS (50 * 1000000ull)
 /*
  * Reads the maps again, whatever the rate limit, when they were last read
  * before ts_ns (CLOCK_MONOTONIC): for an address that was mapped at ts_ns

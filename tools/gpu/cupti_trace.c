@@ -4,10 +4,14 @@
  * tracer, as profilers built on CUPTI run it (kernels, runtime and driver
  * API records, 8 MiB buffers), injected with CUDA_INJECTION64_PATH. It only
  * counts the records; at exit it flushes and prints the count.
+ * CUPTI_TRACE_KINDS=kernel enables the kernel records alone: the floor any
+ * profiler that takes GPU time from CUPTI's activity records pays (the bench's
+ * floor mode).
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cupti.h>
 
 #define BUF_SIZE (8u << 20)
@@ -42,13 +46,25 @@ static void at_exit(void)
 	fprintf(stderr, "cupti_trace: records=%llu dropped=%llu\n", records, dropped);
 }
 
+static int enable_kinds(void)
+{
+	const char *kinds = getenv("CUPTI_TRACE_KINDS");
+
+	if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
+		return -1;
+	if (kinds && !strcmp(kinds, "kernel"))
+		return 0;
+	if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) != CUPTI_SUCCESS ||
+	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS ||
+	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS)
+		return -1;
+	return 0;
+}
+
 int InitializeInjection(void)
 {
 	if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
-	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS ||
-	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) != CUPTI_SUCCESS ||
-	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS ||
-	    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS) {
+	    enable_kinds()) {
 		fprintf(stderr, "cupti_trace: cannot enable CUPTI activities\n");
 		return 1;
 	}

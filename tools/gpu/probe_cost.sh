@@ -114,13 +114,15 @@ PY
 done
 [ -s "$prog" ] && python3 - "$prog" <<'PY'
 import statistics, sys
-rows = {}
+rows, runs = {}, {}
 for line in open(sys.argv[1]):
     mode, r, cnt, ns = line.split()
     if int(cnt):
         rows.setdefault(mode, []).append(int(ns) / int(cnt))
-print("program ns per run (kernel.bpf_stats_enabled): median, min, max")
+        runs.setdefault(mode, []).append(int(cnt))
+print("program ns per run (kernel.bpf_stats_enabled): median, min, max; runs (median)")
 for mode, v in rows.items():
     if v:
-        print("%-10s %9.1f %9.1f %9.1f" % (mode, statistics.median(v), min(v), max(v)))
+        print("%-10s %9.1f %9.1f %9.1f %9d" % (mode, statistics.median(v), min(v), max(v),
+                                               statistics.median(runs[mode])))
 PY

@@ -29,8 +29,9 @@ for r in $(seq 1 "$rounds"); do
 	done
 	echo "round $r done: $(date +%T)" >&2
 done
-python3 - "$out" "$rounds" "$@" <<'PY' | tee "$out/loader_cpu.txt"
-import re, statistics, sys
+PYTHONPATH="$(dirname "$0")" python3 - "$out" "$rounds" "$@" <<'PY' | tee "$out/loader_cpu.txt"
+import statistics, sys
+import loader_line
 out, rounds, loaders = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 keys = ["share_with_helper_pct", "cpu_s", "cpu_user_s", "cpu_sys_s", "start_cpu_s", "pump_cpu_s",
         "helper_cpu_s", "max_rss_mb", "queue_peak_mb", "memo_hit_pct", "maps_reread", "unwind_ms",
@@ -38,23 +39,10 @@ keys = ["share_with_helper_pct", "cpu_s", "cpu_user_s", "cpu_sys_s", "start_cpu_
 for i, path in enumerate(loaders, 1):
     got = {}
     for r in range(1, rounds + 1):
-        try:
-            lines = [l for l in open("%s/l%d-%d.log" % (out, i, r)) if l.startswith("loader: ")]
-        except OSError:
-            continue
-        if not lines:
-            continue
-        kv = dict(re.findall(r"(\w+)=([\d.]+)", lines[-1]))
-        st = re.search(r"stage_ms (.*?) copy_kib_mean", lines[-1])
-        for item in (st.group(1).split() if st else []):
-            k, v = item.split("=")
-            got.setdefault("stage_" + k, []).append(float(v))
-        kv = {k: float(v) for k, v in kv.items()}
-        if "cpu_s" in kv and kv.get("wall_s"):
-            kv["share_with_helper_pct"] = 100 * (kv["cpu_s"] + kv.get("helper_cpu_s", 0)) / kv["wall_s"]
-        for k in keys:
-            if k in kv:
-                got.setdefault(k, []).append(kv[k])
+        kv = loader_line.last("%s/l%d-%d.log" % (out, i, r))
+        for k, v in (kv or {}).items():
+            if k in keys or k.startswith("stage_"):
+                got.setdefault(k, []).append(v)
     print("loader %d: %s (%d runs)" % (i, path, len(got.get("cpu_s", []))))
     for k in keys + sorted(k for k in got if k.startswith("stage_")):
         v = got.get(k)

@@ -212,6 +212,81 @@ static void test_stripped_copy_has_no_names_but_the_same_build_id(void **state)
 	close(root);
 }
 
+/*
+ * A root under dir holding the stripped copy at /bin/exe and, at the debug
+ * path of build_id, objcopy --only-keep-debug of this binary (extra: more
+ * objcopy arguments).
+ */
+static int debug_root(const char *dir, const char *build_id, const char *extra)
+{
+	char cmd[PATH_MAX * 6];
+
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; d='%s/usr/lib/debug/.build-id/%.2s'; mkdir -p '%s/bin' \"$d\";"
+		 "cp '%s' '%s/bin/exe'; objcopy --only-keep-debug %s '%s' \"$d/%s.debug\"",
+		 dir, build_id, dir, exe_stripped, dir, extra, exe_copy, build_id + 2);
+	return run(cmd);
+}
+
+/* /bin/exe's symbols, as a process whose root is dir sees it. */
+static struct elf_syms *syms_in_root(struct elf_cache *c, const char *dir)
+{
+	struct elf_syms *s = NULL;
+	int fd = open(dir, O_PATH | O_DIRECTORY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(elf_cache__get(c, fd, "/bin/exe", &s), 0);
+	close(fd);
+	return s;
+}
+
+static void test_a_stripped_file_takes_names_from_its_debug_file_of_the_same_build(void **state)
+{
+	static const uint8_t other_id[36] = { 4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0,
+		0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa,
+		0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa };
+	struct elf_cache *c = elf_cache__new(8);
+	uint64_t vaddr = vaddr_in_exe((void *)&gp_test_target_fn), off;
+	char dir[PATH_MAX], note[PATH_MAX], extra[PATH_MAX * 2], id[64];
+	struct elf_syms *full, *s;
+	const char *name;
+	int root = open("/", O_PATH | O_DIRECTORY);
+	FILE *f;
+
+	if (!exe_stripped[0])
+		skip();
+	assert_int_equal(elf_cache__get(c, root, exe_copy, &full), 0);
+	snprintf(id, sizeof(id), "%s", elf_syms__build_id(full));
+	assert_int_equal(strlen(id), 40);
+
+	snprintf(dir, sizeof(dir), "%s/dbg-same", tmp_dir);
+	assert_int_equal(debug_root(dir, id, ""), 0);
+	s = syms_in_root(c, dir);
+	assert_int_equal(elf_syms__lookup(s, vaddr + 1, &name, &off), 0);
+	assert_string_equal(name, "gp_test_target_fn");
+	assert_int_equal(off, 1);
+	assert_string_equal(elf_syms__build_id(s), id);
+	elf_syms__put(s);
+
+	/* At the same path, the debug file of another build: its names would lie. */
+	snprintf(note, sizeof(note), "%s/other-build-id.note", tmp_dir);
+	f = fopen(note, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(other_id, 1, sizeof(other_id), f), sizeof(other_id));
+	fclose(f);
+	snprintf(extra, sizeof(extra), "--update-section .note.gnu.build-id='%s'", note);
+	snprintf(dir, sizeof(dir), "%s/dbg-other", tmp_dir);
+	assert_int_equal(debug_root(dir, id, extra), 0);
+	s = syms_in_root(c, dir);
+	assert_int_equal(elf_syms__lookup(s, vaddr + 1, &name, &off), -ENOENT);
+	assert_string_equal(elf_syms__build_id(s), id);
+	elf_syms__put(s);
+
+	elf_syms__put(full);
+	elf_cache__destroy(c);
+	close(root);
+}
+
 static void test_replaced_file_is_reloaded_and_unchanged_one_is_cached(void **state)
 {
 	struct elf_cache *c = elf_cache__new(8);
@@ -709,6 +784,7 @@ int main(void)
 		cmocka_unit_test(test_python_frames_come_from_the_perf_map),
 		cmocka_unit_test(test_per_process_handles_share_one_cache_and_miss_cleanly),
 		cmocka_unit_test(test_stripped_copy_has_no_names_but_the_same_build_id),
+		cmocka_unit_test(test_a_stripped_file_takes_names_from_its_debug_file_of_the_same_build),
 		cmocka_unit_test(test_replaced_file_is_reloaded_and_unchanged_one_is_cached),
 		cmocka_unit_test(test_symlinks_out_of_the_root_are_not_followed),
 		cmocka_unit_test(test_symlinks_out_of_the_root_are_not_followed_by_the_fallback),

@@ -63,6 +63,7 @@ struct elf_syms {
 	struct elf_load loads[ELF_SYMS_MAX_LOADS];
 	size_t n_loads;
 	char build_id[ELF_SYMS_MAX_BUILD_ID * 2 + 1];
+	bool symtab; /* syms came from a .symtab (its own, or its debug file's) */
 	uint64_t dev, ino, size;
 	int64_t mtime_sec, mtime_nsec;
 };
@@ -361,8 +362,10 @@ static int elf_syms__read_sections(Elf *e, int fd, struct elf_syms *s, uint64_t 
 		return 0;
 	/* .symtab is a superset of .dynsym when present; stripped files have only the latter. */
 	if (symtab && elf_syms__strtab_of(e, &symtab_sh, file_size, &str_sh) &&
-	    elf_syms__read_symtab(fd, &symtab_sh, &str_sh, s) == 0 && s->n_syms)
+	    elf_syms__read_symtab(fd, &symtab_sh, &str_sh, s) == 0 && s->n_syms) {
+		s->symtab = true;
 		return 0;
+	}
 	elf_syms__drop_symbols(s);
 	if (dynsym && elf_syms__strtab_of(e, &dynsym_sh, file_size, &str_sh) &&
 	    elf_syms__read_symtab(fd, &dynsym_sh, &str_sh, s) == 0)
@@ -635,8 +638,45 @@ static bool elf_syms__same_file(const struct elf_syms *s, const struct stat *st)
 	       s->mtime_nsec == st->st_mtim.tv_nsec;
 }
 
+/*
+ * A stripped file (no .symtab) takes the function symbols of its debug file,
+ * where the distribution's -dbg packages put it: /usr/lib/debug/.build-id/
+ * NN/REST.debug under the process's root, named by the file's build id and
+ * used only when it carries that same build id (a debug file of another
+ * build would name every frame wrongly). Its names are read from it.
+ */
+static void elf_syms__use_debug_file(struct elf_syms *s, int root_fd)
+{
+	char path[sizeof(s->build_id) + 40];
+	struct elf_syms *d = NULL;
+	int fd;
+
+	if (root_fd < 0 || s->symtab || strlen(s->build_id) < 4)
+		return;
+	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", s->build_id,
+		 s->build_id + 2);
+	if (root_open__file(root_fd, path, &fd))
+		return;
+	if (elf_syms__load_fd(fd, &d) == 0 && d->symtab && d->n_syms &&
+	    !strcmp(d->build_id, s->build_id)) {
+		/* s takes d's symbols and names; d, put below, frees what s had. */
+#define SWAP(f) do { __typeof__(s->f) t_ = s->f; s->f = d->f; d->f = t_; } while (0)
+		SWAP(fd);
+		SWAP(syms);
+		SWAP(n_syms);
+		SWAP(strtab_off);
+		SWAP(strtab_len);
+		SWAP(names);
+		SWAP(name_bytes);
+#undef SWAP
+		s->symtab = true;
+	}
+	elf_syms__put(d);
+	close(fd);
+}
+
 /* A linear scan: the cache holds hundreds of files and a lookup opens one anyway. */
-int elf_cache__get_fd(struct elf_cache *c, int fd, struct elf_syms **ret_syms)
+static int elf_cache__get_in(struct elf_cache *c, int fd, int root_fd, struct elf_syms **ret_syms)
 {
 	struct elf_syms *s;
 	struct stat st;
@@ -657,6 +697,7 @@ int elf_cache__get_fd(struct elf_cache *c, int fd, struct elf_syms **ret_syms)
 	err = elf_syms__load_fd(fd, &s);
 	if (err)
 		return err;
+	elf_syms__use_debug_file(s, root_fd);
 	/* A replaced file (same dev+inode, new size/mtime) takes its old slot. */
 	for (i = 0; i < c->n; i++)
 		if (c->files[i]->dev == s->dev && c->files[i]->ino == s->ino)
@@ -687,9 +728,14 @@ int elf_cache__get(struct elf_cache *c, int root_fd, const char *path,
 	err = root_open__file(root_fd, path, &fd);
 	if (err)
 		return err;
-	err = elf_cache__get_fd(c, fd, ret_syms);
+	err = elf_cache__get_in(c, fd, root_fd, ret_syms);
 	close(fd);
 	return err;
+}
+
+int elf_cache__get_fd(struct elf_cache *c, int fd, int root_fd, struct elf_syms **ret_syms)
+{
+	return elf_cache__get_in(c, fd, root_fd, ret_syms);
 }
 
 void elf_cache__stats(const struct elf_cache *c, size_t *ret_files, size_t *ret_bytes)

@@ -16,13 +16,14 @@
   stack_check.py FILE chain KERNEL COUNT FRAME...
       KERNEL was launched COUNT times, and every one of its stacks has exactly
       these frames (leaf first; "a|b" allows either) right after the launch
-      API frame, and ends at a root (_start, or glibc's thread start, which
-      Debian's libc names only by address), untruncated.
+      API frame, and ends at a root (_start, or glibc's clone3, which Debian's
+      libc names only by address unless libc6-dbg is installed), untruncated.
   stack_check.py FILE chain-short KERNEL COUNT MAX_SHORT FRAME...
       the same, except that up to MAX_SHORT launches may end in
       "[truncated: stack copy ended]" after a prefix of the chain.
 """
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -122,6 +123,14 @@ def check_pythreads(samples, script, n, threads):
           "py_deep: %d launches, %d Python frames and the note" % (n * threads, threads, n, PY_MAX_FRAMES))
 
 
+def is_root(name):
+    """_start, or glibc's clone/clone3 under any of its names: clone3 from
+    .dynsym, __GI___clone3 or __clone3 from libc's debug file (libc6-dbg),
+    libc.so.6+0x... where libc has neither."""
+    return name == "_start" or name.startswith("libc.so.6+") or \
+        re.fullmatch(r"(__GI_)?_*clone3?", name) is not None
+
+
 def check_chain(samples, kernel, count, chain, max_short=0):
     got = [s for s in samples if s[2] and s[2][0][0] == kernel]
     if sum(s[1] for s in got) != count:
@@ -141,8 +150,7 @@ def check_chain(samples, kernel, count, chain, max_short=0):
         mid = names[2:2 + len(chain)]
         if len(mid) != len(chain) or any(m not in c.split("|") for m, c in zip(mid, chain)):
             fail("%s: frames %s, want %s after the launch API" % (kernel, names, chain), FRAMES_DIFFER)
-        if len(names) < 2 or (names[-2] not in ("_start", "clone3", "clone") and
-                              not names[-2].startswith("libc.so.6+")):
+        if len(names) < 2 or not is_root(names[-2]):
             fail("%s: stack does not end at a root: %s" % (kernel, names), FRAMES_DIFFER)
         if any(x.startswith("[truncated") or x.startswith("[native frames") for x in names):
             fail("%s: truncated: %s" % (kernel, names), FRAMES_DIFFER)

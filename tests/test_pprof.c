@@ -721,6 +721,67 @@ static void test_compact_forgets_gone_processes_and_renumbers_kept_stacks(void *
  * their own leaf, no device or stream label, apart from the kernels'
  * totals; a kernel launched from the same stack keeps its own sample.
  */
+/* Stacks a (pid 100) and b (pid 200) under a_ns and b_ns of GPU time, written to path: its first mapping. */
+static const struct dec_mapping *main_binary(const char *path, struct decoded *d,
+					     const struct profile_frame *a, __u32 na, __u64 a_ns,
+					     const struct profile_frame *b, __u32 nb, __u64 b_ns)
+{
+	struct profile_proc procs[] = { { .pid = 100, .comm = "a" }, { .pid = 200, .comm = "b" } };
+	struct profile_activity act = { .name = "k" };
+	struct profile *p;
+
+	assert_int_equal(profile__new(&p), 0);
+	for (size_t i = 0; i < 2; i++)
+		assert_int_equal(profile__set_proc(p, &procs[i]), 0);
+	assert_int_equal(profile__set_stack(p, 1, a, na, false), 0);
+	assert_int_equal(profile__set_stack(p, 2, b, nb, false), 0);
+	act.ns = a_ns;
+	assert_int_equal(profile__add(p, 100, 1, "cuLaunchKernel", NULL, &act), 0);
+	act.ns = b_ns;
+	assert_int_equal(profile__add(p, 200, 2, "cuLaunchKernel", NULL, &act), 0);
+	assert_int_equal(profile__write_pprof(p, path, 1, 1), 0);
+	profile__destroy(p);
+	decode_profile(path, d);
+	assert_true(d->nmap > 0);
+	return &d->map[0];
+}
+
+/*
+ * The first mapping, which pprof reads as the main binary (its file and
+ * build id head `go tool pprof`'s output), is the executable under the
+ * most GPU time: the native file nearest a stack's root that is no shared
+ * object; never a library, a Python source or a cubin.
+ */
+static void test_the_executable_under_the_most_gpu_time_is_the_main_binary(void **state)
+{
+	static const struct profile_frame thread[] = { /* a worker thread of /bin/app */
+		{ .name = "site", .file = "/lib/libwork.so.2", .build_id = "aa", .addr = 0x10 },
+		{ .name = "worker", .file = "/bin/app", .build_id = "cafe", .addr = 0x20 },
+		{ .name = "start_thread", .file = "/lib/libc.so.6", .build_id = "bb", .addr = 0x30 },
+	};
+	static const struct profile_frame python[] = { /* python3's main thread */
+		{ .name = "launch", .file = "/py/_C.cpython-312-x86_64-linux-gnu.so",
+		  .build_id = "cc", .addr = 0x40 },
+		{ .name = "step", .file = "/w/train.py", .build_id = "", .line = 3 },
+		{ .name = "_start", .file = "/usr/bin/python3", .build_id = "dd", .addr = 0x50 },
+		{ .name = "main", .file = "/w/run.py", .build_id = "", .line = 1 },
+	};
+	static struct decoded d;
+	const struct dec_mapping *m;
+	char path[PATH_MAX];
+
+	path_in_tmp(path, sizeof(path), "main.pb.gz");
+	m = main_binary(path, &d, thread, 3, 1000, python, 4, 3000);
+	assert_string_equal(dec_str(&d, m->file), "/usr/bin/python3");
+	assert_string_equal(dec_str(&d, m->build_id), "dd");
+	m = main_binary(path, &d, thread, 3, 5000, python, 4, 3000);
+	assert_string_equal(dec_str(&d, m->file), "/bin/app");
+	assert_string_equal(dec_str(&d, m->build_id), "cafe");
+	/* Libraries and Python sources alone: no main binary, mappings as first named. */
+	m = main_binary(path, &d, thread, 1, 5000, python + 3, 1, 9000);
+	assert_string_equal(dec_str(&d, m->file), "/lib/libwork.so.2");
+}
+
 static void test_launches_without_a_record_count_apart_with_no_device(void **state)
 {
 	struct profile_frame fr[] = { { .name = "main", .file = "/bin/app", .addr = 0x1234 } };
@@ -881,6 +942,7 @@ int main(void)
 		cmocka_unit_test(test_short_write_fails_and_keeps_the_old_profile),
 		cmocka_unit_test(test_profile_puts_each_kernel_in_the_mapping_of_its_cubin),
 		cmocka_unit_test(test_compact_forgets_gone_processes_and_renumbers_kept_stacks),
+		cmocka_unit_test(test_the_executable_under_the_most_gpu_time_is_the_main_binary),
 		cmocka_unit_test(test_launches_without_a_record_count_apart_with_no_device),
 	};
 

@@ -101,6 +101,7 @@ struct pprof {
 	struct blobtab strings;
 	struct blobtab functions;
 	struct blobtab mappings;
+	uint64_t main_mapping; /* written first; 0: none */
 	struct blobtab locations;
 	struct blobtab samples;
 	int64_t *values; /* samples.n * n_types */
@@ -522,6 +523,11 @@ int pprof__add_mapping(struct pprof *p, const struct pprof_mapping *m, uint64_t 
 	return pprof__intern_encoded(&p->mappings, &b, ret_id);
 }
 
+void pprof__set_main_mapping(struct pprof *p, uint64_t mapping_id)
+{
+	p->main_mapping = mapping_id;
+}
+
 int pprof__add_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
 			const struct pprof_line *lines, size_t n_lines, uint64_t *ret_id)
 {
@@ -706,13 +712,18 @@ static void pbuf__value_type(struct pbuf *b, unsigned field, const struct value_
 }
 
 /* Each entry of t becomes message `field` = {id_field: i+1} + stored bytes. */
+/* Every entry of t, id i + 1 for t->ents[i]; the entry of id first (if any) first. */
 static void pbuf__table(struct pbuf *b, unsigned field, unsigned id_field,
-			const struct blobtab *t)
+			const struct blobtab *t, uint64_t first)
 {
 	struct pbuf head = { 0 };
-	size_t i;
+	size_t k, i;
 
-	for (i = 0; i < t->n && !b->err; i++) {
+	if (first > t->n)
+		first = 0;
+	for (k = 0; k < t->n && !b->err; k++) {
+		/* first's entry at k == 0; the ones before it shift up by one */
+		i = !first ? k : k == 0 ? first - 1 : k <= first - 1 ? k - 1 : k;
 		head.len = 0;
 		pbuf__uint_field(&head, id_field, i + 1);
 		if (head.err) {
@@ -758,9 +769,9 @@ static int pprof__encode(const struct pprof *p, struct pbuf *b)
 	for (i = 0; i < p->n_types; i++)
 		pbuf__value_type(b, F_PROFILE_SAMPLE_TYPE, &p->types[i]);
 	pbuf__samples(b, p);
-	pbuf__table(b, F_PROFILE_MAPPING, F_MAPPING_ID, &p->mappings);
-	pbuf__table(b, F_PROFILE_LOCATION, F_LOC_ID, &p->locations);
-	pbuf__table(b, F_PROFILE_FUNCTION, F_FUNC_ID, &p->functions);
+	pbuf__table(b, F_PROFILE_MAPPING, F_MAPPING_ID, &p->mappings, p->main_mapping);
+	pbuf__table(b, F_PROFILE_LOCATION, F_LOC_ID, &p->locations, 0);
+	pbuf__table(b, F_PROFILE_FUNCTION, F_FUNC_ID, &p->functions, 0);
 	for (i = 0; i < p->strings.n; i++) {
 		s = &p->strings.ents[i];
 		pbuf__len_field(b, F_PROFILE_STRING_TABLE, p->strings.arena + s->off, s->len);

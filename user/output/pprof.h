@@ -54,6 +54,12 @@ int pprof__add_function(struct pprof *p, const char *name, const char *system_na
 			const char *filename, int64_t start_line, uint64_t *ret_id);
 int pprof__add_mapping(struct pprof *p, const struct pprof_mapping *m,
 		       uint64_t *ret_id);
+/*
+ * The mapping written first, which pprof's readers take for the main binary
+ * (its file and build id head `go tool pprof`'s output); ids are unchanged.
+ * Without it mappings are written in the order they were added.
+ */
+void pprof__set_main_mapping(struct pprof *p, uint64_t mapping_id);
 /* mapping_id 0 means "no mapping". */
 int pprof__add_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
 			const struct pprof_line *lines, size_t n_lines,

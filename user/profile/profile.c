@@ -353,6 +353,9 @@ struct writer {
 	struct u64map cubin_map;/* cubin index -> mapping id */
 	struct u64map cubin_start; /* cubin index -> its mapping's start */
 	struct u64map kernel_loc;  /* cubin index << 32 | name string id -> location id */
+	struct u64map exe_ns;      /* mapping id of an executable -> GPU ns under it */
+	uint64_t main_map;         /* of those, the one with the most GPU time */
+	__u64 main_ns;
 };
 
 /* pprof ids are uint64_t, map values __u64: the two differ in C's eyes only. */
@@ -491,6 +494,53 @@ static int kernel_loc(struct writer *w, __u32 pid, __u32 name_id, uint64_t *ret)
 	return u64map__put(&w->kernel_loc, key, loc);
 }
 
+/*
+ * A file that can be a program: not a shared object ("libc.so.6",
+ * "_C.cpython-312-x86_64-linux-gnu.so"), a Python source or a label.
+ */
+static bool program_file(const char *file)
+{
+	const char *base = strrchr(file, '/'), *so;
+	size_t len = strlen(file);
+
+	base = base ? base + 1 : file;
+	so = strstr(base, ".so");
+	return file[0] && file[0] != '[' && !(so && (so[3] == '\0' || so[3] == '.')) &&
+	       !(len >= 3 && !strcmp(file + len - 3, ".py"));
+}
+
+/*
+ * The native frame nearest a stack's root outside every shared object lies
+ * in the program's executable (python3.12's _start, a thread's own function):
+ * the executable under the most GPU time becomes the profile's main binary,
+ * whose file and build id pprof shows first (without it, the first cubin a
+ * sample named).
+ */
+static int count_exe(struct writer *w, const struct stack *st, __u64 ns)
+{
+	const struct frame_key *k = NULL;
+	uint64_t map;
+	__u64 total = 0;
+	__u32 i;
+	int err;
+
+	for (i = st->n; i-- > 0; k = NULL) {
+		k = blobtab__get(w->p->frames, st->frames[i], NULL);
+		if (program_file(str_of(w->p, k->file)))
+			break;
+	}
+	if (!k || !id_get(&w->file_map, k->file, &map))
+		return 0;
+	u64map__get(&w->exe_ns, map, &total);
+	total += ns;
+	err = u64map__put(&w->exe_ns, map, total);
+	if (!err && total > w->main_ns) {
+		w->main_ns = total;
+		w->main_map = map;
+	}
+	return err;
+}
+
 static int write_sample(struct writer *w, const struct agg_key *k, const struct agg_val *v)
 {
 	const struct profile *p = w->p;
@@ -520,6 +570,11 @@ static int write_sample(struct writer *w, const struct agg_key *k, const struct 
 		return err;
 	for (__u32 i = 0; st && i < st->n && n < GP_PROFILE_MAX_LOCS - 2; i++) {
 		err = frame_loc(w, st->frames[i], &locs[n++]);
+		if (err)
+			return err;
+	}
+	if (st) {
+		err = count_exe(w, st, v->ns);
 		if (err)
 			return err;
 	}
@@ -556,7 +611,8 @@ int profile__write_pprof(const struct profile *p, const char *path, __u64 time_n
 	w.pp = pprof__new();
 	if (!w.pp || u64map__init(&w.fn_loc, 0) || u64map__init(&w.frame_loc, 0) ||
 	    u64map__init(&w.file_map, 0) || u64map__init(&w.cubin_map, 0) ||
-	    u64map__init(&w.cubin_start, 0) || u64map__init(&w.kernel_loc, 0))
+	    u64map__init(&w.cubin_start, 0) || u64map__init(&w.kernel_loc, 0) ||
+	    u64map__init(&w.exe_ns, 0))
 		goto out;
 	if ((err = pprof__add_sample_type(w.pp, "gpu_time", "nanoseconds")) ||
 	    (err = pprof__add_sample_type(w.pp, "launches", "count")) ||
@@ -572,6 +628,7 @@ int profile__write_pprof(const struct profile *p, const char *path, __u64 time_n
 		if (err)
 			goto out;
 	}
+	pprof__set_main_mapping(w.pp, w.main_map);
 	err = pprof__write_file(w.pp, path);
 out:
 	u64map__fini(&w.fn_loc);
@@ -580,6 +637,7 @@ out:
 	u64map__fini(&w.cubin_map);
 	u64map__fini(&w.cubin_start);
 	u64map__fini(&w.kernel_loc);
+	u64map__fini(&w.exe_ns);
 	pprof__destroy(w.pp);
 	return err;
 }

@@ -87,6 +87,15 @@ struct profile {
 __u32 profile__intern(struct profile *p, const char *s);
 /* The string of id; NULL for id 0. */
 const char *profile__str(const struct profile *p, __u32 id);
+/* The same, "" for id 0. */
+static inline const char *str_of(const struct profile *p, __u32 id)
+{
+	const char *s = profile__str(p, id);
+
+	return s ? s : "";
+}
+/* A kernel name's key in proc_info.kernels. */
+__u64 profile__kernel_hash(const char *name, size_t len);
 void *profile__grow(void *arr, size_t *cap, size_t need, size_t item);
 int profile__proc(struct profile *p, __u32 pid, struct proc_info **ret_pi);
 int profile__cubin_index(struct profile *p, __u64 crc, __u64 *ret_idx);

@@ -228,15 +228,26 @@ static int debug_root(const char *dir, const char *build_id, const char *extra)
 	return run(cmd);
 }
 
-/* /bin/exe's symbols, as a process whose root is dir sees it. */
-static struct elf_syms *syms_in_root(struct elf_cache *c, const char *dir)
+/*
+ * /bin/exe's symbols, as a process whose root is dir sees it, by a new cache
+ * whose debug files are looked for under debug_dir ("": none).
+ */
+static struct elf_syms *syms_in_root(const char *dir, const char *debug_dir)
 {
+	struct elf_cache *c = elf_cache__new(8);
 	struct elf_syms *s = NULL;
-	int fd = open(dir, O_PATH | O_DIRECTORY);
+	int fd = open(dir, O_PATH | O_DIRECTORY), dfd = -1;
 
+	assert_non_null(c);
 	assert_true(fd >= 0);
+	if (debug_dir[0])
+		assert_true((dfd = open(debug_dir, O_PATH | O_DIRECTORY)) >= 0);
+	assert_int_equal(elf_cache__set_debug_root(c, dfd), 0);
 	assert_int_equal(elf_cache__get(c, fd, "/bin/exe", &s), 0);
+	elf_cache__destroy(c); /* s keeps its own reference */
 	close(fd);
+	if (dfd >= 0)
+		close(dfd);
 	return s;
 }
 
@@ -247,7 +258,7 @@ static void test_a_stripped_file_takes_names_from_its_debug_file_of_the_same_bui
 		0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa };
 	struct elf_cache *c = elf_cache__new(8);
 	uint64_t vaddr = vaddr_in_exe((void *)&gp_test_target_fn), off;
-	char dir[PATH_MAX], note[PATH_MAX], extra[PATH_MAX * 2], id[64];
+	char same[PATH_MAX], other[PATH_MAX], note[PATH_MAX], extra[PATH_MAX * 2], id[64];
 	struct elf_syms *full, *s;
 	const char *name;
 	int root = open("/", O_PATH | O_DIRECTORY);
@@ -257,15 +268,27 @@ static void test_a_stripped_file_takes_names_from_its_debug_file_of_the_same_bui
 		skip();
 	assert_int_equal(elf_cache__get(c, root, exe_copy, &full), 0);
 	snprintf(id, sizeof(id), "%s", elf_syms__build_id(full));
-	assert_int_equal(strlen(id), 40);
+	elf_syms__put(full);
+	elf_cache__destroy(c);
+	close(root);
+	if (strlen(id) < 4)
+		skip(); /* this toolchain gave the test binary no build id */
 
-	snprintf(dir, sizeof(dir), "%s/dbg-same", tmp_dir);
-	assert_int_equal(debug_root(dir, id, ""), 0);
-	s = syms_in_root(c, dir);
+	snprintf(same, sizeof(same), "%s/dbg-same", tmp_dir);
+	assert_int_equal(debug_root(same, id, ""), 0);
+	s = syms_in_root(same, same);
 	assert_int_equal(elf_syms__lookup(s, vaddr + 1, &name, &off), 0);
 	assert_string_equal(name, "gp_test_target_fn");
 	assert_int_equal(off, 1);
 	assert_string_equal(elf_syms__build_id(s), id);
+	elf_syms__put(s);
+
+	/* The debug file inside the process's root is not read: only the loader's. */
+	s = syms_in_root(same, "");
+	assert_int_equal(elf_syms__lookup(s, vaddr + 1, &name, &off), -ENOENT);
+	elf_syms__put(s);
+	s = syms_in_root(same, tmp_dir);
+	assert_int_equal(elf_syms__lookup(s, vaddr + 1, &name, &off), -ENOENT);
 	elf_syms__put(s);
 
 	/* At the same path, the debug file of another build: its names would lie. */
@@ -275,16 +298,12 @@ static void test_a_stripped_file_takes_names_from_its_debug_file_of_the_same_bui
 	assert_int_equal(fwrite(other_id, 1, sizeof(other_id), f), sizeof(other_id));
 	fclose(f);
 	snprintf(extra, sizeof(extra), "--update-section .note.gnu.build-id='%s'", note);
-	snprintf(dir, sizeof(dir), "%s/dbg-other", tmp_dir);
-	assert_int_equal(debug_root(dir, id, extra), 0);
-	s = syms_in_root(c, dir);
+	snprintf(other, sizeof(other), "%s/dbg-other", tmp_dir);
+	assert_int_equal(debug_root(other, id, extra), 0);
+	s = syms_in_root(same, other);
 	assert_int_equal(elf_syms__lookup(s, vaddr + 1, &name, &off), -ENOENT);
 	assert_string_equal(elf_syms__build_id(s), id);
 	elf_syms__put(s);
-
-	elf_syms__put(full);
-	elf_cache__destroy(c);
-	close(root);
 }
 
 static void test_replaced_file_is_reloaded_and_unchanged_one_is_cached(void **state)

@@ -600,6 +600,7 @@ struct elf_cache {
 	size_t n;
 	size_t max;
 	uint64_t clock;
+	int debug_root; /* where /usr/lib/debug is looked for; -1: nowhere */
 };
 
 struct elf_cache *elf_cache__new(size_t max_files)
@@ -608,6 +609,7 @@ struct elf_cache *elf_cache__new(size_t max_files)
 
 	if (!c)
 		return NULL;
+	c->debug_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	c->max = max_files ? max_files : 256;
 	c->files = calloc(c->max, sizeof(*c->files));
 	c->last_use = calloc(c->max, sizeof(*c->last_use));
@@ -626,6 +628,8 @@ void elf_cache__destroy(struct elf_cache *c)
 		return;
 	for (i = 0; i < c->n; i++)
 		elf_syms__put(c->files[i]);
+	if (c->debug_root >= 0)
+		close(c->debug_root);
 	free(c->files);
 	free(c->last_use);
 	free(c);
@@ -641,9 +645,12 @@ static bool elf_syms__same_file(const struct elf_syms *s, const struct stat *st)
 /*
  * A stripped file (no .symtab) takes the function symbols of its debug file,
  * where the distribution's -dbg packages put it: /usr/lib/debug/.build-id/
- * NN/REST.debug under the process's root, named by the file's build id and
- * used only when it carries that same build id (a debug file of another
- * build would name every frame wrongly). Its names are read from it.
+ * NN/REST.debug under the cache's debug root (the loader's own "/": never a
+ * profiled process's root, where a container could forge the debug file of
+ * a library it shares, by inode, with every other process), named by the
+ * file's build id and used only when it carries that same build id (a debug
+ * file of another build would name every frame wrongly). Its names are read
+ * from it.
  */
 static void elf_syms__use_debug_file(struct elf_syms *s, int root_fd)
 {
@@ -676,7 +683,7 @@ static void elf_syms__use_debug_file(struct elf_syms *s, int root_fd)
 }
 
 /* A linear scan: the cache holds hundreds of files and a lookup opens one anyway. */
-static int elf_cache__get_in(struct elf_cache *c, int fd, int root_fd, struct elf_syms **ret_syms)
+int elf_cache__get_fd(struct elf_cache *c, int fd, struct elf_syms **ret_syms)
 {
 	struct elf_syms *s;
 	struct stat st;
@@ -697,7 +704,7 @@ static int elf_cache__get_in(struct elf_cache *c, int fd, int root_fd, struct el
 	err = elf_syms__load_fd(fd, &s);
 	if (err)
 		return err;
-	elf_syms__use_debug_file(s, root_fd);
+	elf_syms__use_debug_file(s, c->debug_root);
 	/* A replaced file (same dev+inode, new size/mtime) takes its old slot. */
 	for (i = 0; i < c->n; i++)
 		if (c->files[i]->dev == s->dev && c->files[i]->ino == s->ino)
@@ -728,14 +735,21 @@ int elf_cache__get(struct elf_cache *c, int root_fd, const char *path,
 	err = root_open__file(root_fd, path, &fd);
 	if (err)
 		return err;
-	err = elf_cache__get_in(c, fd, root_fd, ret_syms);
+	err = elf_cache__get_fd(c, fd, ret_syms);
 	close(fd);
 	return err;
 }
 
-int elf_cache__get_fd(struct elf_cache *c, int fd, int root_fd, struct elf_syms **ret_syms)
+int elf_cache__set_debug_root(struct elf_cache *c, int dir_fd)
 {
-	return elf_cache__get_in(c, fd, root_fd, ret_syms);
+	int fd = dir_fd >= 0 ? fcntl(dir_fd, F_DUPFD_CLOEXEC, 0) : -1;
+
+	if (dir_fd >= 0 && fd < 0)
+		return -errno;
+	if (c->debug_root >= 0)
+		close(c->debug_root);
+	c->debug_root = fd;
+	return 0;
 }
 
 void elf_cache__stats(const struct elf_cache *c, size_t *ret_files, size_t *ret_bytes)

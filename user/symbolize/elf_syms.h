@@ -48,14 +48,20 @@ void elf_cache__destroy(struct elf_cache *c);
 /*
  * Opens path inside the directory root_fd (never leaving it) and returns a
  * reference to its symbols, loading them unless a file with the same (dev,
- * inode, size, mtime) is cached. A file without .symtab takes the function
- * symbols of its debug file under root_fd, /usr/lib/debug/.build-id/NN/
- * REST.debug, when that file has the same build id.
+ * inode, size, mtime) is cached. A file without .symtab takes, when it is
+ * loaded, the function symbols of its debug file, /usr/lib/debug/.build-id/
+ * NN/REST.debug under the cache's debug root, if that file has the same
+ * build id.
  */
 int elf_cache__get(struct elf_cache *c, int root_fd, const char *path,
 		   struct elf_syms **ret_syms);
-/* Same, for an already open file (e.g. /proc/<pid>/map_files/...); root_fd -1: no debug file. */
-int elf_cache__get_fd(struct elf_cache *c, int fd, int root_fd, struct elf_syms **ret_syms);
+/* Same, for an already open file (e.g. /proc/<pid>/map_files/...). */
+int elf_cache__get_fd(struct elf_cache *c, int fd, struct elf_syms **ret_syms);
+/*
+ * The directory debug files are looked for under (duplicated): the loader's
+ * own "/" from elf_cache__new; -1 for none. Never a profiled process's root.
+ */
+int elf_cache__set_debug_root(struct elf_cache *c, int dir_fd);
 /* Files cached and the bytes their symbols hold, for the loader's line. */
 void elf_cache__stats(const struct elf_cache *c, size_t *ret_files, size_t *ret_bytes);
 /* The identity of the file behind the symbols. */

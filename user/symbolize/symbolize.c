@@ -291,7 +291,7 @@ static int symbolize_pid__load_elf(struct symbolize_pid *sp, const struct proc_m
 	}
 	if (symbolize_pid__open_map_file(sp, m, &fd) == 0) {
 		elf_syms__put(syms);
-		err = elf_cache__get_fd(sp->s->cache, fd, sp->root_fd, &syms);
+		err = elf_cache__get_fd(sp->s->cache, fd, &syms);
 		close(fd);
 		if (!err)
 			*ret_syms = syms;

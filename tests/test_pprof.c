@@ -765,16 +765,35 @@ static void test_the_executable_under_the_most_gpu_time_is_the_main_binary(void 
 		{ .name = "step", .file = "/w/train.py", .build_id = "", .line = 3 },
 		{ .name = "_start", .file = "/usr/bin/python3", .build_id = "dd", .addr = 0x50 },
 		{ .name = "main", .file = "/w/run.py", .build_id = "", .line = 1 },
+		{ .name = "_run_module_as_main", .file = "<frozen runpy>", .build_id = "", .line = 198 },
 	};
+	static const char *const file_of[][2] = { { "site", "/lib/libwork.so.2" },
+		{ "worker", "/bin/app" }, { "start_thread", "/lib/libc.so.6" },
+		{ "launch", "/py/_C.cpython-312-x86_64-linux-gnu.so" }, { "_start", "/usr/bin/python3" } };
 	static struct decoded d;
 	const struct dec_mapping *m;
 	char path[PATH_MAX];
 
 	path_in_tmp(path, sizeof(path), "main.pb.gz");
-	m = main_binary(path, &d, thread, 3, 1000, python, 4, 3000);
+	m = main_binary(path, &d, thread, 3, 1000, python, 5, 3000);
 	assert_string_equal(dec_str(&d, m->file), "/usr/bin/python3");
 	assert_string_equal(dec_str(&d, m->build_id), "dd");
-	m = main_binary(path, &d, thread, 3, 5000, python, 4, 3000);
+	/* Reordered, not renumbered: ids 1..n once each, every location in its file's mapping. */
+	for (int i = 0; i < d.nmap; i++)
+		for (int j = 0; j < d.nmap; j++)
+			assert_true(d.map[j].id >= 1 && d.map[j].id <= (uint64_t)d.nmap &&
+				    (i == j || d.map[i].id != d.map[j].id));
+	for (size_t i = 0; i < sizeof(file_of) / sizeof(file_of[0]); i++) {
+		const struct dec_location *l = NULL;
+
+		for (int j = 0; j < d.nloc && !l; j++)
+			if (!strcmp(dec_fn_name(&d, d.loc[j].function), file_of[i][0]))
+				l = &d.loc[j];
+		assert_non_null(l);
+		assert_non_null(dec_map(&d, l->mapping));
+		assert_string_equal(dec_str(&d, dec_map(&d, l->mapping)->file), file_of[i][1]);
+	}
+	m = main_binary(path, &d, thread, 3, 5000, python, 5, 3000);
 	assert_string_equal(dec_str(&d, m->file), "/bin/app");
 	assert_string_equal(dec_str(&d, m->build_id), "cafe");
 	/* Libraries and Python sources alone: no main binary, mappings as first named. */

@@ -166,18 +166,17 @@ static int kernel_loc(struct writer *w, __u32 pid, __u32 name_id, uint64_t *ret)
 }
 
 /*
- * A file that can be a program: not a shared object ("libc.so.6",
- * "_C.cpython-312-x86_64-linux-gnu.so"), a Python source or a label.
+ * A native frame (Python frames have no address: their "file" may be
+ * "<frozen runpy>", "<string>" or a console script) of a file that is no
+ * shared object ("libc.so.6", "_C.cpython-312-x86_64-linux-gnu.so").
  */
-static bool program_file(const char *file)
+static bool in_program(const struct writer *w, const struct frame_key *k)
 {
-	const char *base = strrchr(file, '/'), *so;
-	size_t len = strlen(file);
+	const char *file = str_of(w->p, k->file), *base = strrchr(file, '/'), *so;
 
 	base = base ? base + 1 : file;
 	so = strstr(base, ".so");
-	return file[0] && file[0] != '[' && !(so && (so[3] == '\0' || so[3] == '.')) &&
-	       !(len >= 3 && !strcmp(file + len - 3, ".py"));
+	return k->addr && file[0] && file[0] != '[' && !(so && (so[3] == '\0' || so[3] == '.'));
 }
 
 /*
@@ -197,7 +196,7 @@ static int count_exe(struct writer *w, const struct stack *st, __u64 ns)
 
 	for (i = st->n; i-- > 0; k = NULL) {
 		k = blobtab__get(w->p->frames, st->frames[i], NULL);
-		if (program_file(str_of(w->p, k->file)))
+		if (in_program(w, k))
 			break;
 	}
 	if (!k || !id_get(&w->file_map, k->file, &map))

@@ -4,7 +4,8 @@
  * tracer, as profilers built on CUPTI run it (kernels, runtime and driver
  * API records, 8 MiB buffers), injected with CUDA_INJECTION64_PATH. It only
  * counts the records; at exit it flushes and prints the count.
- * CUPTI_TRACE_KINDS=kernel enables the kernel records alone: the floor any
+ * CUPTI_TRACE_KINDS=kernel enables the kernel records alone (all, or unset:
+ * the tracer's set; anything else exits 2): the floor any
  * profiler that takes GPU time from CUPTI's activity records pays (the bench's
  * floor mode).
  */
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cupti.h>
 
 #define BUF_SIZE (8u << 20)
@@ -50,6 +52,11 @@ static int enable_kinds(void)
 {
 	const char *kinds = getenv("CUPTI_TRACE_KINDS");
 
+	if (kinds && strcmp(kinds, "kernel") && strcmp(kinds, "all")) {
+		/* A typo must not measure something else under the mode's name. */
+		fprintf(stderr, "cupti_trace: CUPTI_TRACE_KINDS=%s: want kernel or all\n", kinds);
+		_exit(2);
+	}
 	if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
 		return -1;
 	if (kinds && !strcmp(kinds, "kernel"))

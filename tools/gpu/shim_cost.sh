@@ -43,9 +43,12 @@ for r in $(seq 1 "$rounds"); do
 		peer) env=(CUDA_INJECTION64_PATH=$PWD/build/cupti_trace.so) ;;
 		shim) env=(CUDA_INJECTION64_PATH=$PWD/build/libgpuprobe_shim.so) ;;
 		shimb) env=(CUDA_INJECTION64_PATH=${SHIM_B:?SHIM_B: the other shim}) ;;
-		s_*) env=(CUDA_INJECTION64_PATH=$PWD/build/abl/shim_${m#s_}.so) ;;
+		s_*) env=(CUDA_INJECTION64_PATH=$PWD/build/abl/shim_${m#s_}.so)
+			[ -f "build/abl/shim_${m#s_}.so" ] || { echo "$0: no build/abl/shim_${m#s_}.so" >&2; exit 2; } ;;
+		bare) ;;
+		*) echo "$0: unknown mode $m" >&2; exit 2 ;;
 		esac
-		env "${env[@]}" build/empty_launch "$LAUNCHES" >"$out/$m-$r.log" 2>&1
+		env -u CUPTI_TRACE_KINDS "${env[@]}" build/empty_launch "$LAUNCHES" >"$out/$m-$r.log" 2>&1
 		sed -n "s/.*ns_per_launch=\([0-9.]*\).*batch_median_ns=\([0-9.]*\).*/$m $r \1 \2/p" \
 			"$out/$m-$r.log" >>"$res"
 	done

@@ -711,8 +711,10 @@ static void pbuf__value_type(struct pbuf *b, unsigned field, const struct value_
 	pbuf__free(&m);
 }
 
-/* Each entry of t becomes message `field` = {id_field: i+1} + stored bytes. */
-/* Every entry of t, id i + 1 for t->ents[i]; the entry of id first (if any) first. */
+/*
+ * Each entry of t becomes message `field` = {id_field: i+1} + stored bytes;
+ * the entry of id first (when nonzero) is written first, the rest in order.
+ */
 static void pbuf__table(struct pbuf *b, unsigned field, unsigned id_field,
 			const struct blobtab *t, uint64_t first)
 {

@@ -6,6 +6,7 @@
  * cgroup labels; the executable under the most GPU time is the main binary.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "user/profile/profile.h"

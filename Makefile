@@ -164,6 +164,18 @@ $(CORE_LIB): $(USER_LIB_OBJS) $(SHIM_CORE_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# What --version prints: the commit built (git describe), "unknown" outside a
+# clone; version.h is rewritten only when that changes, so main.o rebuilds then.
+VERSION_H := $(BUILD)/gen/version.h
+GP_VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(VERSION_H): FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)v='#define GP_VERSION "$(GP_VERSION)"'; [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" >$@
+$(call obj,$(USER_MAIN)): $(VERSION_H)
+$(call obj,$(USER_MAIN)): CPPFLAGS_COMMON += -I$(BUILD)/gen
+.PHONY: FORCE
+FORCE:
+
 $(LOADER): $(call obj,$(USER_MAIN)) $(CORE_LIB)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $^ $(LIBBPF_LIBS) $(SYS_LIBS)

@@ -91,6 +91,20 @@ static void test_help_needs_no_target(void **state)
 	assert_true(o.help);
 }
 
+static void test_version_needs_no_target(void **state)
+{
+	struct gp_opts o;
+	char err[256];
+
+	assert_int_equal(parse(&o, err, "--version", NULL), 0);
+	assert_true(o.version);
+	assert_false(o.help);
+	assert_int_equal(parse(&o, err, "-V", NULL), 0);
+	assert_true(o.version);
+	assert_int_equal(parse(&o, err, "--pid", "1", NULL), 0);
+	assert_false(o.version);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -99,6 +113,7 @@ int main(void)
 		cmocka_unit_test(test_bad_numbers_are_usage_errors),
 		cmocka_unit_test(test_targets_are_exclusive_and_required),
 		cmocka_unit_test(test_help_needs_no_target),
+		cmocka_unit_test(test_version_needs_no_target),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

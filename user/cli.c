@@ -43,6 +43,7 @@ static const struct option long_opts[] = {
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "stack-copy", required_argument, NULL, OPT_STACK_COPY },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
 };
 
@@ -93,6 +94,7 @@ void cli__usage(FILE *f, const char *prog)
 		"                        size, and deeper stacks end in '[truncated: stack\n"
 		"                        copy ended]'\n"
 		"  -h, --help            this text\n"
+		"  -V, --version         the version (the git commit it was built from)\n"
 		"\n"
 		"Examples:\n"
 		"  sudo %1$s -- python3 train.py             profile a training script\n"
@@ -224,6 +226,9 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 	case 'h':
 		o->help = true;
 		return 0;
+	case 'V':
+		o->version = true;
+		return 0;
 	default:
 		return usage_error(err, len, "unknown option; see --help");
 	}
@@ -239,7 +244,7 @@ int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_
 	optind = 1;
 	opterr = 0;
 	/* '+': stop at the first non-option, so COMMAND's own flags are its own. */
-	while ((c = getopt_long(argc, argv, "+o:d:vh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:d:vhV", long_opts, NULL)) != -1) {
 		if (c == '?' || c == ':') {
 			const char *bad = argv[optind - 1];
 
@@ -251,7 +256,7 @@ int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_
 		if (e)
 			return e;
 	}
-	if (o.help) {
+	if (o.help || o.version) {
 		*ret_opts = o;
 		return 0;
 	}

@@ -31,6 +31,7 @@ struct gp_opts {
 	bool unwind_fp;         /* --unwind fp: frame pointers instead of CFI */
 	unsigned stack_kib;     /* --stack-copy: KiB of stack copied per launch for CFI, 0: auto */
 	bool help;
+	bool version;         /* -V: print the version and exit */
 };
 
 /* 0 on success; -EINVAL with a one-line message in err (for exit status 2). */

@@ -19,6 +19,8 @@ grep -q "spin: launches=" "$WORK/a.log" || fail "the program did not finish its 
 ok "a SIGKILLed loader left the program running and exiting on time"
 
 set +e
+v=$("$LOADER" --version); rc=$?
+[ $rc = 0 ] && [[ "$v" =~ ^gpuprobe-bpf\ [0-9a-z.-]+$ ]] || fail "--version: rc=$rc '$v'"
 "$LOADER" --bogus 2>"$WORK/err"; rc=$?
 [ $rc = 2 ] || fail "bad flag exit $rc"
 "$LOADER" -d -3 --all-cgroups 2>"$WORK/err"; rc=$?
@@ -30,7 +32,7 @@ if command -v setpriv >/dev/null; then
 	[ $rc = 1 ] && grep -q "needs root" "$WORK/err" || fail "non-root: $rc $(cat "$WORK/err")"
 fi
 set -e
-ok "bad flags exit 2; unwritable output and no root exit 1 with one clear line"
+ok "--version says the build; bad flags exit 2; unwritable output and no root exit 1 with one clear line"
 
 # The program SIGKILLed mid-capture: the loader notices it gone, stops, and
 # writes what it had (its launches joined with their GPU time).

@@ -18,15 +18,8 @@
 set -uo pipefail
 out=${1:?OUTDIR}; rounds=${2:-5}
 mkdir -p "$out"
-PY=${PY:-/opt/torch/.venv/bin/python3}
-site=$($PY -c 'import site; print(site.getsitepackages()[0])')
-CUPTI=$(ls "$site"/nvidia/cu13/lib/libcupti.so* | head -1)
-export GPUPROBE_CUPTI=$CUPTI
-CUDA=${CUDA_HOME:-/usr/local/cuda}
 LAUNCHES=${LAUNCHES:-200000}
-[ -x build/empty_launch ] || nvcc -O2 -o build/empty_launch tools/gpu/empty_launch.cu || exit 1
-gcc -O2 -shared -fPIC -I"$CUDA/include" -I"$CUDA/extras/CUPTI/include" -o build/cupti_trace.so \
-	tools/gpu/cupti_trace.c "$CUPTI" || exit 1
+. "$(dirname "$0")/launch_tools.sh"
 printf '#include <stdio.h>\n#include <time.h>\nint main(void){struct timespec t,a,b;long n=2000000;
 clock_gettime(CLOCK_MONOTONIC,&a);for(long i=0;i<n;i++)clock_gettime(CLOCK_MONOTONIC,&t);
 clock_gettime(CLOCK_MONOTONIC,&b);printf("clock_gettime_ns=%%.1f\\n",((b.tv_sec-a.tv_sec)*1e9+(b.tv_nsec-a.tv_nsec))/n);return 0;}\n' \

@@ -9,6 +9,7 @@
  */
 #include "user/symbolize/elf_syms.h"
 #include "user/unwind/cfi.h"
+#include "user/util/clock.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -22,10 +23,7 @@
 
 static double now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return clock_ns(CLOCK_MONOTONIC) / 1e6;
 }
 
 static double max_rss_mb(void)

@@ -11,16 +11,14 @@
 #include <time.h>
 #include <bpf/libbpf.h>
 #include "bpf/launch.h"
+#include "user/util/clock.h"
 #include "launch.skel.h"
 
 static char log_buf[1 << 20];
 
 static double now_ms(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+	return clock_ns(CLOCK_MONOTONIC) / 1e6;
 }
 
 /* Opens, sets the loader's constants and loads; the load's ms, or -1. */

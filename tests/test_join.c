@@ -288,6 +288,32 @@ static void test_calls_made_before_attach_are_labelled_so(void **state)
 	join__destroy(j);
 }
 
+/*
+ * A driver record is stamped inside its call: one starting just after the
+ * attach may be a call entered before it (no probe saw it); a runtime
+ * record starts before the call's entry, and a driver record 1 ms or more
+ * after the attach had its entry probed.
+ */
+static void test_a_driver_record_just_after_attach_may_be_a_call_from_before(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+
+	(void)state;
+	assert_int_equal(join__attach(j, 100, 1000000), 0);
+	api(j, 1, 1000010, 1000020, 5, JOIN_DOMAIN_DRIVER);
+	api(j, 2, 1000010, 1000020, 6, JOIN_DOMAIN_RUNTIME);
+	api(j, 3, 2000000, 2000010, 7, JOIN_DOMAIN_DRIVER);
+	kernel(j, 5, 5);
+	kernel(j, 6, 6);
+	kernel(j, 7, 7);
+	join__advance(j, 3000000, 1);
+	assert_int_equal(find(&k, 5)->reason, JOIN_BEFORE_ATTACH);
+	assert_int_equal(find(&k, 6)->reason, JOIN_NO_LAUNCH_EVENT);
+	assert_int_equal(find(&k, 7)->reason, JOIN_NO_LAUNCH_EVENT);
+	join__destroy(j);
+}
+
 static void test_every_activity_leaves_exactly_once_when_queues_overflow(void **state)
 {
 	struct sink k;
@@ -415,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_a_kernel_read_before_the_first_tick_still_waits_a_horizon),
 		cmocka_unit_test(test_finishing_a_process_resolves_everything_it_holds),
 		cmocka_unit_test(test_calls_made_before_attach_are_labelled_so),
+		cmocka_unit_test(test_a_driver_record_just_after_attach_may_be_a_call_from_before),
 		cmocka_unit_test(test_every_activity_leaves_exactly_once_when_queues_overflow),
 		cmocka_unit_test(test_visiting_sites_renumbers_queued_and_matched_launches),
 		cmocka_unit_test(test_launches_without_records_all_leave_once_past_the_queue_bound),

@@ -92,6 +92,13 @@ struct jorder {
 
 #define NONE UINT32_MAX
 
+/*
+ * A driver record is stamped inside the call, after its entry point (and
+ * the uprobe) ran: one that starts this soon after the probes took effect
+ * may belong to a call entered before, which no probe saw.
+ */
+#define ATTACH_DRIVER_SLACK_NS 1000000ull
+
 struct jproc {
 	__u32 pid;
 	__u64 attach_ts;
@@ -363,7 +370,9 @@ static void api_orphan(struct join *j, struct jproc *p, struct jthread *t)
 	const struct japi *a = fifo__at(&t->apis, 0);
 	struct jcorr c = { .corr = a->corr, .added = j->now, .tid = t->tid };
 
-	if (a->start < p->attach_ts) {
+	if (a->start < p->attach_ts ||
+	    (a->domain == JOIN_DOMAIN_DRIVER && p->attach_ts &&
+	     a->start - p->attach_ts < ATTACH_DRIVER_SLACK_NS)) {
 		c.reason = JOIN_BEFORE_ATTACH;
 		j->c.api_before_attach++;
 	} else {

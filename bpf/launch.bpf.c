@@ -24,6 +24,15 @@ const volatile __u64 wakeup_bytes = 256 * 1024;
 const volatile __u32 stack_copy = 0;
 /* The events ring's size in bytes (the loader sizes the map). */
 const volatile __u64 ring_size = 16 * 1024 * 1024;
+/* Stack cache: about one hit in audit_every is sent whole (0: none), at most audit_max a second per CPU. */
+const volatile __u32 audit_every = 64;
+const volatile __u32 audit_max = 256;
+
+/*
+ * The stack cache is consulted while this is set: by the loader, once the
+ * probes that keep maps_gens true are attached (and never without them).
+ */
+bool stack_cache_on = false;
 
 /*
  * Bumped by the loader after every change to pids, copy_hints or
@@ -60,8 +69,9 @@ struct {
 struct task_memo {
 	__u32 gen;  /* memo_gen * 2 + 1 when filled (never 0); 0: never filled */
 	__u32 copy; /* the thread's copy size: its hint, or stack_copy */
+	__u32 maps_gen; /* its process's mapping generation (maps_gens) */
 	__u8 followed, python;
-	__u8 pad[6];
+	__u8 pad[2];
 };
 
 /* Scratch space: an event is too large for the BPF stack. */
@@ -69,7 +79,11 @@ struct scratch {
 	struct gp_launch_event e;
 	struct py_out pyo;     /* the Python frames follow e */
 	struct task_memo memo; /* when the thread's own could not be made */
+	struct gp_stack_key key;
+	__u64 audit_sec;       /* this CPU's audits: the second they were counted in */
+	__u32 audits;          /* and how many in it */
 	__u32 copy;            /* this event's: the thread's copy size */
+	__u32 maps_gen;        /* and its process's mapping generation */
 	bool python;           /* and whether its process runs CPython */
 };
 
@@ -137,6 +151,28 @@ struct {
 } task_memos SEC(".maps");
 
 /*
+ * tgid -> how many times a mapping of that process went or was replaced
+ * (munmap, mremap or a fixed mmap over a mapped file; exec), from 1: the
+ * stack cache's keys and the loader's stacks carry it, so that a library
+ * unloaded and another loaded at its address never answer for each other.
+ * Made by the launch program for a process it follows.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} maps_gens SEC(".maps");
+
+/* gp_stack_key -> the loader's entry for the stack of launches with that key. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384); /* sized by the loader (--stack-cache) */
+	__type(key, struct gp_stack_key);
+	__type(value, struct gp_stack_val);
+} stack_cache SEC(".maps");
+
+/*
  * The launching thread's memo, filled again when stale; read memo_gen
  * before the maps, so a change made between the two is seen next time.
  * Without room for it (the allocation failed) the scratch slot's is used.
@@ -159,6 +195,15 @@ static __always_inline struct task_memo *thread_memo(struct task_struct *task, _
 	hint = bpf_map_lookup_elem(&copy_hints, &tid);
 	m->copy = hint ? *hint : stack_copy;
 	m->python = bpf_map_lookup_elem(&py_configs, &tgid) != NULL;
+	m->maps_gen = 1;
+	if (m->followed) {
+		__u32 *mg = bpf_map_lookup_elem(&maps_gens, &tgid);
+
+		if (mg)
+			m->maps_gen = *mg;
+		else
+			bpf_map_update_elem(&maps_gens, &tgid, &m->maps_gen, BPF_NOEXIST);
+	}
 	m->gen = gen;
 	return m;
 }
@@ -189,6 +234,7 @@ static __always_inline struct gp_launch_event *begin(__u32 probe)
 	}
 	sc->copy = m->copy;
 	sc->python = m->python;
+	sc->maps_gen = m->maps_gen;
 	e = &sc->e; /* the Python frames follow it */
 	e->ts_ns = bpf_ktime_get_ns();
 	e->cgroup_id = bpf_get_current_cgroup_id();
@@ -297,6 +343,20 @@ _Static_assert(GP_STACK_COPY_MAX == 256 * 1024 && GP_STACK_CHUNK == 512,
 	       "submit's blocks cover sizes up to GP_STACK_COPY_MAX in chunks");
 
 /*
+ * The record that takes the ring past wakeup_bytes wakes the reader,
+ * forced: the kernel's default wakes it only for a record at its read
+ * position, and the records before this one went without a wakeup.
+ * Later ones do not: woken, the reader drains the ring below the mark
+ * (or, its queue full, waits on the loader and could not answer).
+ * avail: the bytes waiting before this record of len bytes.
+ */
+static __always_inline __u64 wakeup_flag(__u64 avail, __u64 len)
+{
+	return avail < wakeup_bytes && avail + len >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+								    : BPF_RB_NO_WAKEUP;
+}
+
+/*
  * Sends the event: reserved at its exact size, header and frame-pointer
  * stack, then the Python frames, then the stack copy read straight into the
  * ring (no second copy), a block per bit of its size. avail: the bytes
@@ -341,15 +401,7 @@ static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u
 		bpf_dynptr_write(&dp, offsetof(struct gp_launch_event, flags), &f, sizeof(f), 0);
 		count(GP_BPF_COPY_ERRORS);
 	}
-	/*
-	 * The record that takes the ring past wakeup_bytes wakes the reader,
-	 * forced: the kernel's default wakes it only for a record at its read
-	 * position, and the records before this one went without a wakeup.
-	 * Later ones do not: woken, the reader drains the ring below the mark
-	 * (or, its queue full, waits on the loader and could not answer).
-	 */
-	bpf_ringbuf_submit_dynptr(&dp, avail < wakeup_bytes && avail + head + copy >= wakeup_bytes
-					       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit_dynptr(&dp, wakeup_flag(avail, head + copy));
 	count(GP_BPF_EVENTS);
 	return 0;
 }
@@ -393,7 +445,106 @@ static __always_inline __u32 python_frames(struct scratch *sc)
 	return n;
 }
 
-/* Captures the user stack (frame pointers, or a copy for CFI) and sends the event. */
+/* Whether this hit goes whole, for the loader to check: at random, a bounded number a second. */
+static __always_inline bool audit_now(struct scratch *sc)
+{
+	__u64 sec;
+
+	if (!audit_every || bpf_get_prandom_u32() % audit_every)
+		return false;
+	sec = sc->e.ts_ns >> 30; /* about a second */
+	if (sc->audit_sec != sec) {
+		sc->audit_sec = sec;
+		sc->audits = 0;
+	}
+	if (sc->audits >= audit_max)
+		return false;
+	sc->audits++;
+	return true;
+}
+
+/*
+ * A Python walk that faulted or found a broken chain depends on more than
+ * its key: such a launch is never cached.
+ */
+static __always_inline bool key_cacheable(const struct gp_launch_event *e)
+{
+	__u32 st = (e->flags >> GP_EV_PY_STATUS_SHIFT) & 7;
+
+	return !(e->flags & GP_EV_F_PY) || (st != GP_PY_WALK_FAULT && st != GP_PY_WALK_BAD_FRAME);
+}
+
+/* The cache's answer for this launch's key (built in sc->key); NULL: not held. */
+static __always_inline struct gp_stack_val *cache_lookup(struct scratch *sc)
+{
+	struct gp_launch_event *e = &sc->e;
+	struct gp_stack_key *k = &sc->key;
+
+	k->sp = e->sp;
+	k->ret = e->ret;
+	k->func = e->func;
+	k->py_hash = e->py_hash;
+	k->pid = e->pid;
+	k->maps_gen = e->maps_gen;
+	k->probe = (__u16)e->probe;
+	k->py_flags = e->flags & GP_EV_KEY_FLAGS;
+	k->pad = 0;
+	return bpf_map_lookup_elem(&stack_cache, k);
+}
+
+/* A hit: the header alone, with the entry's id. */
+static __always_inline int submit_hit(struct gp_launch_event *e)
+{
+	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+
+	e->flags |= GP_EV_F_CACHED;
+	e->stack_len = 0;
+	e->nr_py = 0;
+	if (bpf_ringbuf_output(&events, e, GP_LAUNCH_EVENT_HDR,
+			       wakeup_flag(avail, GP_LAUNCH_EVENT_HDR))) {
+		count(GP_BPF_RINGBUF_FULL);
+		return 0;
+	}
+	count(GP_BPF_CACHE_HITS);
+	count(GP_BPF_EVENTS);
+	return 0;
+}
+
+/*
+ * The stack cache: a hit (not audited) is sent as a hit; otherwise the event
+ * says whether the loader may install its key. True when sent.
+ */
+static __always_inline bool try_cache(struct scratch *sc)
+{
+	struct gp_launch_event *e = &sc->e;
+	struct gp_stack_val *v;
+
+	if (!stack_cache_on || !key_cacheable(e))
+		return false;
+	v = cache_lookup(sc);
+	if (!v) {
+		e->flags |= GP_EV_F_KEYED;
+		count(GP_BPF_CACHE_MISSES);
+		return false;
+	}
+	e->cache_id = v->id; /* an unusable key's launch too: the loader keeps it in use */
+	if (v->flags & GP_SC_UNUSABLE) {
+		count(GP_BPF_CACHE_UNUSABLE);
+		return false;
+	}
+	if (audit_now(sc)) {
+		e->flags |= GP_EV_F_AUDIT;
+		count(GP_BPF_CACHE_AUDITS);
+		return false;
+	}
+	submit_hit(e);
+	return true;
+}
+
+/*
+ * Walks the Python frames, asks the stack cache, and else captures the user
+ * stack (frame pointers, or a copy for CFI) and sends the event.
+ */
 static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e)
 {
 	struct scratch *sc = (struct scratch *)e;
@@ -405,6 +556,12 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 	e->bp = PT_REGS_FP(ctx);
 	e->flags = 0;
 	e->nr_frames = 0;
+	e->cache_id = 0;
+	e->maps_gen = sc->maps_gen;
+	e->nr_py = python_frames(sc);
+	e->py_hash = sc->pyo.hash;
+	if (try_cache(sc))
+		return 0;
 	if (stack_copy) {
 		copy = copy_size(sc->copy, GP_STACK_COPY_BASE(e->sp), &e->flags);
 	} else {
@@ -418,7 +575,6 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 			len = sizeof(e->stack);
 		e->nr_frames = len / 8;
 	}
-	e->nr_py = python_frames(sc);
 	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
 	/*
 	 * A loader busy elsewhere (loading a large library's symbols) must not
@@ -446,21 +602,19 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 /*
  * cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
  * the stack-passed arguments 7 to 9 (bz, shmem, stream) lie above the
- * return address at entry, read in one call.
+ * return address at entry (on_stack[1..3], read with it in one call).
  */
-static __always_inline void args_classic(struct pt_regs *ctx, struct gp_launch_event *e)
+static __always_inline void args_classic(struct pt_regs *ctx, struct gp_launch_event *e,
+					 const __u64 *on_stack)
 {
-	__u64 on_stack[3] = {};
-
-	bpf_probe_read_user(on_stack, sizeof(on_stack), (void *)(PT_REGS_SP(ctx) + 8));
 	e->func = PT_REGS_PARM1(ctx);
 	e->grid[0] = PT_REGS_PARM2(ctx);
 	e->grid[1] = PT_REGS_PARM3(ctx);
 	e->grid[2] = PT_REGS_PARM4(ctx);
 	e->block[0] = PT_REGS_PARM5(ctx);
 	e->block[1] = PARM6(ctx);
-	e->block[2] = on_stack[0];
-	e->stream = on_stack[2];
+	e->block[2] = on_stack[1];
+	e->stream = on_stack[3];
 }
 
 /* The head of CUlaunchConfig, as cuda.h lays it out. */
@@ -499,6 +653,8 @@ SEC("uprobe")
 int BPF_KPROBE(cu_call)
 {
 	__u64 probe = bpf_get_attach_cookie(ctx);
+	/* The return address at sp (the cache's key), then stack-passed arguments. */
+	__u64 on_stack[4] = {};
 	struct gp_launch_event *e;
 
 	if (probe >= GP_PROBE_MAX)
@@ -506,12 +662,14 @@ int BPF_KPROBE(cu_call)
 	e = begin((__u32)probe);
 	if (!e)
 		return 0;
+	bpf_probe_read_user(on_stack, sizeof(on_stack), (void *)PT_REGS_SP(ctx));
+	e->ret = on_stack[0];
 	switch (probe) {
 	case GP_PROBE_LAUNCH_KERNEL:
 	case GP_PROBE_LAUNCH_KERNEL_PTSZ:
 	case GP_PROBE_LAUNCH_COOPERATIVE:
 	case GP_PROBE_LAUNCH_COOPERATIVE_PTSZ:
-		args_classic(ctx, e);
+		args_classic(ctx, e, on_stack);
 		break;
 	case GP_PROBE_LAUNCH_KERNEL_EX:
 	case GP_PROBE_LAUNCH_KERNEL_EX_PTSZ:
@@ -523,6 +681,84 @@ int BPF_KPROBE(cu_call)
 		break;
 	}
 	return finish(ctx, e);
+}
+
+/* ------------------------------------------------------------ mapping changes */
+
+static long vma_has_file(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	*(bool *)data = vma->vm_file != NULL;
+	return 0;
+}
+
+/* Whether addr lies in a file's mapping (or the mapping could not be looked at). */
+static __always_inline bool maps_file_at(struct task_struct *task, __u64 addr)
+{
+	bool file = false;
+	long err = bpf_find_vma(task, addr, vma_has_file, &file, 0);
+
+	return err == -16 /* -EBUSY: the lock was taken */ || (!err && file);
+}
+
+/*
+ * A mapping of a file in a followed process is going or being replaced
+ * (its first or last byte checked: dlclose unmaps a library whole): the
+ * process's keys and stacks made before are no longer its truth. Every
+ * thread's memo is made again, so the next launch carries the new value.
+ */
+static __always_inline void maps_change(__u64 addr, __u64 len)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 *g = bpf_map_lookup_elem(&maps_gens, &tgid);
+	struct task_struct *task;
+
+	if (!g)
+		return;
+	task = bpf_get_current_task_btf();
+	if (!maps_file_at(task, addr) && !(len && maps_file_at(task, addr + len - 1)))
+		return;
+	__sync_fetch_and_add(g, 1);
+	__sync_fetch_and_add(&memo_gen, 1);
+	count(GP_BPF_MAPS_CHANGED);
+}
+
+SEC("tracepoint/syscalls/sys_enter_munmap")
+int maps_munmap(struct trace_event_raw_sys_enter *ctx)
+{
+	maps_change(ctx->args[0], ctx->args[1]);
+	return 0;
+}
+
+#define GP_MAP_FIXED 0x10
+
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int maps_mmap(struct trace_event_raw_sys_enter *ctx)
+{
+	if (ctx->args[3] & GP_MAP_FIXED)
+		maps_change(ctx->args[0], ctx->args[1]);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_mremap")
+int maps_mremap(struct trace_event_raw_sys_enter *ctx)
+{
+	maps_change(ctx->args[0], ctx->args[1]);
+	return 0;
+}
+
+/* A new program image: none of the process's mappings stay. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(maps_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = p->tgid;
+	__u32 *g = bpf_map_lookup_elem(&maps_gens, &tgid);
+
+	if (!g)
+		return 0;
+	__sync_fetch_and_add(g, 1);
+	__sync_fetch_and_add(&memo_gen, 1);
+	count(GP_BPF_MAPS_CHANGED);
+	return 0;
 }
 
 /* A followed process's children are followed too (new processes only). */

@@ -96,6 +96,8 @@ struct gp_ring_event {
  *   __u8 copy[stack_len]         user memory from sp rounded down to GP_STACK_CHUNK
  *                                (GP_STACK_COPY_BASE), stack_len bytes (--unwind cfi)
  * The loader unwinds the copy with the files' CFI (user/unwind/).
+ * A stack-cache hit (GP_EV_F_CACHED) is the header alone: cache_id names the
+ * stack the loader installed for this launch's key (struct gp_stack_key).
  */
 struct gp_launch_event {
 	__u64 ts_ns;      /* 0: bpf_ktime_get_ns() at entry (CLOCK_MONOTONIC) */
@@ -116,11 +118,51 @@ struct gp_launch_event {
 	__u32 stack_len;  /* 104: bytes in copy[] */
 	__u16 nr_py;      /* 108: entries in py[] */
 	__u16 flags;      /* 110: GP_EV_F_* */
-	__u64 stack[GP_MAX_STACK]; /* 112: fp[], then py[] (the BPF side's scratch layout) */
+	__u64 ret;        /* 112: the word at sp: the return address into the caller */
+	__u64 py_hash;    /* 120: hash of the Python frames' (code, instr), 0 without */
+	__u32 cache_id;   /* 128: the stack cache's entry hit (CACHED, AUDIT), else 0 */
+	__u32 maps_gen;   /* 132: the process's mapping generation (maps_gens) */
+	__u64 stack[GP_MAX_STACK]; /* 136: fp[], then py[] (the BPF side's scratch layout) */
 };
-_Static_assert(sizeof(struct gp_launch_event) == 112 + 8 * GP_MAX_STACK,
+_Static_assert(sizeof(struct gp_launch_event) == 136 + 8 * GP_MAX_STACK,
 	       "gp_launch_event ABI");
-#define GP_LAUNCH_EVENT_HDR 112u
+#define GP_LAUNCH_EVENT_HDR 136u
+
+/*
+ * The stack cache's key: what the launch program reads cheaply at the
+ * probe and what, in practice, only one stack has (docs/UNWINDING.md says
+ * why): the process and its mapping generation, the entry point, the stack
+ * pointer, the return address at it, the function launched and a hash of
+ * the Python frames. The loader fills the map (stack_cache) after unwinding
+ * a launch that missed; a hit sends the entry's id instead of the stack.
+ */
+struct gp_stack_key {
+	__u64 sp;         /* 0 */
+	__u64 ret;        /* 8 */
+	__u64 func;       /* 16 */
+	__u64 py_hash;    /* 24 */
+	__u32 pid;        /* 32: host tgid */
+	__u32 maps_gen;   /* 36 */
+	__u16 probe;      /* 40 */
+	__u16 py_flags;   /* 42: the event's GP_EV_F_PY* flags and walk status */
+	__u32 pad;        /* 44: 0 */
+};
+_Static_assert(sizeof(struct gp_stack_key) == 48, "gp_stack_key ABI");
+
+struct gp_stack_val {
+	__u32 id;         /* 0: the loader's entry id, sent back in cache_id */
+	__u32 flags;      /* 4: GP_SC_* */
+};
+_Static_assert(sizeof(struct gp_stack_val) == 8, "gp_stack_val ABI");
+
+/* The most keys the cache may be given (the loader's ids hold 20 bits of slot). */
+#define GP_STACK_CACHE_MAX (1u << 19)
+
+/* Two stacks were seen under this key: every launch of it copies its stack. */
+#define GP_SC_UNUSABLE 0x1u
+
+/* The event's flags that belong to its key (the Python walk's outcome). */
+#define GP_EV_KEY_FLAGS (GP_EV_F_PY | GP_EV_F_PY_MAIN | (7u << GP_EV_PY_STATUS_SHIFT))
 
 /*
  * Largest stack copy an event carries. The copy starts at the loader's
@@ -138,6 +180,9 @@ _Static_assert(sizeof(struct gp_launch_event) == 112 + 8 * GP_MAX_STACK,
 #define GP_EV_F_PY 0x4           /* the process runs CPython: py[] was walked */
 #define GP_EV_F_PY_MAIN 0x8      /* the launching thread has no Python: py[] is the main thread's */
 #define GP_EV_F_COPY_SKIPPED 0x10 /* the ring was over half full: no stack copy, the rest sent */
+#define GP_EV_F_CACHED 0x20      /* a stack-cache hit: header only, cache_id names the stack */
+#define GP_EV_F_AUDIT 0x40       /* a hit sent whole (an audit): cache_id is the entry hit */
+#define GP_EV_F_KEYED 0x80       /* a miss whose key the loader may install */
 #define GP_EV_PY_STATUS_SHIFT 8  /* bits 8-10: enum gp_py_walk_status of that walk */
 
 /* Indices into the per-CPU counters map. */
@@ -149,6 +194,11 @@ enum gp_bpf_counter {
 	GP_BPF_COPY_SKIPPED,     /* ring over half full: event sent without its stack copy */
 	GP_BPF_FILTERED,         /* probe fired for a process not followed */
 	GP_BPF_NOTICES_LOST,     /* a new shim ring's notice (fd, or the wakeup) lost: ring full */
+	GP_BPF_CACHE_HITS,       /* launches sent as a stack-cache hit, no stack */
+	GP_BPF_CACHE_MISSES,     /* launches whose key the cache did not hold */
+	GP_BPF_CACHE_AUDITS,     /* hits sent whole, for the loader to compare */
+	GP_BPF_CACHE_UNUSABLE,   /* launches of a key marked unusable: sent whole */
+	GP_BPF_MAPS_CHANGED,     /* a followed process's mappings changed (maps_gens bumped) */
 	GP_BPF_COUNTER_MAX,
 };
 

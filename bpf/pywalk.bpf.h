@@ -229,13 +229,24 @@ static __always_inline int py_frame_fields(const struct gp_py_config *c, struct 
 	return rd64(f + c->frame_previous, prev) ? -2 : 0;
 }
 
-/* The walk's position. */
+/* The walk's position, and the hash of the frames walked so far (the stack cache's key). */
 struct py_walk_at {
 	struct py_win w;
 	__u64 f;
+	__u64 hash;
 	__u32 n, status;
 	bool bulk;
 };
+
+#define PY_HASH_SEED 0x243f6a8885a308d3ull
+#define PY_HASH_MUL 0x9e3779b97f4a7c15ull
+
+/* One word into the frames' hash: a multiply-rotate step (order matters). */
+static __always_inline __u64 py_hash_step(__u64 h, __u64 w)
+{
+	h = (h ^ w) * PY_HASH_MUL;
+	return h << 29 | h >> 35;
+}
 
 /*
  * What a walk fills: the frames, why it stopped, and room to read frames
@@ -250,6 +261,7 @@ struct py_out {
 	struct py_frame_buf fb;
 	__u32 status; /* gp_py_walk_status */
 	struct py_walk_at at;
+	__u64 hash;   /* of the frames copied: 0 when none */
 };
 
 struct py_walk {
@@ -296,6 +308,7 @@ static long py_walk_step(__u32 idx, void *arg)
 	i &= GP_PY_MAX_FRAMES - 1;
 	o->py[i].code = code;
 	o->py[i].instr = instr;
+	x->hash = py_hash_step(py_hash_step(x->hash, code), instr);
 	x->n = idx + 1;
 	if (err)
 		goto fault;
@@ -324,6 +337,8 @@ __noinline int py_walk(const struct gp_py_config *c, __u32 tid, __u64 key, struc
 	if (!c || !o) /* the verifier sees a function's pointers as maybe NULL */
 		return 0;
 	__builtin_memset(&o->at, 0, sizeof(o->at));
+	o->hash = 0;
+	o->at.hash = PY_HASH_SEED;
 	o->at.status = GP_PY_WALK_OK;
 	o->at.bulk = py_frame_bulk_ok(c);
 	o->at.w.sp = sp;
@@ -340,6 +355,7 @@ __noinline int py_walk(const struct gp_py_config *c, __u32 tid, __u64 key, struc
 		goto fault;
 	bpf_loop(GP_PY_MAX_FRAMES + 1, py_walk_step, &x, 0);
 	o->status = o->at.status;
+	o->hash = o->at.n ? o->at.hash : 0;
 	return o->at.n;
 fault:
 	o->status = GP_PY_WALK_FAULT;

@@ -25,6 +25,8 @@ enum {
 	OPT_TOP,
 	OPT_UNWIND,
 	OPT_STACK_COPY,
+	OPT_STACK_CACHE,
+	OPT_STACK_AUDIT,
 };
 
 static const struct option long_opts[] = {
@@ -42,6 +44,8 @@ static const struct option long_opts[] = {
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "stack-copy", required_argument, NULL, OPT_STACK_COPY },
+	{ "stack-cache", required_argument, NULL, OPT_STACK_CACHE },
+	{ "stack-audit", required_argument, NULL, OPT_STACK_AUDIT },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
@@ -93,6 +97,13 @@ void cli__usage(FILE *f, const char *prog)
 		"                        what its launches need; a number (1-256) fixes the\n"
 		"                        size, and deeper stacks end in '[truncated: stack\n"
 		"                        copy ended]'\n"
+		"      --stack-cache N   keys of the stack cache (default 16384; 0: off): a\n"
+		"                        launch whose key (stack pointer, return address,\n"
+		"                        kernel, Python frames) names a stack already unwound\n"
+		"                        sends that stack's id, not its stack\n"
+		"      --stack-audit N   about one cache hit in N (default 64; 0: none) is sent\n"
+		"                        whole and checked: a key found with two stacks is\n"
+		"                        never used again\n"
 		"  -h, --help            this text\n"
 		"  -V, --version         the version (the git commit it was built from)\n"
 		"\n"
@@ -223,6 +234,17 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 					   arg, GP_STACK_COPY_MAX / 1024);
 		o->stack_kib = v;
 		return 0;
+	case OPT_STACK_CACHE:
+		if (parse_uint(arg, 0, GP_STACK_CACHE_MAX, &v))
+			return usage_error(err, len, "--stack-cache: '%s' is not in 0..%u (keys)", arg,
+					   GP_STACK_CACHE_MAX);
+		o->stack_cache = v;
+		return 0;
+	case OPT_STACK_AUDIT:
+		if (parse_uint(arg, 0, 1u << 20, &v))
+			return usage_error(err, len, "--stack-audit: '%s' is not in 0..%u", arg, 1u << 20);
+		o->stack_audit = v;
+		return 0;
 	case 'h':
 		o->help = true;
 		return 0;
@@ -237,7 +259,7 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_t errlen)
 {
 	struct gp_opts o = { .output = "gpuprobe.pb.gz", .ringbuf_mb = 16, .tick_ms = 100, .top = 15,
-			     .stack_kib = 0 };
+			     .stack_kib = 0, .stack_cache = 16384, .stack_audit = 64 };
 	int c, e;
 
 	err[0] = 0;

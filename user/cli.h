@@ -30,6 +30,8 @@ struct gp_opts {
 	unsigned top;           /* --top: kernels in the report */
 	bool unwind_fp;         /* --unwind fp: frame pointers instead of CFI */
 	unsigned stack_kib;     /* --stack-copy: KiB of stack copied per launch for CFI, 0: auto */
+	unsigned stack_cache;   /* --stack-cache: keys the stack cache holds, 0: no cache */
+	unsigned stack_audit;   /* --stack-audit: about 1 hit in N sent whole, 0: none */
 	bool help;
 	bool version;         /* -V: print the version and exit */
 };

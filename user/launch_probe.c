@@ -95,6 +95,9 @@ struct launch_probe {
 	struct bpf_ring rb;           /* launch events */
 	struct bpf_ring rings_rb;     /* shim rings made: polled by one other thread */
 	bool rings_open;
+	bool cache_on;                /* stack_cache_on set: maps_gens kept true */
+	__u32 cache_entries;
+	struct bpf_link *maps_links[4]; /* munmap, mmap, mremap, exec */
 	ring_event_fn ring_fn;
 	void *ring_ctx;
 	struct bpf_link **links;
@@ -227,6 +230,39 @@ static void attach_ring_watch(struct launch_probe *lp)
 	}
 }
 
+/*
+ * The stack cache is only as true as each process's mapping generation:
+ * without the probes that bump it (a library unloaded and another mapped
+ * at its address would keep its keys), the cache stays off, and says so.
+ */
+static void attach_maps_watch(struct launch_probe *lp)
+{
+	struct launch_bpf *sk = lp->skel;
+	int err = 0;
+
+	if (!lp->cache_entries)
+		return;
+	lp->maps_links[0] = attach_tracepoint(sk->progs.maps_munmap, "sys_enter_munmap");
+	if (lp->maps_links[0])
+		lp->maps_links[1] = attach_tracepoint(sk->progs.maps_mmap, "sys_enter_mmap");
+	if (lp->maps_links[1])
+		lp->maps_links[2] = attach_tracepoint(sk->progs.maps_mremap, "sys_enter_mremap");
+	if (lp->maps_links[2])
+		lp->maps_links[3] = bpf_program__attach(sk->progs.maps_exec);
+	if (!lp->maps_links[3]) {
+		err = errno;
+		for (int i = 0; i < 4; i++) {
+			bpf_link__destroy(lp->maps_links[i]);
+			lp->maps_links[i] = NULL;
+		}
+		fprintf(stderr, "gpuprobe-bpf: cannot watch mapping changes (%s): the stack cache is "
+			"off, every launch copies its stack\n", strerror(err));
+		return;
+	}
+	sk->bss->stack_cache_on = true;
+	lp->cache_on = true;
+}
+
 /* Opens and loads the programs; with multi, the uprobe program for multi links. */
 static int load_skel(struct launch_probe *lp, const struct launch_probe_opts *opts, bool multi)
 {
@@ -240,13 +276,22 @@ static int load_skel(struct launch_probe *lp, const struct launch_probe_opts *op
 	lp->skel->rodata->ring_size = opts->ringbuf_bytes;
 	lp->skel->rodata->stack_copy = opts->stack_copy > GP_STACK_COPY_MAX ? GP_STACK_COPY_MAX
 									   : opts->stack_copy;
+	lp->skel->rodata->audit_every = opts->audit_every;
+	lp->skel->rodata->audit_max = opts->audit_max;
 	err = bpf_map__set_max_entries(lp->skel->maps.events, opts->ringbuf_bytes);
+	if (!err)
+		err = bpf_map__set_max_entries(lp->skel->maps.stack_cache,
+					       opts->cache_entries ? opts->cache_entries : 1);
 	if (!err && multi)
 		err = bpf_program__set_expected_attach_type(lp->skel->progs.cu_call,
 							    GP_BPF_TRACE_UPROBE_MULTI);
-	/* Attached apart, below: without it the loader still profiles. */
+	/* Attached apart, below: without them the loader still profiles. */
 	bpf_program__set_autoattach(lp->skel->progs.ring_make, false);
 	bpf_program__set_autoattach(lp->skel->progs.ring_made, false);
+	bpf_program__set_autoattach(lp->skel->progs.maps_munmap, false);
+	bpf_program__set_autoattach(lp->skel->progs.maps_mmap, false);
+	bpf_program__set_autoattach(lp->skel->progs.maps_mremap, false);
+	bpf_program__set_autoattach(lp->skel->progs.maps_exec, false);
 	if (!err)
 		err = launch_bpf__load(lp->skel);
 	if (err) {
@@ -269,7 +314,8 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 	struct launch_probe *lp;
 	int err;
 
-	if (!is_pow2(opts->ringbuf_bytes) || opts->ringbuf_bytes < 4096)
+	if (!is_pow2(opts->ringbuf_bytes) || opts->ringbuf_bytes < 4096 ||
+	    opts->cache_entries > GP_STACK_CACHE_MAX)
 		return -EINVAL;
 	libbpf_verbose = opts->verbose;
 	libbpf_set_print(print_libbpf);
@@ -277,6 +323,7 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 	if (!lp)
 		return -ENOMEM;
 	lp->verbose = opts->verbose;
+	lp->cache_entries = opts->cache_entries;
 	for (int i = 0; i < MAX_FILES; i++)
 		lp->multi_fds[i] = -1;
 	/* A kernel that refuses the multi attach type gets a uprobe per entry point. */
@@ -295,6 +342,7 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 	if (err)
 		goto err_destroy;
 	attach_ring_watch(lp);
+	attach_maps_watch(lp);
 	err = bpf_ring__open(&lp->rb, bpf_map__fd(lp->skel->maps.events), opts->ringbuf_bytes);
 	if (err) {
 		if (lp->rings_open)
@@ -507,6 +555,38 @@ int launch_probe__set_python(struct launch_probe *lp, __u32 tgid, const struct g
 	return 0;
 }
 
+bool launch_probe__cache_on(const struct launch_probe *lp)
+{
+	return lp->cache_on;
+}
+
+__u32 launch_probe__cache_entries(const struct launch_probe *lp)
+{
+	return lp->cache_on ? lp->cache_entries : 0;
+}
+
+int launch_probe__cache_put(struct launch_probe *lp, const struct gp_stack_key *k,
+			    const struct gp_stack_val *v)
+{
+	if (bpf_map__update_elem(lp->skel->maps.stack_cache, k, sizeof(*k), v, sizeof(*v), BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int launch_probe__cache_del(struct launch_probe *lp, const struct gp_stack_key *k)
+{
+	if (bpf_map__delete_elem(lp->skel->maps.stack_cache, k, sizeof(*k), 0))
+		return errno == ENOENT ? 0 : -errno;
+	return 0;
+}
+
+int launch_probe__forget_maps_gen(struct launch_probe *lp, __u32 tgid)
+{
+	if (bpf_map__delete_elem(lp->skel->maps.maps_gens, &tgid, sizeof(tgid), 0))
+		return errno == ENOENT ? 0 : -errno;
+	return 0;
+}
+
 int launch_probe__poll(struct launch_probe *lp, int timeout_ms, launch_event_fn fn, void *ctx)
 {
 	int err;
@@ -620,6 +700,8 @@ void launch_probe__destroy(struct launch_probe *lp)
 		bpf_ring__close(&lp->rings_rb);
 	detach_links(lp->links, lp->nr_links);
 	free(lp->links);
+	for (int i = 0; i < 4; i++)
+		bpf_link__destroy(lp->maps_links[i]);
 	for (unsigned i = 0; i < MAX_FILES; i++)
 		if (lp->multi_fds[i] >= 0)
 			close(lp->multi_fds[i]);

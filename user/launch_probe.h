@@ -21,6 +21,9 @@ struct launch_probe_opts {
 	__u64 wakeup_bytes;      /* wake the reader once this much is waiting */
 	bool verbose;            /* let libbpf print its debug chatter */
 	__u32 stack_copy;        /* bytes of stack copied per event (CFI); 0: frame pointers */
+	__u32 cache_entries;     /* the stack cache's size in keys; 0: no cache */
+	__u32 audit_every;       /* about one cache hit in this many is sent whole; 0: none */
+	__u32 audit_max;         /* at most this many audits a second per CPU */
 };
 
 /* Called for each event; its memory is valid only during the call. */
@@ -44,6 +47,18 @@ int launch_probe__unfollow(struct launch_probe *lp, __u32 tgid);
 int launch_probe__set_copy_hint(struct launch_probe *lp, __u32 tid, __u32 bytes);
 /* Lets the probes walk tgid's Python frames (cfg NULL: stop, forget). */
 int launch_probe__set_python(struct launch_probe *lp, __u32 tgid, const struct gp_py_config *cfg);
+/*
+ * The stack cache (bpf/launch.h's gp_stack_key): whether the probes consult
+ * it (a cache was asked for and the probes that keep each process's mapping
+ * generation were attached); its size in keys; and the entries themselves.
+ */
+bool launch_probe__cache_on(const struct launch_probe *lp);
+__u32 launch_probe__cache_entries(const struct launch_probe *lp);
+int launch_probe__cache_put(struct launch_probe *lp, const struct gp_stack_key *k,
+			    const struct gp_stack_val *v);
+int launch_probe__cache_del(struct launch_probe *lp, const struct gp_stack_key *k);
+/* Forgets tgid's mapping generation (it exited). */
+int launch_probe__forget_maps_gen(struct launch_probe *lp, __u32 tgid);
 /* Waits up to timeout_ms for events, then consumes all that are waiting. */
 int launch_probe__poll(struct launch_probe *lp, int timeout_ms, launch_event_fn fn, void *ctx);
 /*

@@ -10,9 +10,11 @@
  * lookup from the cached table, as PyCode_Addr2Line does, so a code object
  * costs reads only the first time it is seen.
  *
- * Known limit: a code object freed and another allocated at the same
- * address is answered from the cache (code objects of functions live as
- * long as their module; lambdas and exec'd code can be reused).
+ * A code object freed and another allocated at its address would be
+ * answered from the cache: pycode_cache__check reads again what each
+ * cached object's names hang on (the pointers, the first line, the name's
+ * first characters) and keeps a replaced object's old entry for the stacks
+ * of before, by epoch (pycode_cache__lookup_at).
  */
 #include "user/python/pycode.h"
 #include "user/python/pymem.h"
@@ -23,6 +25,8 @@
 
 #define PYCODE_HEADER_MAX 512 /* bytes of a code object read at once */
 #define PYCODE_UNICODE_HEADER_MAX 128
+#define PYCODE_SIG_DATA 32     /* bytes of a name's characters in its signature */
+#define PYCODE_OLD_MAX 1024    /* replaced objects' entries kept for older stacks */
 
 /* ---------------------------------------------------------------- decoders */
 
@@ -198,6 +202,12 @@ struct pycode_entry {
 	int firstlineno;
 	uint64_t code_start; /* 3.11+: first code unit */
 	uint64_t code_units; /* 3.11+: Py_SIZE(code) */
+	/* What the names hang on, as read: checked again by pycode_cache__check. */
+	uint64_t name_ptr, file_ptr, table_ptr;
+	uint64_t name_sig;   /* str_sig of the name object */
+	uint32_t name_sig_len; /* bytes of it the signature covers */
+	uint32_t epoch_from; /* valid for lookups at this epoch and later */
+	uint32_t epoch_until; /* old entries: and before this one */
 };
 
 struct pycode_cache {
@@ -208,6 +218,10 @@ struct pycode_cache {
 	size_t cap;   /* power of two */
 	size_t count;
 	unsigned long hits, misses;
+	struct pycode_entry *old;  /* replaced objects' entries, a ring of PYCODE_OLD_MAX */
+	size_t old_n, old_next;
+	size_t check_cursor;       /* where the next check starts among the slots */
+	unsigned long replaced;
 };
 
 static uint64_t rd64(const uint8_t *b, uint32_t off)
@@ -256,8 +270,46 @@ static size_t layout__header_len(const struct pycode_layout *l)
 	return m + 8;
 }
 
+/*
+ * A str object's signature: its length, kind and first characters (state's
+ * interning bits left out: they change on their own). Never 0.
+ */
+static uint64_t str_sig(int64_t length, uint32_t state, const uint8_t *data, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	h = (h ^ (uint64_t)length) * 0x100000001b3ull;
+	h = (h ^ ((state >> 2) & 0x1f)) * 0x100000001b3ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ data[i]) * 0x100000001b3ull;
+	return h | 1;
+}
+
+/* str_sig of the first len bytes of a str object as read; 0 when they do not hold it. */
+static uint64_t str_sig_of(const struct pycode_layout *l, const uint8_t *obj, size_t len)
+{
+	uint32_t state;
+	int64_t length;
+	size_t off, n;
+	unsigned kind;
+
+	if (len < l->unicode_ascii_size)
+		return 0;
+	memcpy(&state, obj + l->unicode_state, 4);
+	memcpy(&length, obj + l->unicode_length, 8);
+	kind = (state >> 2) & 7;
+	off = (state >> 6) & 1 ? l->unicode_ascii_size : l->unicode_compact_size;
+	if (length < 0 || length > (1 << 24))
+		return 0;
+	n = (size_t)length * kind < PYCODE_SIG_DATA ? (size_t)length * kind : PYCODE_SIG_DATA;
+	if (off + n > len)
+		return 0;
+	return str_sig(length, state, obj + off, n);
+}
+
 /* Reads a str object into a malloc'ed UTF-8 string of at most cap - 1 bytes. */
-static int pycode__read_str(const struct pycode_cache *c, uint64_t addr, size_t cap, char **ret)
+static int pycode__read_str(const struct pycode_cache *c, uint64_t addr, size_t cap, char **ret,
+			    uint64_t *ret_sig, uint32_t *ret_sig_len)
 {
 	const struct pycode_layout *l = &c->l;
 	uint8_t hdr[PYCODE_UNICODE_HEADER_MAX];
@@ -295,6 +347,12 @@ static int pycode__read_str(const struct pycode_cache *c, uint64_t addr, size_t 
 			  data, n * kind);
 	if (!err)
 		err = pycode__unicode_to_utf8(data, n, kind, ascii, out, cap, &len);
+	if (!err && ret_sig) {
+		size_t sig_n = n * kind < PYCODE_SIG_DATA ? n * kind : PYCODE_SIG_DATA;
+
+		*ret_sig = str_sig(length, state, data, sig_n);
+		*ret_sig_len = (ascii ? l->unicode_ascii_size : l->unicode_compact_size) + (uint32_t)sig_n;
+	}
 	if (!err) {
 		*ret = out;
 		out = NULL;
@@ -369,12 +427,15 @@ static int pycode__read(const struct pycode_cache *c, uint64_t code, struct pyco
 		e.code_units = (uint64_t)units;
 		e.code_start = code + l->co_code_adaptive;
 	}
-	err = pycode__read_str(c, rd64(hdr, name_off), PYCODE_NAME_MAX, &e.qualname);
+	e.name_ptr = rd64(hdr, name_off);
+	e.file_ptr = rd64(hdr, l->co_filename);
+	e.table_ptr = rd64(hdr, l->co_linetable);
+	err = pycode__read_str(c, e.name_ptr, PYCODE_NAME_MAX, &e.qualname, &e.name_sig,
+			       &e.name_sig_len);
 	if (!err)
-		err = pycode__read_str(c, rd64(hdr, l->co_filename), PYCODE_FILE_MAX, &e.filename);
+		err = pycode__read_str(c, e.file_ptr, PYCODE_FILE_MAX, &e.filename, NULL, NULL);
 	if (!err)
-		err = pycode__read_bytes(c, rd64(hdr, l->co_linetable), &e.linetable,
-					 &e.linetable_len);
+		err = pycode__read_bytes(c, e.table_ptr, &e.linetable, &e.linetable_len);
 	if (err) {
 		entry__clear(&e);
 		return err;
@@ -417,6 +478,9 @@ void pycode_cache__destroy(struct pycode_cache *c)
 	for (i = 0; i < c->cap; i++)
 		if (c->slots[i].code)
 			entry__clear(&c->slots[i]);
+	for (i = 0; i < c->old_n; i++)
+		entry__clear(&c->old[i]);
+	free(c->old);
 	free(c->slots);
 	free(c);
 }
@@ -496,33 +560,78 @@ static int entry__line(const struct pycode_cache *c, const struct pycode_entry *
 	return err;
 }
 
-int pycode_cache__lookup(struct pycode_cache *c, uint64_t code, uint64_t instr,
-			 struct pycode_frame *ret_frame)
+/* The newest epoch an older entry of code was valid until (0: none): a re-read is valid from it. */
+static uint32_t old__until(const struct pycode_cache *c, uint64_t code)
 {
-	struct pycode_entry *e, fresh;
+	uint32_t until = 0;
+
+	for (size_t i = 0; i < c->old_n; i++)
+		if (c->old[i].code == code && c->old[i].epoch_until > until)
+			until = c->old[i].epoch_until;
+	return until;
+}
+
+/* The older entry of code that was valid at epoch; NULL when none is kept. */
+static const struct pycode_entry *old__find(const struct pycode_cache *c, uint64_t code,
+					    uint32_t epoch)
+{
+	for (size_t i = 0; i < c->old_n; i++) {
+		const struct pycode_entry *o = &c->old[i];
+
+		if (o->code == code && o->epoch_from <= epoch && epoch < o->epoch_until)
+			return o;
+	}
+	return NULL;
+}
+
+/* The cache's entry for code, read now when it holds none. */
+static int cache__get(struct pycode_cache *c, uint64_t code, struct pycode_entry **ret)
+{
+	struct pycode_entry *e = cache__find(c, code), fresh;
+	int err;
+
+	if (e->code) {
+		c->hits++;
+		*ret = e;
+		return 0;
+	}
+	err = pycode__read(c, code, &fresh);
+	if (err)
+		return err;
+	c->misses++;
+	fresh.epoch_from = old__until(c, code);
+	if (c->count >= PYCODE_CACHE_MAX)
+		cache__flush(c);
+	if ((c->count + 1) * 2 > c->cap && cache__grow(c)) {
+		entry__clear(&fresh);
+		return -ENOMEM;
+	}
+	e = cache__find(c, code);
+	*e = fresh;
+	c->count++;
+	*ret = e;
+	return 0;
+}
+
+int pycode_cache__lookup_at(struct pycode_cache *c, uint64_t code, uint64_t instr, uint32_t epoch,
+			    struct pycode_frame *ret_frame)
+{
+	const struct pycode_entry *e;
+	struct pycode_entry *cur;
 	int line, err;
 
 	if (!c || !ret_frame)
 		return -EINVAL;
 	if (!code || (code & 7))
 		return -EINVAL;
-	e = cache__find(c, code);
-	if (e->code) {
-		c->hits++;
-	} else {
-		err = pycode__read(c, code, &fresh);
+	e = old__find(c, code, epoch);
+	if (!e) {
+		err = cache__get(c, code, &cur);
 		if (err)
 			return err;
-		c->misses++;
-		if (c->count >= PYCODE_CACHE_MAX)
-			cache__flush(c);
-		if ((c->count + 1) * 2 > c->cap && cache__grow(c)) {
-			entry__clear(&fresh);
-			return -ENOMEM;
-		}
-		e = cache__find(c, code);
-		*e = fresh;
-		c->count++;
+		if (cur->epoch_from > epoch)
+			return -ESTALE; /* the object of that time was replaced, and is gone */
+		e = cur;
 	}
 	err = entry__line(c, e, instr, &line);
 	if (err)
@@ -534,6 +643,152 @@ int pycode_cache__lookup(struct pycode_cache *c, uint64_t code, uint64_t instr,
 		.firstlineno = e->firstlineno,
 	};
 	return 0;
+}
+
+int pycode_cache__lookup(struct pycode_cache *c, uint64_t code, uint64_t instr,
+			 struct pycode_frame *ret_frame)
+{
+	return pycode_cache__lookup_at(c, code, instr, UINT32_MAX, ret_frame);
+}
+
+/* ---------------------------------------------------------------- reuse */
+
+/* Keeps a replaced object's entry for the stacks of before next_epoch. */
+static void old__keep(struct pycode_cache *c, struct pycode_entry *e, uint32_t next_epoch)
+{
+	struct pycode_entry *slot;
+
+	if (!c->old) {
+		c->old = calloc(PYCODE_OLD_MAX, sizeof(*c->old));
+		if (!c->old) {
+			entry__clear(e);
+			return;
+		}
+	}
+	slot = &c->old[c->old_next];
+	if (c->old_n == PYCODE_OLD_MAX)
+		entry__clear(slot); /* the oldest: its stacks say the object was replaced */
+	else
+		c->old_n++;
+	*slot = *e;
+	slot->epoch_until = next_epoch;
+	c->old_next = (c->old_next + 1) % PYCODE_OLD_MAX;
+	memset(e, 0, sizeof(*e));
+}
+
+/* Whether the object at e->code, as read again in hdr (n bytes), is still the one read. */
+static bool entry__same(const struct pycode_cache *c, const struct pycode_entry *e,
+			const uint8_t *hdr)
+{
+	const struct pycode_layout *l = &c->l;
+	uint32_t name_off = l->co_qualname != UINT32_MAX ? l->co_qualname : l->co_name;
+	int firstlineno;
+	int64_t units;
+
+	memcpy(&firstlineno, hdr + l->co_firstlineno, sizeof(int));
+	if ((l->code_type && rd64(hdr, l->ob_type) != l->code_type) ||
+	    firstlineno != e->firstlineno || rd64(hdr, name_off) != e->name_ptr ||
+	    rd64(hdr, l->co_filename) != e->file_ptr || rd64(hdr, l->co_linetable) != e->table_ptr)
+		return false;
+	memcpy(&units, hdr + l->ob_size, 8);
+	return l->version < 0x030b0000 || (uint64_t)units == e->code_units;
+}
+
+/* The slots of up to max cached objects, from the cursor on. */
+static size_t check__pick(struct pycode_cache *c, size_t max, size_t *slots)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < c->cap && n < max; k++) {
+		size_t i = (c->check_cursor + k) & (c->cap - 1);
+
+		if (c->slots[i].code)
+			slots[n++] = i;
+	}
+	c->check_cursor = n ? (slots[n - 1] + 1) & (c->cap - 1) : 0;
+	return n;
+}
+
+/* Takes the marked (code == 0 after old__keep) holes out of the table. */
+static void cache__rehash(struct pycode_cache *c)
+{
+	struct pycode_entry *old = c->slots;
+	size_t cap = c->cap;
+	struct pycode_entry *slots = calloc(cap, sizeof(*slots));
+
+	if (!slots) {
+		cache__flush(c); /* no room to move them: read all again */
+		return;
+	}
+	c->slots = slots;
+	c->count = 0;
+	for (size_t i = 0; i < cap; i++) {
+		if (old[i].code) {
+			*cache__find(c, old[i].code) = old[i];
+			c->count++;
+		}
+	}
+	free(old);
+}
+
+int pycode_cache__check(struct pycode_cache *c, uint32_t next_epoch, size_t max,
+			size_t *ret_replaced)
+{
+	size_t *slots, n, replaced = 0;
+	struct pymem_seg *seg;
+	uint8_t *buf;
+	int err = 0;
+
+	*ret_replaced = 0;
+	if (!c || !c->count)
+		return 0;
+	if (max > c->count)
+		max = c->count;
+	slots = calloc(max, sizeof(*slots));
+	seg = calloc(max, sizeof(*seg));
+	buf = malloc(max * (c->header_len + PYCODE_UNICODE_HEADER_MAX + PYCODE_SIG_DATA));
+	if (!slots || !seg || !buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	n = check__pick(c, max, slots);
+	/* First the objects' fields, then, for those that kept them, their names. */
+	for (size_t k = 0; k < n; k++)
+		seg[k] = (struct pymem_seg){ .addr = c->slots[slots[k]].code,
+					     .buf = buf + k * c->header_len, .len = c->header_len };
+	pymem__readv(c->pid, seg, n);
+	for (size_t k = 0; k < n; k++)
+		if (seg[k].err == -ESRCH)
+			goto out; /* the process is gone: nothing was replaced */
+	for (size_t k = 0; k < n; k++) {
+		struct pycode_entry *e = &c->slots[slots[k]];
+		bool same = !seg[k].err && entry__same(c, e, seg[k].buf);
+
+		seg[k] = (struct pymem_seg){ .addr = same ? e->name_ptr : 0, .len = same ? e->name_sig_len : 0,
+					     .buf = buf + max * c->header_len +
+						    k * (PYCODE_UNICODE_HEADER_MAX + PYCODE_SIG_DATA),
+					     .err = same ? 0 : -ESTALE };
+	}
+	pymem__readv(c->pid, seg, n);
+	for (size_t k = 0; k < n; k++) {
+		struct pycode_entry *e = &c->slots[slots[k]];
+
+		if (seg[k].err == -ESRCH)
+			break; /* gone since: the rest stay as they are */
+		if (!seg[k].err && str_sig_of(&c->l, seg[k].buf, seg[k].len) == e->name_sig)
+			continue;
+		old__keep(c, e, next_epoch);
+		replaced++;
+	}
+	if (replaced)
+		cache__rehash(c);
+	c->replaced += replaced;
+	*ret_replaced = replaced;
+out:
+	free(slots);
+	free(seg);
+	free(buf);
+	return err;
 }
 
 void pycode_cache__stats(const struct pycode_cache *c, unsigned long *ret_hits,

@@ -73,6 +73,22 @@ void pycode_cache__destroy(struct pycode_cache *c);
  */
 int pycode_cache__lookup(struct pycode_cache *c, uint64_t code, uint64_t instr,
 			 struct pycode_frame *ret_frame);
+/*
+ * The same for a stack of epoch (the caller's count of pycode_cache__check
+ * calls that found objects replaced): an object replaced since answers with
+ * what it was then while that is kept; -ESTALE when it is not.
+ */
+int pycode_cache__lookup_at(struct pycode_cache *c, uint64_t code, uint64_t instr, uint32_t epoch,
+			    struct pycode_frame *ret_frame);
+/*
+ * Reads again, in two gathered reads, what the names of up to max cached
+ * objects hang on (from where the last call stopped): an object freed and
+ * another allocated at its address, or one gone, is found replaced. Each
+ * replaced object's entry is kept for lookups at epochs before next_epoch,
+ * and the object is read afresh on its next lookup. *ret_replaced: how many.
+ */
+int pycode_cache__check(struct pycode_cache *c, uint32_t next_epoch, size_t max,
+			size_t *ret_replaced);
 /* Code objects read (misses) and found in the cache (hits). */
 void pycode_cache__stats(const struct pycode_cache *c, unsigned long *ret_hits,
 			 unsigned long *ret_misses);

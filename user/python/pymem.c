@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -62,4 +63,60 @@ int pymem__read_u64(pid_t pid, uint64_t addr, uint64_t *ret)
 		return err;
 	*ret = v;
 	return 0;
+}
+
+/* Up to IOV_MAX segments from first in one call: how many it read whole. */
+static size_t readv_batch(pid_t pid, struct pymem_seg *segs, size_t n, int *ret_errno)
+{
+	struct iovec local[IOV_MAX], remote[IOV_MAX];
+	size_t k = n < IOV_MAX ? n : IOV_MAX, done = 0;
+	ssize_t got;
+
+	for (size_t i = 0; i < k; i++) {
+		local[i] = (struct iovec){ .iov_base = segs[i].buf, .iov_len = segs[i].len };
+		remote[i] = (struct iovec){ .iov_base = (void *)(uintptr_t)segs[i].addr,
+					    .iov_len = segs[i].len };
+	}
+	got = process_vm_readv(pid, local, k, remote, k, 0);
+	*ret_errno = got < 0 ? errno : 0;
+	for (size_t i = 0; got > 0 && i < k && (size_t)got >= segs[i].len; i++) {
+		got -= (ssize_t)segs[i].len;
+		segs[i].err = 0;
+		done++;
+	}
+	return done;
+}
+
+void pymem__readv(pid_t pid, struct pymem_seg *segs, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		int e;
+		size_t done;
+
+		if (!segs[i].len || !segs[i].addr || segs[i].addr > INT64_MAX ||
+		    segs[i].addr + segs[i].len < segs[i].addr) {
+			segs[i].err = segs[i].len ? -EFAULT : 0;
+			i++;
+			continue;
+		}
+		done = readv_batch(pid, segs + i, n - i, &e);
+		i += done;
+		if (i < n && (e == ENOSYS || e == EPERM)) {
+			for (; i < n; i++)
+				segs[i].err = pymem__read(pid, segs[i].addr, segs[i].buf, segs[i].len);
+			return;
+		}
+		if (i < n && e == ESRCH) {
+			for (; i < n; i++)
+				segs[i].err = -ESRCH;
+			return;
+		}
+		if (i < n && !done) {
+			/* This one could not be read: mark it, go on past it. */
+			segs[i].err = -EFAULT;
+			i++;
+		}
+	}
 }

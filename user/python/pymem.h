@@ -16,4 +16,19 @@
 int pymem__read(pid_t pid, uint64_t addr, void *buf, size_t len);
 int pymem__read_u64(pid_t pid, uint64_t addr, uint64_t *ret);
 
+/* One piece of a gathered read: err 0 when buf holds all len bytes at addr. */
+struct pymem_seg {
+	uint64_t addr;
+	void *buf;
+	size_t len;
+	int err;
+};
+
+/*
+ * Reads each segment whole or not at all (its err), with as few system
+ * calls as the kernel allows (process_vm_readv stops at the first segment
+ * it cannot read; the rest are read on).
+ */
+void pymem__readv(pid_t pid, struct pymem_seg *segs, size_t n);
+
 #endif /* GP_PYTHON_PYMEM_H */

@@ -42,7 +42,9 @@ void session__counters_line(struct session *s, FILE *f)
 	struct shm_reader_stats rs = s->reader_gone, st;
 	struct join_counters jc;
 	struct profile_totals pt;
+	struct stack_cache_stats cs;
 
+	stack_cache__stats(s->cache, &cs);
 	memcpy(shm, s->shm_ctr_gone, sizeof(shm));
 	for (size_t i = 0; i < s->tt.n; i++) {
 		if (!s->tt.t[i]->shm)
@@ -69,7 +71,7 @@ void session__counters_line(struct session *s, FILE *f)
 		"queue_full=%llu stacks_dropped=%llu names_dropped=%llu records_unknown=%llu "
 		"symbolize_failed=%llu stacks_short=%llu python_short=%llu python_unresolved=%llu "
 		"crc_helper_lost=%llu rings_missed=%llu notices_lost=%llu "
-		"events_bad=%llu before_window=%llu\n",
+		"events_bad=%llu before_window=%llu stack_cache_mismatch=%llu stack_cache_lost=%llu\n",
 		bpf[GP_BPF_EVENTS], bpf[GP_BPF_RINGBUF_FULL], bpf[GP_BPF_STACK_ERRORS],
 		bpf[GP_BPF_COPY_ERRORS], bpf[GP_BPF_COPY_SKIPPED], shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
 		shm[GP_CTR_BUFFERS_EXHAUSTED], shm[GP_CTR_MODULES_CAPTURED], s->modules_settled,
@@ -83,7 +85,7 @@ void session__counters_line(struct session *s, FILE *f)
 		s->names_dropped, s->records_unknown, s->stack_stats.sym_failed,
 		s->stack_stats.native_truncated, s->stack_stats.py_truncated,
 		s->stack_stats.py_unresolved, crc_engine__helper_lost(s->crc), s->rings_missed,
-		bpf[GP_BPF_NOTICES_LOST], s->events_bad, s->before_window);
+		bpf[GP_BPF_NOTICES_LOST], s->events_bad, s->before_window, cs.mismatch, s->cache_lost);
 }
 
 static double tv_s(struct timeval tv)
@@ -134,5 +136,37 @@ void session__loader_line(struct session *s, FILE *f)
 		(unsigned long long)ts.lookups, ts.lookup_ns / 1e6, s->settle_cpu_ns / 1e6);
 	if (helper > 0 && proc__usage(helper, &helper_cpu, &helper_hwm_kib))
 		helper_cpu = 0, helper_hwm_kib = 0;
-	fprintf(f, " helper_cpu_s=%.3f helper_rss_mb=%.1f\n", helper_cpu, helper_hwm_kib / 1024.0);
+	fprintf(f, " helper_cpu_s=%.3f helper_rss_mb=%.1f", helper_cpu, helper_hwm_kib / 1024.0);
+	session__cache_fields(s, f);
+	fputc('\n', f);
+}
+
+/*
+ * The stack cache on the loader line: how many launches it answered (hits
+ * over hits and misses, the BPF side's counts), what the loader did with
+ * its keys, and how full it is.
+ */
+void session__cache_fields(struct session *s, FILE *f)
+{
+	__u64 bpf[GP_BPF_COUNTER_MAX] = {};
+	struct stack_cache_stats cs;
+	__u64 asked;
+
+	launch_probe__counters(s->lp, bpf);
+	stack_cache__stats(s->cache, &cs);
+	asked = bpf[GP_BPF_CACHE_HITS] + bpf[GP_BPF_CACHE_AUDITS] + bpf[GP_BPF_CACHE_MISSES] +
+		bpf[GP_BPF_CACHE_UNUSABLE];
+	fprintf(f, " cache_hit_pct=%.1f cache_hits=%llu cache_misses=%llu cache_audits=%llu "
+		"cache_unusable_launches=%llu cache_keys=%zu cache_capacity=%zu cache_installs=%llu "
+		"cache_confirmed=%llu cache_audits_short=%llu cache_evicted=%llu cache_forgotten=%llu "
+		"cache_full=%llu cache_map_errors=%llu maps_changed=%llu py_replaced=%llu",
+		asked ? 100.0 * (bpf[GP_BPF_CACHE_HITS] + bpf[GP_BPF_CACHE_AUDITS]) / asked : 0.0,
+		(unsigned long long)bpf[GP_BPF_CACHE_HITS], (unsigned long long)bpf[GP_BPF_CACHE_MISSES],
+		(unsigned long long)bpf[GP_BPF_CACHE_AUDITS],
+		(unsigned long long)bpf[GP_BPF_CACHE_UNUSABLE], cs.live, cs.capacity,
+		(unsigned long long)cs.installs, (unsigned long long)cs.confirmed,
+		(unsigned long long)cs.audits_short, (unsigned long long)cs.evicted,
+		(unsigned long long)cs.forgotten, (unsigned long long)cs.full,
+		(unsigned long long)cs.map_errors, (unsigned long long)s->maps_changed,
+		(unsigned long long)s->py_replaced);
 }

@@ -47,6 +47,10 @@
 #define PUMP_MAX_BYTES (256ull << 20)
 #define PENDING_MAX (1u << 20)
 #define PY_RETRY_NS (50 * NS_PER_MS) /* in effect: every tick */
+/* Code objects checked against reuse at once, at most (pycode_cache__check). */
+#define PY_CHECK_MAX 4096
+/* Stack-cache audits a second per CPU, at most (--stack-audit picks how often). */
+#define STACK_AUDIT_MAX 256
 #define PY_MAX_TRIES 40
 /* Events committed after we read the clock may still be in flight. */
 #define WATERMARK_SLACK_NS (5 * NS_PER_MS)
@@ -182,7 +186,8 @@ static void defer_stack(struct session *s, struct target *t, __u32 stack_id,
 		target__symbolizer(t); /* its maps and root, read while it lives */
 	for (__u32 i = 0; t && t->py && i < raw->npy; i++)
 		if (py[i].code != GP_PY_FRAME_SHIM)
-			pycode_cache__lookup(t->py, py[i].code & ~GP_PY_FRAME_FLAGS, py[i].instr, &f);
+			pycode_cache__lookup_at(t->py, py[i].code & ~GP_PY_FRAME_FLAGS, py[i].instr,
+						raw->epoch, &f);
 	if (s->npending == s->cap_pending) {
 		size_t cap = s->cap_pending ? 2 * s->cap_pending : 1024;
 		__u32 *n = cap <= PENDING_MAX ? realloc(s->pending, cap * sizeof(*n)) : NULL;
@@ -200,6 +205,7 @@ static void defer_stack(struct session *s, struct target *t, __u32 stack_id,
 /* Names the deferred stacks of pid (0: of every process). */
 static void resolve_pending(struct session *s, pid_t pid)
 {
+	struct target *only = pid ? target_table__find(&s->tt, pid) : NULL;
 	size_t keep = 0, len;
 
 	for (size_t i = 0; i < s->npending; i++) {
@@ -217,6 +223,11 @@ static void resolve_pending(struct session *s, pid_t pid)
 		resolve_stack(s, target_table__find(&s->tt, (pid_t)copy.pid), s->pending[i], &copy);
 	}
 	s->npending = keep;
+	/* Nothing of their time waits to be named: earlier mappings can go. */
+	if (only)
+		target__drop_old_spaces(only);
+	for (size_t i = 0; !pid && i < s->tt.n; i++)
+		target__drop_old_spaces(s->tt.t[i]);
 }
 
 /*
@@ -263,15 +274,163 @@ static int on_launch_event(void *ctx, const struct gp_launch_event *e, size_t si
 	return err;
 }
 
+/*
+ * The process's mappings changed (a library went, or was replaced at its
+ * address; an exec): its events from now on are walked and named in a new
+ * space, while stacks met before keep the mappings of their time until
+ * named; its stack-cache keys of before go.
+ */
+static void follow_maps_gen(struct session *s, struct target *t, const struct gp_launch_event *e)
+{
+	if (!e->maps_gen || e->maps_gen <= t->maps_gen)
+		return; /* the same, or an event from before the change, still in flight */
+	if (!t->maps_gen) {
+		t->maps_gen = e->maps_gen; /* the first event: its maps are the ones read */
+		return;
+	}
+	if (target__new_space(t, e->maps_gen, true) == -EBUSY) {
+		TIMED(s, STAGE_NAME, resolve_pending(s, t->pid)); /* drops the earlier spaces */
+		target__drop_old_spaces(t);
+		target__new_space(t, e->maps_gen, true);
+	}
+	s->maps_changed++;
+	if (s->cache)
+		stack_cache__forget_older(s->cache, t->pid, e->maps_gen);
+}
+
+/*
+ * A launch with Python frames after the last check of t's code objects:
+ * check them (a code object freed and another made at its address must
+ * not keep the old one's name), once for all such launches read now.
+ */
+static void check_python_code(struct session *s, struct target *t, const struct gp_launch_event *e)
+{
+	__u64 before = t->py_checked_ns; /* that check found them as they were read */
+	size_t replaced = 0;
+
+	if (!t->py || !(e->flags & GP_EV_F_PY) || e->ts_ns <= t->py_checked_ns)
+		return;
+	t->py_checked_ns = now_ns();
+	if (pycode_cache__check(t->py, t->stack_epoch + 1, PY_CHECK_MAX, &replaced) || !replaced)
+		return;
+	target__new_epoch(t);
+	t->py_old_until_ns = before;
+	s->py_replaced += replaced;
+	if (s->cache)
+		stack_cache__forget_pid(s->cache, t->pid);
+}
+
+/* The stack id for raw, interned (and named later when new); 0 when the table is full. */
+static __u32 intern_stack(struct session *s, struct target *t, const struct raw_stack *raw)
+{
+	__u32 stack_id = 0;
+	bool is_new;
+
+	if (stack_table__intern(&s->stacks, raw, raw_stack__len(raw), &stack_id, &is_new)) {
+		s->stacks_dropped++;
+		return 0;
+	}
+	if (is_new)
+		defer_stack(s, t, stack_id, raw);
+	return stack_id;
+}
+
+/* A stack for a hit whose entry was gone: said so, never another stack. */
+static __u32 lost_stack(struct session *s, struct target *t, const struct gp_launch_event *e)
+{
+	struct raw_stack *raw = &s->raw;
+
+	memset(raw, 0, offsetof(struct raw_stack, w));
+	raw->pid = e->pid;
+	raw->why = STACK_WHY_LOST;
+	s->cache_lost++;
+	return intern_stack(s, t, raw);
+}
+
+/*
+ * A stack-cache hit: the entry's stack. One met in an earlier epoch of a
+ * process whose Python code has changed since is named afresh, unless the
+ * launch came before the change could have (before the last check that
+ * found nothing, or under the mappings of before).
+ */
+static __u32 cached_stack(struct session *s, struct target *t, const struct gp_launch_event *e)
+{
+	const struct raw_stack *cached;
+	__u32 stack_id;
+	size_t len;
+
+	s->cache_hits_seen++;
+	if (!s->cache || stack_cache__lookup(s->cache, e->cache_id, &stack_id))
+		return lost_stack(s, t, e);
+	cached = stack_table__get(&s->stacks, stack_id, &len);
+	stack_table__keep(&s->stacks, stack_id); /* used in this window */
+	if (!t || !cached || len < offsetof(struct raw_stack, w) || cached->epoch == t->stack_epoch ||
+	    e->maps_gen < t->maps_gen || e->ts_ns <= t->py_old_until_ns)
+		return stack_id;
+	memcpy(&s->raw, cached, len);
+	s->raw.epoch = t->stack_epoch;
+	return intern_stack(s, t, &s->raw);
+}
+
+/*
+ * What an unwound launch tells the stack cache: an audit, the entry's stack
+ * or not; a miss, its key's stack (installed, or found to differ); an
+ * unusable key's launch, that the key is still in use.
+ */
+static void teach_cache(struct session *s, const struct gp_launch_event *e,
+			const struct raw_stack *raw, __u32 stack_id)
+{
+	bool whole = raw_stack__whole(raw, e->flags);
+	struct gp_stack_key k;
+	__u32 cached;
+
+	if (!s->cache || !stack_id)
+		return;
+	if (e->flags & GP_EV_F_AUDIT) {
+		if (!stack_cache__lookup(s->cache, e->cache_id, &cached))
+			stack_cache__audit(s->cache, e->cache_id, cached == stack_id, !whole);
+	} else if ((e->flags & GP_EV_F_KEYED) && whole) {
+		stack_cache__key_of(e, &k);
+		stack_cache__learn(s->cache, &k, stack_id);
+	} else if (e->cache_id) {
+		stack_cache__lookup(s->cache, e->cache_id, &cached);
+	}
+}
+
+/* A launch sent whole: unwound, interned, and what it tells the cache. */
+static __u32 unwound_stack(struct session *s, struct target *t, const struct gp_launch_event *e,
+			   size_t size)
+{
+	struct raw_stack *raw = &s->raw;
+	__u32 stack_id, need = 0;
+	bool bad = false;
+	__u64 t0 = now_ns();
+
+	if (raw_stack__from_event(t, e, size, raw, &need)) {
+		s->events_bad++;
+		memset(raw, 0, sizeof(*raw) - sizeof(raw->w));
+		raw->pid = e->pid;
+		bad = true;
+	}
+	s->unwind_ns += now_ns() - t0;
+	if (e->stack_len) {
+		s->copied_bytes += e->stack_len;
+		s->copied_events++;
+	}
+	if (need && s->hints.lp)
+		copy_hints__observe(&s->hints, e->tid, need);
+	stack_id = intern_stack(s, t, raw);
+	if (!bad)
+		teach_cache(s, e, raw, stack_id);
+	return stack_id;
+}
+
 static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, size_t size)
 {
 	struct session *s = ctx;
-	struct raw_stack *raw = &s->raw;
 	struct join_launch jl;
 	struct target *t;
-	__u32 stack_id = 0, need = 0;
-	bool is_new;
-	__u64 t0;
+	__u32 stack_id;
 
 	if (e->probe == GP_PROBE_SHM_RING) {
 		/* A ring was made: read the maps while the process lives, hold the ring. */
@@ -288,25 +447,11 @@ static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, siz
 		t->first_launch_ns = e->ts_ns;
 		python_setup(s, t, now_ns());
 	}
-	t0 = now_ns();
-	if (raw_stack__from_event(t, e, size, raw, &need)) {
-		s->events_bad++;
-		memset(raw, 0, sizeof(*raw) - sizeof(raw->w));
-		raw->pid = e->pid;
+	if (t) {
+		follow_maps_gen(s, t, e);
+		check_python_code(s, t, e);
 	}
-	s->unwind_ns += now_ns() - t0;
-	if (e->stack_len) {
-		s->copied_bytes += e->stack_len;
-		s->copied_events++;
-	}
-	if (need && s->hints.lp)
-		copy_hints__observe(&s->hints, e->tid, need);
-	if (stack_table__intern(&s->stacks, raw, raw_stack__len(raw), &stack_id, &is_new)) {
-		s->stacks_dropped++;
-		stack_id = 0;
-	} else if (is_new) {
-		defer_stack(s, t, stack_id, raw);
-	}
+	stack_id = e->flags & GP_EV_F_CACHED ? cached_stack(s, t, e) : unwound_stack(s, t, e, size);
 	/* Threads are keyed by their own namespace's tid, as CUPTI numbers them. */
 	jl = (struct join_launch){ .pid = e->pid, .tid = e->ns_tid ? e->ns_tid : e->tid,
 				   .ts = e->ts_ns, .probe = e->probe,
@@ -558,6 +703,9 @@ static void retire_target(struct session *s, struct target *t)
 	}
 	TIMED(s, STAGE_NAME, resolve_pending(s, pid)); /* while its maps and root are at hand */
 	join__finish_pid(s->join, pid);
+	if (s->cache)
+		stack_cache__forget_pid(s->cache, (__u32)pid);
+	launch_probe__forget_maps_gen(s->lp, (__u32)pid);
 	launch_probe__unfollow(s->lp, pid);
 	if (t->py)
 		launch_probe__set_python(s->lp, pid, NULL);
@@ -629,6 +777,8 @@ static void forget_window(struct session *s)
 	int err;
 
 	join__visit_sites(s->join, site_keep, &s->stacks);
+	if (s->cache)
+		stack_cache__visit_stacks(s->cache, site_keep, &s->stacks);
 	for (size_t i = 0; i < s->npending; i++)
 		stack_table__keep(&s->stacks, s->pending[i]);
 	if ((err = stack_table__compact_begin(&s->stacks, &c)) ||
@@ -640,6 +790,8 @@ static void forget_window(struct session *s)
 	}
 	stack_table__compact_commit(&s->stacks, &c);
 	join__visit_sites(s->join, site_remap, &c);
+	if (s->cache)
+		stack_cache__visit_stacks(s->cache, site_remap, &c);
 	for (size_t i = 0; i < s->npending; i++)
 		if ((s->pending[keep] = (__u32)site_remap(&c, s->pending[i])))
 			keep++;
@@ -712,19 +864,27 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 		libcuda__attach_all(s->lp, s->o->verbose);
 }
 
-/* Every launch event committed to the BPF ring so far, through the pump. */
+/*
+ * Every launch event committed to the BPF ring so far, through the pump.
+ * Once all of them are handled, the stack cache hears of it: entries taken
+ * out of its map before the mark can no longer come back in an event.
+ */
 static int drain_events(struct session *s)
 {
-	int err = 0;
-
 	__u64 mark = event_pump__mark(&s->pump);
+	int err = 0;
 
 	for (int i = 0; i < 64; i++) { /* a full queue leaves some in the ring: take them too */
 		bool reached = event_pump__reached(&s->pump, mark);
 
 		err = event_pump__drain(&s->pump, 0, on_launch_event, s);
-		if (reached || err)
+		if (err)
 			break;
+		if (reached) {
+			if (s->cache)
+				stack_cache__drained(s->cache);
+			break;
+		}
 	}
 	return err;
 }
@@ -854,6 +1014,16 @@ static bool should_stop(struct session *s, __u64 now)
 
 /* ------------------------------------------------------------ setup */
 
+static int cache_put(void *ctx, const struct gp_stack_key *k, const struct gp_stack_val *v)
+{
+	return launch_probe__cache_put(ctx, k, v);
+}
+
+static int cache_del(void *ctx, const struct gp_stack_key *k)
+{
+	return launch_probe__cache_del(ctx, k);
+}
+
 static int open_probe(struct session *s)
 {
 	struct launch_probe_opts lo = {
@@ -863,14 +1033,26 @@ static int open_probe(struct session *s)
 		.verbose = s->o->verbose,
 		.stack_copy = s->o->unwind_fp ? 0 : s->o->stack_kib ? s->o->stack_kib * 1024
 								    : STACK_COPY_AUTO_START,
+		.cache_entries = s->o->stack_cache,
+		.audit_every = s->o->stack_audit,
+		.audit_max = STACK_AUDIT_MAX,
 	};
 	int err = launch_probe__open(&lo, &s->lp);
 
-	if (err)
+	if (err) {
 		fprintf(stderr, "gpuprobe-bpf: cannot load the BPF programs: %s%s\n", strerror(-err),
 			s->o->verbose ? "" : " (run with -v for libbpf's log)");
-	else if (!s->o->unwind_fp && !s->o->stack_kib)
+		return err;
+	}
+	if (!s->o->unwind_fp && !s->o->stack_kib)
 		err = copy_hints__init(&s->hints, s->lp, STACK_COPY_AUTO_START);
+	if (!err && launch_probe__cache_on(s->lp)) {
+		struct stack_cache_ops ops = { .put = cache_put, .del = cache_del, .ctx = s->lp };
+
+		err = stack_cache__new(launch_probe__cache_entries(s->lp), &ops, &s->cache);
+		if (err)
+			fprintf(stderr, "gpuprobe-bpf: cannot make the stack cache: %s\n", strerror(-err));
+	}
 	return err;
 }
 
@@ -976,6 +1158,7 @@ static void session__fini(struct session *s)
 	target_table__fini(&s->tt);
 	join__destroy(s->join);
 	profile__destroy(s->prof);
+	stack_cache__destroy(s->cache);
 	stack_table__fini(&s->stacks);
 	blobtab__destroy(s->names);
 	free(s->resolved);

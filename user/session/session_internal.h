@@ -17,6 +17,7 @@
 #include "user/session/crc.h"
 #include "user/session/stacks.h"
 #include "user/session/stack_table.h"
+#include "user/session/stack_cache.h"
 #include "user/session/ring_watch.h"
 #include "user/session/copy_hint.h"
 #include "user/session/event_pump.h"
@@ -49,6 +50,7 @@ struct session {
 	struct join *join;
 	struct profile *prof;
 	struct stack_table stacks;  /* raw stacks (pid, frames) -> stack id */
+	struct stack_cache *cache;  /* launch keys -> stack ids (NULL: no cache) */
 	struct ring_watch rw;       /* shim rings held as they are made */
 	struct event_pump pump;     /* launch events, out of the BPF ring as they come */
 	struct copy_hints hints;    /* per-thread stack copy sizes (cfi) */
@@ -75,6 +77,10 @@ struct session {
 	__u32 *pending;                /* stack ids not named yet (defer_stack) */
 	size_t npending, cap_pending;
 	__u64 events_bad;              /* BPF events whose parts overran their size */
+	__u64 cache_lost;              /* hits whose cache entry was gone (never expected) */
+	__u64 cache_hits_seen;         /* hit events handled */
+	__u64 maps_changed;            /* a target's mappings changed: new space, new epoch */
+	__u64 py_replaced;             /* Python code objects found replaced at their address */
 	__u64 rings_missed;            /* shim rings seen made and gone before we held them */
 	__u64 stage_ns[STAGE_MAX];     /* where the loader's time goes (loader: line) */
 	__u64 unwind_ns;               /* of STAGE_EVENTS: the stack walks */
@@ -107,6 +113,7 @@ static inline __u64 thread_cpu_ns(void)
 void session__tables_line(struct session *s, FILE *f);
 void session__counters_line(struct session *s, FILE *f);
 void session__loader_line(struct session *s, FILE *f);
+void session__cache_fields(struct session *s, FILE *f);
 /* Notes what the symbol and CFI tables hold now, for the loader line's peaks. */
 void session__note_tables(struct session *s);
 

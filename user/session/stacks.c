@@ -17,11 +17,18 @@ size_t raw_stack__len(const struct raw_stack *r)
 	return offsetof(struct raw_stack, w) + 8ull * (r->n + 2ull * r->npy);
 }
 
+/* What a walk looks addresses up in: a target's mappings of the event's generation. */
+struct walk_ctx {
+	struct target *t;
+	struct symbolizer *sym;
+};
+
 /* The walk's lookup on a memo miss: counted and timed (the loader: line). */
 static int cfi_lookup(void *ctx, __u64 ip, const struct cfi_table **ret_table, __u64 *ret_bias)
 {
-	struct target *t = ctx;
-	struct symbolizer *sym = target__symbolizer(t);
+	struct walk_ctx *w = ctx;
+	struct target *t = w->t;
+	struct symbolizer *sym = w->sym;
 	__u64 t0 = clock_ns(CLOCK_MONOTONIC);
 	uint64_t bias;
 	int err;
@@ -42,13 +49,14 @@ static int cfi_lookup(void *ctx, __u64 ip, const struct cfi_table **ret_table, _
  * the maps were read again for it. After a forced re-read that did not
  * help (a return address that is garbage), the next waits 50 ms.
  */
-static bool reread_maps_older_than(struct target *t, const struct gp_launch_event *e)
+static bool reread_maps_older_than(struct target *t, struct symbolizer *sym,
+				   const struct gp_launch_event *e)
 {
 	__u64 now_ns = clock_ns(CLOCK_MONOTONIC);
 
 	if (t->forced_useless_ns && now_ns - t->forced_useless_ns < SYMBOLIZE_REREAD_NS)
 		return false;
-	if (!symbolizer__refresh_if_older(target__symbolizer(t), e->ts_ns))
+	if (!symbolizer__refresh_if_older(sym, e->ts_ns))
 		return false;
 	t->forced_useless_ns = now_ns; /* until the walk says otherwise */
 	return true;
@@ -71,6 +79,8 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 		return -EINVAL;
 	memset(ret, 0, offsetof(struct raw_stack, w));
 	ret->pid = e->pid;
+	if (t)
+		ret->epoch = t->stack_epoch;
 	if (e->flags & GP_EV_F_COPY_SKIPPED) {
 		ret->n = 0;
 		ret->why = STACK_WHY_SKIPPED;
@@ -80,11 +90,19 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 		struct unwind_stack st = { .base = GP_STACK_COPY_BASE(e->sp), .data = copy,
 					   .len = e->stack_len,
 					   .used = &used };
+		struct walk_ctx w = { .t = t };
+		struct unwind_memo *memo = NULL;
+		bool current = true;
 
-		n = t ? unwind_memo_walk(&regs, &st, cfi_lookup, t, target__unwind_memo(t), pcs,
-					 GP_MAX_STACK + 1, &why) : 0;
-		if (why == UNWIND_UNMAPPED && t && reread_maps_older_than(t, e)) {
-			n = unwind_memo_walk(&regs, &st, cfi_lookup, t, target__unwind_memo(t), pcs,
+		if (t) {
+			/* An event of an older generation is walked in the mappings of its time. */
+			w.sym = target__symbolizer_gen(t, e->maps_gen, &ret->epoch, &current);
+			memo = current ? target__unwind_memo(t) : NULL;
+		}
+		n = t ? unwind_memo_walk(&regs, &st, cfi_lookup, &w, memo, pcs, GP_MAX_STACK + 1, &why)
+		      : 0;
+		if (why == UNWIND_UNMAPPED && t && current && reread_maps_older_than(t, w.sym, e)) {
+			n = unwind_memo_walk(&regs, &st, cfi_lookup, &w, target__unwind_memo(t), pcs,
 					     GP_MAX_STACK + 1, &why);
 			if (why != UNWIND_UNMAPPED)
 				t->forced_useless_ns = 0;
@@ -121,6 +139,7 @@ struct py_cursor {
 	const struct gp_py_frame *py;
 	__u32 n, i;
 	__u32 entry_kind;
+	__u32 epoch;
 };
 
 static void add(struct resolved_stack *rs, const char *name, const char *file,
@@ -157,14 +176,17 @@ static const char *py_name(struct resolved_stack *rs, const char *qualname, cons
 	return out;
 }
 
-static void add_py(struct target *t, const struct gp_py_frame *pf, struct resolved_stack *rs,
-		   struct stack_stats *stats)
+static void add_py(struct target *t, const struct gp_py_frame *pf, __u32 epoch,
+		   struct resolved_stack *rs, struct stack_stats *stats)
 {
 	struct pycode_frame f;
+	int err = t->py ? pycode_cache__lookup_at(t->py, pf->code & ~GP_PY_FRAME_FLAGS, pf->instr,
+						  epoch, &f) : -ENOENT;
 
-	if (!t->py || pycode_cache__lookup(t->py, pf->code & ~GP_PY_FRAME_FLAGS, pf->instr, &f)) {
+	if (err) {
 		stats->py_unresolved++;
-		add(rs, "[python: unreadable code object]", "", "", 0, 0);
+		add(rs, err == -ESTALE ? "[python: code object replaced since]"
+				       : "[python: unreadable code object]", "", "", 0, 0);
 		return;
 	}
 	add(rs, py_name(rs, f.qualname, f.filename), f.filename, "", 0, f.line > 0 ? (__u32)f.line : 0);
@@ -183,7 +205,7 @@ static void add_py_run(struct target *t, struct py_cursor *c, struct resolved_st
 
 		if (pf->code == GP_PY_FRAME_SHIM)
 			return;
-		add_py(t, pf, rs, stats);
+		add_py(t, pf, c->epoch, rs, stats);
 		if ((pf->code & GP_PY_FRAME_ENTRY) || c->entry_kind == GP_PY_ENTRY_NONE)
 			return;
 	}
@@ -202,9 +224,10 @@ static const char *py_status_str(__u32 st)
 void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct resolved_stack *ret,
 			struct stack_stats *stats)
 {
-	struct symbolizer *sym = t ? target__symbolizer(t) : NULL;
+	struct symbolizer *sym = t ? target__symbolizer_at(t, r->epoch) : NULL;
 	struct py_cursor c = { .py = (const struct gp_py_frame *)(r->w + r->n), .n = r->npy,
-			       .entry_kind = t ? t->py_entry_kind : GP_PY_ENTRY_NONE };
+			       .entry_kind = t ? t->py_entry_kind : GP_PY_ENTRY_NONE,
+			       .epoch = r->epoch };
 	__u32 py_status = r->py_status & RAW_PY_STATUS;
 	bool main_py = r->py_status & RAW_PY_MAIN;
 	const char *short_why = NULL; /* why the native frames end before a root */
@@ -236,7 +259,9 @@ void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct reso
 	}
 	if (r->why == STACK_WHY_FP && r->n >= GP_MAX_STACK - 1)
 		ret->truncated = true; /* bpf_get_stack filled its buffer */
-	if (r->why == STACK_WHY_SKIPPED) {
+	if (r->why == STACK_WHY_LOST) {
+		add(ret, "[stack unknown: its cache entry was gone]", "", "", 0, 0);
+	} else if (r->why == STACK_WHY_SKIPPED) {
 		stats->native_truncated++;
 		add(ret, "[native frames not copied: ring buffer busy]", "", "", 0, 0);
 	} else if (r->why != STACK_WHY_FP && (short_why || r->why != UNWIND_ROOT)) {
@@ -262,4 +287,12 @@ void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct reso
 		snprintf(ret->note[1], sizeof(ret->note[1]), "[truncated: %s]", py_status_str(py_status));
 		add(ret, ret->note[1], "", "", 0, 0);
 	}
+}
+
+bool raw_stack__whole(const struct raw_stack *r, __u16 flags)
+{
+	if (flags & (GP_EV_F_COPY_PARTIAL | GP_EV_F_VMA_BUSY | GP_EV_F_COPY_SKIPPED))
+		return false;
+	return r->why != UNWIND_END_OF_COPY && r->why != UNWIND_UNMAPPED &&
+	       r->why != STACK_WHY_SKIPPED && r->why != STACK_WHY_LOST;
 }

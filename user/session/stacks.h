@@ -24,6 +24,7 @@ struct target;
 /* Why the native part ended, beyond unwind.h's reasons. */
 #define STACK_WHY_FP 0xff /* frame pointers: the end is found while resolving */
 #define STACK_WHY_SKIPPED 0xfe /* no stack copy: the ring was over half full */
+#define STACK_WHY_LOST 0xfd    /* a stack-cache hit whose entry was gone (never expected) */
 
 #define RAW_PY_WALKED 0x80 /* the process runs CPython: its frames were walked */
 #define RAW_PY_MAIN 0x40   /* ... and they are the main thread's, not the launcher's */
@@ -36,7 +37,7 @@ struct raw_stack {
 	__u8 why;         /* enum unwind_stop, or STACK_WHY_FP */
 	__u8 py_status;   /* enum gp_py_walk_status | RAW_PY_WALKED | RAW_PY_MAIN */
 	__u32 npy;        /* Python frames after them: 2 words each */
-	__u32 pad;
+	__u32 epoch;      /* the target's stack epoch it was met in (target.h) */
 	__u64 w[GP_MAX_STACK + 2 * GP_PY_MAX_FRAMES];
 };
 
@@ -72,5 +73,13 @@ struct stack_stats {
 
 void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct resolved_stack *ret,
 			struct stack_stats *stats);
+
+/*
+ * Whether a raw stack's walk ended where the stack did, not where the copy
+ * or the loader's knowledge ran out (end of copy, an address its maps did
+ * not hold yet, no copy at all): only such a stack may stand for a key of
+ * the stack cache, or prove a cached one wrong. flags: the event's.
+ */
+bool raw_stack__whole(const struct raw_stack *r, __u16 flags);
 
 #endif

@@ -27,6 +27,7 @@ static void target__free(struct target *t)
 	if (t->shm_fd >= 0)
 		close(t->shm_fd);
 	u64map__fini(&t->names);
+	target__drop_old_spaces(t);
 	symbolizer__destroy(t->sym);
 	unwind_memo__destroy(t->memo);
 	pycode_cache__destroy(t->py);
@@ -101,7 +102,7 @@ static void target__add_stats(const struct target *t, struct target_stats *sum)
 	unwind_memo__stats(t->memo, &h, &m);
 	sum->memo_hits += h;
 	sum->memo_misses += m;
-	sum->maps_reread += symbolizer__generation(t->sym);
+	sum->maps_reread += symbolizer__generation(t->sym) + t->rereads_gone;
 	sum->lookups += t->lookups;
 	sum->lookup_ns += t->lookup_ns;
 }
@@ -134,6 +135,61 @@ struct symbolizer *target__symbolizer(struct target *t)
 	/* Its name too may have changed with the exec. */
 	proc__comm(t->pid, t->comm, sizeof(t->comm));
 	return t->sym;
+}
+
+struct symbolizer *target__symbolizer_at(struct target *t, __u32 epoch)
+{
+	for (unsigned i = 0; i < t->nold; i++)
+		if (t->old[i].epoch == epoch)
+			return t->old[i].sym;
+	return target__symbolizer(t);
+}
+
+struct symbolizer *target__symbolizer_gen(struct target *t, __u32 maps_gen, __u32 *ret_epoch,
+					  bool *ret_current)
+{
+	for (unsigned i = 0; maps_gen && maps_gen < t->maps_gen && i < t->nold; i++) {
+		if (t->old[i].maps_gen == maps_gen) {
+			*ret_epoch = t->old[i].epoch;
+			*ret_current = false;
+			return t->old[i].sym;
+		}
+	}
+	*ret_epoch = t->stack_epoch;
+	*ret_current = true;
+	return target__symbolizer(t);
+}
+
+int target__new_space(struct target *t, __u32 maps_gen, bool keep_old)
+{
+	if (keep_old && t->sym && t->nold == TARGET_OLD_SPACES)
+		return -EBUSY;
+	t->rereads_gone += symbolizer__generation(t->sym);
+	if (keep_old && t->sym) {
+		t->old[t->nold++] = (struct target_space){ .maps_gen = t->maps_gen,
+							   .epoch = t->stack_epoch, .sym = t->sym };
+	} else {
+		symbolizer__destroy(t->sym);
+	}
+	t->sym = NULL;
+	t->sym_failed = false;
+	t->maps_gen = maps_gen;
+	t->stack_epoch++;
+	if (t->memo)
+		unwind_memo__reset(t->memo); /* the rules were the old mappings' */
+	return 0;
+}
+
+void target__new_epoch(struct target *t)
+{
+	t->stack_epoch++;
+}
+
+void target__drop_old_spaces(struct target *t)
+{
+	for (unsigned i = 0; i < t->nold; i++)
+		symbolizer__destroy(t->old[i].sym);
+	t->nold = 0;
 }
 
 void target_table__stats(const struct target_table *tt, struct target_stats *ret)

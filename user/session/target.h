@@ -17,6 +17,19 @@ struct symbolizer;
 struct unwind_memo;
 struct pycode_cache;
 
+/*
+ * The process's mappings as they were at an earlier generation (maps_gens
+ * in bpf/launch.bpf.c): kept while stacks of that time are still to be
+ * named, or events of that time to be unwound, so that a library unloaded
+ * and another loaded at its address never name each other's frames.
+ */
+struct target_space {
+	__u32 maps_gen;
+	__u32 epoch;               /* the raw stacks' epoch of that time */
+	struct symbolizer *sym;
+};
+#define TARGET_OLD_SPACES 8
+
 struct target {
 	pid_t pid;                 /* host pid */
 	pid_t ns_pid;              /* its own view of its pid */
@@ -25,7 +38,14 @@ struct target {
 				      made (-- COMMAND), or one it made (ring_watch.h) */
 	bool shm_fd_its_own;       /* shm_fd: made by this process (memfd_create seen) */
 	struct u64map names;       /* string-table offset -> profile-independent name id */
-	struct symbolizer *sym;
+	struct symbolizer *sym;    /* its mappings now (of maps_gen) */
+	__u32 maps_gen;            /* the generation sym reads; 0 until an event said one */
+	__u32 stack_epoch;         /* raw stacks carry it: bumped when mappings or code change */
+	struct target_space old[TARGET_OLD_SPACES]; /* earlier generations, oldest first */
+	unsigned nold;
+	unsigned long rereads_gone; /* maps re-reads of symbolizers replaced since */
+	__u64 py_checked_ns;       /* its code objects were last checked against reuse then */
+	__u64 py_old_until_ns;     /* launches until then ran the code of before the last replacement */
 	struct unwind_memo *memo;  /* rules by code address, while symbolizer__moved is memo_gen */
 	unsigned long memo_gen;
 	__u64 lookups, lookup_ns;  /* the walks' mapping and CFI lookups (memo misses), their time */
@@ -80,5 +100,25 @@ void target_table__remove(struct target_table *tt, pid_t pid);
 void target_table__stats(const struct target_table *tt, struct target_stats *ret);
 
 struct symbolizer *target__symbolizer(struct target *t);
+/* The symbolizer for raw stacks of epoch (an earlier one's while kept, else the current). */
+struct symbolizer *target__symbolizer_at(struct target *t, __u32 epoch);
+/*
+ * The symbolizer for an event of mapping generation maps_gen and the epoch
+ * its stack gets; *ret_current: it is the current one (the memo applies).
+ */
+struct symbolizer *target__symbolizer_gen(struct target *t, __u32 maps_gen, __u32 *ret_epoch,
+					  bool *ret_current);
+/*
+ * The process's mappings changed (generation maps_gen): the current
+ * symbolizer is kept as an earlier space when keep_old (stacks of its
+ * time are waiting to be named), the next epoch begins, and the maps are
+ * read afresh on next use. -EBUSY when every earlier space is in use: the
+ * caller names what waits, drops them, and asks again.
+ */
+int target__new_space(struct target *t, __u32 maps_gen, bool keep_old);
+/* A new epoch over the same mappings (the process's Python code changed). */
+void target__new_epoch(struct target *t);
+/* Forgets the earlier spaces: nothing of their time waits any more. */
+void target__drop_old_spaces(struct target *t);
 
 #endif

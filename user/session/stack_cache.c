@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loader's stack cache (stack_cache.h). Entries live in one array of
+ * slots: the map's keys (live or unusable) on an LRU list, entries taken out
+ * of the map on a FIFO until two drains have passed, the rest on a free
+ * list. There are more slots than the map has room for, so that entries
+ * waiting out their drains never keep a new key from being installed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/session/stack_cache.h"
+#include "user/util/u64map.h"
+
+#define SLOT_BITS 20
+#define SLOT_MASK ((1u << SLOT_BITS) - 1)
+#define GEN_MAX ((1u << (32 - SLOT_BITS)) - 1)
+/* Drains an entry taken out of the map waits before its slot is used again. */
+#define RETIRE_DRAINS 2
+
+_Static_assert(GP_STACK_CACHE_MAX + GP_STACK_CACHE_MAX / 4 + 64 < (1u << SLOT_BITS),
+	       "slots fit an id's slot bits");
+
+enum entry_state { E_FREE = 0, E_LIVE, E_UNUSABLE, E_RETIRED };
+
+struct entry {
+	struct gp_stack_key key;
+	__u32 stack;
+	__u32 gen;          /* of the slot's current (or last) entry, 1..GEN_MAX */
+	__u32 prev, next;   /* LRU (live, unusable), or the next on the FIFO or free list */
+	__u64 retired_at;   /* the drain count when it was taken out */
+	__u8 state;
+};
+
+struct stack_cache {
+	struct entry *e;    /* [1..nslots] */
+	size_t cap, nslots;
+	__u32 free_head;
+	__u32 lru_head, lru_tail;      /* most and least recently used */
+	__u32 fifo_head, fifo_tail;    /* taken out, oldest first */
+	__u64 drains;
+	struct u64map by_key;          /* key hash -> slot of a live or unusable entry */
+	struct stack_cache_ops ops;
+	struct stack_cache_stats st;
+};
+
+static __u64 key_hash(const struct gp_stack_key *k)
+{
+	__u64 a = u64map__hash(k->sp ^ (k->ret << 17 | k->ret >> 47));
+	__u64 b = u64map__hash(k->func + 3 * k->py_hash);
+	__u64 c = u64map__hash((__u64)k->pid << 32 | k->maps_gen);
+
+	return a ^ (b << 1 | b >> 63) ^ u64map__hash(c + ((__u64)k->probe << 16 | k->py_flags));
+}
+
+void stack_cache__key_of(const struct gp_launch_event *e, struct gp_stack_key *ret_key)
+{
+	*ret_key = (struct gp_stack_key){ .sp = e->sp, .ret = e->ret, .func = e->func,
+					  .py_hash = e->py_hash, .pid = e->pid,
+					  .maps_gen = e->maps_gen, .probe = (__u16)e->probe,
+					  .py_flags = e->flags & GP_EV_KEY_FLAGS };
+}
+
+static __u32 entry_id(const struct stack_cache *sc, __u32 slot)
+{
+	return slot | sc->e[slot].gen << SLOT_BITS;
+}
+
+int stack_cache__new(size_t capacity, const struct stack_cache_ops *ops,
+		     struct stack_cache **ret_sc)
+{
+	struct stack_cache *sc;
+	int err;
+
+	if (!capacity || capacity > GP_STACK_CACHE_MAX || !ops || !ops->put || !ops->del)
+		return -EINVAL;
+	sc = calloc(1, sizeof(*sc));
+	if (!sc)
+		return -ENOMEM;
+	sc->cap = capacity;
+	sc->nslots = capacity + capacity / 4 + 64;
+	sc->e = calloc(sc->nslots + 1, sizeof(*sc->e));
+	if (!sc->e) {
+		free(sc);
+		return -ENOMEM;
+	}
+	if ((err = u64map__init(&sc->by_key, capacity))) {
+		free(sc->e);
+		free(sc);
+		return err;
+	}
+	for (__u32 i = (__u32)sc->nslots; i >= 1; i--) {
+		sc->e[i].next = sc->free_head;
+		sc->free_head = i;
+	}
+	sc->ops = *ops;
+	sc->st.capacity = capacity;
+	*ret_sc = sc;
+	return 0;
+}
+
+void stack_cache__destroy(struct stack_cache *sc)
+{
+	if (!sc)
+		return;
+	u64map__fini(&sc->by_key);
+	free(sc->e);
+	free(sc);
+}
+
+/* ------------------------------------------------------------ lists */
+
+static void lru_unlink(struct stack_cache *sc, __u32 i)
+{
+	struct entry *x = &sc->e[i];
+
+	if (x->prev)
+		sc->e[x->prev].next = x->next;
+	else
+		sc->lru_head = x->next;
+	if (x->next)
+		sc->e[x->next].prev = x->prev;
+	else
+		sc->lru_tail = x->prev;
+	x->prev = x->next = 0;
+}
+
+static void lru_push(struct stack_cache *sc, __u32 i)
+{
+	struct entry *x = &sc->e[i];
+
+	x->prev = 0;
+	x->next = sc->lru_head;
+	if (sc->lru_head)
+		sc->e[sc->lru_head].prev = i;
+	sc->lru_head = i;
+	if (!sc->lru_tail)
+		sc->lru_tail = i;
+}
+
+static void touch(struct stack_cache *sc, __u32 i)
+{
+	if (sc->lru_head != i) {
+		lru_unlink(sc, i);
+		lru_push(sc, i);
+	}
+}
+
+/* Out of the map; its id still answers until RETIRE_DRAINS drains have passed. */
+static void retire(struct stack_cache *sc, __u32 i)
+{
+	struct entry *x = &sc->e[i];
+
+	if (sc->ops.del(sc->ops.ctx, &x->key))
+		sc->st.map_errors++;
+	u64map__del(&sc->by_key, key_hash(&x->key), NULL);
+	lru_unlink(sc, i);
+	if (x->state == E_UNUSABLE)
+		sc->st.unusable--;
+	sc->st.live--;
+	x->state = E_RETIRED;
+	x->retired_at = sc->drains;
+	x->next = 0;
+	if (sc->fifo_tail)
+		sc->e[sc->fifo_tail].next = i;
+	else
+		sc->fifo_head = i;
+	sc->fifo_tail = i;
+}
+
+static __u32 take_free(struct stack_cache *sc)
+{
+	__u32 i = sc->free_head;
+
+	if (i) {
+		sc->free_head = sc->e[i].next;
+		sc->e[i].next = 0;
+		sc->e[i].gen = sc->e[i].gen >= GEN_MAX ? 1 : sc->e[i].gen + 1;
+	}
+	return i;
+}
+
+static void give_free(struct stack_cache *sc, __u32 i)
+{
+	sc->e[i].state = E_FREE;
+	sc->e[i].next = sc->free_head;
+	sc->free_head = i;
+}
+
+/* ------------------------------------------------------------ entries */
+
+/* The slot a live id names; 0 when it names none (stale generation, free slot). */
+static __u32 slot_of(const struct stack_cache *sc, __u32 id)
+{
+	__u32 i = id & SLOT_MASK;
+
+	if (!i || i > sc->nslots || sc->e[i].gen != id >> SLOT_BITS || sc->e[i].state == E_FREE)
+		return 0;
+	return i;
+}
+
+int stack_cache__lookup(struct stack_cache *sc, __u32 id, __u32 *ret_stack)
+{
+	__u32 i = slot_of(sc, id);
+
+	if (!i)
+		return -ENOENT;
+	if (sc->e[i].state != E_RETIRED)
+		touch(sc, i);
+	*ret_stack = sc->e[i].stack;
+	return 0;
+}
+
+static void make_unusable(struct stack_cache *sc, __u32 i)
+{
+	struct gp_stack_val v = { .id = entry_id(sc, i), .flags = GP_SC_UNUSABLE };
+
+	sc->st.mismatch++;
+	if (sc->ops.put(sc->ops.ctx, &sc->e[i].key, &v)) {
+		/* Cannot say it: take it out, so that its launches miss and copy. */
+		sc->st.map_errors++;
+		retire(sc, i);
+		return;
+	}
+	sc->e[i].state = E_UNUSABLE;
+	sc->st.unusable++;
+}
+
+static __u32 find_key(const struct stack_cache *sc, const struct gp_stack_key *k, bool *ret_clash)
+{
+	__u64 slot;
+
+	*ret_clash = false;
+	if (!u64map__get(&sc->by_key, key_hash(k), &slot))
+		return 0;
+	if (memcmp(&sc->e[slot].key, k, sizeof(*k))) {
+		*ret_clash = true; /* another key with the same hash holds the place */
+		return 0;
+	}
+	return (__u32)slot;
+}
+
+/* A free slot, making room in the map first when it is full; 0: none. */
+static __u32 make_room(struct stack_cache *sc)
+{
+	if (sc->st.live >= sc->cap && sc->lru_tail) {
+		retire(sc, sc->lru_tail);
+		sc->st.evicted++;
+	}
+	return sc->st.live < sc->cap ? take_free(sc) : 0;
+}
+
+enum stack_cache_learnt stack_cache__learn(struct stack_cache *sc, const struct gp_stack_key *k,
+					   __u32 stack)
+{
+	struct gp_stack_val v = { 0 };
+	bool clash;
+	__u32 i = find_key(sc, k, &clash);
+
+	if (i) {
+		if (sc->e[i].state == E_UNUSABLE)
+			return STACK_CACHE_UNUSABLE;
+		touch(sc, i);
+		if (sc->e[i].stack == stack) {
+			sc->st.confirmed++;
+			return STACK_CACHE_SAME;
+		}
+		make_unusable(sc, i);
+		return STACK_CACHE_MISMATCH;
+	}
+	if (clash || !(i = make_room(sc))) {
+		sc->st.full++;
+		return STACK_CACHE_NO_ROOM;
+	}
+	sc->e[i].key = *k;
+	sc->e[i].stack = stack;
+	v.id = entry_id(sc, i);
+	if (u64map__put(&sc->by_key, key_hash(k), i)) {
+		give_free(sc, i);
+		sc->st.full++;
+		return STACK_CACHE_NO_ROOM;
+	}
+	if (sc->ops.put(sc->ops.ctx, k, &v)) {
+		u64map__del(&sc->by_key, key_hash(k), NULL);
+		give_free(sc, i);
+		sc->st.map_errors++;
+		return STACK_CACHE_FAILED;
+	}
+	sc->e[i].state = E_LIVE;
+	lru_push(sc, i);
+	sc->st.live++;
+	sc->st.installs++;
+	return STACK_CACHE_INSTALLED;
+}
+
+bool stack_cache__audit(struct stack_cache *sc, __u32 id, bool same, bool short_copy)
+{
+	__u32 i = slot_of(sc, id);
+
+	if (!i)
+		return false;
+	if (sc->e[i].state != E_LIVE)
+		return true;
+	if (short_copy)
+		sc->st.audits_short++;
+	else if (same)
+		sc->st.confirmed++;
+	else
+		make_unusable(sc, i);
+	return true;
+}
+
+static void forget_where(struct stack_cache *sc, __u32 pid, bool all, __u32 maps_gen)
+{
+	for (__u32 i = 1; i <= sc->nslots; i++) {
+		struct entry *x = &sc->e[i];
+
+		if ((x->state == E_LIVE || x->state == E_UNUSABLE) && x->key.pid == pid &&
+		    (all || x->key.maps_gen < maps_gen)) {
+			retire(sc, i);
+			sc->st.forgotten++;
+		}
+	}
+}
+
+void stack_cache__forget_pid(struct stack_cache *sc, __u32 pid)
+{
+	forget_where(sc, pid, true, 0);
+}
+
+void stack_cache__forget_older(struct stack_cache *sc, __u32 pid, __u32 maps_gen)
+{
+	forget_where(sc, pid, false, maps_gen);
+}
+
+void stack_cache__drained(struct stack_cache *sc)
+{
+	sc->drains++;
+	while (sc->fifo_head && sc->e[sc->fifo_head].retired_at + RETIRE_DRAINS <= sc->drains) {
+		__u32 i = sc->fifo_head;
+
+		sc->fifo_head = sc->e[i].next;
+		if (!sc->fifo_head)
+			sc->fifo_tail = 0;
+		give_free(sc, i);
+	}
+}
+
+void stack_cache__visit_stacks(struct stack_cache *sc, __u64 (*fn)(void *ctx, __u64 stack),
+			       void *ctx)
+{
+	for (__u32 i = 1; i <= sc->nslots; i++) {
+		__u64 v;
+
+		if (sc->e[i].state == E_FREE)
+			continue;
+		v = fn(ctx, sc->e[i].stack);
+		if (v)
+			sc->e[i].stack = (__u32)v;
+	}
+}
+
+void stack_cache__stats(const struct stack_cache *sc, struct stack_cache_stats *ret)
+{
+	if (!sc) {
+		memset(ret, 0, sizeof(*ret));
+		return;
+	}
+	*ret = sc->st;
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loader's half of the stack cache (bpf/launch.h's gp_stack_key): which
+ * key stands for which stack. The BPF side asks the map; this side owns what
+ * is in it:
+ *  - installs a key once a launch that missed has been unwound whole;
+ *  - checks: an audit (a hit sent whole, at random) or a second miss of a
+ *    key whose stack differs from the installed one makes the key unusable
+ *    (the BPF side then copies every launch of it), the first time;
+ *  - forgets a process's keys when it exits, and the keys of an older
+ *    mapping generation when its mappings change;
+ *  - evicts the least recently used key when full.
+ * An entry's id goes into the map and comes back in hits. An entry taken out
+ * of the map still answers until every event that may carry its id has been
+ * read (two complete drains of the ring later); ids carry a generation, so a
+ * late event can never be given another key's stack.
+ * The map is reached through ops, so tests can drive this without BPF.
+ */
+#ifndef GP_SESSION_STACK_CACHE_H
+#define GP_SESSION_STACK_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+#include "bpf/launch.h"
+
+struct stack_cache;
+
+struct stack_cache_ops {
+	int (*put)(void *ctx, const struct gp_stack_key *k, const struct gp_stack_val *v);
+	int (*del)(void *ctx, const struct gp_stack_key *k);
+	void *ctx;
+};
+
+struct stack_cache_stats {
+	__u64 installs;      /* keys put into the map */
+	__u64 confirmed;     /* misses or audits that found the installed stack again */
+	__u64 mismatch;      /* keys made unusable: a launch of theirs had another stack */
+	__u64 audits_short;  /* audits whose stack copy ended short: nothing to compare */
+	__u64 evicted;       /* keys taken out for room */
+	__u64 forgotten;     /* keys taken out: their process exited or remapped */
+	__u64 full;          /* misses not installed: no room (every entry in use) */
+	__u64 map_errors;    /* map updates the kernel refused */
+	size_t live;         /* keys in the map now (unusable ones included) */
+	size_t unusable;
+	size_t capacity;
+};
+
+/* The key the launch program looked up for e (a miss's, or an audit's). */
+void stack_cache__key_of(const struct gp_launch_event *e, struct gp_stack_key *ret_key);
+
+/* capacity keys at most (1..GP_STACK_CACHE_MAX). */
+int stack_cache__new(size_t capacity, const struct stack_cache_ops *ops,
+		     struct stack_cache **ret_sc);
+void stack_cache__destroy(struct stack_cache *sc);
+
+/* The stack of a hit's (or audit's) entry id, marked recently used; -ENOENT: none. */
+int stack_cache__lookup(struct stack_cache *sc, __u32 id, __u32 *ret_stack);
+
+enum stack_cache_learnt {
+	STACK_CACHE_INSTALLED,  /* key -> stack is in the map now */
+	STACK_CACHE_SAME,       /* the key was installed with this stack already */
+	STACK_CACHE_MISMATCH,   /* the key was installed with another stack: now unusable */
+	STACK_CACHE_UNUSABLE,   /* the key is unusable: nothing done */
+	STACK_CACHE_NO_ROOM,    /* not installed: no free entry (counted) */
+	STACK_CACHE_FAILED,     /* not installed: the map refused it (counted) */
+};
+
+/* A launch of key k that missed, unwound whole to stack. */
+enum stack_cache_learnt stack_cache__learn(struct stack_cache *sc, const struct gp_stack_key *k,
+					   __u32 stack);
+/*
+ * An audit of entry id: same says whether its launch unwound to the entry's
+ * stack (short: its copy ended before that could be told; nothing changes).
+ * A differing stack makes the key unusable. False when id names no entry.
+ */
+bool stack_cache__audit(struct stack_cache *sc, __u32 id, bool same, bool short_copy);
+/* Takes out every key of pid (it exited, or its Python code changed). */
+void stack_cache__forget_pid(struct stack_cache *sc, __u32 pid);
+/* Takes out pid's keys made under a mapping generation before maps_gen. */
+void stack_cache__forget_older(struct stack_cache *sc, __u32 pid, __u32 maps_gen);
+/*
+ * Every event reserved before some moment since the last call has been
+ * handed over: entries taken out two calls ago are free again.
+ */
+void stack_cache__drained(struct stack_cache *sc);
+/*
+ * Each entry's stack id through fn (keep them, or renumber them after the
+ * stack table was compacted); fn returning 0 leaves the entry as it was.
+ */
+void stack_cache__visit_stacks(struct stack_cache *sc, __u64 (*fn)(void *ctx, __u64 stack),
+			       void *ctx);
+void stack_cache__stats(const struct stack_cache *sc, struct stack_cache_stats *ret);
+
+#endif

@@ -489,7 +489,29 @@ static __always_inline struct gp_stack_val *cache_lookup(struct scratch *sc)
 	k->probe = (__u16)e->probe;
 	k->py_flags = e->flags & GP_EV_KEY_FLAGS;
 	k->pad = 0;
+	k->w[0] = k->w[1] = k->w[2] = k->w[3] = 0;
 	return bpf_map_lookup_elem(&stack_cache, k);
+}
+
+/*
+ * A split key: the words at its slots (offsets from sp) go into the key,
+ * which is looked up again; NULL when that key is not held (or is split
+ * again, which the loader never does).
+ */
+static __always_inline struct gp_stack_val *cache_lookup_split(struct scratch *sc,
+							       const struct gp_stack_val *split)
+{
+	struct gp_stack_key *k = &sc->key;
+	__u32 n = (split->flags >> GP_SC_NSLOTS_SHIFT) & 0xff;
+	__u16 slot[GP_SC_SLOTS];
+	struct gp_stack_val *v;
+
+	__builtin_memcpy(slot, split->slot, sizeof(slot));
+	for (int i = 0; i < GP_SC_SLOTS; i++)
+		if (i < n)
+			bpf_probe_read_user(&k->w[i], 8, (void *)(sc->e.sp + 8ull * slot[i]));
+	v = bpf_map_lookup_elem(&stack_cache, k);
+	return v && !(v->flags & GP_SC_SPLIT) ? v : NULL;
 }
 
 /* A hit: the header alone, with the entry's id. */
@@ -522,6 +544,8 @@ static __always_inline bool try_cache(struct scratch *sc)
 	if (!stack_cache_on || !key_cacheable(e))
 		return false;
 	v = cache_lookup(sc);
+	if (v && (v->flags & GP_SC_SPLIT))
+		v = cache_lookup_split(sc, v);
 	if (!v) {
 		e->flags |= GP_EV_F_KEYED;
 		count(GP_BPF_CACHE_MISSES);

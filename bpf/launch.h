@@ -135,7 +135,13 @@ _Static_assert(sizeof(struct gp_launch_event) == 136 + 8 * GP_MAX_STACK,
  * pointer, the return address at it, the function launched and a hash of
  * the Python frames. The loader fills the map (stack_cache) after unwinding
  * a launch that missed; a hit sends the entry's id instead of the stack.
+ * Where two stacks were found under one key, its entry is split
+ * (GP_SC_SPLIT): it names up to GP_SC_SLOTS words of the stack (return
+ * addresses, at offsets from sp where the stacks differ), and the key with
+ * those words in w[] is looked up again. w[] is 0 in a first lookup.
  */
+#define GP_SC_SLOTS 4
+
 struct gp_stack_key {
 	__u64 sp;         /* 0 */
 	__u64 ret;        /* 8 */
@@ -146,20 +152,25 @@ struct gp_stack_key {
 	__u16 probe;      /* 40 */
 	__u16 py_flags;   /* 42: the event's GP_EV_F_PY* flags and walk status */
 	__u32 pad;        /* 44: 0 */
+	__u64 w[GP_SC_SLOTS]; /* 48: a split key's words, in its entry's slot order */
 };
-_Static_assert(sizeof(struct gp_stack_key) == 48, "gp_stack_key ABI");
+_Static_assert(sizeof(struct gp_stack_key) == 80, "gp_stack_key ABI");
 
 struct gp_stack_val {
 	__u32 id;         /* 0: the loader's entry id, sent back in cache_id */
 	__u32 flags;      /* 4: GP_SC_* */
+	__u16 slot[GP_SC_SLOTS]; /* 8: GP_SC_SPLIT: the words' offsets from sp, in 8-byte units */
 };
-_Static_assert(sizeof(struct gp_stack_val) == 8, "gp_stack_val ABI");
+_Static_assert(sizeof(struct gp_stack_val) == 16, "gp_stack_val ABI");
 
 /* The most keys the cache may be given (the loader's ids hold 20 bits of slot). */
 #define GP_STACK_CACHE_MAX (1u << 19)
 
-/* Two stacks were seen under this key: every launch of it copies its stack. */
+/* Two stacks were seen under this key and no word tells them apart: every launch copies. */
 #define GP_SC_UNUSABLE 0x1u
+/* Not a stack: look the key up again with the words at slot[] (nslots in bits 8-15). */
+#define GP_SC_SPLIT 0x2u
+#define GP_SC_NSLOTS_SHIFT 8
 
 /* The event's flags that belong to its key (the Python walk's outcome). */
 #define GP_EV_KEY_FLAGS (GP_EV_F_PY | GP_EV_F_PY_MAIN | (7u << GP_EV_PY_STATUS_SHIFT))

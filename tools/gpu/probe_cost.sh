@@ -24,7 +24,9 @@
 # With PROG_STATS=1 it also turns on the kernel's BPF run-time statistics
 # (kernel.bpf_stats_enabled, restored after; they add two clock reads per
 # run to every mode) and prints the launch program's own ns per run, from
-# the loader's program fd: what is left of "added" is the trap itself.
+# the loader's program fd: what is left of "added" is the trap itself; with
+# WL=train, also the program's ns per run after train.py's first step (its
+# stacks met, the stack cache filled).
 # MODES picks and orders the modes (default: all of them).
 # Usage (repo root, GPU machine, after make static all):
 #   [PROG_STATS=1] [WL=train] [MODES="bare cfi"] tools/gpu/probe_cost.sh OUTDIR [ROUNDS]
@@ -45,15 +47,19 @@ res="$out/probe_cost.txt"; : >"$res"
 resb="$out/probe_cost_batch.txt"; : >"$resb"
 . "$(dirname "$0")/pin.sh"
 prog="$out/prog_stats.txt"; : >"$prog"
+prog_first="$out/prog_stats_first.txt"; : >"$prog_first"
 if [ "${PROG_STATS:-0}" = 1 ]; then
 	stats_was=$(sysctl -n kernel.bpf_stats_enabled)
 	sysctl -qw kernel.bpf_stats_enabled=1
 	trap 'kill $idle 2>/dev/null; sysctl -qw kernel.bpf_stats_enabled=$stats_was' EXIT
 fi
-# The loader's most-run program: "run_cnt run_time_ns".
+# The loader's most-run uprobe program (prog_type 2, kprobe: the launch
+# program, not the tracepoints that watch every process's mmap calls):
+# "run_cnt run_time_ns".
 prog_runs() {
 	local f best_c=0 best_t=0 c t
 	for f in /proc/$1/fdinfo/*; do
+		[ "$(awk '$1=="prog_type:"{print $2}' "$f" 2>/dev/null)" = 2 ] || continue
 		c=$(awk '$1=="run_cnt:"{print $2}' "$f" 2>/dev/null)
 		t=$(awk '$1=="run_time_ns:"{print $2}' "$f" 2>/dev/null)
 		[ -n "$c" ] && [ "$c" -gt "$best_c" ] && { best_c=$c; best_t=$t; }
@@ -69,7 +75,16 @@ loop() { # MODE ROUND [LOADER ARGS...]
 		sleep 1.5
 	fi
 	if [ "${WL:-launch}" = train ]; then
-		STEPS=${STEPS:-60} GRAPH_REPLAYS=20 timeout 300 "${app_pin[@]}" $PY tools/gpu/train.py >"$out/$mode-$r.log" 2>&1
+		local mark="$out/$mode-$r.mark" sampler=
+		rm -f "$mark"
+		if [ -n "$lp" ] && [ "${PROG_STATS:-0}" = 1 ]; then
+			( for _ in $(seq 1 30000); do [ -e "$mark" ] && break; sleep 0.01; done
+			  echo "$mode $r $(prog_runs $lp)" >>"$prog_first" ) &
+			sampler=$!
+		fi
+		FIRST_STEP_MARK=$mark STEPS=${STEPS:-60} GRAPH_REPLAYS=20 timeout 300 "${app_pin[@]}" \
+			$PY tools/gpu/train.py >"$out/$mode-$r.log" 2>&1
+		[ -n "$sampler" ] && wait $sampler
 	else
 		"${app_pin[@]}" build/empty_launch "$LAUNCHES" >"$out/$mode-$r.log" 2>&1
 	fi
@@ -112,17 +127,29 @@ for mode in rows:
           max(v.values()), statistics.median(per) if per else 0, " ".join("%+.4g" % p for p in per)))
 PY
 done
-[ -s "$prog" ] && python3 - "$prog" <<'PY'
+[ -s "$prog" ] && python3 - "$prog" "$prog_first" <<'PY'
 import statistics, sys
-rows, runs = {}, {}
+rows, runs, first = {}, {}, {}
+for line in open(sys.argv[2]):
+    mode, r, cnt, ns = line.split()
+    first[(mode, r)] = (int(cnt), int(ns))
+after = {}
 for line in open(sys.argv[1]):
     mode, r, cnt, ns = line.split()
     if int(cnt):
         rows.setdefault(mode, []).append(int(ns) / int(cnt))
         runs.setdefault(mode, []).append(int(cnt))
+        if (mode, r) in first and int(cnt) > first[(mode, r)][0]:
+            c0, t0 = first[(mode, r)]
+            after.setdefault(mode, []).append((int(ns) - t0) / (int(cnt) - c0))
 print("program ns per run (kernel.bpf_stats_enabled): median, min, max; runs (median)")
 for mode, v in rows.items():
     if v:
         print("%-10s %9.1f %9.1f %9.1f %9d" % (mode, statistics.median(v), min(v), max(v),
                                                statistics.median(runs[mode])))
+if after:
+    print("program ns per run after the first step: median, min, max (each run)")
+    for mode, v in after.items():
+        print("%-10s %9.1f %9.1f %9.1f  %s" % (mode, statistics.median(v), min(v), max(v),
+                                              " ".join("%.0f" % x for x in v)))
 PY

@@ -3,7 +3,8 @@ cuBLAS (a transformer encoder) and cuDNN (convolutions), then a CUDA-graph
 replay of the forward pass. Deterministic, so runs can be compared byte for
 byte. Prints the final loss and a parameter checksum, and step timings.
 
-Environment: STEPS (default 20), GRAPH_REPLAYS (default 20); TORCH_PROFILE=FILE
+Environment: STEPS (default 20), GRAPH_REPLAYS (default 20); FIRST_STEP_MARK=FILE
+is created once the first step has finished (benchmarks read counters then); TORCH_PROFILE=FILE
 runs the training steps (only them) under torch.profiler with
 activities=[CUDA] and writes {name: [launches, GPU us]} as JSON to FILE: the
 peer of tools/gpu/bench, and the reference of tools/completeness.py.
@@ -104,6 +105,9 @@ def main():
             times.append(time.perf_counter() - t0)
             if i == 0:
                 first = time.perf_counter() - t_start
+                mark = os.environ.get("FIRST_STEP_MARK")
+                if mark:
+                    open(mark, "w").close()
     if prof is not None:
         with open(prof_path, "w") as f:
             json.dump(kernel_counts(prof), f)

@@ -372,29 +372,92 @@ static __u32 cached_stack(struct session *s, struct target *t, const struct gp_l
 	return intern_stack(s, t, &s->raw);
 }
 
-/*
- * What an unwound launch tells the stack cache: an audit, the entry's stack
- * or not; a miss, its key's stack (installed, or found to differ); an
- * unusable key's launch, that the key is still in use.
- */
-static void teach_cache(struct session *s, const struct gp_launch_event *e,
-			const struct raw_stack *raw, __u32 stack_id)
+/* A launch sent whole, for the stack cache's callbacks. */
+struct cache_launch_ctx {
+	struct session *s;
+	struct target *t;
+	const struct gp_launch_event *e;
+	size_t size;
+	const struct raw_stack *raw;
+	const struct stack_walk_info *info;
+};
+
+static bool launch_word(void *ctx, __u32 off, __u64 *ret)
 {
-	bool whole = raw_stack__whole(raw, e->flags);
-	struct gp_stack_key k;
+	struct cache_launch_ctx *c = ctx;
+
+	return raw_stack__copy_word(c->e, c->size, off, ret);
+}
+
+/* Says, with -v, where two stacks under one key part (the key is split there, or spoilt). */
+static void say_parting(struct cache_launch_ctx *c, __u32 i, __u64 a, __u64 b)
+{
+	struct symbolized_frame fa, fb;
+	struct symbolizer *sym = c->t ? target__symbolizer(c->t) : NULL;
+
+	if (!c->s->o->verbose)
+		return;
+	if (!sym || symbolizer__lookup(sym, a - 1, &fa))
+		snprintf(fa.name, sizeof(fa.name), "?");
+	if (!sym || symbolizer__lookup(sym, b - 1, &fb))
+		snprintf(fb.name, sizeof(fb.name), "?");
+	fprintf(stderr, "gpuprobe-bpf: pid %u: two stacks under one stack-cache key (sp 0x%llx, "
+		"kernel 0x%llx): native frame %u, read at sp+%u, is %s (0x%llx) in one and %s "
+		"(0x%llx) in the other\n", c->e->pid, (unsigned long long)c->e->sp,
+		(unsigned long long)c->e->func, i, c->info->ra_off[i], fa.name, (unsigned long long)a,
+		fb.name, (unsigned long long)b);
+}
+
+/*
+ * Where this launch's stack and stack other first differ in a return
+ * address: its slot's offset from sp, and other's address there (0 when
+ * other ends before). False when their Python frames differ, when this
+ * one ends first, or when its walk did not say where it read.
+ */
+static bool launch_differs(void *ctx, __u32 other, __u32 *ret_off, __u64 *ret_other_word)
+{
+	struct cache_launch_ctx *c = ctx;
+	const struct raw_stack *a, *b = c->raw;
+	size_t len;
+	__u32 i;
+
+	a = stack_table__get(&c->s->stacks, other, &len);
+	if (!a || len < offsetof(struct raw_stack, w) || raw_stack__len(a) != len ||
+	    a->npy != b->npy || memcmp(a->w + a->n, b->w + b->n, 16ull * b->npy))
+		return false;
+	for (i = 0; i < a->n && i < b->n && a->w[i] == b->w[i]; i++)
+		;
+	if (i >= b->n || c->info->ra_off[i] == UINT32_MAX)
+		return false;
+	*ret_off = c->info->ra_off[i];
+	*ret_other_word = i < a->n ? a->w[i] : 0;
+	say_parting(c, i, *ret_other_word, b->w[i]);
+	return true;
+}
+
+/*
+ * What an unwound launch tells the stack cache: an audit, whether the
+ * entry's stack is its own; a miss, its key's stack (installed, or found
+ * to differ); an unusable key's launch, that the key is still in use.
+ */
+static void teach_cache(struct session *s, struct target *t, const struct gp_launch_event *e,
+			size_t size, __u32 stack_id)
+{
+	struct cache_launch_ctx c = { .s = s, .t = t, .e = e, .size = size, .raw = &s->raw,
+				      .info = &s->walk_info };
+	struct stack_cache_launch l = { .stack = stack_id, .whole = raw_stack__whole(&s->raw, e->flags),
+					.word = launch_word, .differs = launch_differs, .ctx = &c };
 	__u32 cached;
 
 	if (!s->cache || !stack_id)
 		return;
-	if (e->flags & GP_EV_F_AUDIT) {
-		if (!stack_cache__lookup(s->cache, e->cache_id, &cached))
-			stack_cache__audit(s->cache, e->cache_id, cached == stack_id, !whole);
-	} else if ((e->flags & GP_EV_F_KEYED) && whole) {
-		stack_cache__key_of(e, &k);
-		stack_cache__learn(s->cache, &k, stack_id);
-	} else if (e->cache_id) {
+	stack_cache__key_of(e, &l.key);
+	if (e->flags & GP_EV_F_AUDIT)
+		stack_cache__audit(s->cache, e->cache_id, &l);
+	else if ((e->flags & GP_EV_F_KEYED) && l.whole)
+		stack_cache__learn(s->cache, &l);
+	else if (e->cache_id)
 		stack_cache__lookup(s->cache, e->cache_id, &cached);
-	}
 }
 
 /* A launch sent whole: unwound, interned, and what it tells the cache. */
@@ -402,14 +465,15 @@ static __u32 unwound_stack(struct session *s, struct target *t, const struct gp_
 			   size_t size)
 {
 	struct raw_stack *raw = &s->raw;
-	__u32 stack_id, need = 0;
+	__u32 stack_id;
 	bool bad = false;
 	__u64 t0 = now_ns();
 
-	if (raw_stack__from_event(t, e, size, raw, &need)) {
+	if (raw_stack__from_event(t, e, size, raw, &s->walk_info)) {
 		s->events_bad++;
 		memset(raw, 0, sizeof(*raw) - sizeof(raw->w));
 		raw->pid = e->pid;
+		s->walk_info.need = 0;
 		bad = true;
 	}
 	s->unwind_ns += now_ns() - t0;
@@ -417,11 +481,11 @@ static __u32 unwound_stack(struct session *s, struct target *t, const struct gp_
 		s->copied_bytes += e->stack_len;
 		s->copied_events++;
 	}
-	if (need && s->hints.lp)
-		copy_hints__observe(&s->hints, e->tid, need);
+	if (s->walk_info.need && s->hints.lp)
+		copy_hints__observe(&s->hints, e->tid, s->walk_info.need);
 	stack_id = intern_stack(s, t, raw);
 	if (!bad)
-		teach_cache(s, e, raw, stack_id);
+		teach_cache(s, t, e, size, stack_id);
 	return stack_id;
 }
 
@@ -1035,7 +1099,8 @@ static int open_probe(struct session *s)
 								    : STACK_COPY_AUTO_START,
 		.cache_entries = s->o->stack_cache,
 		.audit_every = s->o->stack_audit,
-		.audit_max = STACK_AUDIT_MAX,
+		/* --stack-audit 1 asks for every hit: a measurement, not bounded */
+		.audit_max = s->o->stack_audit == 1 ? UINT32_MAX : STACK_AUDIT_MAX,
 	};
 	int err = launch_probe__open(&lo, &s->lp);
 

@@ -72,6 +72,7 @@ struct session {
 	__u64 shm_ctr_gone[GP_CTR_MAX]; /* counters of targets already removed */
 	struct shm_reader_stats reader_gone;
 	struct raw_stack raw;           /* scratch of on_launch_event */
+	struct stack_walk_info walk_info; /* and what its walk found besides */
 	struct resolved_stack *resolved; /* scratch of resolve_stack (large) */
 	struct stack_stats stack_stats;
 	__u32 *pending;                /* stack ids not named yet (defer_stack) */

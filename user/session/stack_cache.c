@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The loader's stack cache (stack_cache.h). Entries live in one array of
- * slots: the map's keys (live or unusable) on an LRU list, entries taken out
- * of the map on a FIFO until two drains have passed, the rest on a free
- * list. There are more slots than the map has room for, so that entries
+ * slots: the map's keys (live, unusable or split) on an LRU list, entries
+ * taken out of the map on a FIFO until two drains have passed, the rest on a
+ * free list. There are more slots than the map has room for, so that entries
  * waiting out their drains never keep a new key from being installed.
+ *
+ * A split entry stands for a first key (w[] 0) whose launches had two
+ * stacks: its map value names the words (return-address slots, as offsets
+ * from sp) that told them apart, and its children are the keys with those
+ * words filled in. Why one word is enough: two stacks that agree on every
+ * return address up to frame i were walked through the same rules, so
+ * frame i's return address lies at the same offset from sp in both.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,14 +28,17 @@
 _Static_assert(GP_STACK_CACHE_MAX + GP_STACK_CACHE_MAX / 4 + 64 < (1u << SLOT_BITS),
 	       "slots fit an id's slot bits");
 
-enum entry_state { E_FREE = 0, E_LIVE, E_UNUSABLE, E_RETIRED };
+enum entry_state { E_FREE = 0, E_LIVE, E_UNUSABLE, E_SPLIT, E_RETIRED };
 
 struct entry {
 	struct gp_stack_key key;
-	__u32 stack;
+	__u32 stack;        /* live, unusable, retired: the stack id */
 	__u32 gen;          /* of the slot's current (or last) entry, 1..GEN_MAX */
-	__u32 prev, next;   /* LRU (live, unusable), or the next on the FIFO or free list */
+	__u32 prev, next;   /* LRU (in the map), or the next on the FIFO or free list */
+	__u32 parent;       /* a split key's child: the split entry's slot */
 	__u64 retired_at;   /* the drain count when it was taken out */
+	__u16 words[GP_SC_SLOTS]; /* split: the words' offsets from sp, in 8-byte units */
+	__u8 nwords;
 	__u8 state;
 };
 
@@ -39,7 +49,7 @@ struct stack_cache {
 	__u32 lru_head, lru_tail;      /* most and least recently used */
 	__u32 fifo_head, fifo_tail;    /* taken out, oldest first */
 	__u64 drains;
-	struct u64map by_key;          /* key hash -> slot of a live or unusable entry */
+	struct u64map by_key;          /* key hash -> slot of an entry in the map */
 	struct stack_cache_ops ops;
 	struct stack_cache_stats st;
 };
@@ -49,8 +59,10 @@ static __u64 key_hash(const struct gp_stack_key *k)
 	__u64 a = u64map__hash(k->sp ^ (k->ret << 17 | k->ret >> 47));
 	__u64 b = u64map__hash(k->func + 3 * k->py_hash);
 	__u64 c = u64map__hash((__u64)k->pid << 32 | k->maps_gen);
+	__u64 d = u64map__hash(k->w[0] ^ k->w[1] * 5 ^ k->w[2] * 7 ^ k->w[3] * 11);
 
-	return a ^ (b << 1 | b >> 63) ^ u64map__hash(c + ((__u64)k->probe << 16 | k->py_flags));
+	return a ^ (b << 1 | b >> 63) ^ (d << 2 | d >> 62) ^
+	       u64map__hash(c + ((__u64)k->probe << 16 | k->py_flags));
 }
 
 void stack_cache__key_of(const struct gp_launch_event *e, struct gp_stack_key *ret_key)
@@ -64,6 +76,11 @@ void stack_cache__key_of(const struct gp_launch_event *e, struct gp_stack_key *r
 static __u32 entry_id(const struct stack_cache *sc, __u32 slot)
 {
 	return slot | sc->e[slot].gen << SLOT_BITS;
+}
+
+static bool in_map(const struct entry *x)
+{
+	return x->state == E_LIVE || x->state == E_UNUSABLE || x->state == E_SPLIT;
 }
 
 int stack_cache__new(size_t capacity, const struct stack_cache_ops *ops,
@@ -146,17 +163,30 @@ static void touch(struct stack_cache *sc, __u32 i)
 	}
 }
 
+static void retire(struct stack_cache *sc, __u32 i);
+
+/* A split entry's children go with it: without its words they are never looked up. */
+static void retire_children(struct stack_cache *sc, __u32 parent)
+{
+	for (__u32 i = 1; i <= sc->nslots; i++)
+		if (sc->e[i].parent == parent && in_map(&sc->e[i]))
+			retire(sc, i);
+}
+
 /* Out of the map; its id still answers until RETIRE_DRAINS drains have passed. */
 static void retire(struct stack_cache *sc, __u32 i)
 {
 	struct entry *x = &sc->e[i];
+	__u8 was = x->state;
 
 	if (sc->ops.del(sc->ops.ctx, &x->key))
 		sc->st.map_errors++;
 	u64map__del(&sc->by_key, key_hash(&x->key), NULL);
 	lru_unlink(sc, i);
-	if (x->state == E_UNUSABLE)
+	if (was == E_UNUSABLE)
 		sc->st.unusable--;
+	if (was == E_SPLIT)
+		sc->st.split_keys--;
 	sc->st.live--;
 	x->state = E_RETIRED;
 	x->retired_at = sc->drains;
@@ -166,6 +196,8 @@ static void retire(struct stack_cache *sc, __u32 i)
 	else
 		sc->fifo_head = i;
 	sc->fifo_tail = i;
+	if (was == E_SPLIT)
+		retire_children(sc, i);
 }
 
 static __u32 take_free(struct stack_cache *sc)
@@ -173,9 +205,12 @@ static __u32 take_free(struct stack_cache *sc)
 	__u32 i = sc->free_head;
 
 	if (i) {
-		sc->free_head = sc->e[i].next;
-		sc->e[i].next = 0;
-		sc->e[i].gen = sc->e[i].gen >= GEN_MAX ? 1 : sc->e[i].gen + 1;
+		struct entry *x = &sc->e[i];
+		__u32 gen = x->gen >= GEN_MAX ? 1 : x->gen + 1;
+
+		sc->free_head = x->next;
+		memset(x, 0, sizeof(*x));
+		x->gen = gen;
 	}
 	return i;
 }
@@ -183,18 +218,20 @@ static __u32 take_free(struct stack_cache *sc)
 static void give_free(struct stack_cache *sc, __u32 i)
 {
 	sc->e[i].state = E_FREE;
+	sc->e[i].parent = 0;
 	sc->e[i].next = sc->free_head;
 	sc->free_head = i;
 }
 
 /* ------------------------------------------------------------ entries */
 
-/* The slot a live id names; 0 when it names none (stale generation, free slot). */
+/* The slot an id names; 0 when it names none (stale generation, free slot). */
 static __u32 slot_of(const struct stack_cache *sc, __u32 id)
 {
 	__u32 i = id & SLOT_MASK;
 
-	if (!i || i > sc->nslots || sc->e[i].gen != id >> SLOT_BITS || sc->e[i].state == E_FREE)
+	if (!i || i > sc->nslots || sc->e[i].gen != id >> SLOT_BITS || sc->e[i].state == E_FREE ||
+	    sc->e[i].state == E_SPLIT)
 		return 0;
 	return i;
 }
@@ -205,8 +242,11 @@ int stack_cache__lookup(struct stack_cache *sc, __u32 id, __u32 *ret_stack)
 
 	if (!i)
 		return -ENOENT;
-	if (sc->e[i].state != E_RETIRED)
+	if (sc->e[i].state != E_RETIRED) {
 		touch(sc, i);
+		if (sc->e[i].parent)
+			touch(sc, sc->e[i].parent);
+	}
 	*ret_stack = sc->e[i].stack;
 	return 0;
 }
@@ -215,7 +255,6 @@ static void make_unusable(struct stack_cache *sc, __u32 i)
 {
 	struct gp_stack_val v = { .id = entry_id(sc, i), .flags = GP_SC_UNUSABLE };
 
-	sc->st.mismatch++;
 	if (sc->ops.put(sc->ops.ctx, &sc->e[i].key, &v)) {
 		/* Cannot say it: take it out, so that its launches miss and copy. */
 		sc->st.map_errors++;
@@ -241,59 +280,166 @@ static __u32 find_key(const struct stack_cache *sc, const struct gp_stack_key *k
 }
 
 /* A free slot, making room in the map first when it is full; 0: none. */
-static __u32 make_room(struct stack_cache *sc)
+static __u32 make_room(struct stack_cache *sc, __u32 keep)
 {
-	if (sc->st.live >= sc->cap && sc->lru_tail) {
+	if (sc->st.live >= sc->cap && sc->lru_tail && sc->lru_tail != keep) {
 		retire(sc, sc->lru_tail);
 		sc->st.evicted++;
 	}
 	return sc->st.live < sc->cap ? take_free(sc) : 0;
 }
 
-enum stack_cache_learnt stack_cache__learn(struct stack_cache *sc, const struct gp_stack_key *k,
-					   __u32 stack)
+/* Puts k into the map: for stack (state E_LIVE), or a split entry (E_SPLIT, words). */
+static __u32 install(struct stack_cache *sc, const struct gp_stack_key *k, __u8 state, __u32 stack,
+		     __u32 parent, const __u16 *words, __u8 nwords)
 {
 	struct gp_stack_val v = { 0 };
 	bool clash;
-	__u32 i = find_key(sc, k, &clash);
+	__u32 i;
 
-	if (i) {
-		if (sc->e[i].state == E_UNUSABLE)
-			return STACK_CACHE_UNUSABLE;
-		touch(sc, i);
-		if (sc->e[i].stack == stack) {
-			sc->st.confirmed++;
-			return STACK_CACHE_SAME;
-		}
-		make_unusable(sc, i);
-		return STACK_CACHE_MISMATCH;
-	}
-	if (clash || !(i = make_room(sc))) {
+	if (find_key(sc, k, &clash) || clash || !(i = make_room(sc, parent))) {
 		sc->st.full++;
-		return STACK_CACHE_NO_ROOM;
+		return 0;
 	}
 	sc->e[i].key = *k;
 	sc->e[i].stack = stack;
+	sc->e[i].parent = parent;
 	v.id = entry_id(sc, i);
+	if (state == E_SPLIT) {
+		memcpy(sc->e[i].words, words, sizeof(sc->e[i].words));
+		sc->e[i].nwords = nwords;
+		memcpy(v.slot, words, sizeof(v.slot));
+		v.flags = GP_SC_SPLIT | (__u32)nwords << GP_SC_NSLOTS_SHIFT;
+	}
 	if (u64map__put(&sc->by_key, key_hash(k), i)) {
 		give_free(sc, i);
 		sc->st.full++;
-		return STACK_CACHE_NO_ROOM;
+		return 0;
 	}
 	if (sc->ops.put(sc->ops.ctx, k, &v)) {
 		u64map__del(&sc->by_key, key_hash(k), NULL);
 		give_free(sc, i);
 		sc->st.map_errors++;
-		return STACK_CACHE_FAILED;
+		return 0;
 	}
-	sc->e[i].state = E_LIVE;
+	sc->e[i].state = state;
 	lru_push(sc, i);
 	sc->st.live++;
-	sc->st.installs++;
-	return STACK_CACHE_INSTALLED;
+	if (state == E_SPLIT)
+		sc->st.split_keys++;
+	else
+		sc->st.installs++;
+	return i;
 }
 
-bool stack_cache__audit(struct stack_cache *sc, __u32 id, bool same, bool short_copy)
+/* The launch's key under split entry p: its words at p's offsets. False when outside its copy. */
+static bool child_key(const struct stack_cache *sc, __u32 p, const struct stack_cache_launch *l,
+		      struct gp_stack_key *ret)
+{
+	const struct entry *x = &sc->e[p];
+
+	*ret = l->key;
+	for (int i = 0; i < x->nwords; i++)
+		if (!l->word(l->ctx, 8u * x->words[i], &ret->w[i]))
+			return false;
+	return true;
+}
+
+/*
+ * Entry i (a first key, or a split key's child) had stack A; launch l has
+ * another. Split on the first return address where they differ: a first
+ * key becomes a split entry of one word, a child adds the word to its
+ * parent's (whose children all go: their keys lack it). Both stacks are
+ * installed under the new keys. Else the entry becomes unusable.
+ */
+static enum stack_cache_learnt split(struct stack_cache *sc, __u32 i,
+				     const struct stack_cache_launch *l)
+{
+	struct entry *x = &sc->e[i];
+	__u32 p = x->parent, a_stack = x->stack, off;
+	struct gp_stack_key first = l->key, ka, kb;
+	__u16 words[GP_SC_SLOTS] = { 0 };
+	__u8 n = p ? sc->e[p].nwords : 0;
+	__u64 wa;
+
+	sc->st.mismatch++;
+	if (!l->differs(l->ctx, a_stack, &off, &wa) || off % 8 || off / 8 > 0xffff || n == GP_SC_SLOTS)
+		goto unusable;
+	if (p) {
+		memcpy(words, sc->e[p].words, sizeof(words));
+		for (int k = 0; k < n; k++)
+			if (words[k] == off / 8)
+				goto unusable; /* the word they differ in is one already read */
+	}
+	words[n] = (__u16)(off / 8);
+	ka = x->key;
+	ka.w[n] = wa;
+	if (p) {
+		retire(sc, p); /* and every child of it, i among them */
+	} else {
+		retire(sc, i);
+	}
+	p = install(sc, &first, E_SPLIT, 0, 0, words, n + 1);
+	if (!p)
+		return STACK_CACHE_NO_ROOM;
+	install(sc, &ka, E_LIVE, a_stack, p, NULL, 0);
+	if (child_key(sc, p, l, &kb))
+		install(sc, &kb, E_LIVE, l->stack, p, NULL, 0);
+	sc->st.splits++;
+	return STACK_CACHE_SPLIT;
+unusable:
+	make_unusable(sc, i);
+	return STACK_CACHE_MISMATCH;
+}
+
+/* What a launch with stack l->stack says of entry i (live, unusable or split). */
+static enum stack_cache_learnt check(struct stack_cache *sc, __u32 i,
+				     const struct stack_cache_launch *l)
+{
+	if (sc->e[i].state == E_UNUSABLE)
+		return STACK_CACHE_UNUSABLE;
+	touch(sc, i);
+	if (sc->e[i].stack == l->stack) {
+		sc->st.confirmed++;
+		return STACK_CACHE_SAME;
+	}
+	return split(sc, i, l);
+}
+
+/* Installs k for stack (under parent), saying how it went. */
+static enum stack_cache_learnt install_stack(struct stack_cache *sc, const struct gp_stack_key *k,
+					     __u32 stack, __u32 parent)
+{
+	__u64 errors = sc->st.map_errors;
+
+	if (install(sc, k, E_LIVE, stack, parent, NULL, 0))
+		return STACK_CACHE_INSTALLED;
+	return sc->st.map_errors != errors ? STACK_CACHE_FAILED : STACK_CACHE_NO_ROOM;
+}
+
+enum stack_cache_learnt stack_cache__learn(struct stack_cache *sc,
+					   const struct stack_cache_launch *l)
+{
+	struct gp_stack_key k2;
+	bool clash;
+	__u32 i = find_key(sc, &l->key, &clash), c;
+
+	if (!i)
+		return install_stack(sc, &l->key, l->stack, 0);
+	if (sc->e[i].state != E_SPLIT)
+		return check(sc, i, l);
+	touch(sc, i);
+	if (!child_key(sc, i, l, &k2)) {
+		sc->st.unreadable++;
+		return STACK_CACHE_NO_ROOM;
+	}
+	c = find_key(sc, &k2, &clash);
+	if (!c)
+		return install_stack(sc, &k2, l->stack, i);
+	return check(sc, c, l);
+}
+
+bool stack_cache__audit(struct stack_cache *sc, __u32 id, const struct stack_cache_launch *l)
 {
 	__u32 i = slot_of(sc, id);
 
@@ -301,12 +447,10 @@ bool stack_cache__audit(struct stack_cache *sc, __u32 id, bool same, bool short_
 		return false;
 	if (sc->e[i].state != E_LIVE)
 		return true;
-	if (short_copy)
+	if (!l->whole)
 		sc->st.audits_short++;
-	else if (same)
-		sc->st.confirmed++;
 	else
-		make_unusable(sc, i);
+		check(sc, i, l);
 	return true;
 }
 
@@ -315,8 +459,7 @@ static void forget_where(struct stack_cache *sc, __u32 pid, bool all, __u32 maps
 	for (__u32 i = 1; i <= sc->nslots; i++) {
 		struct entry *x = &sc->e[i];
 
-		if ((x->state == E_LIVE || x->state == E_UNUSABLE) && x->key.pid == pid &&
-		    (all || x->key.maps_gen < maps_gen)) {
+		if (in_map(x) && x->key.pid == pid && (all || x->key.maps_gen < maps_gen)) {
 			retire(sc, i);
 			sc->st.forgotten++;
 		}
@@ -352,7 +495,7 @@ void stack_cache__visit_stacks(struct stack_cache *sc, __u64 (*fn)(void *ctx, __
 	for (__u32 i = 1; i <= sc->nslots; i++) {
 		__u64 v;
 
-		if (sc->e[i].state == E_FREE)
+		if (sc->e[i].state == E_FREE || sc->e[i].state == E_SPLIT)
 			continue;
 		v = fn(ctx, sc->e[i].stack);
 		if (v)

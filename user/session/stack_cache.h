@@ -5,8 +5,11 @@
  * is in it:
  *  - installs a key once a launch that missed has been unwound whole;
  *  - checks: an audit (a hit sent whole, at random) or a second miss of a
- *    key whose stack differs from the installed one makes the key unusable
- *    (the BPF side then copies every launch of it), the first time;
+ *    key whose stack differs from the installed one, the first time: the key
+ *    is split on the first return address where the two stacks differ (the
+ *    BPF side reads that word of the stack and looks again), or, where no
+ *    word tells them apart (or GP_SC_SLOTS are used), made unusable (the BPF
+ *    side then copies every launch of it);
  *  - forgets a process's keys when it exits, and the keys of an older
  *    mapping generation when its mappings change;
  *  - evicts the least recently used key when full.
@@ -32,17 +35,37 @@ struct stack_cache_ops {
 	void *ctx;
 };
 
+/* A launch sent whole, as the cache needs it: its key, its stack and its copy. */
+struct stack_cache_launch {
+	struct gp_stack_key key; /* the launch's first key (w[] 0): stack_cache__key_of */
+	__u32 stack;             /* the stack id it unwound to */
+	bool whole;              /* its walk ended where its stack did (raw_stack__whole) */
+	/* The word at sp + off in its copy; false outside it. */
+	bool (*word)(void *ctx, __u32 off, __u64 *ret);
+	/*
+	 * The first return address where its stack and stack other differ: the
+	 * offset from sp where its walk read it, and other's return address at
+	 * that frame. False when none can be placed (no copy; or they differ
+	 * past other's frames, or in their Python frames).
+	 */
+	bool (*differs)(void *ctx, __u32 other, __u32 *ret_off, __u64 *ret_other_word);
+	void *ctx;
+};
+
 struct stack_cache_stats {
 	__u64 installs;      /* keys put into the map */
 	__u64 confirmed;     /* misses or audits that found the installed stack again */
-	__u64 mismatch;      /* keys made unusable: a launch of theirs had another stack */
+	__u64 mismatch;      /* a launch had another stack than its key's entry */
+	__u64 splits;        /* ... and a word of the stack now tells them apart */
 	__u64 audits_short;  /* audits whose stack copy ended short: nothing to compare */
 	__u64 evicted;       /* keys taken out for room */
 	__u64 forgotten;     /* keys taken out: their process exited or remapped */
 	__u64 full;          /* misses not installed: no room (every entry in use) */
 	__u64 map_errors;    /* map updates the kernel refused */
-	size_t live;         /* keys in the map now (unusable ones included) */
+	__u64 unreadable;    /* misses of a split key whose words lay outside the copy */
+	size_t live;         /* keys in the map now (unusable and split ones included) */
 	size_t unusable;
+	size_t split_keys;
 	size_t capacity;
 };
 
@@ -60,21 +83,23 @@ int stack_cache__lookup(struct stack_cache *sc, __u32 id, __u32 *ret_stack);
 enum stack_cache_learnt {
 	STACK_CACHE_INSTALLED,  /* key -> stack is in the map now */
 	STACK_CACHE_SAME,       /* the key was installed with this stack already */
-	STACK_CACHE_MISMATCH,   /* the key was installed with another stack: now unusable */
+	STACK_CACHE_SPLIT,      /* the key had another stack: split, both installed */
+	STACK_CACHE_MISMATCH,   /* the key had another stack: now unusable */
 	STACK_CACHE_UNUSABLE,   /* the key is unusable: nothing done */
-	STACK_CACHE_NO_ROOM,    /* not installed: no free entry (counted) */
+	STACK_CACHE_NO_ROOM,    /* not installed: no free entry, or its words unknown (counted) */
 	STACK_CACHE_FAILED,     /* not installed: the map refused it (counted) */
 };
 
-/* A launch of key k that missed, unwound whole to stack. */
-enum stack_cache_learnt stack_cache__learn(struct stack_cache *sc, const struct gp_stack_key *k,
-					   __u32 stack);
+/* A launch that missed, unwound whole (l->whole). */
+enum stack_cache_learnt stack_cache__learn(struct stack_cache *sc,
+					   const struct stack_cache_launch *l);
 /*
- * An audit of entry id: same says whether its launch unwound to the entry's
- * stack (short: its copy ended before that could be told; nothing changes).
- * A differing stack makes the key unusable. False when id names no entry.
+ * An audit of entry id: a hit sent whole, l. A launch whose walk was cut
+ * short (not l->whole) tells nothing; one with another stack than the
+ * entry's splits or spoils the key as stack_cache__learn does. False when
+ * id names no entry.
  */
-bool stack_cache__audit(struct stack_cache *sc, __u32 id, bool same, bool short_copy);
+bool stack_cache__audit(struct stack_cache *sc, __u32 id, const struct stack_cache_launch *l);
 /* Takes out every key of pid (it exited, or its Python code changed). */
 void stack_cache__forget_pid(struct stack_cache *sc, __u32 pid);
 /* Takes out pid's keys made under a mapping generation before maps_gen. */

@@ -63,10 +63,10 @@ static bool reread_maps_older_than(struct target *t, struct symbolizer *sym,
 }
 
 int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, size_t size,
-			  struct raw_stack *ret, __u32 *ret_need)
+			  struct raw_stack *ret, struct stack_walk_info *ret_info)
 {
 	__u32 used = 0;
-	__u64 pcs[GP_MAX_STACK + 1];
+	__u64 pcs[GP_MAX_STACK + 1], ra_at[GP_MAX_STACK + 1];
 	size_t fp_bytes, py_bytes;
 	enum unwind_stop why = UNWIND_ROOT;
 	int n;
@@ -89,7 +89,7 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 		struct unwind_regs regs = { .ip = e->ip, .sp = e->sp, .bp = e->bp };
 		struct unwind_stack st = { .base = GP_STACK_COPY_BASE(e->sp), .data = copy,
 					   .len = e->stack_len,
-					   .used = &used };
+					   .used = &used, .ra_at = ra_at };
 		struct walk_ctx w = { .t = t };
 		struct unwind_memo *memo = NULL;
 		bool current = true;
@@ -117,13 +117,19 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 		ret->why = why;
 		if (why == UNWIND_END_OF_COPY)
 			used = e->stack_len > UINT32_MAX / 2 ? UINT32_MAX : 2 * e->stack_len;
+		for (int i = 0; ret_info && i < ret->n; i++)
+			ret_info->ra_off[i] = ra_at[i + 1] >= e->sp && ra_at[i + 1] - e->sp < UINT32_MAX
+						      ? (__u32)(ra_at[i + 1] - e->sp) : UINT32_MAX;
 	} else {
 		ret->n = e->nr_frames > 1 ? e->nr_frames - 1 : 0;
 		memcpy(ret->w, e->stack + 1, 8ull * ret->n);
 		ret->why = STACK_WHY_FP;
 	}
-	if (ret_need)
-		*ret_need = used;
+	if (ret_info) {
+		ret_info->need = used;
+		for (__u32 i = e->stack_len ? ret->n : 0; i < GP_MAX_STACK; i++)
+			ret_info->ra_off[i] = UINT32_MAX;
+	}
 	if (e->flags & GP_EV_F_PY) {
 		ret->py_status = RAW_PY_WALKED | ((e->flags >> GP_EV_PY_STATUS_SHIFT) & RAW_PY_STATUS) |
 				 (e->flags & GP_EV_F_PY_MAIN ? RAW_PY_MAIN : 0);
@@ -131,6 +137,19 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 		memcpy(ret->w + ret->n, (const __u8 *)e + GP_LAUNCH_EVENT_HDR + fp_bytes, py_bytes);
 	}
 	return 0;
+}
+
+bool raw_stack__copy_word(const struct gp_launch_event *e, size_t size, __u64 off, __u64 *ret)
+{
+	__u64 base = GP_STACK_COPY_BASE(e->sp), at = e->sp + off, start;
+
+	if (size < GP_LAUNCH_EVENT_HDR || e->nr_frames > GP_MAX_STACK || e->nr_py > GP_PY_MAX_FRAMES)
+		return false;
+	start = GP_LAUNCH_EVENT_HDR + 8ull * e->nr_frames + sizeof(struct gp_py_frame) * e->nr_py;
+	if (start + e->stack_len > size || at < base || at - base + 8 > e->stack_len)
+		return false;
+	memcpy(ret, (const __u8 *)e + start + (at - base), 8);
+	return true;
 }
 
 /* ------------------------------------------------------------ resolving */

@@ -43,14 +43,22 @@ struct raw_stack {
 
 size_t raw_stack__len(const struct raw_stack *r);
 
+/* What a walk of a launch's copy found besides its raw stack. */
+struct stack_walk_info {
+	__u32 need;  /* stack bytes a copy needs to unwind such a stack in full (what the
+			walk read; twice the copy when it ended short), 0 without a copy */
+	__u32 ra_off[GP_MAX_STACK]; /* where the raw stack's w[i] was read, from sp;
+				       UINT32_MAX where not known (no copy) */
+};
+
 /*
  * The raw stack of an event of size bytes (a hostile length: checked).
- * -EINVAL when the event's parts do not fit its size. *ret_need (may be
- * NULL): stack bytes a copy needs to unwind such a stack in full (what the
- * walk read; twice the copy when it ended short), 0 when there was no copy.
+ * -EINVAL when the event's parts do not fit its size. ret_info may be NULL.
  */
 int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, size_t size,
-			  struct raw_stack *ret, __u32 *ret_need);
+			  struct raw_stack *ret, struct stack_walk_info *ret_info);
+/* The copy's word at sp + off, for e of size bytes; false outside the copy. */
+bool raw_stack__copy_word(const struct gp_launch_event *e, size_t size, __u64 off, __u64 *ret);
 
 /* Storage for one resolved stack. */
 struct resolved_stack {

@@ -65,6 +65,7 @@ static bool addr__add(__u64 addr, __s64 off, __u64 *ret)
 
 struct frame {
 	__u64 ip, sp, bp;
+	__u64 ra_at;   /* where ip was read, when a return address */
 	bool bp_known;
 	bool ip_is_ra; /* a return address: look its rule up at ip - 1 */
 };
@@ -90,6 +91,7 @@ static int frame__step_fp(struct frame *f, const struct unwind_stack *s, enum un
 		*why = UNWIND_BAD_FRAME;
 		return 0;
 	}
+	f->ra_at = f->bp + 8;
 	f->sp = f->bp + 16;
 	f->bp = bp;
 	f->ip = ra;
@@ -106,7 +108,7 @@ static __u64 frame__pc(const struct frame *f)
 static int frame__step_cfi(struct frame *f, const struct cfi_rule *r,
 			   const struct unwind_stack *s, enum unwind_stop *why)
 {
-	__u64 cfa, ra, bp, pc = frame__pc(f);
+	__u64 cfa, ra, ra_at, bp, pc = frame__pc(f);
 
 	switch (r->cfa_base) {
 	case CFI_BASE_RSP:
@@ -145,7 +147,7 @@ static int frame__step_cfi(struct frame *f, const struct cfi_rule *r,
 	}
 	if (cfa <= f->sp)
 		goto bad; /* a frame that does not go up loops or goes astray */
-	if (!addr__add(cfa, r->ra_off, &ra) || !stack__read(s, ra, &ra)) {
+	if (!addr__add(cfa, r->ra_off, &ra_at) || !stack__read(s, ra_at, &ra)) {
 		*why = UNWIND_END_OF_COPY;
 		return 0;
 	}
@@ -174,6 +176,7 @@ static int frame__step_cfi(struct frame *f, const struct cfi_rule *r,
 	}
 	f->sp = cfa;
 	f->ip = ra;
+	f->ra_at = ra_at;
 	/* After a signal frame the next pc was interrupted, not called from. */
 	f->ip_is_ra = !(r->flags & CFI_FLAG_SIGNAL_FRAME);
 	return 1;
@@ -236,6 +239,8 @@ int unwind_memo_walk(const struct unwind_regs *regs, const struct unwind_stack *
 	f = (struct frame){
 		.ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .bp_known = true,
 	};
+	if (stack->ra_at)
+		stack->ra_at[n] = 0;
 	pcs[n++] = f.ip;
 	kind = frame__rule(&f, lookup, ctx, memo, &r);
 	if (kind < 0) {
@@ -255,6 +260,8 @@ int unwind_memo_walk(const struct unwind_regs *regs, const struct unwind_stack *
 			why = UNWIND_MAX_FRAMES;
 			break;
 		}
+		if (stack->ra_at)
+			stack->ra_at[n] = f.ra_at;
 		pcs[n++] = f.ip;
 	}
 	*ret_why = why;

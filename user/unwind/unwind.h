@@ -26,6 +26,8 @@ struct unwind_stack {
 	const void *data;
 	__u32 len;
 	__u32 *used;      /* optional: raised to the end offset of every read */
+	__u64 *ra_at;     /* optional, as many as pcs: where each return address was
+			     read (ra_at[0], for regs.ip, is 0) */
 };
 
 /*

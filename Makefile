@@ -105,6 +105,8 @@ FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 # The CFI held-in program: no frame pointers, two libraries (tests/progs/nofp).
 NOFP := $(BUILD)/tests/progs/nofp
 NOFP_LIBS := $(BUILD)/tests/progs/libgp_nofp_a.so $(BUILD)/tests/progs/libgp_nofp_b.so
+# One library built twice, for the stack cache's reload test (tests/progs/keys.c).
+KEYLIBS := $(BUILD)/tests/progs/libgp_keys_a.so $(BUILD)/tests/progs/libgp_keys_b.so
 # The sandboxed CRC helper: the only program that hands cubins to CUPTI.
 CRC_HELPER := $(BUILD)/gpuprobe-crc
 CRC_HELPER_SRCS := $(wildcard nvidia/helper/*.c)
@@ -112,7 +114,7 @@ CRC_HELPER_SRCS := $(wildcard nvidia/helper/*.c)
 TABLE_COST := $(BUILD)/gpuprobe-table-cost
 # What the verifier does with the BPF programs at every loader start (root).
 VERIFIER_STATS := $(BUILD)/gpuprobe-verifier-stats
-ALL_TARGETS := $(LOADER) $(CRC_HELPER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS) $(NOFP) \
+ALL_TARGETS := $(LOADER) $(CRC_HELPER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS) $(NOFP) $(KEYLIBS) \
 	$(TABLE_COST) $(VERIFIER_STATS)
 
 .PHONY: all static test test-bpf test-tsan test-asan check deps demo fuzz \
@@ -229,6 +231,12 @@ $(NOFP): tests/progs/nofp/main.c tests/progs/cubin.h $(NOFP_LIBS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(NOFP_CFLAGS) $(LDFLAGS_SAN) -o $@ $< -L$(@D) -lgp_nofp_a -lgp_nofp_b -L$(BUILD)/stub \
 		-l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../stub' -lpthread
+
+$(BUILD)/tests/progs/libgp_keys_%.so: tests/progs/keylib/keylib.c $(STUB_CUDA)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -fPIC -shared -Wall -Wextra -Werror $(CUDA_CPPFLAGS) -DKEYLIB_SITE=keylib_$*_site \
+		-o $@ $< -L$(BUILD)/stub -l:libcuda.so.1
 
 # ---------------------------------------------------------------- tests
 TEST_LIBS := -lcmocka $(LIBBPF_LIBS) $(SYS_LIBS)

@@ -541,7 +541,9 @@ static __always_inline bool try_cache(struct scratch *sc)
 	struct gp_launch_event *e = &sc->e;
 	struct gp_stack_val *v;
 
-	if (!stack_cache_on || !key_cacheable(e))
+	/* Module and library loads are few, and the loader reads their stacks for nothing. */
+	if (!stack_cache_on || !key_cacheable(e) ||
+	    (e->probe >= GP_PROBE_MODULE_LOAD && e->probe < GP_PROBE_COPY_FIRST))
 		return false;
 	v = cache_lookup(sc);
 	if (v && (v->flags & GP_SC_SPLIT))
@@ -709,28 +711,41 @@ int BPF_KPROBE(cu_call)
 
 /* ------------------------------------------------------------ mapping changes */
 
-static long vma_has_file(struct task_struct *task, struct vm_area_struct *vma, void *data)
+struct vma_kind {
+	bool file, exec;
+};
+
+static long vma_kind_of(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
-	*(bool *)data = vma->vm_file != NULL;
+	struct vma_kind *k = data;
+
+	k->file = vma->vm_file != NULL;
+	k->exec = vma->vm_flags & 0x4 /* VM_EXEC */;
 	return 0;
 }
 
-/* Whether addr lies in a file's mapping (or the mapping could not be looked at). */
-static __always_inline bool maps_file_at(struct task_struct *task, __u64 addr)
+/*
+ * Whether the mapping at addr matters to stacks: code (exec), or a file's
+ * (unmapping): a library. Unknown (the lock was taken) counts as yes.
+ */
+static __always_inline bool maps_matter_at(struct task_struct *task, __u64 addr, bool unmap)
 {
-	bool file = false;
-	long err = bpf_find_vma(task, addr, vma_has_file, &file, 0);
+	struct vma_kind k = {};
+	long err = bpf_find_vma(task, addr, vma_kind_of, &k, 0);
 
-	return err == -16 /* -EBUSY: the lock was taken */ || (!err && file);
+	return err == -16 /* -EBUSY */ || (!err && (k.exec || (unmap && k.file)));
 }
 
 /*
- * A mapping of a file in a followed process is going or being replaced
- * (its first or last byte checked: dlclose unmaps a library whole): the
- * process's keys and stacks made before are no longer its truth. Every
- * thread's memo is made again, so the next launch carries the new value.
+ * A mapping of a followed process that stacks may name is going or being
+ * replaced (its first or last byte checked: dlclose unmaps a library whole,
+ * whose first and last mappings are the file's): the process's keys and
+ * stacks made before are no longer its truth. A fixed mmap counts only over
+ * code: dlopen maps a library's segments over its own new reservation,
+ * which no stack names yet. Every thread's memo is made again, so the next
+ * launch carries the new value.
  */
-static __always_inline void maps_change(__u64 addr, __u64 len)
+static __always_inline void maps_change(__u64 addr, __u64 len, bool unmap)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	__u32 *g = bpf_map_lookup_elem(&maps_gens, &tgid);
@@ -739,7 +754,7 @@ static __always_inline void maps_change(__u64 addr, __u64 len)
 	if (!g)
 		return;
 	task = bpf_get_current_task_btf();
-	if (!maps_file_at(task, addr) && !(len && maps_file_at(task, addr + len - 1)))
+	if (!maps_matter_at(task, addr, unmap) && !(len && maps_matter_at(task, addr + len - 1, unmap)))
 		return;
 	__sync_fetch_and_add(g, 1);
 	__sync_fetch_and_add(&memo_gen, 1);
@@ -749,7 +764,7 @@ static __always_inline void maps_change(__u64 addr, __u64 len)
 SEC("tracepoint/syscalls/sys_enter_munmap")
 int maps_munmap(struct trace_event_raw_sys_enter *ctx)
 {
-	maps_change(ctx->args[0], ctx->args[1]);
+	maps_change(ctx->args[0], ctx->args[1], true);
 	return 0;
 }
 
@@ -759,14 +774,14 @@ SEC("tracepoint/syscalls/sys_enter_mmap")
 int maps_mmap(struct trace_event_raw_sys_enter *ctx)
 {
 	if (ctx->args[3] & GP_MAP_FIXED)
-		maps_change(ctx->args[0], ctx->args[1]);
+		maps_change(ctx->args[0], ctx->args[1], false);
 	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_enter_mremap")
 int maps_mremap(struct trace_event_raw_sys_enter *ctx)
 {
-	maps_change(ctx->args[0], ctx->args[1]);
+	maps_change(ctx->args[0], ctx->args[1], true);
 	return 0;
 }
 

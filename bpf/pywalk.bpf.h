@@ -101,20 +101,51 @@ fault:
 	return 1;
 }
 
-/* Steps 1-2: the thread state whose id field equals key; 0 when none. */
+/*
+ * A cached thread state is checked (its id field) and its frame field read
+ * in one read of PY_TS_BLOCK bytes from the lower of the two, when they lie
+ * that close (every supported version): a helper call less per launch.
+ */
+#define PY_TS_BLOCK 128u
+
+/* The cached thread state at ts, still key's: its frame field into *ret_frame. */
+static __always_inline bool py_tstate_still(const struct gp_py_config *c, __u64 ts, __u64 key,
+					    __u8 *buf, __u64 *ret_frame, bool *ret_have_frame)
+{
+	__u32 a = c->tstate_thread_id, b = c->tstate_frame, lo = a < b ? a : b;
+	__u64 id = 0;
+
+	if ((a > b ? a - b : b - a) + 8 <= PY_TS_BLOCK) {
+		if (bpf_probe_read_user(buf, PY_TS_BLOCK, (void *)(ts + lo)))
+			return false;
+		if (*(__u64 *)&buf[(a - lo) & (PY_TS_BLOCK - 1)] != key)
+			return false;
+		*ret_frame = *(__u64 *)&buf[(b - lo) & (PY_TS_BLOCK - 1)];
+		*ret_have_frame = true;
+		return true;
+	}
+	return !rd64(ts + a, &id) && id == key;
+}
+
+/*
+ * Steps 1-2: the thread state whose id field equals key; 0 when none. When
+ * a cached one is still key's, *ret_have_frame says its frame field was
+ * read into *ret_frame too (buf: PY_TS_BLOCK + 8 bytes of scratch).
+ */
 static __always_inline __u64 py_find_tstate(const struct gp_py_config *c, __u32 tid, __u64 key,
-					    __u32 *status)
+					    __u32 *status, __u8 *buf, __u64 *ret_frame,
+					    bool *ret_have_frame)
 {
 	__u64 *cached = bpf_map_lookup_elem(&py_tstates, &tid);
-	__u64 id = 0, now = bpf_ktime_get_ns(), neg;
+	__u64 now = bpf_ktime_get_ns(), neg;
 	struct py_find x = { .c = c, .key = key, .status = GP_PY_WALK_NO_THREAD };
 
 	if (cached && (*cached & 1) && now - (*cached & ~1ull) < PY_NEG_RETRY_NS) {
 		*status = GP_PY_WALK_NO_THREAD;
 		return 0;
 	}
-	if (cached && *cached && !(*cached & 1) && !rd64(*cached + c->tstate_thread_id, &id) &&
-	    id == key)
+	if (cached && *cached && !(*cached & 1) &&
+	    py_tstate_still(c, *cached, key, buf, ret_frame, ret_have_frame))
 		return *cached;
 	if (rd64(c->interp_head_addr, &x.interp)) {
 		*status = GP_PY_WALK_FAULT;
@@ -332,6 +363,7 @@ __noinline int py_walk(const struct gp_py_config *c, __u32 tid, __u64 key, struc
 {
 	struct py_walk x = { .c = c, .o = o };
 	__u32 status = GP_PY_WALK_OK;
+	bool have_frame = false;
 	__u64 ts;
 
 	if (!c || !o) /* the verifier sees a function's pointers as maybe NULL */
@@ -343,12 +375,12 @@ __noinline int py_walk(const struct gp_py_config *c, __u32 tid, __u64 key, struc
 	o->at.bulk = py_frame_bulk_ok(c);
 	o->at.w.sp = sp;
 	o->at.w.on = c->version >= 0x030b0000;
-	ts = py_find_tstate(c, tid, key, &status);
+	ts = py_find_tstate(c, tid, key, &status, o->fb.b, &o->at.f, &have_frame);
 	if (!ts) {
 		o->status = status;
 		return 0;
 	}
-	if (rd64(ts + c->tstate_frame, &o->at.f))
+	if (!have_frame && rd64(ts + c->tstate_frame, &o->at.f))
 		goto fault;
 	if (c->cframe_current_frame != GP_PY_NO_OFFSET && o->at.f &&
 	    rd64(o->at.f + c->cframe_current_frame, &o->at.f))

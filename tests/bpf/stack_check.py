@@ -21,6 +21,11 @@
   stack_check.py FILE chain-short KERNEL COUNT MAX_SHORT FRAME...
       the same, except that up to MAX_SHORT launches may end in
       "[truncated: stack copy ended]" after a prefix of the chain.
+  stack_check.py FILE split KERNEL NAME=COUNT...
+      every launch of KERNEL has exactly one of the NAMEs in its stack, COUNT
+      launches each, and every stack is whole (ends at a root, no frame that
+      says it is short or unknown); split-fp: the same for
+      frame-pointer stacks, which end where frame pointers do.
 """
 import os
 import re
@@ -158,6 +163,28 @@ def check_chain(samples, kernel, count, chain, max_short=0):
                                               ", %d ended with the copy" % short if short else ""))
 
 
+def check_split(samples, kernel, want, rooted=True):
+    """Each launch of kernel under exactly one of want's frames, want[name]
+    launches each, every stack whole (to a root unless not rooted: a frame
+    pointer walk ends in libc's start code; nothing short or unknown)."""
+    got = dict.fromkeys(want, 0)
+    for ns, n, frames in samples:
+        if not frames or frames[0][0] != kernel:
+            continue
+        names = [f[0] for f in frames]
+        under = [w for w in want if w in names]
+        if len(under) != 1:
+            fail("%s: %d launches under %s, want one of %s" % (kernel, n, names, list(want)), FRAMES_DIFFER)
+        short = ("[truncated", "[native frames", "[stack unknown", "[python:", "[unattributed")
+        if len(names) < 2 or (rooted and not is_root(names[-2])) or \
+                any(x.startswith(short) for x in names[1:-1]):
+            fail("%s: a stack not whole: %s" % (kernel, names), FRAMES_DIFFER)
+        got[under[0]] += n
+    if got != want:
+        fail("%s: launches by frame %s, want %s" % (kernel, got, want))
+    print("%s: %s" % (kernel, ", ".join("%d under %s" % (v, k) for k, v in want.items())))
+
+
 def main():
     path, mode = sys.argv[1], sys.argv[2]
     samples = parse(path)
@@ -169,6 +196,9 @@ def main():
         check_chain(samples, sys.argv[3], int(sys.argv[4]), sys.argv[5:])
     elif mode == "chain-short":
         check_chain(samples, sys.argv[3], int(sys.argv[4]), sys.argv[6:], int(sys.argv[5]))
+    elif mode in ("split", "split-fp"):  # KERNEL NAME=COUNT...
+        check_split(samples, sys.argv[3], {a.split("=")[0]: int(a.split("=")[1]) for a in sys.argv[4:]},
+                    mode == "split")
     else:
         fail("unknown mode %s" % mode)
 

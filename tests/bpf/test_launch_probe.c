@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "user/launch_probe.h"
 #include "user/session/event_pump.h"
+#include "user/session/stack_cache.h"
 #include "user/uprobe_multi.h"
 
 #define THREADS 4
@@ -489,6 +490,113 @@ static void test_records_that_run_past_the_rings_end_arrive_whole(void **state)
 	launch_probe__destroy(lp);
 }
 
+/* The launch events of this process, each kept whole (header, size). */
+struct kept {
+	unsigned n;
+	struct gp_launch_event e[8];
+	size_t size[8];
+};
+
+static int on_keep_event(void *ctx, const struct gp_launch_event *e, size_t size)
+{
+	struct kept *k = ctx;
+
+	if (e->pid == (__u32)getpid() && e->probe == GP_PROBE_LAUNCH_KERNEL && k->n < 8) {
+		memcpy(&k->e[k->n], e, GP_LAUNCH_EVENT_HDR);
+		k->size[k->n++] = size;
+	}
+	return 0;
+}
+
+/* One launch from launch_once, as its event came. */
+static struct gp_launch_event one_launch(struct launch_probe *lp, size_t *ret_size)
+{
+	struct kept k = { 0 };
+
+	launch_once();
+	assert_int_equal(launch_probe__poll(lp, 10, on_keep_event, &k), 0);
+	assert_int_equal(k.n, 1);
+	*ret_size = k.size[0];
+	return k.e[0];
+}
+
+/*
+ * The launch program's half of the stack cache: a miss comes whole and
+ * keyed; with its key in the map, the next launch is a hit (the header
+ * alone, no copy, no Python frames, the entry's id); a split entry sends
+ * the program to look again with the word it names (here the return
+ * address at sp, offset 0) filled in, and only the right word hits; an
+ * unusable entry's launches come whole with its id, not keyed; audits
+ * (every hit, --stack-audit 1) come whole with the id.
+ */
+static void test_a_launch_whose_key_is_held_is_sent_without_its_stack(void **state)
+{
+	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 1 << 20,
+				       .wakeup_bytes = 1 << 20, .stack_copy = 16 << 10,
+				       .cache_entries = 16 };
+	struct launch_probe *lp = probe_self_with(&o);
+	struct gp_stack_val v = { .id = 77 };
+	struct gp_launch_event e;
+	struct gp_stack_key k, child;
+	size_t size;
+
+	(void)state;
+	assert_true(launch_probe__cache_on(lp));
+	e = one_launch(lp, &size);
+	assert_true(e.flags & GP_EV_F_KEYED);
+	assert_true(e.stack_len > 0 && size > GP_LAUNCH_EVENT_HDR);
+	assert_int_equal(e.cache_id, 0);
+	stack_cache__key_of(&e, &k);
+	assert_int_equal(launch_probe__cache_put(lp, &k, &v), 0);
+
+	e = one_launch(lp, &size);
+	assert_true(e.flags & GP_EV_F_CACHED);
+	assert_int_equal(size, GP_LAUNCH_EVENT_HDR);
+	assert_int_equal(e.stack_len, 0);
+	assert_int_equal(e.nr_frames + e.nr_py, 0);
+	assert_int_equal(e.cache_id, 77);
+
+	/* Split on the word at sp + 0: the child with the right word hits, another misses. */
+	v = (struct gp_stack_val){ .id = 1, .flags = GP_SC_SPLIT | 1u << GP_SC_NSLOTS_SHIFT };
+	assert_int_equal(launch_probe__cache_put(lp, &k, &v), 0);
+	child = k;
+	child.w[0] = e.ret + 1;
+	v = (struct gp_stack_val){ .id = 88 };
+	assert_int_equal(launch_probe__cache_put(lp, &child, &v), 0);
+	e = one_launch(lp, &size);
+	assert_true((e.flags & GP_EV_F_KEYED) && !(e.flags & GP_EV_F_CACHED));
+	child.w[0] = e.ret;
+	v.id = 99;
+	assert_int_equal(launch_probe__cache_put(lp, &child, &v), 0);
+	e = one_launch(lp, &size);
+	assert_true(e.flags & GP_EV_F_CACHED);
+	assert_int_equal(e.cache_id, 99);
+
+	/* Unusable: whole, with its id, not keyed. */
+	v = (struct gp_stack_val){ .id = 99, .flags = GP_SC_UNUSABLE };
+	assert_int_equal(launch_probe__cache_put(lp, &child, &v), 0);
+	e = one_launch(lp, &size);
+	assert_true(!(e.flags & (GP_EV_F_CACHED | GP_EV_F_KEYED)) && e.stack_len > 0);
+	assert_int_equal(e.cache_id, 99);
+	launch_probe__destroy(lp);
+
+	/* Every hit audited: whole, with its id. */
+	o.audit_every = 1;
+	o.audit_max = UINT32_MAX;
+	lp = probe_self_with(&o);
+	e = one_launch(lp, &size);
+	stack_cache__key_of(&e, &k);
+	v = (struct gp_stack_val){ .id = 55 };
+	assert_int_equal(launch_probe__cache_put(lp, &k, &v), 0);
+	for (int i = 0; i < 3; i++) {
+		e = one_launch(lp, &size);
+		assert_true((e.flags & GP_EV_F_AUDIT) && !(e.flags & GP_EV_F_CACHED));
+		assert_true(e.stack_len > 0 && size > GP_LAUNCH_EVENT_HDR);
+		assert_int_equal(e.cache_id, 55);
+	}
+	launch_probe__destroy(lp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -500,6 +608,7 @@ int main(void)
 		cmocka_unit_test(test_a_ring_past_its_wakeup_mark_wakes_its_reader),
 		cmocka_unit_test(test_a_new_copy_size_filter_or_python_applies_from_the_next_launch),
 		cmocka_unit_test(test_records_that_run_past_the_rings_end_arrive_whole),
+		cmocka_unit_test(test_a_launch_whose_key_is_held_is_sent_without_its_stack),
 	};
 
 	int failed = cmocka_run_group_tests_name("default uprobes", tests, NULL, NULL);

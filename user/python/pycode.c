@@ -732,7 +732,7 @@ static void cache__rehash(struct pycode_cache *c)
 }
 
 int pycode_cache__check(struct pycode_cache *c, uint32_t next_epoch, size_t max,
-			size_t *ret_replaced)
+			uint64_t *ret_codes, size_t *ret_replaced)
 {
 	size_t *slots, n, replaced = 0;
 	struct pymem_seg *seg;
@@ -777,6 +777,8 @@ int pycode_cache__check(struct pycode_cache *c, uint32_t next_epoch, size_t max,
 			break; /* gone since: the rest stay as they are */
 		if (!seg[k].err && str_sig_of(&c->l, seg[k].buf, seg[k].len) == e->name_sig)
 			continue;
+		if (ret_codes)
+			ret_codes[replaced] = e->code;
 		old__keep(c, e, next_epoch);
 		replaced++;
 	}

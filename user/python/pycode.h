@@ -85,10 +85,11 @@ int pycode_cache__lookup_at(struct pycode_cache *c, uint64_t code, uint64_t inst
  * objects hang on (from where the last call stopped): an object freed and
  * another allocated at its address, or one gone, is found replaced. Each
  * replaced object's entry is kept for lookups at epochs before next_epoch,
- * and the object is read afresh on its next lookup. *ret_replaced: how many.
+ * and the object is read afresh on its next lookup. *ret_replaced: how many;
+ * ret_codes (room for max, may be NULL): their addresses.
  */
 int pycode_cache__check(struct pycode_cache *c, uint32_t next_epoch, size_t max,
-			size_t *ret_replaced);
+			uint64_t *ret_codes, size_t *ret_replaced);
 /* Code objects read (misses) and found in the cache (hits). */
 void pycode_cache__stats(const struct pycode_cache *c, unsigned long *ret_hits,
 			 unsigned long *ret_misses);

@@ -158,14 +158,16 @@ void session__cache_fields(struct session *s, FILE *f)
 		bpf[GP_BPF_CACHE_UNUSABLE];
 	fprintf(f, " cache_hit_pct=%.1f cache_hits=%llu cache_misses=%llu cache_audits=%llu "
 		"cache_unusable_launches=%llu cache_keys=%zu cache_capacity=%zu cache_installs=%llu "
-		"cache_confirmed=%llu cache_audits_short=%llu cache_evicted=%llu cache_forgotten=%llu "
+		"cache_confirmed=%llu cache_splits=%llu cache_split_keys=%zu cache_audits_short=%llu "
+		"cache_unreadable=%llu cache_evicted=%llu cache_forgotten=%llu "
 		"cache_full=%llu cache_map_errors=%llu maps_changed=%llu py_replaced=%llu",
 		asked ? 100.0 * (bpf[GP_BPF_CACHE_HITS] + bpf[GP_BPF_CACHE_AUDITS]) / asked : 0.0,
 		(unsigned long long)bpf[GP_BPF_CACHE_HITS], (unsigned long long)bpf[GP_BPF_CACHE_MISSES],
 		(unsigned long long)bpf[GP_BPF_CACHE_AUDITS],
 		(unsigned long long)bpf[GP_BPF_CACHE_UNUSABLE], cs.live, cs.capacity,
 		(unsigned long long)cs.installs, (unsigned long long)cs.confirmed,
-		(unsigned long long)cs.audits_short, (unsigned long long)cs.evicted,
+		(unsigned long long)cs.splits, cs.split_keys, (unsigned long long)cs.audits_short,
+		(unsigned long long)cs.unreadable, (unsigned long long)cs.evicted,
 		(unsigned long long)cs.forgotten, (unsigned long long)cs.full,
 		(unsigned long long)cs.map_errors, (unsigned long long)s->maps_changed,
 		(unsigned long long)s->py_replaced);

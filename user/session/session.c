@@ -298,26 +298,57 @@ static void follow_maps_gen(struct session *s, struct target *t, const struct gp
 		stack_cache__forget_older(s->cache, t->pid, e->maps_gen);
 }
 
+static int code_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Whether stack's Python frames hold one of the replaced code objects (s->py_codes). */
+static bool stack_has_replaced_code(void *ctx, __u32 stack)
+{
+	struct session *s = ctx;
+	size_t len;
+	const struct raw_stack *r = stack_table__get(&s->stacks, stack, &len);
+	const struct gp_py_frame *py;
+
+	if (!r || len < offsetof(struct raw_stack, w) || raw_stack__len(r) != len)
+		return true;
+	py = (const struct gp_py_frame *)(r->w + r->n);
+	for (__u32 i = 0; i < r->npy; i++) {
+		uint64_t code = py[i].code & ~GP_PY_FRAME_FLAGS;
+
+		if (bsearch(&code, s->py_codes, s->npy_codes, sizeof(*s->py_codes), code_cmp))
+			return true;
+	}
+	return false;
+}
+
 /*
  * A launch with Python frames after the last check of t's code objects:
  * check them (a code object freed and another made at its address must
- * not keep the old one's name), once for all such launches read now.
+ * not keep the old one's name), once for all such launches read now. The
+ * stack-cache keys whose stacks hold a replaced one go.
  */
 static void check_python_code(struct session *s, struct target *t, const struct gp_launch_event *e)
 {
 	__u64 before = t->py_checked_ns; /* that check found them as they were read */
 	size_t replaced = 0;
 
-	if (!t->py || !(e->flags & GP_EV_F_PY) || e->ts_ns <= t->py_checked_ns)
+	if (!t->py || !(e->flags & GP_EV_F_PY) || e->ts_ns <= t->py_checked_ns || !s->py_codes)
 		return;
 	t->py_checked_ns = now_ns();
-	if (pycode_cache__check(t->py, t->stack_epoch + 1, PY_CHECK_MAX, &replaced) || !replaced)
+	if (pycode_cache__check(t->py, t->stack_epoch + 1, PY_CHECK_MAX, s->py_codes, &replaced) ||
+	    !replaced)
 		return;
 	target__new_epoch(t);
 	t->py_old_until_ns = before;
 	s->py_replaced += replaced;
+	s->npy_codes = replaced;
+	qsort(s->py_codes, replaced, sizeof(*s->py_codes), code_cmp);
 	if (s->cache)
-		stack_cache__forget_pid(s->cache, t->pid);
+		stack_cache__forget_if(s->cache, t->pid, stack_has_replaced_code, s);
 }
 
 /* The stack id for raw, interned (and named later when new); 0 when the table is full. */
@@ -369,7 +400,10 @@ static __u32 cached_stack(struct session *s, struct target *t, const struct gp_l
 		return stack_id;
 	memcpy(&s->raw, cached, len);
 	s->raw.epoch = t->stack_epoch;
-	return intern_stack(s, t, &s->raw);
+	stack_id = intern_stack(s, t, &s->raw);
+	if (stack_id)
+		stack_cache__rebind(s->cache, e->cache_id, stack_id); /* named anew once */
+	return stack_id;
 }
 
 /* A launch sent whole, for the stack cache's callbacks. */
@@ -447,8 +481,6 @@ static void teach_cache(struct session *s, struct target *t, const struct gp_lau
 				      .info = &s->walk_info };
 	struct stack_cache_launch l = { .stack = stack_id, .whole = raw_stack__whole(&s->raw, e->flags),
 					.word = launch_word, .differs = launch_differs, .ctx = &c };
-	__u32 cached;
-
 	if (!s->cache || !stack_id)
 		return;
 	stack_cache__key_of(e, &l.key);
@@ -457,7 +489,7 @@ static void teach_cache(struct session *s, struct target *t, const struct gp_lau
 	else if ((e->flags & GP_EV_F_KEYED) && l.whole)
 		stack_cache__learn(s->cache, &l);
 	else if (e->cache_id)
-		stack_cache__lookup(s->cache, e->cache_id, &cached);
+		stack_cache__touch(s->cache, e->cache_id);
 }
 
 /* A launch sent whole: unwound, interned, and what it tells the cache. */
@@ -1197,7 +1229,8 @@ static int session__init(struct session *s, const struct gp_opts *o)
 		return err;
 	join__on_unrecorded(s->join, on_unrecorded, s);
 	s->resolved = calloc(1, sizeof(*s->resolved));
-	if (!s->resolved)
+	s->py_codes = calloc(PY_CHECK_MAX, sizeof(*s->py_codes));
+	if (!s->resolved || !s->py_codes)
 		return -ENOMEM;
 	crc_engine__new(o->cupti, &s->crc);
 	return 0;
@@ -1227,6 +1260,7 @@ static void session__fini(struct session *s)
 	stack_table__fini(&s->stacks);
 	blobtab__destroy(s->names);
 	free(s->resolved);
+	free(s->py_codes);
 	free(s->pending);
 	crc_engine__destroy(s->crc);
 	launch_probe__destroy(s->lp);

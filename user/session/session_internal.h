@@ -82,6 +82,8 @@ struct session {
 	__u64 cache_hits_seen;         /* hit events handled */
 	__u64 maps_changed;            /* a target's mappings changed: new space, new epoch */
 	__u64 py_replaced;             /* Python code objects found replaced at their address */
+	uint64_t *py_codes;            /* the last check's replaced ones, sorted */
+	size_t npy_codes;
 	__u64 rings_missed;            /* shim rings seen made and gone before we held them */
 	__u64 stage_ns[STAGE_MAX];     /* where the loader's time goes (loader: line) */
 	__u64 unwind_ns;               /* of STAGE_EVENTS: the stack walks */

@@ -37,6 +37,7 @@ struct entry {
 	__u32 prev, next;   /* LRU (in the map), or the next on the FIFO or free list */
 	__u32 parent;       /* a split key's child: the split entry's slot */
 	__u64 retired_at;   /* the drain count when it was taken out */
+	__u64 answered;     /* hits it answered */
 	__u16 words[GP_SC_SLOTS]; /* split: the words' offsets from sp, in 8-byte units */
 	__u8 nwords;
 	__u8 state;
@@ -247,8 +248,17 @@ int stack_cache__lookup(struct stack_cache *sc, __u32 id, __u32 *ret_stack)
 		if (sc->e[i].parent)
 			touch(sc, sc->e[i].parent);
 	}
+	sc->e[i].answered++;
 	*ret_stack = sc->e[i].stack;
 	return 0;
+}
+
+void stack_cache__touch(struct stack_cache *sc, __u32 id)
+{
+	__u32 i = slot_of(sc, id);
+
+	if (i && sc->e[i].state != E_RETIRED)
+		touch(sc, i);
 }
 
 static void make_unusable(struct stack_cache *sc, __u32 i)
@@ -350,10 +360,13 @@ static bool child_key(const struct stack_cache *sc, __u32 p, const struct stack_
  * another. Split on the first return address where they differ: a first
  * key becomes a split entry of one word, a child adds the word to its
  * parent's (whose children all go: their keys lack it). Both stacks are
- * installed under the new keys. Else the entry becomes unusable.
+ * installed under the new keys. Else the entry becomes unusable. A
+ * mismatch is counted when the entry had answered hits (some may have had
+ * l's stack) or l is a hit itself (an audit); two misses meeting before
+ * the key answered anything only split it.
  */
 static enum stack_cache_learnt split(struct stack_cache *sc, __u32 i,
-				     const struct stack_cache_launch *l)
+				     const struct stack_cache_launch *l, bool audit)
 {
 	struct entry *x = &sc->e[i];
 	__u32 p = x->parent, a_stack = x->stack, off;
@@ -362,7 +375,8 @@ static enum stack_cache_learnt split(struct stack_cache *sc, __u32 i,
 	__u8 n = p ? sc->e[p].nwords : 0;
 	__u64 wa;
 
-	sc->st.mismatch++;
+	if (audit || x->answered)
+		sc->st.mismatch++;
 	if (!l->differs(l->ctx, a_stack, &off, &wa) || off % 8 || off / 8 > 0xffff || n == GP_SC_SLOTS)
 		goto unusable;
 	if (p) {
@@ -392,9 +406,9 @@ unusable:
 	return STACK_CACHE_MISMATCH;
 }
 
-/* What a launch with stack l->stack says of entry i (live, unusable or split). */
+/* What a launch with stack l->stack (an audit, or a miss) says of entry i (live or unusable). */
 static enum stack_cache_learnt check(struct stack_cache *sc, __u32 i,
-				     const struct stack_cache_launch *l)
+				     const struct stack_cache_launch *l, bool audit)
 {
 	if (sc->e[i].state == E_UNUSABLE)
 		return STACK_CACHE_UNUSABLE;
@@ -403,7 +417,7 @@ static enum stack_cache_learnt check(struct stack_cache *sc, __u32 i,
 		sc->st.confirmed++;
 		return STACK_CACHE_SAME;
 	}
-	return split(sc, i, l);
+	return split(sc, i, l, audit);
 }
 
 /* Installs k for stack (under parent), saying how it went. */
@@ -427,7 +441,7 @@ enum stack_cache_learnt stack_cache__learn(struct stack_cache *sc,
 	if (!i)
 		return install_stack(sc, &l->key, l->stack, 0);
 	if (sc->e[i].state != E_SPLIT)
-		return check(sc, i, l);
+		return check(sc, i, l, false);
 	touch(sc, i);
 	if (!child_key(sc, i, l, &k2)) {
 		sc->st.unreadable++;
@@ -436,7 +450,7 @@ enum stack_cache_learnt stack_cache__learn(struct stack_cache *sc,
 	c = find_key(sc, &k2, &clash);
 	if (!c)
 		return install_stack(sc, &k2, l->stack, i);
-	return check(sc, c, l);
+	return check(sc, c, l, false);
 }
 
 bool stack_cache__audit(struct stack_cache *sc, __u32 id, const struct stack_cache_launch *l)
@@ -450,8 +464,15 @@ bool stack_cache__audit(struct stack_cache *sc, __u32 id, const struct stack_cac
 	if (!l->whole)
 		sc->st.audits_short++;
 	else
-		check(sc, i, l);
+		check(sc, i, l, true);
 	return true;
+}
+
+/* Entry i goes with its keys (a split entry stays while it has children left). */
+static void forget_one(struct stack_cache *sc, __u32 i)
+{
+	retire(sc, i);
+	sc->st.forgotten++;
 }
 
 static void forget_where(struct stack_cache *sc, __u32 pid, bool all, __u32 maps_gen)
@@ -459,11 +480,28 @@ static void forget_where(struct stack_cache *sc, __u32 pid, bool all, __u32 maps
 	for (__u32 i = 1; i <= sc->nslots; i++) {
 		struct entry *x = &sc->e[i];
 
-		if (in_map(x) && x->key.pid == pid && (all || x->key.maps_gen < maps_gen)) {
-			retire(sc, i);
-			sc->st.forgotten++;
-		}
+		if (in_map(x) && x->key.pid == pid && (all || x->key.maps_gen < maps_gen))
+			forget_one(sc, i);
 	}
+}
+
+void stack_cache__forget_if(struct stack_cache *sc, __u32 pid, bool (*fn)(void *ctx, __u32 stack),
+			    void *ctx)
+{
+	for (__u32 i = 1; i <= sc->nslots; i++) {
+		struct entry *x = &sc->e[i];
+
+		if (in_map(x) && x->state != E_SPLIT && x->key.pid == pid && fn(ctx, x->stack))
+			forget_one(sc, i);
+	}
+}
+
+void stack_cache__rebind(struct stack_cache *sc, __u32 id, __u32 stack)
+{
+	__u32 i = slot_of(sc, id);
+
+	if (i)
+		sc->e[i].stack = stack;
 }
 
 void stack_cache__forget_pid(struct stack_cache *sc, __u32 pid)

@@ -55,8 +55,9 @@ struct stack_cache_launch {
 struct stack_cache_stats {
 	__u64 installs;      /* keys put into the map */
 	__u64 confirmed;     /* misses or audits that found the installed stack again */
-	__u64 mismatch;      /* a launch had another stack than its key's entry */
-	__u64 splits;        /* ... and a word of the stack now tells them apart */
+	__u64 mismatch;      /* a hit's stack was or may have been wrong: an audit found another
+				stack than its entry's, or a miss did after the entry had answered hits */
+	__u64 splits;        /* keys split: a word of the stack now tells two stacks apart */
 	__u64 audits_short;  /* audits whose stack copy ended short: nothing to compare */
 	__u64 evicted;       /* keys taken out for room */
 	__u64 forgotten;     /* keys taken out: their process exited or remapped */
@@ -77,8 +78,10 @@ int stack_cache__new(size_t capacity, const struct stack_cache_ops *ops,
 		     struct stack_cache **ret_sc);
 void stack_cache__destroy(struct stack_cache *sc);
 
-/* The stack of a hit's (or audit's) entry id, marked recently used; -ENOENT: none. */
+/* The stack a hit's entry id answers, marked recently used; -ENOENT: none. */
 int stack_cache__lookup(struct stack_cache *sc, __u32 id, __u32 *ret_stack);
+/* Marks entry id recently used (a launch of an unusable key). */
+void stack_cache__touch(struct stack_cache *sc, __u32 id);
 
 enum stack_cache_learnt {
 	STACK_CACHE_INSTALLED,  /* key -> stack is in the map now */
@@ -100,8 +103,13 @@ enum stack_cache_learnt stack_cache__learn(struct stack_cache *sc,
  * id names no entry.
  */
 bool stack_cache__audit(struct stack_cache *sc, __u32 id, const struct stack_cache_launch *l);
-/* Takes out every key of pid (it exited, or its Python code changed). */
+/* Takes out every key of pid (it exited). */
 void stack_cache__forget_pid(struct stack_cache *sc, __u32 pid);
+/* Takes out the keys of pid whose stack fn says must go (its Python code changed). */
+void stack_cache__forget_if(struct stack_cache *sc, __u32 pid, bool (*fn)(void *ctx, __u32 stack),
+			    void *ctx);
+/* Entry id answers with stack from now on (the same frames, named again). */
+void stack_cache__rebind(struct stack_cache *sc, __u32 id, __u32 stack);
 /* Takes out pid's keys made under a mapping generation before maps_gen. */
 void stack_cache__forget_older(struct stack_cache *sc, __u32 pid, __u32 maps_gen);
 /*

@@ -1,13 +1,17 @@
 """A small PyTorch training loop for profiling runs: eager steps through
 cuBLAS (a transformer encoder) and cuDNN (convolutions), then a CUDA-graph
-replay of the forward pass. Deterministic, so runs can be compared byte for
-byte. Prints the final loss and a parameter checksum, and step timings.
+replay of the forward pass, then (BIG_STEPS > 0) a GPU-bound bf16 training
+step of a larger transformer (the bench's workload (e)). Deterministic, so
+runs can be compared byte for byte. Prints the final loss and a parameter
+checksum, and step timings.
 
-Environment: STEPS (default 20), GRAPH_REPLAYS (default 20); FIRST_STEP_MARK=FILE
-is created once the first step has finished (benchmarks read counters then); TORCH_PROFILE=FILE
-runs the training steps (only them) under torch.profiler with
-activities=[CUDA] and writes {name: [launches, GPU us]} as JSON to FILE: the
-peer of tools/gpu/bench, and the reference of tools/completeness.py.
+Environment: STEPS (default 20), GRAPH_REPLAYS (default 20), BIG_STEPS
+(default 0); FIRST_STEP_MARK=FILE is created once the first step has finished
+and STEPS_DONE_MARK=FILE once the last has (benchmarks read counters then: it
+waits half a second after it); TORCH_PROFILE=FILE runs the training steps
+(only them) under torch.profiler with activities=[CUDA] and writes
+{name: [launches, GPU us]} as JSON to FILE (and the big steps' to FILE.big):
+the peer of tools/gpu/bench, and the reference of tools/completeness.py.
 """
 import contextlib
 import json
@@ -63,6 +67,47 @@ def graph_replay(model, x, replays):
     return out, (time.perf_counter() - t0) / max(replays, 1)
 
 
+class Big(nn.Module):
+    """A transformer large enough that the GPU is busy most of a step: six
+    layers of width 1024 over 16 sequences of 1024 tokens, a vocabulary head."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model=1024, nhead=16, dim_feedforward=4096,
+                                           dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers=6, enable_nested_tensor=False)
+        self.head = nn.Linear(1024, 4096)
+
+    def forward(self, x):
+        return self.head(self.encoder(x))
+
+
+def big_phase(steps, prof_path):
+    """(e): bf16 autocast training steps; the median step time in ms and the last loss."""
+    torch.manual_seed(1)
+    model = Big().cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+    x = torch.randn(16, 1024, 1024, device="cuda")
+    y = torch.randint(0, 4096, (16, 1024), device="cuda")
+    times, loss = [], None
+    with profiled(prof_path) as prof:
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                out = model(x)
+                loss = nn.functional.cross_entropy(out.float().view(-1, 4096), y.view(-1))
+            loss.backward()
+            opt.step()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+    if prof is not None:
+        with open(prof_path, "w") as f:
+            json.dump(kernel_counts(prof), f)
+    times.sort()
+    return 1000 * times[len(times) // 2], loss.item()
+
+
 def profiled(path):
     """torch.profiler around the steps, when asked for: the peer."""
     if not path:
@@ -111,12 +156,20 @@ def main():
     if prof is not None:
         with open(prof_path, "w") as f:
             json.dump(kernel_counts(prof), f)
+    done = os.environ.get("STEPS_DONE_MARK")
+    if done:
+        open(done, "w").close()
+        time.sleep(0.5)
     out, replay_s = graph_replay(model, x, replays)
     checksum = sum(p.double().sum().item() for p in model.parameters())
     times.sort()
     print("result loss=%.10f checksum=%.10f out=%.10f" % (loss.item(), checksum, out.double().sum().item()))
     print("timing first_step_s=%.4f median_step_ms=%.4f steps=%d replay_ms=%.4f" %
           (first, 1000 * times[len(times) // 2], steps, 1000 * replay_s))
+    big_steps = int(os.environ.get("BIG_STEPS", "0"))
+    if big_steps > 0:
+        big_ms, big_loss = big_phase(big_steps, prof_path + ".big" if prof_path else None)
+        print("big loss=%.6f big_median_step_ms=%.4f big_steps=%d" % (big_loss, big_ms, big_steps))
     return 0
 
 

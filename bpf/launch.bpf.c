@@ -72,6 +72,7 @@ struct task_memo {
 	__u32 maps_gen; /* its process's mapping generation (maps_gens) */
 	__u8 followed, python;
 	__u8 pad[2];
+	struct gp_py_config py; /* python: its process's entry in py_configs */
 };
 
 /* Scratch space: an event is too large for the BPF stack. */
@@ -80,6 +81,7 @@ struct scratch {
 	struct py_out pyo;     /* the Python frames follow e */
 	struct task_memo memo; /* when the thread's own could not be made */
 	struct gp_stack_key key;
+	struct gp_py_config py; /* this event's process's Python (when python) */
 	__u64 audit_sec;       /* this CPU's audits: the second they were counted in */
 	__u32 audits;          /* and how many in it */
 	__u32 copy;            /* this event's: the thread's copy size */
@@ -183,6 +185,7 @@ static __always_inline struct task_memo *thread_memo(struct task_struct *task, _
 	__u32 gen = *(volatile __u32 *)&memo_gen << 1 | 1, tgid = id >> 32, tid = (__u32)id;
 	struct task_memo *m = bpf_task_storage_get(&task_memos, task, 0,
 						   BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct gp_py_config *py;
 	__u32 *hint;
 
 	if (!m) {
@@ -194,7 +197,10 @@ static __always_inline struct task_memo *thread_memo(struct task_struct *task, _
 	m->followed = !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
 	hint = bpf_map_lookup_elem(&copy_hints, &tid);
 	m->copy = hint ? *hint : stack_copy;
-	m->python = bpf_map_lookup_elem(&py_configs, &tgid) != NULL;
+	py = bpf_map_lookup_elem(&py_configs, &tgid);
+	m->python = py != NULL;
+	if (py)
+		m->py = *py;
 	m->maps_gen = 1;
 	if (m->followed) {
 		__u32 *mg = bpf_map_lookup_elem(&maps_gens, &tgid);
@@ -235,6 +241,8 @@ static __always_inline struct gp_launch_event *begin(__u32 probe)
 	sc->copy = m->copy;
 	sc->python = m->python;
 	sc->maps_gen = m->maps_gen;
+	if (m->python)
+		sc->py = m->py; /* a copy: a hash lookup per launch less */
 	e = &sc->e; /* the Python frames follow it */
 	e->ts_ns = bpf_ktime_get_ns();
 	e->cgroup_id = bpf_get_current_cgroup_id();
@@ -415,19 +423,17 @@ static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u
 static __always_inline __u32 python_frames(struct scratch *sc)
 {
 	struct gp_launch_event *e = &sc->e;
-	struct gp_py_config *c;
+	struct gp_py_config *c = &sc->py;
 	__u32 status = 0, n;
 	__u64 key;
 
 	if (!sc->python)
 		return 0;
-	c = bpf_map_lookup_elem(&py_configs, &e->pid);
-	if (!c)
-		return 0;
 	if (c->tid_kind == GP_PY_TID_PTHREAD)
 		key = bpf_get_current_task_btf()->thread.fsbase;
 	else
 		key = e->ns_tid;
+	sc->pyo.now = e->ts_ns;
 	n = py_walk(c, e->tid, key, &sc->pyo, e->sp);
 	status = sc->pyo.status;
 	/* No thread state, or one without frames (PyTorch gives its engine threads one). */
@@ -514,16 +520,17 @@ static __always_inline struct gp_stack_val *cache_lookup_split(struct scratch *s
 	return v && !(v->flags & GP_SC_SPLIT) ? v : NULL;
 }
 
-/* A hit: the header alone, with the entry's id. */
+/*
+ * A hit: the header alone, with the entry's id, never waking the reader:
+ * a hit is small, and the reader looks at least every 25 ms (the ring's
+ * fill is not even asked: a helper call less per hit).
+ */
 static __always_inline int submit_hit(struct gp_launch_event *e)
 {
-	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-
 	e->flags |= GP_EV_F_CACHED;
 	e->stack_len = 0;
 	e->nr_py = 0;
-	if (bpf_ringbuf_output(&events, e, GP_LAUNCH_EVENT_HDR,
-			       wakeup_flag(avail, GP_LAUNCH_EVENT_HDR))) {
+	if (bpf_ringbuf_output(&events, e, GP_LAUNCH_EVENT_HDR, BPF_RB_NO_WAKEUP)) {
 		count(GP_BPF_RINGBUF_FULL);
 		return 0;
 	}

@@ -133,11 +133,11 @@ static __always_inline bool py_tstate_still(const struct gp_py_config *c, __u64 
  * read into *ret_frame too (buf: PY_TS_BLOCK + 8 bytes of scratch).
  */
 static __always_inline __u64 py_find_tstate(const struct gp_py_config *c, __u32 tid, __u64 key,
-					    __u32 *status, __u8 *buf, __u64 *ret_frame,
+					    __u64 now, __u32 *status, __u8 *buf, __u64 *ret_frame,
 					    bool *ret_have_frame)
 {
 	__u64 *cached = bpf_map_lookup_elem(&py_tstates, &tid);
-	__u64 now = bpf_ktime_get_ns(), neg;
+	__u64 neg;
 	struct py_find x = { .c = c, .key = key, .status = GP_PY_WALK_NO_THREAD };
 
 	if (cached && (*cached & 1) && now - (*cached & ~1ull) < PY_NEG_RETRY_NS) {
@@ -293,6 +293,7 @@ struct py_out {
 	__u32 status; /* gp_py_walk_status */
 	struct py_walk_at at;
 	__u64 hash;   /* of the frames copied: 0 when none */
+	__u64 now;    /* the caller's: the launch's bpf_ktime_get_ns() */
 };
 
 struct py_walk {
@@ -353,7 +354,8 @@ fault:
 /*
  * Steps 1-4 into o->py (GP_PY_MAX_FRAMES of them); returns the number of
  * frames, o->status why the walk stopped; sp: the walked thread's user
- * stack pointer (0: not known). A function of its own, not inlined: the
+ * stack pointer (0: not known); o->now: bpf_ktime_get_ns() of the launch
+ * (BPF functions take five arguments at most). A function of its own, not inlined: the
  * verifier checks it once, not once for each of its two callers (40,000
  * instructions processed at every loader start inlined, 27,000 this way,
  * 8,400 with the walk's position in o, see struct py_out).
@@ -375,7 +377,7 @@ __noinline int py_walk(const struct gp_py_config *c, __u32 tid, __u64 key, struc
 	o->at.bulk = py_frame_bulk_ok(c);
 	o->at.w.sp = sp;
 	o->at.w.on = c->version >= 0x030b0000;
-	ts = py_find_tstate(c, tid, key, &status, o->fb.b, &o->at.f, &have_frame);
+	ts = py_find_tstate(c, tid, key, o->now, &status, o->fb.b, &o->at.f, &have_frame);
 	if (!ts) {
 		o->status = status;
 		return 0;

@@ -565,7 +565,7 @@ static __always_inline bool try_cache(struct scratch *sc)
 		count(GP_BPF_CACHE_UNUSABLE);
 		return false;
 	}
-	if (audit_now(sc)) {
+	if ((v->flags & GP_SC_YOUNG) || audit_now(sc)) {
 		e->flags |= GP_EV_F_AUDIT;
 		count(GP_BPF_CACHE_AUDITS);
 		return false;

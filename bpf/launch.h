@@ -170,6 +170,8 @@ _Static_assert(sizeof(struct gp_stack_val) == 16, "gp_stack_val ABI");
 #define GP_SC_UNUSABLE 0x1u
 /* Not a stack: look the key up again with the words at slot[] (nslots in bits 8-15). */
 #define GP_SC_SPLIT 0x2u
+/* A key not yet confirmed: every hit of it is sent whole (an audit), whatever the rate. */
+#define GP_SC_YOUNG 0x4u
 #define GP_SC_NSLOTS_SHIFT 8
 
 /* The event's flags that belong to its key (the Python walk's outcome). */

@@ -162,7 +162,7 @@ static void test_a_miss_installs_its_key_and_a_hit_finds_its_stack(void **state)
 	assert_int_equal(learn(sc, k, 42), STACK_CACHE_INSTALLED);
 	id = map_id(&m, k, &flags);
 	assert_true(id != 0);
-	assert_int_equal(flags, 0);
+	assert_int_equal(flags, GP_SC_YOUNG);
 	assert_int_equal(stack_cache__lookup(sc, id, &stack), 0);
 	assert_int_equal(stack, 42);
 	/* A second miss of the same key, queued before the install, with the same stack. */
@@ -183,7 +183,7 @@ static void test_a_key_seen_with_two_stacks_becomes_unusable(void **state)
 	struct stack_cache *sc = new_cache(8, &m);
 	struct gp_stack_key k1 = key(10, 0x7ff000, 1), k2 = key(10, 0x7fe000, 1);
 	struct stack_cache_stats st;
-	__u32 flags = 0, id2;
+	__u32 flags = 0, id2, s = 0;
 
 	(void)state;
 	assert_int_equal(learn(sc, k1, 1), STACK_CACHE_INSTALLED);
@@ -197,12 +197,13 @@ static void test_a_key_seen_with_two_stacks_becomes_unusable(void **state)
 	assert_true(audit(sc, id2, 3, true));   /* the same stack */
 	assert_true(audit(sc, id2, 9, false));   /* short: nothing told */
 	map_id(&m, k2, &flags);
-	assert_int_equal(flags, 0);
+	assert_int_equal(flags, GP_SC_YOUNG);
+	assert_int_equal(stack_cache__lookup(sc, id2, &s), 0); /* a hit answered */
 	assert_true(audit(sc, id2, 9, true));  /* another stack */
 	map_id(&m, k2, &flags);
 	assert_int_equal(flags, GP_SC_UNUSABLE);
 	stack_cache__stats(sc, &st);
-	assert_int_equal(st.mismatch, 1); /* the miss met k1 before it answered a hit */
+	assert_int_equal(st.mismatch, 1); /* k2 had answered a hit; k1 had not */
 	assert_int_equal(st.unusable, 2);
 	assert_int_equal(st.audits_short, 1);
 	assert_int_equal(st.confirmed, 1);
@@ -445,6 +446,31 @@ static void test_an_audit_with_another_stack_splits_its_key(void **state)
 	stack_cache__destroy(sc);
 }
 
+/*
+ * A new key is young (every hit comes whole) until two audits found its
+ * stack; audits cut short do not count; then its hits go without copies.
+ */
+static void test_a_young_key_grows_up_after_two_audits_find_its_stack(void **state)
+{
+	struct fake_map m;
+	struct stack_cache *sc = new_cache(8, &m);
+	struct gp_stack_key k = key(1, 0x1000, 1);
+	__u32 id, flags = 0;
+
+	(void)state;
+	assert_int_equal(learn(sc, k, 5), STACK_CACHE_INSTALLED);
+	id = map_id(&m, k, &flags);
+	assert_int_equal(flags, GP_SC_YOUNG);
+	assert_true(audit(sc, id, 5, true));
+	assert_true(audit(sc, id, 6, false)); /* short: no confirmation */
+	map_id(&m, k, &flags);
+	assert_int_equal(flags, GP_SC_YOUNG);
+	assert_true(audit(sc, id, 5, true));
+	assert_int_equal(map_id(&m, k, &flags), id);
+	assert_int_equal(flags, 0);
+	stack_cache__destroy(sc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -457,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_stacks_renumbered_are_what_ids_answer),
 		cmocka_unit_test(test_a_collision_splits_the_key_on_the_word_that_tells_the_stacks_apart),
 		cmocka_unit_test(test_an_audit_with_another_stack_splits_its_key),
+		cmocka_unit_test(test_a_young_key_grows_up_after_two_audits_find_its_stack),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -525,9 +525,9 @@ static struct gp_launch_event one_launch(struct launch_probe *lp, size_t *ret_si
  * keyed; with its key in the map, the next launch is a hit (the header
  * alone, no copy, no Python frames, the entry's id); a split entry sends
  * the program to look again with the word it names (here the return
- * address at sp, offset 0) filled in, and only the right word hits; an
- * unusable entry's launches come whole with its id, not keyed; audits
- * (every hit, --stack-audit 1) come whole with the id.
+ * address at sp, offset 0) filled in, and only the right word hits; a
+ * young entry's hits and an unusable entry's launches come whole with its
+ * id (audits; not keyed); audits (every hit, --stack-audit 1) likewise.
  */
 static void test_a_launch_whose_key_is_held_is_sent_without_its_stack(void **state)
 {
@@ -570,6 +570,13 @@ static void test_a_launch_whose_key_is_held_is_sent_without_its_stack(void **sta
 	assert_int_equal(launch_probe__cache_put(lp, &child, &v), 0);
 	e = one_launch(lp, &size);
 	assert_true(e.flags & GP_EV_F_CACHED);
+	assert_int_equal(e.cache_id, 99);
+
+	/* Young: every hit whole, an audit, with its id. */
+	v = (struct gp_stack_val){ .id = 99, .flags = GP_SC_YOUNG };
+	assert_int_equal(launch_probe__cache_put(lp, &child, &v), 0);
+	e = one_launch(lp, &size);
+	assert_true((e.flags & GP_EV_F_AUDIT) && !(e.flags & GP_EV_F_CACHED) && e.stack_len > 0);
 	assert_int_equal(e.cache_id, 99);
 
 	/* Unusable: whole, with its id, not keyed. */

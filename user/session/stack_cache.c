@@ -6,6 +6,10 @@
  * free list. There are more slots than the map has room for, so that entries
  * waiting out their drains never keep a new key from being installed.
  *
+ * A new key is young: the launch program sends every hit of it whole (an
+ * audit) until YOUNG_AUDITS of them have found its stack, so that a second
+ * stack under it is most often met before the key has answered any hit.
+ *
  * A split entry stands for a first key (w[] 0) whose launches had two
  * stacks: its map value names the words (return-address slots, as offsets
  * from sp) that told them apart, and its children are the keys with those
@@ -24,6 +28,8 @@
 #define GEN_MAX ((1u << (32 - SLOT_BITS)) - 1)
 /* Drains an entry taken out of the map waits before its slot is used again. */
 #define RETIRE_DRAINS 2
+/* Audits that must find a new key's stack before its hits go without a copy. */
+#define YOUNG_AUDITS 2
 
 _Static_assert(GP_STACK_CACHE_MAX + GP_STACK_CACHE_MAX / 4 + 64 < (1u << SLOT_BITS),
 	       "slots fit an id's slot bits");
@@ -38,6 +44,8 @@ struct entry {
 	__u32 parent;       /* a split key's child: the split entry's slot */
 	__u64 retired_at;   /* the drain count when it was taken out */
 	__u64 answered;     /* hits it answered */
+	__u32 confirmed;    /* audits that found its stack */
+	bool young;         /* its hits still come whole */
 	__u16 words[GP_SC_SLOTS]; /* split: the words' offsets from sp, in 8-byte units */
 	__u8 nwords;
 	__u8 state;
@@ -320,6 +328,9 @@ static __u32 install(struct stack_cache *sc, const struct gp_stack_key *k, __u8 
 		sc->e[i].nwords = nwords;
 		memcpy(v.slot, words, sizeof(v.slot));
 		v.flags = GP_SC_SPLIT | (__u32)nwords << GP_SC_NSLOTS_SHIFT;
+	} else {
+		v.flags = GP_SC_YOUNG;
+		sc->e[i].young = true;
 	}
 	if (u64map__put(&sc->by_key, key_hash(k), i)) {
 		give_free(sc, i);
@@ -362,11 +373,11 @@ static bool child_key(const struct stack_cache *sc, __u32 p, const struct stack_
  * parent's (whose children all go: their keys lack it). Both stacks are
  * installed under the new keys. Else the entry becomes unusable. A
  * mismatch is counted when the entry had answered hits (some may have had
- * l's stack) or l is a hit itself (an audit); two misses meeting before
- * the key answered anything only split it.
+ * l's stack); met before it answered any (two misses, or an audit of a
+ * young key), nothing was wrong: the key is only split.
  */
 static enum stack_cache_learnt split(struct stack_cache *sc, __u32 i,
-				     const struct stack_cache_launch *l, bool audit)
+				     const struct stack_cache_launch *l)
 {
 	struct entry *x = &sc->e[i];
 	__u32 p = x->parent, a_stack = x->stack, off;
@@ -375,7 +386,7 @@ static enum stack_cache_learnt split(struct stack_cache *sc, __u32 i,
 	__u8 n = p ? sc->e[p].nwords : 0;
 	__u64 wa;
 
-	if (audit || x->answered)
+	if (x->answered)
 		sc->st.mismatch++;
 	if (!l->differs(l->ctx, a_stack, &off, &wa) || off % 8 || off / 8 > 0xffff || n == GP_SC_SLOTS)
 		goto unusable;
@@ -408,7 +419,7 @@ unusable:
 
 /* What a launch with stack l->stack (an audit, or a miss) says of entry i (live or unusable). */
 static enum stack_cache_learnt check(struct stack_cache *sc, __u32 i,
-				     const struct stack_cache_launch *l, bool audit)
+				     const struct stack_cache_launch *l)
 {
 	if (sc->e[i].state == E_UNUSABLE)
 		return STACK_CACHE_UNUSABLE;
@@ -417,7 +428,7 @@ static enum stack_cache_learnt check(struct stack_cache *sc, __u32 i,
 		sc->st.confirmed++;
 		return STACK_CACHE_SAME;
 	}
-	return split(sc, i, l, audit);
+	return split(sc, i, l);
 }
 
 /* Installs k for stack (under parent), saying how it went. */
@@ -441,7 +452,7 @@ enum stack_cache_learnt stack_cache__learn(struct stack_cache *sc,
 	if (!i)
 		return install_stack(sc, &l->key, l->stack, 0);
 	if (sc->e[i].state != E_SPLIT)
-		return check(sc, i, l, false);
+		return check(sc, i, l);
 	touch(sc, i);
 	if (!child_key(sc, i, l, &k2)) {
 		sc->st.unreadable++;
@@ -450,7 +461,21 @@ enum stack_cache_learnt stack_cache__learn(struct stack_cache *sc,
 	c = find_key(sc, &k2, &clash);
 	if (!c)
 		return install_stack(sc, &k2, l->stack, i);
-	return check(sc, c, l, false);
+	return check(sc, c, l);
+}
+
+/* A young entry confirmed often enough: its hits go without copies from now on. */
+static void grow_up(struct stack_cache *sc, __u32 i)
+{
+	struct gp_stack_val v = { .id = entry_id(sc, i) };
+
+	if (!sc->e[i].young || ++sc->e[i].confirmed < YOUNG_AUDITS)
+		return;
+	if (sc->ops.put(sc->ops.ctx, &sc->e[i].key, &v)) {
+		sc->st.map_errors++;
+		return;
+	}
+	sc->e[i].young = false;
 }
 
 bool stack_cache__audit(struct stack_cache *sc, __u32 id, const struct stack_cache_launch *l)
@@ -463,8 +488,8 @@ bool stack_cache__audit(struct stack_cache *sc, __u32 id, const struct stack_cac
 		return true;
 	if (!l->whole)
 		sc->st.audits_short++;
-	else
-		check(sc, i, l, true);
+	else if (check(sc, i, l) == STACK_CACHE_SAME)
+		grow_up(sc, i);
 	return true;
 }
 

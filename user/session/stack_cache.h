@@ -3,7 +3,9 @@
  * The loader's half of the stack cache (bpf/launch.h's gp_stack_key): which
  * key stands for which stack. The BPF side asks the map; this side owns what
  * is in it:
- *  - installs a key once a launch that missed has been unwound whole;
+ *  - installs a key once a launch that missed has been unwound whole; a
+ *    new key is young: its hits come whole (audits) until two found its
+ *    stack;
  *  - checks: an audit (a hit sent whole, at random) or a second miss of a
  *    key whose stack differs from the installed one, the first time: the key
  *    is split on the first return address where the two stacks differ (the
@@ -55,8 +57,8 @@ struct stack_cache_launch {
 struct stack_cache_stats {
 	__u64 installs;      /* keys put into the map */
 	__u64 confirmed;     /* misses or audits that found the installed stack again */
-	__u64 mismatch;      /* a hit's stack was or may have been wrong: an audit found another
-				stack than its entry's, or a miss did after the entry had answered hits */
+	__u64 mismatch;      /* a hit's stack was or may have been wrong: an audit or a miss
+				found another stack than that of an entry that had answered hits */
 	__u64 splits;        /* keys split: a word of the stack now tells two stacks apart */
 	__u64 audits_short;  /* audits whose stack copy ended short: nothing to compare */
 	__u64 evicted;       /* keys taken out for room */

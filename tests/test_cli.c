@@ -47,6 +47,11 @@ static void test_defaults_are_sane(void **state)
 	assert_int_equal(o.ringbuf_mb, 16);
 	assert_int_equal(o.tick_ms, 100);
 	assert_true(o.duration_s == 0);
+	assert_int_equal(o.stack_cache, 16384);
+	assert_int_equal(o.stack_audit, 64);
+	assert_int_equal(parse(&o, err, "--pid", "42", "--stack-cache", "0", "--stack-audit", "1", NULL), 0);
+	assert_int_equal(o.stack_cache, 0);
+	assert_int_equal(o.stack_audit, 1);
 }
 
 static void test_bad_numbers_are_usage_errors(void **state)
@@ -54,7 +59,9 @@ static void test_bad_numbers_are_usage_errors(void **state)
 	const char *bad[][2] = {
 		{ "--pid", "abc" }, { "--pid", "-5" }, { "--pid", "0" }, { "--pid", "99999999999" },
 		{ "-d", "0" }, { "-d", "-1" }, { "-d", "nan" }, { "-d", "5x" }, { "--ringbuf-mb", "3" },
-		{ "--tick-ms", "1" }, { "--interval", "inf" },
+		{ "--tick-ms", "1" }, { "--interval", "inf" }, { "--stack-cache", "-1" },
+		{ "--stack-cache", "999999999" }, { "--stack-cache", "1k" }, { "--stack-audit", "x" },
+		{ "--stack-audit", "-64" },
 	};
 	struct gp_opts o;
 	char err[256];

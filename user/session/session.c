@@ -47,8 +47,6 @@
 #define PUMP_MAX_BYTES (256ull << 20)
 #define PENDING_MAX (1u << 20)
 #define PY_RETRY_NS (50 * NS_PER_MS) /* in effect: every tick */
-/* Code objects checked against reuse at once, at most (pycode_cache__check). */
-#define PY_CHECK_MAX 4096
 /* Stack-cache audits a second per CPU, at most (--stack-audit picks how often). */
 #define STACK_AUDIT_MAX 256
 #define PY_MAX_TRIES 40
@@ -176,8 +174,8 @@ static void resolve_stack(struct session *s, struct target *t, __u32 stack_id,
  * a large library's symbols takes seconds, and the BPF ring must be drained
  * meanwhile. Their Python code objects are read now, while they exist.
  */
-static void defer_stack(struct session *s, struct target *t, __u32 stack_id,
-			const struct raw_stack *raw)
+void session__defer_stack(struct session *s, struct target *t, __u32 stack_id,
+			  const struct raw_stack *raw)
 {
 	const struct gp_py_frame *py = (const struct gp_py_frame *)(raw->w + raw->n);
 	struct pycode_frame f;
@@ -202,8 +200,7 @@ static void defer_stack(struct session *s, struct target *t, __u32 stack_id,
 	s->pending[s->npending++] = stack_id;
 }
 
-/* Names the deferred stacks of pid (0: of every process). */
-static void resolve_pending(struct session *s, pid_t pid)
+void session__resolve_pending(struct session *s, pid_t pid)
 {
 	struct target *only = pid ? target_table__find(&s->tt, pid) : NULL;
 	size_t keep = 0, len;
@@ -274,253 +271,6 @@ static int on_launch_event(void *ctx, const struct gp_launch_event *e, size_t si
 	return err;
 }
 
-/*
- * The process's mappings changed (a library went, or was replaced at its
- * address; an exec): its events from now on are walked and named in a new
- * space, while stacks met before keep the mappings of their time until
- * named; its stack-cache keys of before go.
- */
-static void follow_maps_gen(struct session *s, struct target *t, const struct gp_launch_event *e)
-{
-	if (!e->maps_gen || e->maps_gen <= t->maps_gen)
-		return; /* the same, or an event from before the change, still in flight */
-	if (!t->maps_gen) {
-		t->maps_gen = e->maps_gen; /* the first event: its maps are the ones read */
-		return;
-	}
-	if (target__new_space(t, e->maps_gen, true) == -EBUSY) {
-		TIMED(s, STAGE_NAME, resolve_pending(s, t->pid)); /* drops the earlier spaces */
-		target__drop_old_spaces(t);
-		target__new_space(t, e->maps_gen, true);
-	}
-	s->maps_changed++;
-	if (s->cache)
-		stack_cache__forget_older(s->cache, t->pid, e->maps_gen);
-}
-
-static int code_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Whether stack's Python frames hold one of the replaced code objects (s->py_codes). */
-static bool stack_has_replaced_code(void *ctx, __u32 stack)
-{
-	struct session *s = ctx;
-	size_t len;
-	const struct raw_stack *r = stack_table__get(&s->stacks, stack, &len);
-	const struct gp_py_frame *py;
-
-	if (!r || len < offsetof(struct raw_stack, w) || raw_stack__len(r) != len)
-		return true;
-	py = (const struct gp_py_frame *)(r->w + r->n);
-	for (__u32 i = 0; i < r->npy; i++) {
-		uint64_t code = py[i].code & ~GP_PY_FRAME_FLAGS;
-
-		if (bsearch(&code, s->py_codes, s->npy_codes, sizeof(*s->py_codes), code_cmp))
-			return true;
-	}
-	return false;
-}
-
-/*
- * A launch with Python frames after the last check of t's code objects:
- * check them (a code object freed and another made at its address must
- * not keep the old one's name), once for all such launches read now. The
- * stack-cache keys whose stacks hold a replaced one go.
- */
-static void check_python_code(struct session *s, struct target *t, const struct gp_launch_event *e)
-{
-	__u64 before = t->py_checked_ns; /* that check found them as they were read */
-	size_t replaced = 0;
-
-	if (!t->py || !(e->flags & GP_EV_F_PY) || e->ts_ns <= t->py_checked_ns || !s->py_codes)
-		return;
-	t->py_checked_ns = now_ns();
-	if (pycode_cache__check(t->py, t->stack_epoch + 1, PY_CHECK_MAX, s->py_codes, &replaced) ||
-	    !replaced)
-		return;
-	target__new_epoch(t);
-	t->py_old_until_ns = before;
-	s->py_replaced += replaced;
-	s->npy_codes = replaced;
-	qsort(s->py_codes, replaced, sizeof(*s->py_codes), code_cmp);
-	if (s->cache)
-		stack_cache__forget_if(s->cache, t->pid, stack_has_replaced_code, s);
-}
-
-/* The stack id for raw, interned (and named later when new); 0 when the table is full. */
-static __u32 intern_stack(struct session *s, struct target *t, const struct raw_stack *raw)
-{
-	__u32 stack_id = 0;
-	bool is_new;
-
-	if (stack_table__intern(&s->stacks, raw, raw_stack__len(raw), &stack_id, &is_new)) {
-		s->stacks_dropped++;
-		return 0;
-	}
-	if (is_new)
-		defer_stack(s, t, stack_id, raw);
-	return stack_id;
-}
-
-/* A stack for a hit whose entry was gone: said so, never another stack. */
-static __u32 lost_stack(struct session *s, struct target *t, const struct gp_launch_event *e)
-{
-	struct raw_stack *raw = &s->raw;
-
-	memset(raw, 0, offsetof(struct raw_stack, w));
-	raw->pid = e->pid;
-	raw->why = STACK_WHY_LOST;
-	s->cache_lost++;
-	return intern_stack(s, t, raw);
-}
-
-/*
- * A stack-cache hit: the entry's stack. One met in an earlier epoch of a
- * process whose Python code has changed since is named afresh, unless the
- * launch came before the change could have (before the last check that
- * found nothing, or under the mappings of before).
- */
-static __u32 cached_stack(struct session *s, struct target *t, const struct gp_launch_event *e)
-{
-	const struct raw_stack *cached;
-	__u32 stack_id;
-	size_t len;
-
-	s->cache_hits_seen++;
-	if (!s->cache || stack_cache__lookup(s->cache, e->cache_id, &stack_id))
-		return lost_stack(s, t, e);
-	cached = stack_table__get(&s->stacks, stack_id, &len);
-	stack_table__keep(&s->stacks, stack_id); /* used in this window */
-	if (!t || !cached || len < offsetof(struct raw_stack, w) || cached->epoch == t->stack_epoch ||
-	    e->maps_gen < t->maps_gen || e->ts_ns <= t->py_old_until_ns)
-		return stack_id;
-	memcpy(&s->raw, cached, len);
-	s->raw.epoch = t->stack_epoch;
-	stack_id = intern_stack(s, t, &s->raw);
-	if (stack_id)
-		stack_cache__rebind(s->cache, e->cache_id, stack_id); /* named anew once */
-	return stack_id;
-}
-
-/* A launch sent whole, for the stack cache's callbacks. */
-struct cache_launch_ctx {
-	struct session *s;
-	struct target *t;
-	const struct gp_launch_event *e;
-	size_t size;
-	const struct raw_stack *raw;
-	const struct stack_walk_info *info;
-};
-
-static bool launch_word(void *ctx, __u32 off, __u64 *ret)
-{
-	struct cache_launch_ctx *c = ctx;
-
-	return raw_stack__copy_word(c->e, c->size, off, ret);
-}
-
-/* Says, with -v, where two stacks under one key part (the key is split there, or spoilt). */
-static void say_parting(struct cache_launch_ctx *c, __u32 i, __u64 a, __u64 b)
-{
-	struct symbolized_frame fa, fb;
-	struct symbolizer *sym = c->t ? target__symbolizer(c->t) : NULL;
-
-	if (!c->s->o->verbose)
-		return;
-	if (!sym || symbolizer__lookup(sym, a - 1, &fa))
-		snprintf(fa.name, sizeof(fa.name), "?");
-	if (!sym || symbolizer__lookup(sym, b - 1, &fb))
-		snprintf(fb.name, sizeof(fb.name), "?");
-	fprintf(stderr, "gpuprobe-bpf: pid %u: two stacks under one stack-cache key (sp 0x%llx, "
-		"kernel 0x%llx): native frame %u, read at sp+%u, is %s (0x%llx) in one and %s "
-		"(0x%llx) in the other\n", c->e->pid, (unsigned long long)c->e->sp,
-		(unsigned long long)c->e->func, i, c->info->ra_off[i], fa.name, (unsigned long long)a,
-		fb.name, (unsigned long long)b);
-}
-
-/*
- * Where this launch's stack and stack other first differ in a return
- * address: its slot's offset from sp, and other's address there (0 when
- * other ends before). False when their Python frames differ, when this
- * one ends first, or when its walk did not say where it read.
- */
-static bool launch_differs(void *ctx, __u32 other, __u32 *ret_off, __u64 *ret_other_word)
-{
-	struct cache_launch_ctx *c = ctx;
-	const struct raw_stack *a, *b = c->raw;
-	size_t len;
-	__u32 i;
-
-	a = stack_table__get(&c->s->stacks, other, &len);
-	if (!a || len < offsetof(struct raw_stack, w) || raw_stack__len(a) != len ||
-	    a->npy != b->npy || memcmp(a->w + a->n, b->w + b->n, 16ull * b->npy))
-		return false;
-	for (i = 0; i < a->n && i < b->n && a->w[i] == b->w[i]; i++)
-		;
-	if (i >= b->n || c->info->ra_off[i] == UINT32_MAX)
-		return false;
-	*ret_off = c->info->ra_off[i];
-	*ret_other_word = i < a->n ? a->w[i] : 0;
-	say_parting(c, i, *ret_other_word, b->w[i]);
-	return true;
-}
-
-/*
- * What an unwound launch tells the stack cache: an audit, whether the
- * entry's stack is its own; a miss, its key's stack (installed, or found
- * to differ); an unusable key's launch, that the key is still in use.
- */
-static void teach_cache(struct session *s, struct target *t, const struct gp_launch_event *e,
-			size_t size, __u32 stack_id)
-{
-	struct cache_launch_ctx c = { .s = s, .t = t, .e = e, .size = size, .raw = &s->raw,
-				      .info = &s->walk_info };
-	struct stack_cache_launch l = { .stack = stack_id, .whole = raw_stack__whole(&s->raw, e->flags),
-					.word = launch_word, .differs = launch_differs, .ctx = &c };
-	if (!s->cache || !stack_id)
-		return;
-	stack_cache__key_of(e, &l.key);
-	if (e->flags & GP_EV_F_AUDIT)
-		stack_cache__audit(s->cache, e->cache_id, &l);
-	else if ((e->flags & GP_EV_F_KEYED) && l.whole)
-		stack_cache__learn(s->cache, &l);
-	else if (e->cache_id)
-		stack_cache__touch(s->cache, e->cache_id);
-}
-
-/* A launch sent whole: unwound, interned, and what it tells the cache. */
-static __u32 unwound_stack(struct session *s, struct target *t, const struct gp_launch_event *e,
-			   size_t size)
-{
-	struct raw_stack *raw = &s->raw;
-	__u32 stack_id;
-	bool bad = false;
-	__u64 t0 = now_ns();
-
-	if (raw_stack__from_event(t, e, size, raw, &s->walk_info)) {
-		s->events_bad++;
-		memset(raw, 0, sizeof(*raw) - sizeof(raw->w));
-		raw->pid = e->pid;
-		s->walk_info.need = 0;
-		bad = true;
-	}
-	s->unwind_ns += now_ns() - t0;
-	if (e->stack_len) {
-		s->copied_bytes += e->stack_len;
-		s->copied_events++;
-	}
-	if (s->walk_info.need && s->hints.lp)
-		copy_hints__observe(&s->hints, e->tid, s->walk_info.need);
-	stack_id = intern_stack(s, t, raw);
-	if (!bad)
-		teach_cache(s, t, e, size, stack_id);
-	return stack_id;
-}
-
 static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, size_t size)
 {
 	struct session *s = ctx;
@@ -543,11 +293,9 @@ static int on_launch_event_timed(void *ctx, const struct gp_launch_event *e, siz
 		t->first_launch_ns = e->ts_ns;
 		python_setup(s, t, now_ns());
 	}
-	if (t) {
-		follow_maps_gen(s, t, e);
-		check_python_code(s, t, e);
-	}
-	stack_id = e->flags & GP_EV_F_CACHED ? cached_stack(s, t, e) : unwound_stack(s, t, e, size);
+	if (t)
+		launch_stack__follow_target(s, t, e);
+	stack_id = launch_stack__of(s, t, e, size);
 	/* Threads are keyed by their own namespace's tid, as CUPTI numbers them. */
 	jl = (struct join_launch){ .pid = e->pid, .tid = e->ns_tid ? e->ns_tid : e->tid,
 				   .ts = e->ts_ns, .probe = e->probe,
@@ -797,7 +545,7 @@ static void retire_target(struct session *s, struct target *t)
 		s->reader_gone.ring_resyncs += st.ring_resyncs;
 		s->reader_gone.names_bad += st.names_bad;
 	}
-	TIMED(s, STAGE_NAME, resolve_pending(s, pid)); /* while its maps and root are at hand */
+	TIMED(s, STAGE_NAME, session__resolve_pending(s, pid)); /* while its maps and root are at hand */
 	join__finish_pid(s->join, pid);
 	if (s->cache)
 		stack_cache__forget_pid(s->cache, (__u32)pid);
@@ -927,7 +675,7 @@ static int write_profile(struct session *s, const char *path, __u64 now)
 {
 	int err;
 
-	TIMED(s, STAGE_NAME, resolve_pending(s, 0));
+	TIMED(s, STAGE_NAME, session__resolve_pending(s, 0));
 	TIMED(s, STAGE_WRITE, err = profile__write_pprof(s->prof, path,
 							 s->start_realtime_ns + (s->last_write_ns - s->start_ns),
 							 now - s->last_write_ns));

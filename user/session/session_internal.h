@@ -27,6 +27,8 @@
 #include "user/shm/shm_reader.h"
 #include "user/util/blobtab.h"
 
+/* Code objects checked against reuse at once, at most (pycode_cache__check). */
+#define PY_CHECK_MAX 4096
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
 
@@ -79,7 +81,6 @@ struct session {
 	size_t npending, cap_pending;
 	__u64 events_bad;              /* BPF events whose parts overran their size */
 	__u64 cache_lost;              /* hits whose cache entry was gone (never expected) */
-	__u64 cache_hits_seen;         /* hit events handled */
 	__u64 maps_changed;            /* a target's mappings changed: new space, new epoch */
 	__u64 py_replaced;             /* Python code objects found replaced at their address */
 	uint64_t *py_codes;            /* the last check's replaced ones, sorted */
@@ -111,6 +112,19 @@ static inline __u64 thread_cpu_ns(void)
 {
 	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
+
+/*
+ * session.c: stacks met for the first time are named later (their code
+ * objects read now); the deferred ones of pid (0: of every process) named.
+ */
+void session__defer_stack(struct session *s, struct target *t, __u32 stack_id,
+			  const struct raw_stack *raw);
+void session__resolve_pending(struct session *s, pid_t pid);
+
+/* launch_stack.c: what a launch says of its target; its stack id (0: none could be kept). */
+void launch_stack__follow_target(struct session *s, struct target *t, const struct gp_launch_event *e);
+__u32 launch_stack__of(struct session *s, struct target *t, const struct gp_launch_event *e,
+		       size_t size);
 
 /* report.c: the -v lines and the closing ones. */
 void session__tables_line(struct session *s, FILE *f);

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <cmocka.h>
 #include "user/session/crc_helper.h"
 
@@ -104,6 +106,32 @@ static void test_large_cubins_pass_whole_and_as_they_were(void **state)
 	free(buf);
 }
 
+/*
+ * A cubin over the helper's limit (1 GiB) is refused before a byte is sent:
+ * the helper, which would end on it, answers the next cubin as before. The
+ * bytes are an untouched mapping: nothing is read.
+ */
+static void test_a_cubin_over_the_helpers_limit_is_refused_and_the_helper_stays(void **state)
+{
+	size_t big = CRC_HELPER_MAX_CUBIN + 4096;
+	unsigned char small[4096];
+	struct crc_helper *h;
+	void *p;
+	__u64 crc;
+
+	(void)state;
+	signal(SIGPIPE, SIG_IGN); /* as the loader: a helper gone is -EPIPE */
+	p = mmap(NULL, big, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(p != MAP_FAILED);
+	assert_int_equal(crc_helper__start(helper, cupti, &h), 0);
+	assert_int_equal(crc_helper__compute(h, p, big, &crc), -EFBIG);
+	memset(small, 0x5a, sizeof(small));
+	assert_int_equal(crc_helper__compute(h, small, sizeof(small), &crc), 0);
+	assert_int_equal(crc, crc32c(small, sizeof(small)));
+	crc_helper__stop(h);
+	munmap(p, big);
+}
+
 static void test_the_helper_runs_without_privileges_under_seccomp(void **state)
 {
 	struct crc_helper *h;
@@ -162,6 +190,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_the_helper_gives_cuptis_crc_for_each_cubin),
 		cmocka_unit_test(test_large_cubins_pass_whole_and_as_they_were),
+		cmocka_unit_test(test_a_cubin_over_the_helpers_limit_is_refused_and_the_helper_stays),
 		cmocka_unit_test(test_the_helper_runs_without_privileges_under_seccomp),
 		cmocka_unit_test(test_a_cubin_that_makes_cupti_open_a_file_kills_only_the_helper),
 		cmocka_unit_test(test_a_cubin_that_makes_cupti_spin_times_out),

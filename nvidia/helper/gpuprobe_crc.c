@@ -37,6 +37,25 @@ struct answer {
 	__u64 crc;
 };
 
+/* Reads and drops len bytes of fd: a request it cannot take, answered, not fatal. */
+static int skip_in(int fd, __u64 len)
+{
+	char chunk[65536];
+
+	while (len) {
+		size_t n = len < sizeof(chunk) ? (size_t)len : sizeof(chunk);
+		ssize_t got = read(fd, chunk, n);
+
+		if (got <= 0) {
+			if (got < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		len -= (__u64)got;
+	}
+	return 0;
+}
+
 /* Moves all len bytes through fd, either way. */
 static int full_io(int fd, bool out, void *buf, size_t len)
 {
@@ -114,13 +133,21 @@ int main(int argc, char **argv)
 		return 1;
 	while (!full_io(0, false, &size, sizeof(size)) && size) {
 		if (size > MAX_CUBIN)
-			return 1; /* the loader never asks this: a broken pipe, stop */
+			return 1; /* the loader never asks this (crc_helper.c): a broken pipe, stop */
 		if (size > cap) {
+			void *n = malloc(size);
+
+			if (!n) {
+				/* This cubin is refused; the next ones are still taken. */
+				a.crc = 0;
+				a.status = -ENOMEM;
+				if (skip_in(0, size) || full_io(1, true, &a, sizeof(a)))
+					return 1;
+				continue;
+			}
 			free(buf);
+			buf = n;
 			cap = size;
-			buf = malloc(cap);
-			if (!buf)
-				return 1;
 		}
 		if (full_io(0, false, buf, size))
 			return 1;

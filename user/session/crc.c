@@ -80,6 +80,7 @@ int crc_engine__fn(void *ctx, const void *cubin, size_t size, __u64 *ret_crc)
 	int err;
 
 	if (e && e->helper) {
+		/* A cubin it refuses (-EIO, -EFBIG) is lost alone: counted by settle, the helper stays. */
 		err = crc_helper__compute(e->helper, cubin, size, ret_crc);
 		if (err != -EPIPE && err != -ETIMEDOUT)
 			return err;

@@ -32,6 +32,9 @@
 #define NO_SHIM_WARN_NS (3 * NS_PER_S)
 #define SCAN_NS (2 * NS_PER_S)
 #define READ_BATCH 4096
+/* One visit to a target's ring reads at most this (the default ring, whole) and this long. */
+#define READ_VISIT_MAX (16 * READ_BATCH)
+#define READ_VISIT_NS (50 * NS_PER_MS)
 #define SLICE_MS 20
 #define QUIET_NS NS_PER_S
 /*
@@ -505,17 +508,29 @@ static int try_open_shm(struct session *s, struct target *t, __u64 now)
 	return err;
 }
 
+/*
+ * A target's records, at most READ_VISIT_MAX of them and READ_VISIT_NS of
+ * time per visit (DESIGN.md invariant 8): a process that keeps its ring's
+ * head ahead of the tail we publish gets a bounded share of each tick, and
+ * the rest of its records wait for the next visit.
+ */
 static void read_records(struct session *s, struct target *t, __u64 now)
 {
 	static struct gp_record recs[READ_BATCH];
-	size_t n;
+	__u64 deadline = now_ns() + READ_VISIT_NS;
+	size_t n, total = 0;
 
-	do {
+	while (shm_reader__backlog(t->shm)) {
+		if (total >= READ_VISIT_MAX || now_ns() >= deadline) {
+			s->shim_visits_cut++;
+			break;
+		}
 		if (shm_reader__read(t->shm, recs, READ_BATCH, &n))
 			break;
 		for (size_t i = 0; i < n; i++)
 			ingest_record(s, t, &recs[i], now);
-	} while (n == READ_BATCH);
+		total += READ_BATCH;
+	}
 }
 
 static void read_target(struct session *s, struct target *t, __u64 now)
@@ -555,6 +570,7 @@ static void retire_target(struct session *s, struct target *t)
 		s->reader_gone.records_bad += st.records_bad;
 		s->reader_gone.ring_resyncs += st.ring_resyncs;
 		s->reader_gone.names_bad += st.names_bad;
+		session__add_cubin_stats(&s->cubins_gone, t->shm);
 	}
 	TIMED(s, STAGE_NAME, resolve_pending(s, pid)); /* while its maps and root are at hand */
 	join__finish_pid(s->join, pid);

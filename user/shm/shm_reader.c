@@ -42,6 +42,16 @@
 #define HOLDER_MIN_STALE_NS 1000000000ull
 #define HOLDER_DEFAULT_TICK_MS 100u
 #define HOLDER_MAX_TICK_MS 60000u /* tick_ms is hostile: bound the wait it buys */
+/*
+ * What one settle() may cost the loader, whatever the ring's layout claims
+ * (DESIGN.md invariants 4 and 8): the entries, payload bytes and time of one
+ * visit, and the largest cubin copied out at all (the shim's default ring is
+ * 128 MiB; the CRC helper's own limit, 1 GiB, is never reached).
+ */
+#define READER_SETTLE_ENTRIES 256u
+#define READER_SETTLE_BYTES (256ull << 20)
+#define READER_SETTLE_NS (50ull * 1000000ull)
+#define READER_CUBIN_MAX (256ull << 20)
 
 struct shm_reader {
 	__u8 *base;
@@ -181,7 +191,12 @@ static int reader__init(struct shm_reader *r, __u64 real_size)
 	ring.head = &r->hdr->producer.cubin_head;
 	ring.tail = &r->hdr->consumer.cubin_tail;
 	ring.counters = r->hdr->producer.counters;
-	err = cubin_queue__new(&ring, NULL, &r->cubins);
+	err = cubin_queue__new(&ring, &(struct cubin_queue_opts){
+					.settle_max = READER_SETTLE_ENTRIES,
+					.settle_max_bytes = READER_SETTLE_BYTES,
+					.settle_max_ns = READER_SETTLE_NS,
+					.size_max = READER_CUBIN_MAX,
+				}, &r->cubins);
 	if (err)
 		return err;
 	err = consumer__claim(r->hdr, r->layout.owner_pid);
@@ -472,25 +487,35 @@ static void tail__publish(struct shm_reader *r)
 	__atomic_store_n(&r->hdr->consumer.rec_tail, r->rec_tail, __ATOMIC_RELEASE);
 }
 
+/* The record head, with a head that went backwards or leapt a ring ahead resynced. */
+static __u64 head__load(struct shm_reader *r)
+{
+	__u64 head = __atomic_load_n(&r->hdr->producer.rec_head, __ATOMIC_ACQUIRE);
+
+	if (head < r->rec_tail || head - r->rec_tail > r->layout.rec_slots) {
+		r->st.ring_resyncs++;
+		r->rec_tail = head;
+	}
+	return head;
+}
+
 int shm_reader__read(struct shm_reader *r, struct gp_record *recs, size_t max, size_t *ret_n)
 {
 	const __u8 *ring;
 	__u64 mask, head;
 	struct gp_record rec;
-	size_t n = 0;
+	size_t n = 0, seen = 0;
 
 	if (!r || (!recs && max) || !ret_n)
 		return -EINVAL;
 	ring = r->base + r->layout.rec_off;
 	mask = r->layout.rec_slots - 1;
-	head = __atomic_load_n(&r->hdr->producer.rec_head, __ATOMIC_ACQUIRE);
-	if (head < r->rec_tail || head - r->rec_tail > r->layout.rec_slots) {
-		r->st.ring_resyncs++;
-		r->rec_tail = head;
-	}
-	while (r->rec_tail != head && n < max) {
+	head = head__load(r);
+	/* At most max slots, valid or not: a ring of garbage costs what a full batch does. */
+	while (r->rec_tail != head && seen < max) {
 		memcpy(&rec, ring + (r->rec_tail & mask) * sizeof(rec), sizeof(rec));
 		r->rec_tail++;
+		seen++;
 		if (!record__valid(r, &rec)) {
 			r->st.records_bad++;
 			continue;
@@ -501,6 +526,11 @@ int shm_reader__read(struct shm_reader *r, struct gp_record *recs, size_t max, s
 	r->st.records_read += n;
 	*ret_n = n;
 	return 0;
+}
+
+__u64 shm_reader__backlog(struct shm_reader *r)
+{
+	return r ? head__load(r) - r->rec_tail : 0;
 }
 
 static void name__bad(char *buf, size_t len)

@@ -10,6 +10,9 @@
  * path ourselves, one openat(O_NOFOLLOW) per component, expanding symlinks
  * by hand, and never open ".." on disk (a directory renamed out of the root
  * mid-walk must not lead us out): ".." pops a stack of directory fds.
+ *
+ * proc__open_file_at and its siblings are the one way to open a file a
+ * target named: O_PATH first, checks, then a reopen (proc.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -272,4 +275,72 @@ int proc__root_open(pid_t pid, const char *path, int flags)
 	fd = proc__root_openat(rootfd, path, flags);
 	close(rootfd);
 	return fd;
+}
+
+/* The checks of proc__open_file_at on an O_PATH fd, then the reopen. */
+static int reopen_checked(int path_fd, const struct proc_file_id *id, int flags, int *ret_fd)
+{
+	char self[64];
+	struct stat st;
+	int fd;
+
+	if (fstat(path_fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	if (id && (st.st_dev != id->dev || st.st_ino != id->ino))
+		return -ESTALE;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", path_fd);
+	fd = open(self, (flags & O_ACCMODE) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
+	return 0;
+}
+
+int proc__open_file_at(int root_fd, const char *path, const struct proc_file_id *id, int *ret_fd)
+{
+	int pfd, err;
+
+	if (root_fd < 0 || !path || !ret_fd)
+		return -EINVAL;
+	pfd = proc__root_openat(root_fd, path, O_PATH);
+	if (pfd < 0)
+		return pfd;
+	err = reopen_checked(pfd, id, O_RDONLY, ret_fd);
+	close(pfd);
+	return err;
+}
+
+int proc__open_file(pid_t pid, const char *path, const struct proc_file_id *id, int *ret_fd)
+{
+	int pfd, err;
+
+	if (!path || !ret_fd)
+		return -EINVAL;
+	pfd = proc__root_open(pid, path, O_PATH);
+	if (pfd < 0)
+		return pfd;
+	err = reopen_checked(pfd, id, O_RDONLY, ret_fd);
+	close(pfd);
+	return err;
+}
+
+int proc__open_mapped(pid_t pid, __u64 start, __u64 end, const struct proc_file_id *id,
+		      int flags, int *ret_fd)
+{
+	char path[96];
+	int pfd, err;
+
+	if (pid <= 0 || !ret_fd || ((flags & O_ACCMODE) != O_RDONLY && (flags & O_ACCMODE) != O_RDWR))
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)start, (unsigned long long)end);
+	/* The magic link is the point here: it is the mapped file, not a path. */
+	pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	err = reopen_checked(pfd, id, flags, ret_fd);
+	close(pfd);
+	return err;
 }

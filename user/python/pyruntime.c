@@ -294,31 +294,9 @@ static int name__minor(const char *path, unsigned *ret_minor)
  * that is mapped (same dev and inode) and a regular file. */
 static int map__open(pid_t pid, const struct proc_map *m, int *ret_fd)
 {
-	char self[64];
-	struct stat st;
-	int pfd, fd;
+	struct proc_file_id id = { .dev = m->dev, .ino = m->inode };
 
-	pfd = proc__root_open(pid, m->path, O_PATH);
-	if (pfd < 0)
-		return pfd;
-	if (fstat(pfd, &st)) {
-		fd = -errno;
-		goto out_close;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_ino != m->inode || st.st_dev != m->dev) {
-		fd = -ESTALE;
-		goto out_close;
-	}
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		fd = -errno;
-out_close:
-	close(pfd);
-	if (fd < 0)
-		return fd;
-	*ret_fd = fd;
-	return 0;
+	return proc__open_file(pid, m->path, &id, ret_fd);
 }
 
 struct pyrt_found {

@@ -33,8 +33,9 @@ int libcuda__attach_path(struct launch_probe *lp, const char *path, bool loud)
 
 /*
  * The file is opened inside the target's root without leaving it (a
- * container could plant an absolute symlink pointing at a host file), and
- * the probes attach through the opened fd.
+ * container could plant an absolute symlink pointing at a host file), only
+ * if it is the regular file the maps line names (proc__open_file), and the
+ * probes attach through the opened fd.
  */
 int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose)
 {
@@ -45,17 +46,18 @@ int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose)
 	if (proc__find_libs(pid, "libcuda.so", &libs, &n))
 		return 0;
 	for (size_t i = 0; i < n; i++) {
+		struct proc_file_id id = { .dev = libs[i].dev, .ino = libs[i].ino };
 		char fdpath[64];
-		/* Non-blocking and regular files only: a FIFO planted there must not hang us. */
-		int fd = proc__root_open(pid, libs[i].path, O_RDONLY | O_NONBLOCK);
-		struct stat st;
+		int fd;
 
-		if (fd < 0)
+		/*
+		 * The file mapped, not whatever its path names now (a tty, a FIFO,
+		 * another file): by path when it is that file, else (overlayfs,
+		 * or the path replaced) the mapping's own file.
+		 */
+		if (proc__open_file(pid, libs[i].path, &id, &fd) &&
+		    proc__open_mapped(pid, libs[i].start, libs[i].end, &id, O_RDONLY, &fd))
 			continue;
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-			close(fd);
-			continue;
-		}
 		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 		if (libcuda__attach_path(lp, fdpath, false) > 0) {
 			added++;

@@ -1000,6 +1000,12 @@ static void session__fini(struct session *s)
 	launch_probe__destroy(s->lp);
 }
 
+/*
+ * SIGHUP ends the run as SIGTERM does, profile written: a terminal that
+ * goes away (an ssh session closed) must not cost the profile, and no
+ * target's terminal can become ours anyway (every open of a target's path
+ * is O_NOCTTY, regular files only: user/proc/proc.h).
+ */
 static void install_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -1007,6 +1013,7 @@ static void install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

@@ -11,6 +11,7 @@
  * and turn a read into SIGBUS).
  */
 #include "user/shm/shm_reader.h"
+#include "user/proc/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -314,8 +315,8 @@ static int proc__errno(pid_t pid, int err)
 	return access(path, F_OK) ? -ESRCH : err;
 }
 
-/* Finds "start-end" of the first gpuprobe-shm mapping at offset 0. */
-static int maps__find(pid_t pid, char *ret_range, size_t len)
+/* Finds [start, end) of the first gpuprobe-shm mapping at offset 0. */
+static int maps__find(pid_t pid, __u64 *ret_start, __u64 *ret_end)
 {
 	char path[64], *line = NULL;
 	size_t cap = 0;
@@ -339,7 +340,8 @@ static int maps__find(pid_t pid, char *ret_range, size_t len)
 		name = line + pos;
 		if (off != 0 || strcmp(name, SHM_MAPS_NAME) != 0)
 			continue;
-		snprintf(ret_range, len, "%llx-%llx", start, end);
+		*ret_start = start;
+		*ret_end = end;
 		err = 0;
 		break;
 	}
@@ -348,21 +350,31 @@ static int maps__find(pid_t pid, char *ret_range, size_t len)
 	return err;
 }
 
+/*
+ * The ring's memfd through the mapping's own file, checked to be a regular
+ * file before it is opened (proc.h): a process could map something else
+ * under the ring's name.
+ */
+static int ring__open(pid_t pid, int flags, int *ret_fd)
+{
+	__u64 start, end;
+	int err = maps__find(pid, &start, &end);
+
+	if (!err)
+		err = proc__open_mapped(pid, start, end, NULL, flags, ret_fd);
+	return err ? proc__errno(pid, err) : 0;
+}
+
 int shm_reader__open_pid(pid_t pid, struct shm_reader **ret_r)
 {
-	char range[64], path[128];
 	struct shm_reader *r;
 	int fd, err;
 
 	if (pid <= 0 || !ret_r)
 		return -EINVAL;
-	err = maps__find(pid, range, sizeof(range));
+	err = ring__open(pid, O_RDWR, &fd);
 	if (err)
 		return err;
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%s", (int)pid, range);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return proc__errno(pid, -errno);
 	err = shm_reader__open_fd(fd, &r);
 	close(fd);
 	if (err)
@@ -419,19 +431,14 @@ int shm_reader__grab_fd(pid_t pid, int fd, int *ret_fd)
 int shm_reader__holder(pid_t pid, pid_t *ret_holder)
 {
 	struct gp_shm_consumer c;
-	char range[64], path[128];
 	ssize_t n;
 	int fd, err;
 
 	if (pid <= 0 || !ret_holder)
 		return -EINVAL;
-	err = maps__find(pid, range, sizeof(range));
+	err = ring__open(pid, O_RDONLY, &fd);
 	if (err)
 		return err;
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%s", (int)pid, range);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return proc__errno(pid, -errno);
 	n = pread(fd, &c, sizeof(c), offsetof(struct gp_shm_header, consumer));
 	err = n < 0 ? -errno : 0;
 	close(fd);

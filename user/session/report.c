@@ -54,7 +54,12 @@ void session__add_cubin_stats(struct cubin_queue_stats *sum, struct shm_reader *
 static void hostile_counters(struct session *s, FILE *f)
 {
 	struct cubin_queue_stats c = s->cubins_gone;
+	struct launch_file_stats lf;
 
+	launch_probe__file_stats(s->lp, &lf);
+	fprintf(f, " libcuda_refused=%llu libcuda_no_slot=%llu libcuda_detached=%llu",
+		(unsigned long long)lf.refused, (unsigned long long)lf.no_slot,
+		(unsigned long long)lf.detached);
 	for (size_t i = 0; i < s->tt.n; i++)
 		if (s->tt.t[i]->shm)
 			session__add_cubin_stats(&c, s->tt.t[i]->shm);

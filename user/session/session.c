@@ -710,8 +710,39 @@ static int write_profile(struct session *s, const char *path, __u64 now)
 
 /* ------------------------------------------------------------ tick */
 
+/*
+ * A libcuda file a scan refused, said once per reason (every one is
+ * counted: libcuda_refused, libcuda_no_slot). Its path is the target's
+ * choice: printed with anything unprintable replaced.
+ */
+static void say_refusal(struct session *s, const struct libcuda_refusal *ref)
+{
+	char path[256];
+	size_t i;
+
+	if ((ref->err == -ENOEXEC && s->said_not_driver) || (ref->err == -E2BIG && s->said_no_slot) ||
+	    !ref->err)
+		return;
+	for (i = 0; ref->path[i] && i < sizeof(path) - 1; i++)
+		path[i] = ref->path[i] >= 0x20 && ref->path[i] < 0x7f ? ref->path[i] : '?';
+	path[i] = 0;
+	if (ref->err == -ENOEXEC) {
+		s->said_not_driver = true;
+		fprintf(stderr, "gpuprobe-bpf: pid %d maps %s, which is not a CUDA driver (it lacks the "
+			"driver's own exports): not attached (counted: libcuda_refused; said once)\n",
+			(int)ref->pid, path);
+	} else {
+		s->said_no_slot = true;
+		fprintf(stderr, "gpuprobe-bpf: every attach slot is taken: %s of pid %d is not attached "
+			"until a slot is freed (counted: libcuda_no_slot; said once)\n", path, (int)ref->pid);
+	}
+}
+
 static void scan_new_libcuda(struct session *s, __u64 now)
 {
+	struct libcuda_refusal ref = { 0 };
+	bool complete = true;
+
 	if (now < s->next_scan_ns)
 		return;
 	s->next_scan_ns = now + SCAN_NS;
@@ -719,13 +750,17 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 		struct target *t = s->tt.t[i];
 
 		/* Launches before its libcuda was probed cannot be joined. */
-		if (libcuda__attach_pid(s->lp, t->pid, s->o->verbose) > 0) {
+		if (libcuda__attach_pid(s->lp, t->pid, s->o->verbose, &ref) > 0) {
 			t->attach_ns = now_ns();
 			join__attach(s->join, t->pid, t->attach_ns);
 		}
 	}
 	if (s->o->mode == GP_MODE_ALL)
-		libcuda__attach_all(s->lp, s->o->verbose);
+		complete = libcuda__attach_all(s->lp, s->o->verbose, &ref) >= 0;
+	/* Every target's maps were read: a driver none of them maps frees its slot. */
+	if (complete)
+		launch_probe__sweep_files(s->lp);
+	say_refusal(s, &ref);
 }
 
 /* Every launch event committed to the BPF ring so far, through the pump. */
@@ -892,13 +927,15 @@ static int open_probe(struct session *s)
 
 static int setup_targets(struct session *s)
 {
+	struct libcuda_refusal ref = { 0 };
 	struct target *t;
 	int err;
 
 	switch (s->o->mode) {
 	case GP_MODE_PID:
 		/* Probes first: the attach time must not precede them. */
-		libcuda__attach_pid(s->lp, s->o->pid, s->o->verbose);
+		libcuda__attach_pid(s->lp, s->o->pid, s->o->verbose, &ref);
+		say_refusal(s, &ref);
 		if (s->o->libcuda && (err = libcuda__attach_path(s->lp, s->o->libcuda, true)) < 0)
 			return err;
 		err = launch_probe__follow(s->lp, s->o->pid);
@@ -918,7 +955,8 @@ static int setup_targets(struct session *s)
 			if (libcuda__attach_path(s->lp, s->o->libcuda, true) < 0)
 				return -ENOENT;
 		} else {
-			libcuda__attach_all(s->lp, s->o->verbose);
+			libcuda__attach_all(s->lp, s->o->verbose, &ref);
+			say_refusal(s, &ref);
 			libcuda__attach_system(s->lp, NULL, s->o->verbose);
 		}
 		/*

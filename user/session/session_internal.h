@@ -87,6 +87,7 @@ struct session {
 	/* What hostile or overloaded targets cost them (DESIGN.md invariants 4, 5, 8). */
 	__u64 shim_visits_cut;         /* ring visits that stopped at a bound, records left */
 	struct cubin_queue_stats cubins_gone; /* the settler's counters of targets removed */
+	bool said_not_driver, said_no_slot; /* a libcuda file refused: said once per reason */
 };
 
 static inline __u64 now_ns(void)

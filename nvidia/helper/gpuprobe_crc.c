@@ -5,7 +5,8 @@
  * cuptiGetCubinCrc is a closed-source parser: it gets them only here, after
  * this process has given up root (to nobody), set no_new_privs and
  * installed a seccomp filter that allows memory, reading its request pipe,
- * writing its answer pipe and exiting, and kills it on anything else.
+ * writing its answer pipe and exiting, and kills it on anything else, in
+ * every thread of the process (libcupti's constructors may start some).
  *
  * Usage (run by the loader): gpuprobe-crc LIBCUPTI   on fds 0 (requests) and 1
  * (answers). Request: __u64 size, then size bytes. Answer: __s32 status
@@ -103,9 +104,20 @@ static int sandbox(void)
 	};
 	struct sock_fprog prog = { .len = sizeof(filter) / sizeof(filter[0]), .filter = filter };
 
+	long ret;
+
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	/*
+	 * Every thread, not only this one: libcupti's constructors, run by the
+	 * dlopen before this, may have started threads, and a thread outside
+	 * the filter could act for a parser a cubin took over. TSYNC fails
+	 * (the tid of the thread it could not sync) rather than leave one out.
+	 */
+	ret = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+	if (ret > 0)
+		errno = ESRCH;
+	return ret ? -1 : 0;
 }
 
 int main(int argc, char **argv)

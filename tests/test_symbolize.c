@@ -28,6 +28,7 @@
 #include "user/proc/proc.h"
 #include "user/proc/proc_internal.h"
 #include "user/symbolize/symbolize.h"
+#include "user/util/clock.h"
 
 static char tmp_dir[PATH_MAX];
 static char exe_copy[PATH_MAX];    /* this binary, with symbols */
@@ -187,6 +188,31 @@ static void test_per_process_handles_share_one_cache_and_miss_cleanly(void **sta
 	symbolizer__destroy(b);
 	symbolizer__destroy(NULL);
 	assert_int_equal(symbolizer__new(-1, &a), -EINVAL);
+}
+
+/*
+ * A process chooses the addresses that make the loader read its maps again
+ * (a stack of garbage, a mapping made and gone between launches): however
+ * often it asks, one process gets SYMBOLIZE_REREAD_BURST re-reads, then one
+ * per SYMBOLIZE_REREAD_EVERY_NS; the rest are refused and counted.
+ */
+static void test_maps_rereads_of_one_process_are_rate_limited(void **state)
+{
+	struct symbolizer *sym;
+	unsigned long reads;
+	uint64_t t0, elapsed;
+
+	assert_int_equal(symbolizer__new(getpid(), &sym), 0);
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	for (int i = 0; i < 200; i++)
+		symbolizer__refresh_if_older(sym, UINT64_MAX); /* always older than the launch */
+	elapsed = clock_ns(CLOCK_MONOTONIC) - t0;
+	reads = symbolizer__generation(sym);
+	assert_true(reads >= 1);
+	if (reads > SYMBOLIZE_REREAD_BURST + elapsed / SYMBOLIZE_REREAD_EVERY_NS + 1)
+		fail_msg("%lu re-reads in %llu ms", reads, (unsigned long long)(elapsed / 1000000));
+	assert_int_equal(symbolizer__limited(sym), 200 - reads);
+	symbolizer__destroy(sym);
 }
 
 static void test_stripped_copy_has_no_names_but_the_same_build_id(void **state)
@@ -828,6 +854,7 @@ int main(void)
 		cmocka_unit_test(test_address_in_no_mapping_is_not_found),
 		cmocka_unit_test(test_python_frames_come_from_the_perf_map),
 		cmocka_unit_test(test_per_process_handles_share_one_cache_and_miss_cleanly),
+		cmocka_unit_test(test_maps_rereads_of_one_process_are_rate_limited),
 		cmocka_unit_test(test_stripped_copy_has_no_names_but_the_same_build_id),
 		cmocka_unit_test(test_a_stripped_file_takes_names_from_its_debug_file_of_the_same_build),
 		cmocka_unit_test(test_replaced_file_is_reloaded_and_unchanged_one_is_cached),

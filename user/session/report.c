@@ -55,8 +55,11 @@ static void hostile_counters(struct session *s, FILE *f)
 {
 	struct cubin_queue_stats c = s->cubins_gone;
 	struct launch_file_stats lf;
+	struct target_stats ts;
 
+	target_table__stats(&s->tt, &ts);
 	launch_probe__file_stats(s->lp, &lf);
+	fprintf(f, " maps_reread_limited=%llu", (unsigned long long)ts.maps_reread_limited);
 	fprintf(f, " libcuda_refused=%llu libcuda_no_slot=%llu libcuda_detached=%llu",
 		(unsigned long long)lf.refused, (unsigned long long)lf.no_slot,
 		(unsigned long long)lf.detached);

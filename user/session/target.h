@@ -60,6 +60,7 @@ struct unwind_memo *target__unwind_memo(struct target *t);
 struct target_stats {
 	__u64 memo_hits, memo_misses; /* rule memo lookups answered and not */
 	__u64 maps_reread;            /* times a target's maps were read again */
+	__u64 maps_reread_limited;    /* re-reads refused by the target's budget (symbolize.h) */
 	__u64 lookups, lookup_ns;     /* mapping and CFI lookups (the misses), their time */
 };
 

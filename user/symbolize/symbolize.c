@@ -444,16 +444,37 @@ int symbolize_pid__lookup(struct symbolize_pid *sp, uint64_t addr,
 struct symbolizer {
 	struct symbolize_pid *sp;
 	uint64_t refreshed_ns;     /* when the last read of the maps began (CLOCK_MONOTONIC) */
+	uint64_t budget_ns;        /* the re-read budget: when it is whole again (GCRA) */
 	unsigned long generation;  /* maps read again this many times */
 	unsigned long moved;       /* of those, the ones that found a mapping gone or changed */
+	unsigned long limited;     /* re-reads the budget refused */
 };
+
+/*
+ * Every re-read of a process's maps on an address in none of them draws on
+ * one budget per process (DESIGN.md invariant 8): the process chooses those
+ * addresses (a stack of garbage, a mapping made and unmapped between two
+ * launches), and a read of large maps costs milliseconds. At most
+ * SYMBOLIZE_REREAD_BURST at once, then one per SYMBOLIZE_REREAD_EVERY_NS.
+ */
+static bool symbolizer__budget(struct symbolizer *sym, uint64_t now)
+{
+	uint64_t at = sym->budget_ns > now ? sym->budget_ns : now;
+
+	if (at - now > (SYMBOLIZE_REREAD_BURST - 1) * SYMBOLIZE_REREAD_EVERY_NS) {
+		sym->limited++;
+		return false;
+	}
+	sym->budget_ns = at + SYMBOLIZE_REREAD_EVERY_NS;
+	return true;
+}
 
 /* Re-reading maps costs a /proc read: at most once per SYMBOLIZE_REREAD_NS per process. */
 static bool symbolizer__may_refresh(struct symbolizer *sym)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
-	if (now - sym->refreshed_ns < SYMBOLIZE_REREAD_NS)
+	if (now - sym->refreshed_ns < SYMBOLIZE_REREAD_NS || !symbolizer__budget(sym, now))
 		return false;
 	sym->refreshed_ns = now;
 	return true;
@@ -478,10 +499,12 @@ static bool symbolizer__refresh(struct symbolizer *sym)
 
 bool symbolizer__refresh_if_older(struct symbolizer *sym, uint64_t ts_ns)
 {
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
 	/* Taken before each read begins: a read at or after ts_ns saw what was mapped then. */
-	if (!sym || sym->refreshed_ns >= ts_ns)
+	if (!sym || sym->refreshed_ns >= ts_ns || !symbolizer__budget(sym, now))
 		return false;
-	sym->refreshed_ns = clock_ns(CLOCK_MONOTONIC);
+	sym->refreshed_ns = now;
 	return symbolizer__reread(sym);
 }
 
@@ -556,6 +579,11 @@ unsigned long symbolizer__generation(const struct symbolizer *sym)
 unsigned long symbolizer__moved(const struct symbolizer *sym)
 {
 	return sym ? sym->moved : 0;
+}
+
+unsigned long symbolizer__limited(const struct symbolizer *sym)
+{
+	return sym ? sym->limited : 0;
 }
 
 int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,

@@ -923,14 +923,14 @@ static void test_open_file_opens_only_the_regular_file_it_was_told_of(void **sta
 	assert_true(rootfd >= 0);
 
 	snprintf(p, sizeof(p), "%s/f", dir);
-	assert_int_equal(proc__open_file_at(rootfd, p, &id, &fd), 0);
+	assert_int_equal(proc__open_file_at(0, rootfd, p, &id, &fd), 0);
 	close(fd);
 	snprintf(p, sizeof(p), "%s/fifo", dir);
-	assert_int_equal(proc__open_file_at(rootfd, p, NULL, &fd), -EINVAL);
-	assert_int_equal(proc__open_file_at(rootfd, dir, NULL, &fd), -EISDIR);
+	assert_int_equal(proc__open_file_at(0, rootfd, p, NULL, &fd), -EINVAL);
+	assert_int_equal(proc__open_file_at(0, rootfd, dir, NULL, &fd), -EISDIR);
 	id.ino++;
 	snprintf(p, sizeof(p), "%s/f", dir);
-	assert_int_equal(proc__open_file_at(rootfd, p, &id, &fd), -ESTALE);
+	assert_int_equal(proc__open_file_at(0, rootfd, p, &id, &fd), -ESTALE);
 	/* A session leader without a terminal, as a daemon loader is. */
 	child = fork();
 	assert_true(child >= 0);
@@ -940,7 +940,7 @@ static void test_open_file_opens_only_the_regular_file_it_was_told_of(void **sta
 		if (setsid() < 0 || own_tty_nr() != 0)
 			_exit(2);
 		snprintf(p, sizeof(p), "%s/tty", dir);
-		if (proc__open_file_at(rootfd, p, NULL, &cfd) != -EINVAL)
+		if (proc__open_file_at(0, rootfd, p, NULL, &cfd) != -EINVAL)
 			_exit(3);
 		if (proc__open_file(getpid(), p, NULL, &cfd) != -EINVAL)
 			_exit(4);

@@ -417,7 +417,7 @@ static void check_fake_root(open_fn fn)
 
 static int open_in_root(int root_fd, const char *path, int *ret_fd)
 {
-	return proc__open_file_at(root_fd, path, NULL, ret_fd);
+	return proc__open_file_at(0, root_fd, path, NULL, ret_fd);
 }
 
 /* The kernels without openat2: the walk, then the same checks as above. */

@@ -141,10 +141,15 @@ struct proc_file_id {
  * refused unless it is a regular file (-EISDIR, -EINVAL: a FIFO would block
  * us, a tty would become our controlling terminal, a device could act),
  * refused unless it has id's device and inode when id is given (-ESTALE:
- * the path names another file than the one mapped), and only then reopened
- * O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC. 0 and *ret_fd, or -errno.
+ * the path names another file than the one mapped), refused on a FUSE mount
+ * (-EREMOTE: its daemon, maybe the target, could hold every later read), and
+ * only then reopened O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC. All of it
+ * runs as a bounded call (user/util/bounded.h), keyed by pid (0: none): a
+ * walk or an open that blocks gives -ETIMEDOUT after BOUNDED_TIMEOUT_MS, and
+ * that process's later opens -ETIMEDOUT at once. 0 and *ret_fd, or -errno.
  */
-int proc__open_file_at(int root_fd, const char *path, const struct proc_file_id *id, int *ret_fd);
+int proc__open_file_at(pid_t pid, int root_fd, const char *path, const struct proc_file_id *id,
+		       int *ret_fd);
 /* The same inside the root of pid. */
 int proc__open_file(pid_t pid, const char *path, const struct proc_file_id *id, int *ret_fd);
 /*

@@ -9,6 +9,7 @@
 #include "user/proc/proc.h"
 #include "user/session/session_internal.h"
 #include "user/symbolize/symbolize.h"
+#include "user/util/bounded.h"
 
 void session__note_tables(struct session *s)
 {
@@ -55,8 +56,12 @@ static void hostile_counters(struct session *s, FILE *f)
 {
 	struct cubin_queue_stats c = s->cubins_gone;
 	struct launch_file_stats lf;
+	struct bounded_stats io;
 	struct target_stats ts;
 
+	bounded__stats(&io);
+	fprintf(f, " io_timeouts=%llu io_refused=%llu io_stuck=%llu", (unsigned long long)io.timeouts,
+		(unsigned long long)io.refused, (unsigned long long)io.stuck);
 	target_table__stats(&s->tt, &ts);
 	launch_probe__file_stats(s->lp, &lf);
 	fprintf(f, " maps_reread_limited=%llu", (unsigned long long)ts.maps_reread_limited);

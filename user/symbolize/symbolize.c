@@ -276,7 +276,7 @@ static int symbolize_pid__open_mapped(struct symbolize_pid *sp, const struct pro
 	struct proc_file_id id = { .dev = m->dev, .ino = m->inode };
 
 	if (m->kind == PROC_MAP_FILE && !m->deleted &&
-	    proc__open_file_at(sp->root_fd, m->path, &id, ret_fd) == 0)
+	    proc__open_file_at(sp->pid, sp->root_fd, m->path, &id, ret_fd) == 0)
 		return 0;
 	return symbolize_pid__open_map_file(sp, m, ret_fd);
 }
@@ -387,7 +387,7 @@ static struct perfmap *symbolize_pid__perfmap(struct symbolize_pid *sp)
 		return sp->perfmap;
 	sp->perfmap_tried = true;
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)sp->ns_pid);
-	if (proc__open_file_at(sp->root_fd, path, NULL, &fd))
+	if (proc__open_file_at(sp->pid, sp->root_fd, path, NULL, &fd))
 		return NULL;
 	if (fstat(fd, &st) == 0 && (st.st_uid == sp->uid || st.st_uid == 0))
 		perfmap__load_fd(fd, &sp->perfmap);

@@ -191,7 +191,7 @@ static void test_the_sandbox_covers_threads_libcupti_started(void **state)
 		threads++;
 	}
 	closedir(d);
-	assert_int_equal(threads, 2);
+	assert_true(threads >= 2); /* ours and the constructor's (and a sanitizer's own) */
 	crc_helper__stop(h);
 }
 

@@ -86,3 +86,15 @@ lost=$(field "$WORK/err3" crc_helper_lost)
 [ "${lost:-1}" = 0 ] || { grep "^counters:" "$WORK/err3"; fail "the CRC helper was lost ($lost)"; }
 [ "${over:-0}" = 1 ] || { grep "^counters:" "$WORK/err3"; fail "the giant cubin was not counted over the limit"; }
 ok "a cubin claiming 1.5 GiB: skipped unread, loader at $rss MB, CRC helper alive"
+
+# --- exits with more records than one visit reads: all read at the next ticks
+"$LOADER" -v --cupti "$B/stub/libcupti.so" -o "$WORK/exit.pb.gz" -- \
+	sh -c "$BG" "$PROGS/hostile_ring" -n 1048576 -x >"$WORK/x.log" 2>"$WORK/err4" ||
+	{ tail -c 2000 "$WORK/err4"; fail "loader failed"; }
+X=$(sed -n 's/^hostile_ring: ready pid=//p' "$WORK/x.log")
+grep -q "reading the shim ring of pid $X\$" "$WORK/err4" || fail "the ring of pid $X was never read"
+cut=$(field "$WORK/err4" shim_visits_cut)
+left=$(field "$WORK/err4" records_left_at_exit)
+[ "${cut:-0}" -ge 1 ] || { grep "^counters:" "$WORK/err4" | tail -n 1; fail "one visit read it all (shim_visits_cut=$cut)"; }
+[ "${left:-1}" = 0 ] || { grep "^counters:" "$WORK/err4" | tail -n 1; fail "records_left_at_exit=$left"; }
+ok "a process that exited with 1,048,576 records: read over $((cut + 1)) visits, none left"

@@ -5,7 +5,7 @@
  * unprivileged tenant could, to test that the root loader stays bounded
  * (DESIGN.md invariants 4, 5 and 8).
  *
- *   hostile_ring [-r] [-c] [-g MIB] [-s SECONDS]
+ *   hostile_ring [-r] [-c] [-g MIB] [-n SLOTS] [-x] [-s SECONDS]
  *
  *   -r      records: keep the record ring full, whatever the loader reads,
  *           so that every batch it reads comes back full
@@ -13,6 +13,8 @@
  *           loader settles them
  *   -g MIB  one cubin entry claiming MIB MiB (its bytes are never written:
  *           the memfd is sparse), in a cubin ring just large enough for it
+ *   -n SLOTS  record slots (a power of two; default 65536)
+ *   -x      fill the record ring once, then exit at once
  *   -s SECONDS  stop after this long (0, the default: until SIGTERM/SIGINT)
  *
  * It prints "hostile_ring: ready pid=PID" (flushed) once the ring is laid
@@ -33,7 +35,6 @@
 #include <unistd.h>
 #include "shim/gp_abi.h"
 
-#define REC_SLOTS 65536ull
 #define STR_SIZE 4096ull
 #define SMALL_CUBIN_RING (1ull << 20)
 #define SMALL_CUBIN 8ull
@@ -77,6 +78,8 @@ static __u64 pow2_at_least(__u64 v)
 	return p;
 }
 
+static __u64 rec_slots = 65536;
+
 struct ring {
 	__u8 *base;
 	struct gp_shm_header *hdr;
@@ -94,9 +97,9 @@ static int ring_make(struct ring *r, __u64 cubin_size)
 		.magic = GP_SHM_MAGIC, .version = GP_SHM_VERSION,
 		.header_size = sizeof(struct gp_shm_header), .record_size = sizeof(struct gp_record),
 		.pid = (__u32)getpid(), .create_ns = mono_ns(),
-		.rec_off = sizeof(struct gp_shm_header), .rec_slots = REC_SLOTS,
+		.rec_off = sizeof(struct gp_shm_header), .rec_slots = rec_slots,
 	};
-	r->l.str_off = r->l.rec_off + REC_SLOTS * sizeof(struct gp_record);
+	r->l.str_off = r->l.rec_off + rec_slots * sizeof(struct gp_record);
 	r->l.str_size = STR_SIZE;
 	r->l.cubin_off = r->l.str_off + STR_SIZE;
 	r->l.cubin_size = cubin_size;
@@ -131,8 +134,8 @@ static __u64 records_refill(struct ring *r)
 
 	if (tail > r->rec_head)
 		tail = r->rec_head;
-	while (r->rec_head - tail < REC_SLOTS) {
-		struct gp_record *rec = &slots[r->rec_head & (REC_SLOTS - 1)];
+	while (r->rec_head - tail < rec_slots) {
+		struct gp_record *rec = &slots[r->rec_head & (rec_slots - 1)];
 
 		memset(rec, 0, sizeof(*rec));
 		rec->type = GP_REC_MODULE;
@@ -185,22 +188,28 @@ static __u64 cubins_refill(struct ring *r)
 
 int main(int argc, char **argv)
 {
-	bool records = false, cubins = false;
+	bool records = false, cubins = false, fill_exit = false;
 	long giant_mib = 0, seconds = 0;
 	__u64 nrec = 0, ncub = 0, end;
 	struct ring r;
 	int c;
 
-	while ((c = getopt(argc, argv, "rcg:s:")) != -1) {
+	while ((c = getopt(argc, argv, "rcg:n:xs:")) != -1) {
 		switch (c) {
 		case 'r': records = true; break;
 		case 'c': cubins = true; break;
 		case 'g': giant_mib = parse_long(optarg, 1, 1 << 20); break;
 		case 's': seconds = parse_long(optarg, 0, 86400); break;
+		case 'n': rec_slots = (__u64)parse_long(optarg, 64, 1 << 24); break;
+		case 'x': fill_exit = true; break;
 		default:
-			fprintf(stderr, "usage: hostile_ring [-r] [-c] [-g MIB] [-s SECONDS]\n");
+			fprintf(stderr, "usage: hostile_ring [-r] [-c] [-g MIB] [-n SLOTS] [-x] [-s SECONDS]\n");
 			return 2;
 		}
+	}
+	if (rec_slots & (rec_slots - 1)) {
+		fprintf(stderr, "hostile_ring: -n: not a power of two\n");
+		return 2;
 	}
 	signal(SIGTERM, on_stop);
 	signal(SIGINT, on_stop);
@@ -217,6 +226,10 @@ int main(int argc, char **argv)
 	}
 	printf("hostile_ring: ready pid=%d\n", (int)getpid());
 	fflush(stdout);
+	if (fill_exit) {
+		printf("hostile_ring: records=%llu\n", (unsigned long long)records_refill(&r));
+		return 0;
+	}
 	end = seconds ? mono_ns() + (__u64)seconds * 1000000000ull : 0;
 	while (!stop_flag && (!end || mono_ns() < end)) {
 		__u64 n = 0;

@@ -73,10 +73,11 @@ static void hostile_counters(struct session *s, FILE *f)
 			session__add_cubin_stats(&c, s->tt.t[i]->shm);
 	fprintf(f, " cubin_over_limit=%llu cubin_crc_failed=%llu cubin_garbage=%llu cubin_nomem=%llu "
 		"cubin_offer_full=%llu cubin_dedup_full=%llu shim_visits_cut=%llu settle_cut=%llu "
-		"ring_notices_dropped=%llu",
+		"ring_notices_dropped=%llu records_left_at_exit=%llu cubin_bytes_left_at_exit=%llu",
 		c.cubin_over_limit, c.cubin_crc_failed, c.cubin_garbage, c.cubin_nomem,
 		c.cubin_offer_full, c.cubin_dedup_full, s->shim_visits_cut, c.settle_cut,
-		s->rw.lp ? ring_watch__dropped(&s->rw) : 0);
+		s->rw.lp ? ring_watch__dropped(&s->rw) : 0, s->records_left_at_exit,
+		s->cubin_bytes_left_at_exit);
 }
 
 void session__counters_line(struct session *s, FILE *f)

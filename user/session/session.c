@@ -35,6 +35,10 @@
 /* One visit to a target's ring reads at most this (the default ring, whole) and this long. */
 #define READ_VISIT_MAX (16 * READ_BATCH)
 #define READ_VISIT_NS (50 * NS_PER_MS)
+/* An exited target with records or cubins left is visited this many more ticks at most. */
+#define DEAD_VISITS_MAX 50
+/* At the end, ticks go on while exited targets have something left, this long at most. */
+#define FINISH_MAX_NS (2 * NS_PER_S)
 #define SLICE_MS 20
 #define QUIET_NS NS_PER_S
 /*
@@ -512,9 +516,9 @@ static int try_open_shm(struct session *s, struct target *t, __u64 now)
  * A target's records, at most READ_VISIT_MAX of them and READ_VISIT_NS of
  * time per visit (DESIGN.md invariant 8): a process that keeps its ring's
  * head ahead of the tail we publish gets a bounded share of each tick, and
- * the rest of its records wait for the next visit.
+ * the rest of its records wait for the next visit. True when some were left.
  */
-static void read_records(struct session *s, struct target *t, __u64 now)
+static bool read_records(struct session *s, struct target *t, __u64 now)
 {
 	static struct gp_record recs[READ_BATCH];
 	__u64 deadline = now_ns() + READ_VISIT_NS;
@@ -523,7 +527,7 @@ static void read_records(struct session *s, struct target *t, __u64 now)
 	while (shm_reader__backlog(t->shm)) {
 		if (total >= READ_VISIT_MAX || now_ns() >= deadline) {
 			s->shim_visits_cut++;
-			break;
+			return true;
 		}
 		if (shm_reader__read(t->shm, recs, READ_BATCH, &n))
 			break;
@@ -531,29 +535,48 @@ static void read_records(struct session *s, struct target *t, __u64 now)
 			ingest_record(s, t, &recs[i], now);
 		total += READ_BATCH;
 	}
+	return false;
 }
 
-static void read_target(struct session *s, struct target *t, __u64 now)
+/* Cubin bytes published and not settled yet (a bound cut the visit). */
+static __u64 cubins_left(struct target *t)
 {
+	struct cubin_queue_stats cs;
+
+	cubin_queue__stats(shm_reader__cubins(t->shm), &cs);
+	return cs.cubin_pending_depth;
+}
+
+/* One bounded visit to t's ring; true when it left records or cubins for the next. */
+static bool read_target(struct session *s, struct target *t, __u64 now)
+{
+	bool more;
 	__u64 t0;
 	int err;
 
 	TIMED(s, STAGE_SHIM, err = try_open_shm(s, t, now));
 	if (err)
-		return;
+		return false;
 	if (!t->shm_inert_reported && (shm_reader__flags(t->shm) & GP_SHM_F_INERT)) {
 		t->shm_inert_reported = true;
 		fprintf(stderr, "gpuprobe-bpf: pid %d (%s): the shim is inert (no CUPTI, or another "
 			"CUPTI subscriber such as torch.profiler holds it): GPU time is missing\n",
 			t->pid, t->comm);
 	}
-	TIMED(s, STAGE_SHIM, read_records(s, t, now));
+	TIMED(s, STAGE_SHIM, more = read_records(s, t, now));
 	t0 = thread_cpu_ns();
 	TIMED(s, STAGE_SETTLE, shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module, s));
 	s->settle_cpu_ns += thread_cpu_ns() - t0;
-	/* The BPF ring was drained before this: all of an exiting process is in. */
-	shm_reader__ack_exit(t->shm, shm_reader__exit_seq(t->shm));
+	more = more || cubins_left(t);
+	/*
+	 * The BPF ring was drained before this: all of an exiting process is
+	 * in, unless a bound left some of it for the next visit (it waits one
+	 * tick at most for the answer).
+	 */
+	if (!more)
+		shm_reader__ack_exit(t->shm, shm_reader__exit_seq(t->shm));
 	shm_reader__heartbeat(t->shm, now, s->o->tick_ms);
+	return more;
 }
 
 static void retire_target(struct session *s, struct target *t)
@@ -814,14 +837,25 @@ static void tick(struct session *s)
 		fprintf(stderr, "gpuprobe-bpf: reading the BPF ring: %s\n", strerror(-err));
 	take_held_rings(s);
 	now = now_ns();
+	s->shim_more = false;
 	for (size_t i = 0; i < s->tt.n;) {
 		struct target *t = s->tt.t[i];
 		bool alive = proc__alive(t->pid) && !(s->have_child && t->pid == s->child.pid &&
 						      s->child.exited);
+		bool more = read_target(s, t, now);
 
-		read_target(s, t, now);
 		if (alive)
 			python_setup(s, t, now); /* before its first launch, where it can */
+		/* Exited with records or cubins left: read on at the next ticks, a while. */
+		if (!alive && more && ++t->dead_visits < DEAD_VISITS_MAX) {
+			s->shim_more = true;
+			i++;
+			continue;
+		}
+		if (!alive && more) {
+			s->records_left_at_exit += shm_reader__backlog(t->shm);
+			s->cubin_bytes_left_at_exit += cubins_left(t);
+		}
 		if (!alive) {
 			/*
 			 * It may have died after the drain above, its last launches
@@ -1057,8 +1091,12 @@ static void install_signals(void)
 
 static void finish(struct session *s)
 {
+	__u64 t0 = now_ns();
+
 	/* What the targets wrote last: their final flush lands before exit. */
-	tick(s);
+	do
+		tick(s);
+	while (s->shim_more && now_ns() - t0 < FINISH_MAX_NS);
 	join__finish_all(s->join);
 }
 

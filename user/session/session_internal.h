@@ -86,6 +86,9 @@ struct session {
 	size_t peak_sym_bytes, peak_cfi_bytes; /* symbol and CFI tables, most held at a tick */
 	/* What hostile or overloaded targets cost them (DESIGN.md invariants 4, 5, 8). */
 	__u64 shim_visits_cut;         /* ring visits that stopped at a bound, records left */
+	bool shim_more;                /* this tick, an exited target had records or cubins left */
+	__u64 records_left_at_exit;    /* records of exited targets never read: bounds ran out */
+	__u64 cubin_bytes_left_at_exit; /* likewise, cubin bytes */
 	struct cubin_queue_stats cubins_gone; /* the settler's counters of targets removed */
 	bool said_not_driver, said_no_slot; /* a libcuda file refused: said once per reason */
 };

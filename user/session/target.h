@@ -47,6 +47,7 @@ struct target {
 	bool warned_no_shim;
 	bool warned_busy;          /* its ring is read by another loader: said once */
 	bool shm_inert_reported;
+	unsigned dead_visits;      /* ticks it was read after it exited (its ring had more) */
 };
 
 /*

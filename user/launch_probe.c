@@ -523,14 +523,16 @@ static int attach_file(struct launch_probe *lp, const char *path, bool driver_on
 		*ret_res = res;
 		return 0;
 	}
-	if (driver_only && (file__refused(lp, st.st_dev, st.st_ino) || !is_driver(path))) {
-		if (!file__refused(lp, st.st_dev, st.st_ino))
-			file__refuse(lp, st.st_dev, st.st_ino);
+	if (driver_only && file__refused(lp, st.st_dev, st.st_ino))
 		return -ENOEXEC;
-	}
+	/* Before reading its symbols: a full table costs no ELF read per scan. */
 	if (lp->nr_files == MAX_FILES) {
 		lp->fst.no_slot++;
 		return -E2BIG;
+	}
+	if (driver_only && !is_driver(path)) {
+		file__refuse(lp, st.st_dev, st.st_ino);
+		return -ENOEXEC;
 	}
 	f = &lp->files[lp->nr_files];
 	*f = (struct attached_file){ .dev = st.st_dev, .ino = st.st_ino, .multi_fd = -1,

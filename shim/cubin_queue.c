@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ENTRY_SIZE ((__u64)sizeof(struct gp_cubin_entry))
 
@@ -212,6 +213,7 @@ enum take_result {
 	TAKE_CUBIN,   /* *ret_e and *ret_bytes filled (bytes NULL: no memory) */
 	TAKE_SKIPPED, /* padding consumed */
 	TAKE_GARBAGE, /* the ring does not parse: resync */
+	TAKE_TOO_BIG, /* *ret_e filled: over opts.size_max, consumed unread */
 };
 
 static void tail__publish(struct cubin_queue *q)
@@ -253,6 +255,12 @@ static enum take_result settle__take(struct cubin_queue *q, __u64 head,
 	need = ENTRY_SIZE + round8(e.size);
 	if (need > to_end || need > avail)
 		return TAKE_GARBAGE;
+	/* Checked before any allocation: the ring's own bound is the writer's word. */
+	if (q->opts.size_max && e.size > q->opts.size_max) {
+		q->tail += need;
+		*ret_e = e;
+		return TAKE_TOO_BIG;
+	}
 	bytes = malloc(e.size ? e.size : 1);
 	if (bytes)
 		memcpy(bytes, r->data + pos + ENTRY_SIZE, e.size);
@@ -378,14 +386,32 @@ static void settle__init_tail(struct cubin_queue *q, __u64 head)
 	tail__publish(q);
 }
 
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* Whether this call may take one more entry: its bounds in count, bytes and time. */
+static bool settle__may_go_on(const struct cubin_queue *q, int n, __u64 bytes, __u64 deadline)
+{
+	if (q->opts.settle_max && (__u32)n >= q->opts.settle_max)
+		return false;
+	if (q->opts.settle_max_bytes && bytes >= q->opts.settle_max_bytes)
+		return false;
+	return !deadline || mono_ns() < deadline;
+}
+
 static int settle__run(struct cubin_queue *q, cubin_crc_fn crc, void *crc_ctx,
 			      cubin_record_fn on_record, void *rec_ctx)
 {
 	struct gpu_module_load_v1 rec;
 	struct gp_cubin_entry e;
 	enum take_result res;
-	void *bytes;
-	__u64 head;
+	void *bytes = NULL;
+	__u64 head, copied = 0, deadline = q->opts.settle_max_ns ? mono_ns() + q->opts.settle_max_ns : 0;
 	int n = 0;
 
 	if (!q->dedup && dedup__alloc(q))
@@ -393,10 +419,14 @@ static int settle__run(struct cubin_queue *q, cubin_crc_fn crc, void *crc_ctx,
 	head = __atomic_load_n(q->ring.head, __ATOMIC_ACQUIRE);
 	if (!q->tail_known)
 		settle__init_tail(q, head);
-	while (!q->opts.settle_max || (__u32)n < q->opts.settle_max) {
+	for (;;) {
 		head = __atomic_load_n(q->ring.head, __ATOMIC_ACQUIRE);
 		if (head == q->tail)
 			break;
+		if (!settle__may_go_on(q, n, copied, deadline)) {
+			stat__add(&q->st.settle_cut, 1); /* a writer as fast as we read: next call */
+			break;
+		}
 		if (head < q->tail || head - q->tail > q->ring.size) {
 			res = TAKE_GARBAGE; /* the head jumped: nothing between is trustworthy */
 		} else {
@@ -411,7 +441,15 @@ static int settle__run(struct cubin_queue *q, cubin_crc_fn crc, void *crc_ctx,
 		tail__publish(q);
 		if (res == TAKE_SKIPPED)
 			continue;
-		settle__module(q, &e, bytes, crc, crc_ctx, &rec);
+		if (res == TAKE_TOO_BIG) {
+			/* Lost alone: one record saying so, nothing read or allocated. */
+			stat__add(&q->st.cubin_over_limit, 1);
+			rec = (struct gpu_module_load_v1){ .module_id = e.module_id, .size = e.size,
+							   .load_ns = e.load_ns };
+		} else {
+			copied += e.size;
+			settle__module(q, &e, bytes, crc, crc_ctx, &rec);
+		}
 		stat__add(&q->st.modules_settled, 1);
 		n++;
 		if (on_record)
@@ -502,6 +540,8 @@ void cubin_queue__stats(const struct cubin_queue *q, struct cubin_queue_stats *r
 		.cubin_crc_failed = stat__get(&q->st.cubin_crc_failed),
 		.cubin_nomem = stat__get(&q->st.cubin_nomem),
 		.modules_drained = stat__get(&q->st.modules_drained),
+		.cubin_over_limit = stat__get(&q->st.cubin_over_limit),
+		.settle_cut = stat__get(&q->st.settle_cut),
 	};
 
 	if (!detached(q)) {
@@ -527,7 +567,8 @@ int cubin_queue__format_counters(const struct cubin_queue *q, char *buf, size_t 
 		     "modules_captured=%llu cubin_too_large=%llu cubin_pending_depth=%llu "
 		     "cubin_pending_full=%llu ring_dropped=%llu cupti_dropped=%llu "
 		     "modules_settled=%llu cubin_duplicates=%llu cubin_offer_full=%llu "
-		     "cubin_dedup_full=%llu cubin_garbage=%llu cubin_crc_failed=%llu",
+		     "cubin_dedup_full=%llu cubin_garbage=%llu cubin_crc_failed=%llu "
+		     "cubin_nomem=%llu cubin_over_limit=%llu settle_cut=%llu",
 		     (unsigned long long)s.modules_captured,
 		     (unsigned long long)s.cubin_too_large,
 		     (unsigned long long)s.cubin_pending_depth,
@@ -539,6 +580,9 @@ int cubin_queue__format_counters(const struct cubin_queue *q, char *buf, size_t 
 		     (unsigned long long)s.cubin_offer_full,
 		     (unsigned long long)s.cubin_dedup_full,
 		     (unsigned long long)s.cubin_garbage,
-		     (unsigned long long)s.cubin_crc_failed);
+		     (unsigned long long)s.cubin_crc_failed,
+		     (unsigned long long)s.cubin_nomem,
+		     (unsigned long long)s.cubin_over_limit,
+		     (unsigned long long)s.settle_cut);
 	return n < 0 ? -EINVAL : n;
 }

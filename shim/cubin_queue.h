@@ -71,6 +71,17 @@ struct cubin_queue_opts {
 	__u64 offer_max_bytes;   /* 0: CUBIN_OFFER_BYTES_DEFAULT */
 	__u32 dedup_max;         /* distinct CRCs remembered; 0: default */
 	__u32 settle_max;        /* entries per settle() call; 0: no limit */
+	/*
+	 * The settler's own bounds (DESIGN.md invariants 4 and 8), for a ring
+	 * another process writes: payload bytes copied out per settle() call
+	 * (the entry that crosses it is the last), time per call (checked
+	 * between entries), and the largest cubin it copies out at all: a
+	 * bigger entry, however the ring's layout allows it, is skipped unread
+	 * (counted cubin_over_limit; its record has crc 0). 0: no bound.
+	 */
+	__u64 settle_max_bytes;
+	__u64 settle_max_ns;
+	__u64 size_max;
 };
 
 #define CUBIN_OFFER_ENTRIES_DEFAULT 256u
@@ -93,6 +104,8 @@ struct cubin_queue_stats {
 	__u64 cubin_crc_failed;   /* CRC function errors (record has crc 0) */
 	__u64 cubin_nomem;        /* copies lost to allocation failure */
 	__u64 modules_drained;
+	__u64 cubin_over_limit;   /* entries over opts.size_max: skipped unread */
+	__u64 settle_cut;         /* settle() calls that stopped at a bound, entries left */
 };
 
 struct cubin_queue;
@@ -114,6 +127,8 @@ int cubin_queue__capture(struct cubin_queue *q, const struct cubin_capture *cap)
 /*
  * Loader tick (one settler at a time). Returns the number of modules
  * settled (records emitted) or -errno. crc must not be NULL; on_record may be.
+ * It stops at the opts' bounds (entries, bytes, time); what is left waits
+ * for the next call.
  */
 int cubin_queue__settle(struct cubin_queue *q, cubin_crc_fn crc, void *crc_ctx,
 			cubin_record_fn on_record, void *rec_ctx);

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,7 +16,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include "user/session/crc_helper.h"
 
 static char helper[4096], cupti[4096];
@@ -104,6 +107,32 @@ static void test_large_cubins_pass_whole_and_as_they_were(void **state)
 	free(buf);
 }
 
+/*
+ * A cubin over the helper's limit (1 GiB) is refused before a byte is sent:
+ * the helper, which would end on it, answers the next cubin as before. The
+ * bytes are an untouched mapping: nothing is read.
+ */
+static void test_a_cubin_over_the_helpers_limit_is_refused_and_the_helper_stays(void **state)
+{
+	size_t big = CRC_HELPER_MAX_CUBIN + 4096;
+	unsigned char small[4096];
+	struct crc_helper *h;
+	void *p;
+	__u64 crc;
+
+	(void)state;
+	signal(SIGPIPE, SIG_IGN); /* as the loader: a helper gone is -EPIPE */
+	p = mmap(NULL, big, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(p != MAP_FAILED);
+	assert_int_equal(crc_helper__start(helper, cupti, &h), 0);
+	assert_int_equal(crc_helper__compute(h, p, big, &crc), -EFBIG);
+	memset(small, 0x5a, sizeof(small));
+	assert_int_equal(crc_helper__compute(h, small, sizeof(small), &crc), 0);
+	assert_int_equal(crc, crc32c(small, sizeof(small)));
+	crc_helper__stop(h);
+	munmap(p, big);
+}
+
 static void test_the_helper_runs_without_privileges_under_seccomp(void **state)
 {
 	struct crc_helper *h;
@@ -116,6 +145,53 @@ static void test_the_helper_runs_without_privileges_under_seccomp(void **state)
 		assert_int_equal(status_field(crc_helper__pid(h), "Uid:"), 65534);
 	else
 		assert_int_equal(status_field(crc_helper__pid(h), "Uid:"), (long)getuid());
+	crc_helper__stop(h);
+}
+
+/*
+ * A thread libcupti's constructor started before the sandbox went in (the
+ * stub's, on request) is under the same seccomp filter and no_new_privs as
+ * the thread that took it: every thread's status says so.
+ */
+static void test_the_sandbox_covers_threads_libcupti_started(void **state)
+{
+	char path[64], status[96];
+	struct crc_helper *h;
+	struct dirent *de;
+	int threads = 0;
+	DIR *d;
+
+	(void)state;
+	setenv("GPUPROBE_STUB_CTOR_THREAD", "1", 1);
+	assert_int_equal(crc_helper__start(helper, cupti, &h), 0);
+	unsetenv("GPUPROBE_STUB_CTOR_THREAD");
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)crc_helper__pid(h));
+	d = opendir(path);
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		char line[256];
+		long seccomp = -1, nnp = -1;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(status, sizeof(status), "%s/%s/status", path, de->d_name);
+		f = fopen(status, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f)) {
+			if (!strncmp(line, "Seccomp:", 8))
+				seccomp = strtol(line + 8, NULL, 10);
+			else if (!strncmp(line, "NoNewPrivs:", 11))
+				nnp = strtol(line + 11, NULL, 10);
+		}
+		fclose(f);
+		if (seccomp != 2 || nnp != 1)
+			fail_msg("thread %s of the helper: Seccomp %ld, NoNewPrivs %ld", de->d_name,
+				 seccomp, nnp);
+		threads++;
+	}
+	closedir(d);
+	assert_true(threads >= 2); /* ours and the constructor's (and a sanitizer's own) */
 	crc_helper__stop(h);
 }
 
@@ -162,7 +238,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_the_helper_gives_cuptis_crc_for_each_cubin),
 		cmocka_unit_test(test_large_cubins_pass_whole_and_as_they_were),
+		cmocka_unit_test(test_a_cubin_over_the_helpers_limit_is_refused_and_the_helper_stays),
 		cmocka_unit_test(test_the_helper_runs_without_privileges_under_seccomp),
+		cmocka_unit_test(test_the_sandbox_covers_threads_libcupti_started),
 		cmocka_unit_test(test_a_cubin_that_makes_cupti_open_a_file_kills_only_the_helper),
 		cmocka_unit_test(test_a_cubin_that_makes_cupti_spin_times_out),
 		cmocka_unit_test(test_no_cupti_is_a_start_error_not_a_hang),

@@ -394,6 +394,80 @@ static void test_the_counters_line_reports_every_loss(void **state)
 	fixture__free(f);
 }
 
+/*
+ * The loader's own limit on one cubin, below what the ring's layout allows
+ * (a writer chooses the layout): the entry is consumed without a byte of it
+ * read or allocated, its module still gets its record (crc 0), counted.
+ */
+static void test_a_cubin_over_the_settlers_limit_is_skipped_unread_and_counted(void **state)
+{
+	struct cubin_queue_opts o = { .size_max = 1000 };
+	struct fixture *f = fixture__new(1 << 16, 8192, &o);
+	struct cubin_queue_stats st;
+
+	assert_int_equal(capture(f, 1, 10, 0x1, 4000), 0);
+	assert_int_equal(capture(f, 2, 20, 0x2, 1000), 0);
+	assert_int_equal(settle(f), 2);
+	assert_int_equal(f->crc_calls, 1); /* the small one only */
+	assert_int_equal(f->recs[0].module_id, 1);
+	assert_int_equal(f->recs[0].crc, 0);
+	assert_int_equal(f->recs[0].size, 4000);
+	assert_int_equal(f->recs[1].module_id, 2);
+	assert_int_not_equal(f->recs[1].crc, 0);
+	assert_int_equal(f->tail, f->head);
+	cubin_queue__stats(f->q, &st);
+	assert_int_equal(st.cubin_over_limit, 1);
+	assert_int_equal(cubin_queue__drain(f->q, 0, on_drain, f), 1);
+	assert_int_equal(f->drained[0].module_id, 2);
+	fixture__free(f);
+}
+
+/* A writer as fast as the settler: each call takes its share, the rest waits. */
+static void test_settle_stops_at_its_entry_and_byte_bounds_and_the_rest_waits(void **state)
+{
+	struct cubin_queue_opts o = { .settle_max = 4, .settle_max_bytes = 3000 };
+	struct fixture *f = fixture__new(1 << 16, 8192, &o);
+	struct cubin_queue_stats st;
+
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(capture(f, (__u64)i, 0, (__u8)(0x40 + i), 1000), 0);
+	assert_int_equal(settle(f), 3); /* the third crosses 3000 bytes: the last one */
+	assert_int_equal(settle(f), 2);
+	assert_int_equal(settle(f), 0);
+	for (int i = 0; i < 12; i++)
+		assert_int_equal(capture(f, (__u64)i, 0, (__u8)(0x50 + i), 10), 0);
+	assert_int_equal(settle(f), 4);
+	cubin_queue__stats(f->q, &st);
+	assert_int_equal(st.settle_cut, 2);
+	assert_int_equal(st.modules_settled, 9);
+	fixture__free(f);
+}
+
+static int slow_crc(void *ctx, const void *cubin, size_t size, __u64 *ret_crc)
+{
+	struct timespec ts = { .tv_nsec = 20 * 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
+	return test_crc(ctx, cubin, size, ret_crc);
+}
+
+/* The time bound is checked between entries: five 20 ms CRCs never fit in 30 ms. */
+static void test_settle_stops_at_its_time_bound(void **state)
+{
+	struct cubin_queue_opts o = { .settle_max_ns = 30ull * 1000 * 1000 };
+	struct fixture *f = fixture__new(1 << 16, 8192, &o);
+	int n, total = 0, calls = 0;
+
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(capture(f, (__u64)i, 0, (__u8)(0x60 + i), 100), 0);
+	n = cubin_queue__settle(f->q, slow_crc, f, on_record, f);
+	assert_true(n >= 1 && n < 5);
+	for (total = n; total < 5 && calls < 10; calls++)
+		total += cubin_queue__settle(f->q, slow_crc, f, on_record, f);
+	assert_int_equal(total, 5);
+	fixture__free(f);
+}
+
 static void test_a_detached_queue_after_fork_touches_nothing(void **state)
 {
 	struct fixture *f = fixture__new(4096, 1024, NULL);
@@ -419,6 +493,9 @@ int main(void)
 		cmocka_unit_test(test_settle_resyncs_over_garbage_and_counts_it),
 		cmocka_unit_test(test_a_lying_consumer_tail_makes_capture_report_full_instead_of_overwriting),
 		cmocka_unit_test(test_the_counters_line_reports_every_loss),
+		cmocka_unit_test(test_a_cubin_over_the_settlers_limit_is_skipped_unread_and_counted),
+		cmocka_unit_test(test_settle_stops_at_its_entry_and_byte_bounds_and_the_rest_waits),
+		cmocka_unit_test(test_settle_stops_at_its_time_bound),
 		cmocka_unit_test(test_a_detached_queue_after_fork_touches_nothing),
 	};
 

@@ -870,6 +870,128 @@ static void test_root_open_of_self_reaches_own_files(void **state)
 	assert_int_equal(proc__root_open(getpid(), "/etc/passwd", O_RDWR | O_TMPFILE), -EINVAL);
 }
 
+/* ------------------------------------------------------ opening a target's file */
+
+/* tty_nr of /proc/self/stat: the controlling terminal, 0 for none. */
+static long own_tty_nr(void)
+{
+	char buf[1024], *p;
+	int fd = open("/proc/self/stat", O_RDONLY);
+	long v = -1;
+
+	read_fd_all(fd, buf, sizeof(buf));
+	close(fd);
+	p = strrchr(buf, ')');
+	if (p)
+		sscanf(p + 2, "%*c %*d %*d %*d %ld", &v);
+	return v;
+}
+
+/*
+ * What a path in a target's maps names now is the target's choice: a FIFO
+ * (an open blocks), a tty (a session leader without one would take it as its
+ * controlling terminal, then SIGHUP when its master closes), a directory,
+ * another file. Only the regular file with the maps line's identity opens,
+ * and nothing else is opened even for a moment.
+ */
+static void test_open_file_opens_only_the_regular_file_it_was_told_of(void **state)
+{
+	char dir[] = "/tmp/gp-proc-open-XXXXXX", p[PATH_MAX], *slave;
+	struct proc_file_id id;
+	struct stat st;
+	int rootfd, fd, master, status;
+	pid_t child;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/f", dir);
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	id = (struct proc_file_id){ .dev = st.st_dev, .ino = st.st_ino };
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	master = posix_openpt(O_RDWR | O_NOCTTY);
+	assert_true(master >= 0);
+	assert_int_equal(grantpt(master), 0);
+	assert_int_equal(unlockpt(master), 0);
+	slave = ptsname(master);
+	assert_non_null(slave);
+	snprintf(p, sizeof(p), "%s/tty", dir);
+	assert_int_equal(symlink(slave, p), 0);
+	rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(rootfd >= 0);
+
+	snprintf(p, sizeof(p), "%s/f", dir);
+	assert_int_equal(proc__open_file_at(0, rootfd, p, &id, &fd), 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	assert_int_equal(proc__open_file_at(0, rootfd, p, NULL, &fd), -EINVAL);
+	assert_int_equal(proc__open_file_at(0, rootfd, dir, NULL, &fd), -EISDIR);
+	id.ino++;
+	snprintf(p, sizeof(p), "%s/f", dir);
+	assert_int_equal(proc__open_file_at(0, rootfd, p, &id, &fd), -ESTALE);
+	/* A session leader without a terminal, as a daemon loader is. */
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		int cfd;
+
+		if (setsid() < 0 || own_tty_nr() != 0)
+			_exit(2);
+		snprintf(p, sizeof(p), "%s/tty", dir);
+		if (proc__open_file_at(0, rootfd, p, NULL, &cfd) != -EINVAL)
+			_exit(3);
+		if (proc__open_file(getpid(), p, NULL, &cfd) != -EINVAL)
+			_exit(4);
+		_exit(own_tty_nr() == 0 ? 0 : 5);
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(master);
+	close(rootfd);
+	rm_tree(dir);
+}
+
+/* map_files reaches the mapped file itself, with the same checks. */
+static void test_open_mapped_reaches_the_mapped_file_whatever_its_path_names(void **state)
+{
+	char dir[] = "/tmp/gp-proc-mapped-XXXXXX", p[PATH_MAX], q[PATH_MAX];
+	struct proc_file_id id;
+	struct stat st, got;
+	void *map;
+	int fd;
+
+	if (geteuid() != 0)
+		SKIP_BECAUSE("map_files needs CAP_SYS_ADMIN");
+	assert_non_null(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/lib.so", dir);
+	fd = open(p, O_CREAT | O_RDWR, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	map = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(map != MAP_FAILED);
+	close(fd);
+	/* The path now names a FIFO: the mapping still has its file. */
+	snprintf(q, sizeof(q), "%s/other", dir);
+	assert_int_equal(rename(p, q), 0);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	id = (struct proc_file_id){ .dev = st.st_dev, .ino = st.st_ino };
+	assert_int_equal(proc__open_file(getpid(), p, &id, &fd), -EINVAL);
+	assert_int_equal(proc__open_mapped(getpid(), (uintptr_t)map, (uintptr_t)map + 4096, &id,
+					   O_RDONLY, &fd), 0);
+	assert_int_equal(fstat(fd, &got), 0);
+	assert_true(got.st_ino == st.st_ino && got.st_dev == st.st_dev);
+	close(fd);
+	id.ino++;
+	assert_int_equal(proc__open_mapped(getpid(), (uintptr_t)map, (uintptr_t)map + 4096, &id,
+					   O_RDONLY, &fd), -ESTALE);
+	munmap(map, 4096);
+	rm_tree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -906,6 +1028,8 @@ int main(void)
 						fake_root_setup, fake_root_teardown),
 		cmocka_unit_test(test_root_with_an_absolute_etc_symlink_never_reaches_host_etc),
 		cmocka_unit_test(test_root_open_of_self_reaches_own_files),
+		cmocka_unit_test(test_open_file_opens_only_the_regular_file_it_was_told_of),
+		cmocka_unit_test(test_open_mapped_reaches_the_mapped_file_whatever_its_path_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -211,6 +211,34 @@ static void test_invalid_records_are_counted_and_skipped(void **state)
 	shm__destroy(shm);
 }
 
+/*
+ * A batch costs at most max slots, valid or not: a ring of garbage cannot
+ * make one read scan it whole. The backlog says what is left.
+ */
+static void test_a_read_looks_at_most_max_slots_and_the_backlog_says_what_is_left(void **state)
+{
+	struct shm *shm = small_shm();
+	struct shm_reader *r;
+	struct gp_record out[4];
+	size_t n;
+
+	for (int i = 0; i < 10; i++)
+		shm__write_record(shm, &(struct gp_record){ .type = 77 });
+	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_API, .api.domain = GP_API_RUNTIME });
+	assert_int_equal(shm_reader__open_fd(shm__fd(shm), &r), 0);
+	assert_int_equal(shm_reader__backlog(r), 11);
+	assert_int_equal(shm_reader__read(r, out, 4, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(shm_reader__backlog(r), 7);
+	assert_int_equal(shm_reader__read(r, out, 4, &n), 0);
+	assert_int_equal(shm_reader__read(r, out, 4, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(out[0].type, GP_REC_API);
+	assert_int_equal(shm_reader__backlog(r), 0);
+	shm_reader__destroy(r);
+	shm__destroy(shm);
+}
+
 /* ------------------------------------------------ settling through a mapping */
 
 static int sum_crc(void *ctx, const void *cubin, size_t size, __u64 *ret_crc)
@@ -297,6 +325,50 @@ static long other_shm_mapping_rss_kb(const void *not_at)
  * of cubins read through the reader's mapping leave less than 100 KiB of it
  * resident (without the drop: all of it).
  */
+static size_t largest_crc_size;
+
+static int size_crc(void *ctx, const void *cubin, size_t size, __u64 *ret_crc)
+{
+	if (size > largest_crc_size)
+		largest_crc_size = size;
+	return sum_crc(ctx, cubin, size, ret_crc);
+}
+
+/*
+ * A cubin entry whose size the ring's layout allows but the loader's own
+ * limit does not (256 MiB): consumed without reading or allocating its
+ * bytes, counted, its module's record kept (crc 0). The entry's payload is
+ * never written: the memfd stays sparse, and so does the loader.
+ */
+static void test_a_cubin_over_the_loaders_own_limit_is_skipped_before_any_allocation(void **state)
+{
+	struct shm_config cfg = { .ring_records = 64, .strtab_bytes = 16 * 1024,
+		.cubin_bytes = 1ull << 30, .cubin_max = (1ull << 30) - 64 };
+	struct gp_cubin_entry e = { .magic = GP_CUBIN_MAGIC, .size = 900ull << 20, .module_id = 7 };
+	struct cubin_queue_stats st;
+	struct seen seen = { 0 };
+	struct shm_reader *r;
+	struct shm *shm;
+	__u8 *base;
+
+	assert_int_equal(shm__create(&cfg, &shm), 0);
+	base = (__u8 *)shm__header(shm);
+	memcpy(base + shm__header(shm)->layout.cubin_off, &e, sizeof(e));
+	__atomic_store_n(&shm__header(shm)->producer.cubin_head, sizeof(e) + e.size, __ATOMIC_RELEASE);
+	assert_int_equal(shm_reader__open_fd(shm__fd(shm), &r), 0);
+	largest_crc_size = 0;
+	assert_int_equal(shm_reader__settle(r, size_crc, NULL, on_rec, &seen), 1);
+	assert_int_equal(largest_crc_size, 0);
+	assert_int_equal(seen.n, 1);
+	assert_int_equal(seen.recs[0].module_id, 7);
+	assert_int_equal(seen.recs[0].crc, 0);
+	cubin_queue__stats(shm_reader__cubins(r), &st);
+	assert_int_equal(st.cubin_over_limit, 1);
+	assert_int_equal(shm__header(shm)->consumer.cubin_tail, sizeof(e) + e.size);
+	shm_reader__destroy(r);
+	shm__destroy(shm);
+}
+
 static void test_settled_cubin_pages_leave_the_readers_mapping(void **state)
 {
 	struct shm *shm = small_shm();
@@ -572,7 +644,9 @@ int main(void)
 		cmocka_unit_test(test_a_name_without_nul_reads_as_the_placeholder),
 		cmocka_unit_test(test_a_head_that_jumps_backwards_is_counted_and_resynced),
 		cmocka_unit_test(test_invalid_records_are_counted_and_skipped),
+		cmocka_unit_test(test_a_read_looks_at_most_max_slots_and_the_backlog_says_what_is_left),
 		cmocka_unit_test(test_the_loader_settles_what_the_shim_captured_through_its_own_mapping),
+		cmocka_unit_test(test_a_cubin_over_the_loaders_own_limit_is_skipped_before_any_allocation),
 		cmocka_unit_test(test_settled_cubin_pages_leave_the_readers_mapping),
 		cmocka_unit_test(test_a_writer_scribbling_everywhere_cannot_crash_the_reader),
 		cmocka_unit_test(test_a_pid_that_is_gone_gives_esrch),

@@ -25,8 +25,10 @@
 #include "user/symbolize/demangle.h"
 #include "user/symbolize/elf_syms.h"
 #include "user/symbolize/proc_maps.h"
-#include "user/symbolize/root_open.h"
+#include "user/proc/proc.h"
+#include "user/proc/proc_internal.h"
 #include "user/symbolize/symbolize.h"
+#include "user/util/clock.h"
 
 static char tmp_dir[PATH_MAX];
 static char exe_copy[PATH_MAX];    /* this binary, with symbols */
@@ -186,6 +188,31 @@ static void test_per_process_handles_share_one_cache_and_miss_cleanly(void **sta
 	symbolizer__destroy(b);
 	symbolizer__destroy(NULL);
 	assert_int_equal(symbolizer__new(-1, &a), -EINVAL);
+}
+
+/*
+ * A process chooses the addresses that make the loader read its maps again
+ * (a stack of garbage, a mapping made and gone between launches): however
+ * often it asks, one process gets SYMBOLIZE_REREAD_BURST re-reads, then one
+ * per SYMBOLIZE_REREAD_EVERY_NS; the rest are refused and counted.
+ */
+static void test_maps_rereads_of_one_process_are_rate_limited(void **state)
+{
+	struct symbolizer *sym;
+	unsigned long reads;
+	uint64_t t0, elapsed;
+
+	assert_int_equal(symbolizer__new(getpid(), &sym), 0);
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	for (int i = 0; i < 200; i++)
+		symbolizer__refresh_if_older(sym, UINT64_MAX); /* always older than the launch */
+	elapsed = clock_ns(CLOCK_MONOTONIC) - t0;
+	reads = symbolizer__generation(sym);
+	assert_true(reads >= 1);
+	if (reads > SYMBOLIZE_REREAD_BURST + elapsed / SYMBOLIZE_REREAD_EVERY_NS + 1)
+		fail_msg("%lu re-reads in %llu ms", reads, (unsigned long long)(elapsed / 1000000));
+	assert_int_equal(symbolizer__limited(sym), 200 - reads);
+	symbolizer__destroy(sym);
 }
 
 static void test_stripped_copy_has_no_names_but_the_same_build_id(void **state)
@@ -388,14 +415,39 @@ static void check_fake_root(open_fn fn)
 	close(rfd);
 }
 
+static int open_in_root(int root_fd, const char *path, int *ret_fd)
+{
+	return proc__open_file_at(0, root_fd, path, NULL, ret_fd);
+}
+
+/* The kernels without openat2: the walk, then the same checks as above. */
+static int walk_in_root(int root_fd, const char *path, int *ret_fd)
+{
+	int pfd = proc__root_walk(root_fd, path, O_PATH), err;
+	struct stat st;
+
+	if (pfd < 0)
+		return pfd;
+	err = fstat(pfd, &st) ? -errno : S_ISREG(st.st_mode) ? 0 : -EINVAL;
+	if (!err) {
+		char self[64];
+
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+		*ret_fd = open(self, O_RDONLY | O_NOCTTY);
+		err = *ret_fd < 0 ? -errno : 0;
+	}
+	close(pfd);
+	return err;
+}
+
 static void test_symlinks_out_of_the_root_are_not_followed(void **state)
 {
-	check_fake_root(root_open__file);
+	check_fake_root(open_in_root);
 }
 
 static void test_symlinks_out_of_the_root_are_not_followed_by_the_fallback(void **state)
 {
-	check_fake_root(root_open__walk);
+	check_fake_root(walk_in_root);
 }
 
 static void test_elf_cache_refuses_a_link_out_of_the_root(void **state)
@@ -802,6 +854,7 @@ int main(void)
 		cmocka_unit_test(test_address_in_no_mapping_is_not_found),
 		cmocka_unit_test(test_python_frames_come_from_the_perf_map),
 		cmocka_unit_test(test_per_process_handles_share_one_cache_and_miss_cleanly),
+		cmocka_unit_test(test_maps_rereads_of_one_process_are_rate_limited),
 		cmocka_unit_test(test_stripped_copy_has_no_names_but_the_same_build_id),
 		cmocka_unit_test(test_a_stripped_file_takes_names_from_its_debug_file_of_the_same_build),
 		cmocka_unit_test(test_replaced_file_is_reloaded_and_unchanged_one_is_cached),

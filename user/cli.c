@@ -75,7 +75,7 @@ void cli__usage(FILE *f, const char *prog)
 		"Options:\n"
 		"  -o, --output FILE     pprof output (gzip profile.proto); default gpuprobe.pb.gz\n"
 		"  -d, --duration SECS   stop after SECS seconds (default: until the target exits\n"
-		"                        or SIGINT/SIGTERM)\n"
+		"                        or SIGINT/SIGTERM/SIGHUP)\n"
 		"      --interval SECS   continuous mode: write one profile every SECS seconds,\n"
 		"                        named FILE with a timestamp inserted\n"
 		"  -v, --verbose         the counters and loader lines every tick, and libbpf's\n"

@@ -27,6 +27,12 @@
 #include "launch.skel.h"
 
 #define MAX_FILES 64
+/* Files refused as no driver, remembered (dev, inode) so that no scan reads them again. */
+#define REFUSED_MAX 1024
+/* Scans in a row that found no target mapping a file before its slot is freed. */
+#define SWEEP_MISSES 2
+/* Slots freed per sweep at most: each detach waits for a kernel grace period. */
+#define SWEEP_MAX 8
 
 struct probe_desc {
 	const char *symbol;
@@ -85,9 +91,31 @@ static const struct probe_desc probes[GP_PROBE_MAX] = {
 	[GP_PROBE_MEMSET_D2_D32_V2] = { "cuMemsetD2D32_v2", NULL, false, true },
 };
 
+/*
+ * Exports of the CUDA driver itself, beside its entry points (a one-function
+ * look-alike named libcuda.so.1 has none of them); each row is one name or
+ * its alternative. Every libcuda.so.1 exports them, the stub vendor's too.
+ */
+static const char *const driver_exports[][2] = {
+	{ "cuInit", NULL }, { "cuDriverGetVersion", NULL },
+	{ "cuGetProcAddress", "cuGetProcAddress_v2" }, { "cuDeviceGet", NULL },
+	{ "cuCtxGetCurrent", NULL }, { "cuModuleGetFunction", NULL },
+};
+#define NR_DRIVER_EXPORTS (sizeof(driver_exports) / sizeof(driver_exports[0]))
+
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+};
+
 struct attached_file {
 	dev_t dev;
 	ino_t ino;
+	int multi_fd;                 /* its uprobe_multi link, or -1 */
+	size_t first_link, nr_links;  /* its perf-event links in lp->links */
+	bool swept;                   /* attached as a driver a target mapped: freed when none does */
+	bool seen;                    /* a target mapped it since the last sweep */
+	unsigned missed;              /* sweeps in a row that found no target mapping it */
 };
 
 struct launch_probe {
@@ -102,10 +130,12 @@ struct launch_probe {
 	void *ring_ctx;
 	struct bpf_link **links;
 	size_t nr_links, cap_links;
-	bool multi;                   /* one uprobe_multi link per file (multi_fds) */
-	int multi_fds[MAX_FILES];
+	bool multi;                   /* one uprobe_multi link per file (multi_fd) */
 	struct attached_file files[MAX_FILES];
 	unsigned nr_files;
+	struct file_id refused[REFUSED_MAX]; /* not drivers: a ring, the oldest forgotten */
+	unsigned nr_refused, next_refused;
+	struct launch_file_stats fst;
 	launch_event_fn fn;
 	void *fn_ctx;
 	int fn_err;
@@ -324,8 +354,6 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 		return -ENOMEM;
 	lp->verbose = opts->verbose;
 	lp->cache_entries = opts->cache_entries;
-	for (int i = 0; i < MAX_FILES; i++)
-		lp->multi_fds[i] = -1;
 	/* A kernel that refuses the multi attach type gets a uprobe per entry point. */
 	libbpf_quiet = true; /* a refusal here is expected on older kernels */
 	err = uprobe_multi__wanted() ? load_skel(lp, opts, true) : -ENOTSUP;
@@ -459,40 +487,165 @@ static int attach_file_multi(struct launch_probe *lp, const char *path,
 	fd = uprobe_multi__attach(bpf_program__fd(lp->skel->progs.cu_call), path, offsets, cookies, n);
 	if (fd < 0)
 		return fd;
-	lp->multi_fds[lp->nr_files] = fd;
+	lp->files[lp->nr_files].multi_fd = fd;
+	return 0;
+}
+
+static void detach_links(struct bpf_link **links, size_t n);
+
+/* Undoes what attaching file i did, and frees its slot. */
+static void file__detach(struct launch_probe *lp, unsigned i)
+{
+	struct attached_file *f = &lp->files[i];
+
+	if (f->multi_fd >= 0)
+		close(f->multi_fd);
+	detach_links(lp->links + f->first_link, f->nr_links);
+	memmove(lp->links + f->first_link, lp->links + f->first_link + f->nr_links,
+		(lp->nr_links - f->first_link - f->nr_links) * sizeof(*lp->links));
+	lp->nr_links -= f->nr_links;
+	for (unsigned k = i + 1; k < lp->nr_files; k++)
+		if (lp->files[k].first_link > f->first_link)
+			lp->files[k].first_link -= f->nr_links;
+	memmove(f, f + 1, (lp->nr_files - i - 1) * sizeof(*f));
+	lp->nr_files--;
+}
+
+static int file__find(const struct launch_probe *lp, dev_t dev, ino_t ino)
+{
+	for (unsigned i = 0; i < lp->nr_files; i++)
+		if (lp->files[i].dev == dev && lp->files[i].ino == ino)
+			return (int)i;
+	return -1;
+}
+
+static bool file__refused(const struct launch_probe *lp, dev_t dev, ino_t ino)
+{
+	for (unsigned i = 0; i < lp->nr_refused; i++)
+		if (lp->refused[i].dev == dev && lp->refused[i].ino == ino)
+			return true;
+	return false;
+}
+
+static void file__refuse(struct launch_probe *lp, dev_t dev, ino_t ino)
+{
+	lp->refused[lp->next_refused] = (struct file_id){ .dev = dev, .ino = ino };
+	lp->next_refused = (lp->next_refused + 1) % REFUSED_MAX;
+	if (lp->nr_refused < REFUSED_MAX)
+		lp->nr_refused++;
+	lp->fst.refused++;
+}
+
+/* Whether the ELF file at path exports the driver's own functions (driver_exports). */
+static bool is_driver(const char *path)
+{
+	const char *names[2 * NR_DRIVER_EXPORTS];
+	__u64 off[2 * NR_DRIVER_EXPORTS];
+
+	for (size_t i = 0; i < NR_DRIVER_EXPORTS; i++) {
+		names[i] = driver_exports[i][0];
+		names[NR_DRIVER_EXPORTS + i] = driver_exports[i][1];
+	}
+	if (uprobe_multi__offsets(path, names, 2 * NR_DRIVER_EXPORTS, off) < 0)
+		return false;
+	for (size_t i = 0; i < NR_DRIVER_EXPORTS; i++)
+		if (!off[i] && !off[NR_DRIVER_EXPORTS + i])
+			return false;
+	return true;
+}
+
+static int attach_file(struct launch_probe *lp, const char *path, bool driver_only,
+		       struct launch_attach_result *ret_res)
+{
+	struct launch_attach_result res = {};
+	struct attached_file *f;
+	struct stat st;
+	unsigned launches = 0;
+	int err, i;
+
+	if (stat(path, &st))
+		return -errno;
+	if ((i = file__find(lp, st.st_dev, st.st_ino)) >= 0) {
+		lp->files[i].seen = true;
+		res.already = true;
+		*ret_res = res;
+		return 0;
+	}
+	if (driver_only && file__refused(lp, st.st_dev, st.st_ino))
+		return -ENOEXEC;
+	/* Before reading its symbols: a full table costs no ELF read per scan. */
+	if (lp->nr_files == MAX_FILES) {
+		lp->fst.no_slot++;
+		return -E2BIG;
+	}
+	if (driver_only && !is_driver(path)) {
+		file__refuse(lp, st.st_dev, st.st_ino);
+		return -ENOEXEC;
+	}
+	f = &lp->files[lp->nr_files];
+	*f = (struct attached_file){ .dev = st.st_dev, .ino = st.st_ino, .multi_fd = -1,
+				     .first_link = lp->nr_links, .swept = driver_only, .seen = true };
+	err = lp->multi ? attach_file_multi(lp, path, &res, &launches)
+			: attach_file_each(lp, path, &res, &launches);
+	f->nr_links = lp->nr_links - f->first_link;
+	if (!err && !launches)
+		err = -ENOENT; /* not a CUDA driver: nothing launches through it */
+	if (err) {
+		lp->nr_files++;
+		file__detach(lp, lp->nr_files - 1); /* what attached before the failure */
+		return err;
+	}
+	lp->nr_files++;
+	*ret_res = res;
 	return 0;
 }
 
 int launch_probe__attach_file(struct launch_probe *lp, const char *path,
 			      struct launch_attach_result *ret_res)
 {
-	struct launch_attach_result res = {};
-	struct stat st;
-	unsigned launches = 0;
-	int err;
+	return attach_file(lp, path, false, ret_res);
+}
 
-	if (stat(path, &st))
-		return -errno;
-	for (unsigned i = 0; i < lp->nr_files; i++) {
-		if (lp->files[i].dev == st.st_dev && lp->files[i].ino == st.st_ino) {
-			res.already = true;
-			*ret_res = res;
-			return 0;
-		}
+int launch_probe__attach_driver(struct launch_probe *lp, const char *path,
+				struct launch_attach_result *ret_res)
+{
+	return attach_file(lp, path, true, ret_res);
+}
+
+int launch_probe__file_seen(struct launch_probe *lp, dev_t dev, ino_t ino)
+{
+	int i = file__find(lp, dev, ino);
+
+	if (i >= 0) {
+		lp->files[i].seen = true;
+		return 1;
 	}
-	if (lp->nr_files == MAX_FILES)
-		return -E2BIG;
-	err = lp->multi ? attach_file_multi(lp, path, &res, &launches)
-			: attach_file_each(lp, path, &res, &launches);
-	if (err)
-		return err;
-	if (!launches)
-		return -ENOENT; /* not a CUDA driver: nothing launches through it */
-	lp->files[lp->nr_files].dev = st.st_dev;
-	lp->files[lp->nr_files].ino = st.st_ino;
-	lp->nr_files++;
-	*ret_res = res;
-	return 0;
+	return file__refused(lp, dev, ino) ? -ENOEXEC : 0;
+}
+
+unsigned launch_probe__sweep_files(struct launch_probe *lp)
+{
+	unsigned freed = 0;
+
+	for (unsigned i = 0; i < lp->nr_files;) {
+		struct attached_file *f = &lp->files[i];
+
+		f->missed = f->seen ? 0 : f->missed + 1;
+		f->seen = false;
+		if (f->swept && f->missed >= SWEEP_MISSES && freed < SWEEP_MAX) {
+			file__detach(lp, i);
+			freed++;
+			continue;
+		}
+		i++;
+	}
+	lp->fst.detached += freed;
+	return freed;
+}
+
+void launch_probe__file_stats(const struct launch_probe *lp, struct launch_file_stats *ret_stats)
+{
+	*ret_stats = lp->fst;
 }
 
 bool launch_probe__uses_multi(const struct launch_probe *lp)
@@ -702,9 +855,9 @@ void launch_probe__destroy(struct launch_probe *lp)
 	free(lp->links);
 	for (int i = 0; i < 4; i++)
 		bpf_link__destroy(lp->maps_links[i]);
-	for (unsigned i = 0; i < MAX_FILES; i++)
-		if (lp->multi_fds[i] >= 0)
-			close(lp->multi_fds[i]);
+	for (unsigned i = 0; i < lp->nr_files; i++)
+		if (lp->files[i].multi_fd >= 0)
+			close(lp->files[i].multi_fd);
 	launch_bpf__destroy(lp->skel);
 	free(lp);
 }

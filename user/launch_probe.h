@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <linux/types.h>
 #include "bpf/launch.h"
 #include "bpf/python.h"
@@ -35,10 +36,42 @@ struct launch_attach_result {
 	bool already;            /* the file (dev, inode) was attached before */
 };
 
+/* Files met as libcuda that were not attached, and slots freed (attach_driver, sweep). */
+struct launch_file_stats {
+	__u64 refused;  /* distinct files without the driver's own exports */
+	__u64 no_slot;  /* attaches refused: every slot taken (-E2BIG) */
+	__u64 detached; /* files whose slot was freed: no target mapped them */
+};
+
 int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe **ret_lp);
-/* Attaches every probe to the ELF file at path (for every process mapping it). */
+/*
+ * Attaches every probe to the ELF file at path (for every process mapping
+ * it), if it exports a launch entry point (-ENOENT: none). A file attached
+ * so stays attached (a path the user or the system gave).
+ */
 int launch_probe__attach_file(struct launch_probe *lp, const char *path,
 			      struct launch_attach_result *ret_res);
+/*
+ * The same for a file a target maps (hostile: a look-alike named
+ * libcuda.so.1 must not take one of the few attach slots): only if it is a
+ * CUDA driver, exporting the driver's own functions beside its entry
+ * points (-ENOEXEC, remembered: never read again); -E2BIG when every slot is
+ * taken. Its slot is freed by launch_probe__sweep_files once no target maps
+ * it.
+ */
+int launch_probe__attach_driver(struct launch_probe *lp, const char *path,
+				struct launch_attach_result *ret_res);
+/*
+ * A scan found a target mapping the file (dev, ino): 1 when it is attached
+ * (noted for the sweep), -ENOEXEC when it was refused, 0 when unknown.
+ */
+int launch_probe__file_seen(struct launch_probe *lp, dev_t dev, ino_t ino);
+/*
+ * After a scan of every target's maps: frees the slots of files attached by
+ * attach_driver that no scan saw mapped twice in a row. Returns how many.
+ */
+unsigned launch_probe__sweep_files(struct launch_probe *lp);
+void launch_probe__file_stats(const struct launch_probe *lp, struct launch_file_stats *ret_stats);
 /* Whether each file's probes are one uprobe_multi link (else a perf uprobe each). */
 bool launch_probe__uses_multi(const struct launch_probe *lp);
 int launch_probe__follow(struct launch_probe *lp, __u32 tgid);

@@ -5,7 +5,8 @@
  * cuptiGetCubinCrc is a closed-source parser: it gets them only here, after
  * this process has given up root (to nobody), set no_new_privs and
  * installed a seccomp filter that allows memory, reading its request pipe,
- * writing its answer pipe and exiting, and kills it on anything else.
+ * writing its answer pipe and exiting, and kills it on anything else, in
+ * every thread of the process (libcupti's constructors may start some).
  *
  * Usage (run by the loader): gpuprobe-crc LIBCUPTI   on fds 0 (requests) and 1
  * (answers). Request: __u64 size, then size bytes. Answer: __s32 status
@@ -36,6 +37,25 @@ struct answer {
 	__u32 pad;
 	__u64 crc;
 };
+
+/* Reads and drops len bytes of fd: a request it cannot take, answered, not fatal. */
+static int skip_in(int fd, __u64 len)
+{
+	char chunk[65536];
+
+	while (len) {
+		size_t n = len < sizeof(chunk) ? (size_t)len : sizeof(chunk);
+		ssize_t got = read(fd, chunk, n);
+
+		if (got <= 0) {
+			if (got < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		len -= (__u64)got;
+	}
+	return 0;
+}
 
 /* Moves all len bytes through fd, either way. */
 static int full_io(int fd, bool out, void *buf, size_t len)
@@ -84,9 +104,20 @@ static int sandbox(void)
 	};
 	struct sock_fprog prog = { .len = sizeof(filter) / sizeof(filter[0]), .filter = filter };
 
+	long ret;
+
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	/*
+	 * Every thread, not only this one: libcupti's constructors, run by the
+	 * dlopen before this, may have started threads, and a thread outside
+	 * the filter could act for a parser a cubin took over. TSYNC fails
+	 * (the tid of the thread it could not sync) rather than leave one out.
+	 */
+	ret = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+	if (ret > 0)
+		errno = ESRCH;
+	return ret ? -1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -114,13 +145,21 @@ int main(int argc, char **argv)
 		return 1;
 	while (!full_io(0, false, &size, sizeof(size)) && size) {
 		if (size > MAX_CUBIN)
-			return 1; /* the loader never asks this: a broken pipe, stop */
+			return 1; /* the loader never asks this (crc_helper.c): a broken pipe, stop */
 		if (size > cap) {
+			void *n = malloc(size);
+
+			if (!n) {
+				/* This cubin is refused; the next ones are still taken. */
+				a.crc = 0;
+				a.status = -ENOMEM;
+				if (skip_in(0, size) || full_io(1, true, &a, sizeof(a)))
+					return 1;
+				continue;
+			}
 			free(buf);
+			buf = n;
 			cap = size;
-			buf = malloc(cap);
-			if (!buf)
-				return 1;
 		}
 		if (full_io(0, false, buf, size))
 			return 1;

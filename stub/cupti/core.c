@@ -349,9 +349,36 @@ static void corr_start_from_env(void)
 	atomic_store(&next_corr, (uint32_t)n);
 }
 
+/*
+ * Test hook (tests/test_crc_helper.c): with GPUPROBE_STUB_CTOR_THREAD set,
+ * the constructor starts a thread, as a real libcupti's may, that waits on
+ * a futex for the life of the process: the CRC helper's sandbox must cover
+ * it too.
+ */
+static pthread_mutex_t ctor_thread_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ctor_thread_never = PTHREAD_COND_INITIALIZER;
+
+static void *ctor_thread_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&ctor_thread_lock);
+	for (;;)
+		pthread_cond_wait(&ctor_thread_never, &ctor_thread_lock);
+	return NULL;
+}
+
+static void ctor_thread_from_env(void)
+{
+	pthread_t t;
+
+	if (getenv("GPUPROBE_STUB_CTOR_THREAD") && !pthread_create(&t, NULL, ctor_thread_main, NULL))
+		pthread_detach(t);
+}
+
 __attribute__((constructor)) static void stub_cupti_init(void)
 {
 	corr_start_from_env();
+	ctor_thread_from_env();
 	attach_driver();
 }
 

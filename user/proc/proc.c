@@ -542,6 +542,8 @@ static int find_libs_line(void *p, const struct proc_maps_line *ml)
 	memcpy(lib->path, path, strlen(path) + 1);
 	lib->dev = ml->map.dev;
 	lib->ino = ml->map.ino;
+	lib->start = ml->map.start;
+	lib->end = ml->map.end;
 	ctx->n++;
 	return 0;
 }

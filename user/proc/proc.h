@@ -38,6 +38,7 @@ struct proc_lib {
 	char host_path[PATH_MAX];
 	dev_t dev;   /* major:minor from maps (on overlayfs: the real layer's) */
 	ino_t ino;
+	__u64 start, end; /* its first mapping: proc__open_mapped reaches the file itself */
 };
 
 /* One line of /proc/<pid>/maps, without its path. */
@@ -125,5 +126,38 @@ void proc__cgroup_cache_reset(void);
  * magic links all stay inside. flags as open(2), O_CLOEXEC is added;
  * O_CREAT and O_TMPFILE are refused (-EINVAL). Returns an fd or -errno. */
 int proc__root_open(pid_t pid, const char *path, int flags);
+
+/* What a maps line says a mapped file is. */
+struct proc_file_id {
+	dev_t dev;
+	ino_t ino;
+};
+
+/*
+ * THE way to open a file a target named (DESIGN.md invariant 5; every open
+ * of a path from a target's maps, or of a file in its root, goes here).
+ * path is resolved inside root_fd (the target's root) without leaving it,
+ * as an O_PATH fd first, which has no side effect whatever it names; then
+ * refused unless it is a regular file (-EISDIR, -EINVAL: a FIFO would block
+ * us, a tty would become our controlling terminal, a device could act),
+ * refused unless it has id's device and inode when id is given (-ESTALE:
+ * the path names another file than the one mapped), refused on a FUSE mount
+ * (-EREMOTE: its daemon, maybe the target, could hold every later read), and
+ * only then reopened O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC. All of it
+ * runs as a bounded call (user/util/bounded.h), keyed by pid (0: none): a
+ * walk or an open that blocks gives -ETIMEDOUT after BOUNDED_TIMEOUT_MS, and
+ * that process's later opens -ETIMEDOUT at once. 0 and *ret_fd, or -errno.
+ */
+int proc__open_file_at(pid_t pid, int root_fd, const char *path, const struct proc_file_id *id,
+		       int *ret_fd);
+/* The same inside the root of pid. */
+int proc__open_file(pid_t pid, const char *path, const struct proc_file_id *id, int *ret_fd);
+/*
+ * The file mapped at [start, end) in pid through /proc/<pid>/map_files
+ * (needs CAP_SYS_ADMIN), whatever its path names now, with the same checks;
+ * flags: O_RDONLY or O_RDWR (O_NOCTTY, O_NONBLOCK, O_CLOEXEC are added).
+ */
+int proc__open_mapped(pid_t pid, __u64 start, __u64 end, const struct proc_file_id *id,
+		      int flags, int *ret_fd);
 
 #endif /* GP_PROC_H */

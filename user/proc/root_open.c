@@ -10,18 +10,26 @@
  * path ourselves, one openat(O_NOFOLLOW) per component, expanding symlinks
  * by hand, and never open ".." on disk (a directory renamed out of the root
  * mid-walk must not lead us out): ".." pops a stack of directory fds.
+ *
+ * proc__open_file_at and its siblings are the one way to open a file a
+ * target named: O_PATH first, checks, then a reopen (proc.h).
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include "user/proc/proc.h"
 #include "user/proc/proc_internal.h"
+#include "user/util/bounded.h"
 
 #ifndef SYS_openat2
 #define SYS_openat2 437
@@ -272,4 +280,148 @@ int proc__root_open(pid_t pid, const char *path, int flags)
 	fd = proc__root_openat(rootfd, path, flags);
 	close(rootfd);
 	return fd;
+}
+
+/* The checks of proc__open_file_at on an O_PATH fd, then the reopen. */
+static int reopen_checked(int path_fd, const struct proc_file_id *id, int flags, int *ret_fd)
+{
+	char self[64];
+	struct statfs sfs;
+	struct stat st;
+	int fd;
+
+	if (fstat(path_fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	if (id && (st.st_dev != id->dev || st.st_ino != id->ino))
+		return -ESTALE;
+	/* A FUSE daemon (the target may run it) could hold any later read of it. */
+	if (fstatfs(path_fd, &sfs))
+		return -errno;
+	if (sfs.f_type == FUSE_SUPER_MAGIC)
+		return -EREMOTE;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", path_fd);
+	fd = open(self, (flags & O_ACCMODE) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
+	return 0;
+}
+
+enum open_how_kind { OPEN_IN_ROOT, OPEN_IN_PID_ROOT, OPEN_MAPPED };
+
+/* One open, as a bounded call: plain data (the root, if any, travels as its fd). */
+struct open_job {
+	enum open_how_kind how;
+	pid_t pid;
+	__u64 start, end;         /* OPEN_MAPPED */
+	bool has_id;
+	struct proc_file_id id;
+	int flags;
+	int err;                  /* out */
+	char path[PATH_MAX];
+};
+
+/* In the bounded worker: root_fd is OPEN_IN_ROOT's root. */
+static void open_job__run(void *p, int root_fd, int *ret_fd)
+{
+	struct open_job *j = p;
+	char path[96];
+	int pfd;
+
+	if (j->how == OPEN_MAPPED) {
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)j->pid,
+			 (unsigned long long)j->start, (unsigned long long)j->end);
+		/* The magic link is the point here: it is the mapped file, not a path. */
+		pfd = open(path, O_PATH | O_CLOEXEC);
+		if (pfd < 0)
+			pfd = -errno;
+	} else if (j->how == OPEN_IN_PID_ROOT) {
+		pfd = proc__root_open(j->pid, j->path, O_PATH);
+	} else {
+		pfd = proc__root_openat(root_fd, j->path, O_PATH);
+	}
+	if (pfd < 0) {
+		j->err = pfd;
+		return;
+	}
+	j->err = reopen_checked(pfd, j->has_id ? &j->id : NULL, j->flags, ret_fd);
+	close(pfd);
+}
+
+/*
+ * Every step may block as long as a FUSE daemon wants (the walk, fstat,
+ * statfs, the open): in the bounded worker, the caller waiting at most
+ * BOUNDED_TIMEOUT_MS (user/util/bounded.h).
+ */
+static int open_job__call(struct open_job *j, int root_fd, int *ret_fd)
+{
+	int fd = -1, err;
+
+	err = bounded__call(j->pid, open_job__run, j, offsetof(struct open_job, path) +
+			    strlen(j->path) + 1, root_fd, &fd);
+	if (err)
+		return err == -EDEADLK ? -ETIMEDOUT : err;
+	if (j->err || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return j->err ? j->err : -EIO;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+static int open_job__init(struct open_job *j, enum open_how_kind how, pid_t pid, const char *path,
+			  const struct proc_file_id *id, int flags)
+{
+	memset(j, 0, offsetof(struct open_job, path));
+	j->how = how;
+	j->pid = pid;
+	j->flags = flags;
+	j->has_id = id != NULL;
+	if (id)
+		j->id = *id;
+	j->path[0] = 0;
+	if (path && snprintf(j->path, sizeof(j->path), "%s", path) >= (int)sizeof(j->path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int proc__open_file_at(pid_t pid, int root_fd, const char *path, const struct proc_file_id *id,
+		       int *ret_fd)
+{
+	struct open_job j;
+	int err;
+
+	if (root_fd < 0 || !path || !ret_fd)
+		return -EINVAL;
+	if ((err = open_job__init(&j, OPEN_IN_ROOT, pid, path, id, O_RDONLY)))
+		return err;
+	return open_job__call(&j, root_fd, ret_fd);
+}
+
+int proc__open_file(pid_t pid, const char *path, const struct proc_file_id *id, int *ret_fd)
+{
+	struct open_job j;
+	int err;
+
+	if (!path || !ret_fd)
+		return -EINVAL;
+	if ((err = open_job__init(&j, OPEN_IN_PID_ROOT, pid, path, id, O_RDONLY)))
+		return err;
+	return open_job__call(&j, -1, ret_fd);
+}
+
+int proc__open_mapped(pid_t pid, __u64 start, __u64 end, const struct proc_file_id *id,
+		      int flags, int *ret_fd)
+{
+	struct open_job j;
+
+	if (pid <= 0 || !ret_fd || ((flags & O_ACCMODE) != O_RDONLY && (flags & O_ACCMODE) != O_RDWR))
+		return -EINVAL;
+	open_job__init(&j, OPEN_MAPPED, pid, NULL, id, flags);
+	j.start = start;
+	j.end = end;
+	return open_job__call(&j, -1, ret_fd);
 }

@@ -5,6 +5,10 @@
  * container runtimes) refuse it with ENOSYS or EPERM, so /proc/<pid>/mem is
  * the fallback, opened per read: the loader follows many processes and must
  * not hold an fd on each.
+ *
+ * Either can block as long as the process wants (a page of its memory that a
+ * FUSE daemon or a userfaultfd it runs must provide): every read is a
+ * bounded call (user/util/bounded.h) keyed by the pid.
  */
 #include "user/python/pymem.h"
 
@@ -12,8 +16,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "user/util/bounded.h"
 
 static int pymem__pread(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
@@ -34,24 +41,58 @@ static int pymem__pread(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return err;
 }
 
-int pymem__read(pid_t pid, uint64_t addr, void *buf, size_t len)
+static int pymem__read_now(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { .iov_base = buf, .iov_len = len };
 	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
 	ssize_t n;
 
-	if (pid <= 0 || !buf)
-		return -EINVAL;
-	if (!len)
-		return 0;
-	if (addr == 0 || addr + len < addr || addr > INT64_MAX)
-		return -EFAULT;
 	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 	if (n >= 0)
 		return (size_t)n == len ? 0 : -EFAULT;
 	if (errno == ENOSYS || errno == EPERM)
 		return pymem__pread(pid, addr, buf, len);
 	return -errno;
+}
+
+/* One read as a bounded call: the bytes travel in the job. */
+struct read_job {
+	pid_t pid;
+	int err;
+	uint64_t addr;
+	size_t len;
+	unsigned char buf[];
+};
+
+static void read_job__run(void *p, int in_fd, int *ret_fd)
+{
+	struct read_job *j = p;
+
+	(void)in_fd;
+	(void)ret_fd;
+	j->err = pymem__read_now(j->pid, j->addr, j->buf, j->len);
+}
+
+int pymem__read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct read_job *j;
+	int err;
+
+	if (pid <= 0 || !buf)
+		return -EINVAL;
+	if (!len)
+		return 0;
+	if (addr == 0 || addr + len < addr || addr > INT64_MAX || len > PYMEM_READ_MAX)
+		return -EFAULT;
+	j = malloc(sizeof(*j) + len);
+	if (!j)
+		return -ENOMEM;
+	*j = (struct read_job){ .pid = pid, .addr = addr, .len = len };
+	err = bounded__call(pid, read_job__run, j, sizeof(*j) + len, -1, NULL);
+	if (!err && !(err = j->err))
+		memcpy(buf, j->buf, len);
+	free(j);
+	return err == -EDEADLK ? -ETIMEDOUT : err;
 }
 
 int pymem__read_u64(pid_t pid, uint64_t addr, uint64_t *ret)

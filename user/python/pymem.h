@@ -11,8 +11,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The longest read (larger: -EFAULT). */
+#define PYMEM_READ_MAX (64u << 10)
+
 /* Copies len bytes at addr in pid into buf. -EFAULT on a partial or
- * unmapped read, -ESRCH when the process is gone. */
+ * unmapped read, -ESRCH when the process is gone, -ETIMEDOUT when the read
+ * blocked past BOUNDED_TIMEOUT_MS or the process made one block before
+ * (user/util/bounded.h). */
 int pymem__read(pid_t pid, uint64_t addr, void *buf, size_t len);
 int pymem__read_u64(pid_t pid, uint64_t addr, uint64_t *ret);
 

@@ -27,6 +27,7 @@
  */
 #include "user/python/pyruntime.h"
 #include "user/python/pymem.h"
+#include "user/util/bounded.h"
 #include "user/proc/proc.h"
 #include "user/symbolize/proc_maps.h"
 
@@ -294,31 +295,9 @@ static int name__minor(const char *path, unsigned *ret_minor)
  * that is mapped (same dev and inode) and a regular file. */
 static int map__open(pid_t pid, const struct proc_map *m, int *ret_fd)
 {
-	char self[64];
-	struct stat st;
-	int pfd, fd;
+	struct proc_file_id id = { .dev = m->dev, .ino = m->inode };
 
-	pfd = proc__root_open(pid, m->path, O_PATH);
-	if (pfd < 0)
-		return pfd;
-	if (fstat(pfd, &st)) {
-		fd = -errno;
-		goto out_close;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_ino != m->inode || st.st_dev != m->dev) {
-		fd = -ESTALE;
-		goto out_close;
-	}
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		fd = -errno;
-out_close:
-	close(pfd);
-	if (fd < 0)
-		return fd;
-	*ret_fd = fd;
-	return 0;
+	return proc__open_file(pid, m->path, &id, ret_fd);
 }
 
 struct pyrt_found {
@@ -667,6 +646,38 @@ static int thread__fs_base(pid_t tid, uint64_t *ret)
 }
 #endif
 
+struct fs_base_job {
+	pid_t tid;
+	int err;
+	uint64_t fs_base;
+};
+
+static void fs_base_job__run(void *p, int in_fd, int *ret_fd)
+{
+	struct fs_base_job *j = p;
+
+	j->err = thread__fs_base(j->tid, &j->fs_base);
+}
+
+/*
+ * The stop waits for the thread: one in an uninterruptible wait (a vfork
+ * parent whose child never execs, a FUSE request) holds it as long as its
+ * process likes. A bounded call (user/util/bounded.h), in the worker that
+ * traces it: a worker given up is killed, which detaches the thread.
+ */
+static int thread__fs_base_bounded(pid_t tid, uint64_t *ret)
+{
+	struct fs_base_job j = { .tid = tid };
+	int err = bounded__call(tid, fs_base_job__run, &j, sizeof(j), -1, NULL);
+
+	if (err)
+		return err == -EDEADLK ? -ETIMEDOUT : err;
+	if (j.err)
+		return j.err;
+	*ret = j.fs_base;
+	return 0;
+}
+
 int pyruntime__thread_key(pid_t host_tid, const struct gp_py_config *cfg, uint64_t *ret_key)
 {
 	pid_t ns_tid;
@@ -684,7 +695,7 @@ int pyruntime__thread_key(pid_t host_tid, const struct gp_py_config *cfg, uint64
 	}
 	if (cfg->tid_kind != GP_PY_TID_PTHREAD)
 		return -EINVAL;
-	err = thread__fs_base(host_tid, &key);
+	err = thread__fs_base_bounded(host_tid, &key);
 	if (err)
 		return err;
 	*ret_key = key;

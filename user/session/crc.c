@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +15,21 @@
 #include "user/session/crc.h"
 #include "user/session/crc_helper.h"
 
+/*
+ * A helper lost mid-run (a cubin that crashed or stalled CUPTI's parser:
+ * any process can send one) is started again for the next cubin, this many
+ * times at most; the cubin it was lost on is lost alone.
+ */
+#define HELPER_RESTARTS_MAX 8
+
 struct crc_engine {
 	struct crc_helper *helper; /* NULL: fallback */
 	int start_err;             /* why there is none (0 while it runs) */
 	__u64 helper_lost;         /* the helper died or stalled mid-run */
+	unsigned restarts;         /* helpers started after one was lost */
+	bool restart;              /* start one for the next cubin */
+	char path[PATH_MAX];       /* the helper's, to start it again */
+	char cupti[PATH_MAX];      /* its libcupti ("": its defaults) */
 };
 
 void crc_engine__new(const char *cupti_path, struct crc_engine **ret_e)
@@ -29,6 +41,8 @@ void crc_engine__new(const char *cupti_path, struct crc_engine **ret_e)
 		e->start_err = crc_helper__find(path, sizeof(path));
 		if (!e->start_err)
 			e->start_err = crc_helper__start(path, cupti_path, &e->helper);
+		snprintf(e->path, sizeof(e->path), "%s", path);
+		snprintf(e->cupti, sizeof(e->cupti), "%s", cupti_path ? cupti_path : "");
 	}
 	*ret_e = e;
 }
@@ -43,7 +57,7 @@ void crc_engine__destroy(struct crc_engine *e)
 
 int crc_engine__is_cupti(const struct crc_engine *e)
 {
-	return e && e->helper;
+	return e && (e->helper || (e->restart && e->restarts < HELPER_RESTARTS_MAX));
 }
 
 int crc_engine__why_not(const struct crc_engine *e)
@@ -79,15 +93,30 @@ int crc_engine__fn(void *ctx, const void *cubin, size_t size, __u64 *ret_crc)
 	struct crc_engine *e = ctx;
 	int err;
 
+	if (e && e->restart) {
+		e->restart = false;
+		if (e->restarts < HELPER_RESTARTS_MAX) {
+			e->restarts++;
+			e->start_err = crc_helper__start(e->path, e->cupti[0] ? e->cupti : NULL,
+							 &e->helper);
+		}
+	}
 	if (e && e->helper) {
+		/* A cubin it refuses (-EIO, -EFBIG) is lost alone: counted by settle, the helper stays. */
 		err = crc_helper__compute(e->helper, cubin, size, ret_crc);
 		if (err != -EPIPE && err != -ETIMEDOUT)
 			return err;
-		/* Gone: later cubins get the fallback (never mistaken for CUPTI's). */
+		/*
+		 * Lost on this cubin: it is lost alone (counted by settle), and
+		 * the next one gets a new helper. Past HELPER_RESTARTS_MAX, or
+		 * when one cannot start, the fallback (never mistaken for CUPTI's).
+		 */
 		crc_helper__stop(e->helper);
 		e->helper = NULL;
 		e->start_err = err;
 		e->helper_lost++;
+		e->restart = true;
+		return err;
 	}
 	*ret_crc = fallback_crc(cubin, size);
 	return 0;

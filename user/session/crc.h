@@ -24,7 +24,11 @@ int crc_engine__fn(void *ctx, const void *cubin, size_t size, __u64 *ret_crc);
 int crc_engine__is_cupti(const struct crc_engine *e);
 /* Why CUPTI's CRC is not used: -ENOENT no helper found, or its start error. */
 int crc_engine__why_not(const struct crc_engine *e);
-/* Times the helper died or stalled mid-run (its cubins got the fallback). */
+/*
+ * Times the helper died or stalled mid-run: the cubin it was lost on is lost
+ * alone (the crc function's error), and a new helper takes the next one, at
+ * most 8 times a run; after that, the fallback.
+ */
 __u64 crc_engine__helper_lost(const struct crc_engine *e);
 pid_t crc_engine__helper_pid(const struct crc_engine *e);
 

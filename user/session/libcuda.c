@@ -31,12 +31,25 @@ int libcuda__attach_path(struct launch_probe *lp, const char *path, bool loud)
 	return err ? err : res.already ? 0 : 1;
 }
 
+static void refusal__note(struct libcuda_refusal *ref, int err, pid_t pid, const char *path)
+{
+	if (!ref || ref->err)
+		return;
+	ref->err = err;
+	ref->pid = pid;
+	snprintf(ref->path, sizeof(ref->path), "%s", path);
+}
+
 /*
  * The file is opened inside the target's root without leaving it (a
- * container could plant an absolute symlink pointing at a host file), and
- * the probes attach through the opened fd.
+ * container could plant an absolute symlink pointing at a host file), only
+ * if it is the regular file the maps line names (proc__open_file), and the
+ * probes attach through the opened fd, only if it is a CUDA driver (a
+ * process may map any number of look-alikes named libcuda.so.1). A file
+ * known, attached or refused, is only noted as mapped: not read again.
  */
-int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose)
+int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose,
+			struct libcuda_refusal *ret_ref)
 {
 	struct proc_lib *libs = NULL;
 	size_t n = 0;
@@ -45,40 +58,47 @@ int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose)
 	if (proc__find_libs(pid, "libcuda.so", &libs, &n))
 		return 0;
 	for (size_t i = 0; i < n; i++) {
+		struct proc_file_id id = { .dev = libs[i].dev, .ino = libs[i].ino };
+		struct launch_attach_result res;
 		char fdpath[64];
-		/* Non-blocking and regular files only: a FIFO planted there must not hang us. */
-		int fd = proc__root_open(pid, libs[i].path, O_RDONLY | O_NONBLOCK);
-		struct stat st;
+		int fd, err;
 
-		if (fd < 0)
+		if (launch_probe__file_seen(lp, id.dev, id.ino))
 			continue;
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-			close(fd);
+		/*
+		 * The file mapped, not whatever its path names now (a tty, a FIFO,
+		 * another file): by path when it is that file, else (overlayfs,
+		 * or the path replaced) the mapping's own file.
+		 */
+		if (proc__open_file(pid, libs[i].path, &id, &fd) &&
+		    proc__open_mapped(pid, libs[i].start, libs[i].end, &id, O_RDONLY, &fd))
 			continue;
-		}
 		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-		if (libcuda__attach_path(lp, fdpath, false) > 0) {
-			added++;
-			if (verbose)
-				fprintf(stderr, "gpuprobe-bpf: attached to %s of pid %d\n", libs[i].path, pid);
-		}
+		err = launch_probe__attach_driver(lp, fdpath, &res);
 		close(fd);
+		if (err == -ENOEXEC || err == -E2BIG)
+			refusal__note(ret_ref, err, pid, libs[i].path);
+		if (err || res.already)
+			continue;
+		added++;
+		if (verbose)
+			fprintf(stderr, "gpuprobe-bpf: attached to %s of pid %d\n", libs[i].path, pid);
 	}
 	free(libs);
 	return added;
 }
 
-int libcuda__attach_all(struct launch_probe *lp, bool verbose)
+int libcuda__attach_all(struct launch_probe *lp, bool verbose, struct libcuda_refusal *ret_ref)
 {
 	pid_t *pids = NULL, self = getpid();
 	size_t n = 0;
-	int added = 0;
+	int added = 0, err;
 
-	if (proc__list_pids(&pids, &n))
-		return 0;
+	if ((err = proc__list_pids(&pids, &n)))
+		return err;
 	for (size_t i = 0; i < n; i++)
 		if (pids[i] != self)
-			added += libcuda__attach_pid(lp, pids[i], verbose);
+			added += libcuda__attach_pid(lp, pids[i], verbose, ret_ref);
 	free(pids);
 	return added;
 }

@@ -7,16 +7,30 @@
 #ifndef GP_LIBCUDA_H
 #define GP_LIBCUDA_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
 struct launch_probe;
 
-/* loud: print a one-line error when it fails. */
+/* A file a scan refused to attach: the first one, for the loader to say. */
+struct libcuda_refusal {
+	int err;          /* 0: none; -ENOEXEC: not a CUDA driver; -E2BIG: no slot left */
+	pid_t pid;
+	char path[PATH_MAX];
+};
+
+/* loud: print a one-line error when it fails. The file stays attached. */
 int libcuda__attach_path(struct launch_probe *lp, const char *path, bool loud);
-/* Attaches every libcuda the process maps; returns how many are new. */
-int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose);
-int libcuda__attach_all(struct launch_probe *lp, bool verbose);
+/*
+ * Attaches every CUDA driver the process maps (launch_probe__attach_driver);
+ * returns how many are new. The first refusal met is noted in *ret_ref (may
+ * be NULL) unless one is there already.
+ */
+int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose,
+			struct libcuda_refusal *ret_ref);
+/* The same for every process; -errno when the processes cannot be listed. */
+int libcuda__attach_all(struct launch_probe *lp, bool verbose, struct libcuda_refusal *ret_ref);
 /* The dirs of ld_library_path (may be NULL), then the usual driver dirs. */
 int libcuda__attach_system(struct launch_probe *lp, const char *ld_library_path, bool verbose);
 

@@ -9,6 +9,7 @@
 #include "user/proc/proc.h"
 #include "user/session/session_internal.h"
 #include "user/symbolize/symbolize.h"
+#include "user/util/bounded.h"
 
 void session__note_tables(struct session *s)
 {
@@ -34,6 +35,49 @@ void session__tables_line(struct session *s, FILE *f)
 		(unsigned long long)ps.stacks, (unsigned long long)ps.frames,
 		(unsigned long long)ps.strings, (unsigned long long)ps.procs,
 		(unsigned long long)ps.cubins, s->tt.n);
+}
+
+void session__add_cubin_stats(struct cubin_queue_stats *sum, struct shm_reader *r)
+{
+	struct cubin_queue_stats c;
+
+	cubin_queue__stats(shm_reader__cubins(r), &c);
+	sum->cubin_garbage += c.cubin_garbage;
+	sum->cubin_crc_failed += c.cubin_crc_failed;
+	sum->cubin_nomem += c.cubin_nomem;
+	sum->cubin_offer_full += c.cubin_offer_full;
+	sum->cubin_dedup_full += c.cubin_dedup_full;
+	sum->cubin_over_limit += c.cubin_over_limit;
+	sum->settle_cut += c.settle_cut;
+}
+
+/* The settler's losses and the bounds it met, over every target (removed ones too). */
+static void hostile_counters(struct session *s, FILE *f)
+{
+	struct cubin_queue_stats c = s->cubins_gone;
+	struct launch_file_stats lf;
+	struct bounded_stats io;
+	struct target_stats ts;
+
+	bounded__stats(&io);
+	fprintf(f, " io_timeouts=%llu io_refused=%llu io_stuck=%llu", (unsigned long long)io.timeouts,
+		(unsigned long long)io.refused, (unsigned long long)io.stuck);
+	target_table__stats(&s->tt, &ts);
+	launch_probe__file_stats(s->lp, &lf);
+	fprintf(f, " maps_reread_limited=%llu", (unsigned long long)ts.maps_reread_limited);
+	fprintf(f, " libcuda_refused=%llu libcuda_no_slot=%llu libcuda_detached=%llu",
+		(unsigned long long)lf.refused, (unsigned long long)lf.no_slot,
+		(unsigned long long)lf.detached);
+	for (size_t i = 0; i < s->tt.n; i++)
+		if (s->tt.t[i]->shm)
+			session__add_cubin_stats(&c, s->tt.t[i]->shm);
+	fprintf(f, " cubin_over_limit=%llu cubin_crc_failed=%llu cubin_garbage=%llu cubin_nomem=%llu "
+		"cubin_offer_full=%llu cubin_dedup_full=%llu shim_visits_cut=%llu settle_cut=%llu "
+		"ring_notices_dropped=%llu records_left_at_exit=%llu cubin_bytes_left_at_exit=%llu",
+		c.cubin_over_limit, c.cubin_crc_failed, c.cubin_garbage, c.cubin_nomem,
+		c.cubin_offer_full, c.cubin_dedup_full, s->shim_visits_cut, c.settle_cut,
+		s->rw.lp ? ring_watch__dropped(&s->rw) : 0, s->records_left_at_exit,
+		s->cubin_bytes_left_at_exit);
 }
 
 void session__counters_line(struct session *s, FILE *f)
@@ -71,7 +115,7 @@ void session__counters_line(struct session *s, FILE *f)
 		"queue_full=%llu stacks_dropped=%llu names_dropped=%llu records_unknown=%llu "
 		"symbolize_failed=%llu stacks_short=%llu python_short=%llu python_unresolved=%llu "
 		"crc_helper_lost=%llu rings_missed=%llu notices_lost=%llu "
-		"events_bad=%llu before_window=%llu stack_cache_mismatch=%llu stack_cache_lost=%llu\n",
+		"events_bad=%llu before_window=%llu stack_cache_mismatch=%llu stack_cache_lost=%llu",
 		bpf[GP_BPF_EVENTS], bpf[GP_BPF_RINGBUF_FULL], bpf[GP_BPF_STACK_ERRORS],
 		bpf[GP_BPF_COPY_ERRORS], bpf[GP_BPF_COPY_SKIPPED], shm[GP_CTR_RECORDS_WRITTEN], shm[GP_CTR_RING_DROPPED], shm[GP_CTR_CUPTI_DROPPED],
 		shm[GP_CTR_BUFFERS_EXHAUSTED], shm[GP_CTR_MODULES_CAPTURED], s->modules_settled,
@@ -86,6 +130,8 @@ void session__counters_line(struct session *s, FILE *f)
 		s->stack_stats.native_truncated, s->stack_stats.py_truncated,
 		s->stack_stats.py_unresolved, crc_engine__helper_lost(s->crc), s->rings_missed,
 		bpf[GP_BPF_NOTICES_LOST], s->events_bad, s->before_window, cs.mismatch, s->cache_lost);
+	hostile_counters(s, f);
+	fputc('\n', f);
 }
 
 static double tv_s(struct timeval tv)

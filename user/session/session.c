@@ -32,6 +32,13 @@
 #define NO_SHIM_WARN_NS (3 * NS_PER_S)
 #define SCAN_NS (2 * NS_PER_S)
 #define READ_BATCH 4096
+/* One visit to a target's ring reads at most this (the default ring, whole) and this long. */
+#define READ_VISIT_MAX (16 * READ_BATCH)
+#define READ_VISIT_NS (50 * NS_PER_MS)
+/* An exited target with records or cubins left is visited this many more ticks at most. */
+#define DEAD_VISITS_MAX 50
+/* At the end, ticks go on while exited targets have something left, this long at most. */
+#define FINISH_MAX_NS (2 * NS_PER_S)
 #define SLICE_MS 20
 #define QUIET_NS NS_PER_S
 /*
@@ -494,40 +501,71 @@ static int try_open_shm(struct session *s, struct target *t, __u64 now)
 	return err;
 }
 
-static void read_records(struct session *s, struct target *t, __u64 now)
+/*
+ * A target's records, at most READ_VISIT_MAX of them and READ_VISIT_NS of
+ * time per visit (DESIGN.md invariant 8): a process that keeps its ring's
+ * head ahead of the tail we publish gets a bounded share of each tick, and
+ * the rest of its records wait for the next visit. True when some were left.
+ */
+static bool read_records(struct session *s, struct target *t, __u64 now)
 {
 	static struct gp_record recs[READ_BATCH];
-	size_t n;
+	__u64 deadline = now_ns() + READ_VISIT_NS;
+	size_t n, total = 0;
 
-	do {
+	while (shm_reader__backlog(t->shm)) {
+		if (total >= READ_VISIT_MAX || now_ns() >= deadline) {
+			s->shim_visits_cut++;
+			return true;
+		}
 		if (shm_reader__read(t->shm, recs, READ_BATCH, &n))
 			break;
 		for (size_t i = 0; i < n; i++)
 			ingest_record(s, t, &recs[i], now);
-	} while (n == READ_BATCH);
+		total += READ_BATCH;
+	}
+	return false;
 }
 
-static void read_target(struct session *s, struct target *t, __u64 now)
+/* Cubin bytes published and not settled yet (a bound cut the visit). */
+static __u64 cubins_left(struct target *t)
 {
+	struct cubin_queue_stats cs;
+
+	cubin_queue__stats(shm_reader__cubins(t->shm), &cs);
+	return cs.cubin_pending_depth;
+}
+
+/* One bounded visit to t's ring; true when it left records or cubins for the next. */
+static bool read_target(struct session *s, struct target *t, __u64 now)
+{
+	bool more;
 	__u64 t0;
 	int err;
 
 	TIMED(s, STAGE_SHIM, err = try_open_shm(s, t, now));
 	if (err)
-		return;
+		return false;
 	if (!t->shm_inert_reported && (shm_reader__flags(t->shm) & GP_SHM_F_INERT)) {
 		t->shm_inert_reported = true;
 		fprintf(stderr, "gpuprobe-bpf: pid %d (%s): the shim is inert (no CUPTI, or another "
 			"CUPTI subscriber such as torch.profiler holds it): GPU time is missing\n",
 			t->pid, t->comm);
 	}
-	TIMED(s, STAGE_SHIM, read_records(s, t, now));
+	TIMED(s, STAGE_SHIM, more = read_records(s, t, now));
 	t0 = thread_cpu_ns();
 	TIMED(s, STAGE_SETTLE, shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module, s));
 	s->settle_cpu_ns += thread_cpu_ns() - t0;
-	/* The BPF ring was drained before this: all of an exiting process is in. */
-	shm_reader__ack_exit(t->shm, shm_reader__exit_seq(t->shm));
+	more = more || cubins_left(t);
+	/*
+	 * The BPF ring was drained before this: all of an exiting process is
+	 * in, unless a bound left some of it for the next visit (it waits one
+	 * tick at most for the answer).
+	 */
+	if (!more)
+		shm_reader__ack_exit(t->shm, shm_reader__exit_seq(t->shm));
 	shm_reader__heartbeat(t->shm, now, s->o->tick_ms);
+	return more;
 }
 
 static void retire_target(struct session *s, struct target *t)
@@ -544,6 +582,7 @@ static void retire_target(struct session *s, struct target *t)
 		s->reader_gone.records_bad += st.records_bad;
 		s->reader_gone.ring_resyncs += st.ring_resyncs;
 		s->reader_gone.names_bad += st.names_bad;
+		session__add_cubin_stats(&s->cubins_gone, t->shm);
 	}
 	TIMED(s, STAGE_NAME, session__resolve_pending(s, pid)); /* while its maps and root are at hand */
 	join__finish_pid(s->join, pid);
@@ -690,8 +729,39 @@ static int write_profile(struct session *s, const char *path, __u64 now)
 
 /* ------------------------------------------------------------ tick */
 
+/*
+ * A libcuda file a scan refused, said once per reason (every one is
+ * counted: libcuda_refused, libcuda_no_slot). Its path is the target's
+ * choice: printed with anything unprintable replaced.
+ */
+static void say_refusal(struct session *s, const struct libcuda_refusal *ref)
+{
+	char path[256];
+	size_t i;
+
+	if ((ref->err == -ENOEXEC && s->said_not_driver) || (ref->err == -E2BIG && s->said_no_slot) ||
+	    !ref->err)
+		return;
+	for (i = 0; ref->path[i] && i < sizeof(path) - 1; i++)
+		path[i] = ref->path[i] >= 0x20 && ref->path[i] < 0x7f ? ref->path[i] : '?';
+	path[i] = 0;
+	if (ref->err == -ENOEXEC) {
+		s->said_not_driver = true;
+		fprintf(stderr, "gpuprobe-bpf: pid %d maps %s, which is not a CUDA driver (it lacks the "
+			"driver's own exports): not attached (counted: libcuda_refused; said once)\n",
+			(int)ref->pid, path);
+	} else {
+		s->said_no_slot = true;
+		fprintf(stderr, "gpuprobe-bpf: every attach slot is taken: %s of pid %d is not attached "
+			"until a slot is freed (counted: libcuda_no_slot; said once)\n", path, (int)ref->pid);
+	}
+}
+
 static void scan_new_libcuda(struct session *s, __u64 now)
 {
+	struct libcuda_refusal ref = { 0 };
+	bool complete = true;
+
 	if (now < s->next_scan_ns)
 		return;
 	s->next_scan_ns = now + SCAN_NS;
@@ -699,13 +769,17 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 		struct target *t = s->tt.t[i];
 
 		/* Launches before its libcuda was probed cannot be joined. */
-		if (libcuda__attach_pid(s->lp, t->pid, s->o->verbose) > 0) {
+		if (libcuda__attach_pid(s->lp, t->pid, s->o->verbose, &ref) > 0) {
 			t->attach_ns = now_ns();
 			join__attach(s->join, t->pid, t->attach_ns);
 		}
 	}
 	if (s->o->mode == GP_MODE_ALL)
-		libcuda__attach_all(s->lp, s->o->verbose);
+		complete = libcuda__attach_all(s->lp, s->o->verbose, &ref) >= 0;
+	/* Every target's maps were read: a driver none of them maps frees its slot. */
+	if (complete)
+		launch_probe__sweep_files(s->lp);
+	say_refusal(s, &ref);
 }
 
 /*
@@ -767,14 +841,25 @@ static void tick(struct session *s)
 		fprintf(stderr, "gpuprobe-bpf: reading the BPF ring: %s\n", strerror(-err));
 	take_held_rings(s);
 	now = now_ns();
+	s->shim_more = false;
 	for (size_t i = 0; i < s->tt.n;) {
 		struct target *t = s->tt.t[i];
 		bool alive = proc__alive(t->pid) && !(s->have_child && t->pid == s->child.pid &&
 						      s->child.exited);
+		bool more = read_target(s, t, now);
 
-		read_target(s, t, now);
 		if (alive)
 			python_setup(s, t, now); /* before its first launch, where it can */
+		/* Exited with records or cubins left: read on at the next ticks, a while. */
+		if (!alive && more && ++t->dead_visits < DEAD_VISITS_MAX) {
+			s->shim_more = true;
+			i++;
+			continue;
+		}
+		if (!alive && more) {
+			s->records_left_at_exit += shm_reader__backlog(t->shm);
+			s->cubin_bytes_left_at_exit += cubins_left(t);
+		}
 		if (!alive) {
 			/*
 			 * It may have died after the drain above, its last launches
@@ -903,13 +988,15 @@ static int open_probe(struct session *s)
 
 static int setup_targets(struct session *s)
 {
+	struct libcuda_refusal ref = { 0 };
 	struct target *t;
 	int err;
 
 	switch (s->o->mode) {
 	case GP_MODE_PID:
 		/* Probes first: the attach time must not precede them. */
-		libcuda__attach_pid(s->lp, s->o->pid, s->o->verbose);
+		libcuda__attach_pid(s->lp, s->o->pid, s->o->verbose, &ref);
+		say_refusal(s, &ref);
 		if (s->o->libcuda && (err = libcuda__attach_path(s->lp, s->o->libcuda, true)) < 0)
 			return err;
 		err = launch_probe__follow(s->lp, s->o->pid);
@@ -929,7 +1016,8 @@ static int setup_targets(struct session *s)
 			if (libcuda__attach_path(s->lp, s->o->libcuda, true) < 0)
 				return -ENOENT;
 		} else {
-			libcuda__attach_all(s->lp, s->o->verbose);
+			libcuda__attach_all(s->lp, s->o->verbose, &ref);
+			say_refusal(s, &ref);
 			libcuda__attach_system(s->lp, NULL, s->o->verbose);
 		}
 		/*
@@ -1014,6 +1102,12 @@ static void session__fini(struct session *s)
 	launch_probe__destroy(s->lp);
 }
 
+/*
+ * SIGHUP ends the run as SIGTERM does, profile written: a terminal that
+ * goes away (an ssh session closed) must not cost the profile, and no
+ * target's terminal can become ours anyway (every open of a target's path
+ * is O_NOCTTY, regular files only: user/proc/proc.h).
+ */
 static void install_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -1021,13 +1115,18 @@ static void install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
 static void finish(struct session *s)
 {
+	__u64 t0 = now_ns();
+
 	/* What the targets wrote last: their final flush lands before exit. */
-	tick(s);
+	do
+		tick(s);
+	while (s->shim_more && now_ns() - t0 < FINISH_MAX_NS);
 	join__finish_all(s->join);
 }
 

@@ -94,6 +94,13 @@ struct session {
 	__u64 quiet_events, quiet_since_ns; /* events_seen when the last quiet spell began */
 	bool trimmed;                  /* the heap was trimmed in this quiet spell */
 	size_t peak_sym_bytes, peak_cfi_bytes; /* symbol and CFI tables, most held at a tick */
+	/* What hostile or overloaded targets cost them (DESIGN.md invariants 4, 5, 8). */
+	__u64 shim_visits_cut;         /* ring visits that stopped at a bound, records left */
+	bool shim_more;                /* this tick, an exited target had records or cubins left */
+	__u64 records_left_at_exit;    /* records of exited targets never read: bounds ran out */
+	__u64 cubin_bytes_left_at_exit; /* likewise, cubin bytes */
+	struct cubin_queue_stats cubins_gone; /* the settler's counters of targets removed */
+	bool said_not_driver, said_no_slot; /* a libcuda file refused: said once per reason */
 };
 
 static inline __u64 now_ns(void)
@@ -133,5 +140,7 @@ void session__loader_line(struct session *s, FILE *f);
 void session__cache_fields(struct session *s, FILE *f);
 /* Notes what the symbol and CFI tables hold now, for the loader line's peaks. */
 void session__note_tables(struct session *s);
+/* Adds the settler's loss counters of r's cubin ring to sum. */
+void session__add_cubin_stats(struct cubin_queue_stats *sum, struct shm_reader *r);
 
 #endif /* GP_SESSION_SESSION_INTERNAL_H */

@@ -103,6 +103,7 @@ static void target__add_stats(const struct target *t, struct target_stats *sum)
 	sum->memo_hits += h;
 	sum->memo_misses += m;
 	sum->maps_reread += symbolizer__generation(t->sym) + t->rereads_gone;
+	sum->maps_reread_limited += symbolizer__limited(t->sym);
 	sum->lookups += t->lookups;
 	sum->lookup_ns += t->lookup_ns;
 }

@@ -67,6 +67,7 @@ struct target {
 	bool warned_no_shim;
 	bool warned_busy;          /* its ring is read by another loader: said once */
 	bool shm_inert_reported;
+	unsigned dead_visits;      /* ticks it was read after it exited (its ring had more) */
 };
 
 /*
@@ -80,6 +81,7 @@ struct unwind_memo *target__unwind_memo(struct target *t);
 struct target_stats {
 	__u64 memo_hits, memo_misses; /* rule memo lookups answered and not */
 	__u64 maps_reread;            /* times a target's maps were read again */
+	__u64 maps_reread_limited;    /* re-reads refused by the target's budget (symbolize.h) */
 	__u64 lookups, lookup_ns;     /* mapping and CFI lookups (the misses), their time */
 };
 

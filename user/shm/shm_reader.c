@@ -11,6 +11,7 @@
  * and turn a read into SIGBUS).
  */
 #include "user/shm/shm_reader.h"
+#include "user/proc/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +43,16 @@
 #define HOLDER_MIN_STALE_NS 1000000000ull
 #define HOLDER_DEFAULT_TICK_MS 100u
 #define HOLDER_MAX_TICK_MS 60000u /* tick_ms is hostile: bound the wait it buys */
+/*
+ * What one settle() may cost the loader, whatever the ring's layout claims
+ * (DESIGN.md invariants 4 and 8): the entries, payload bytes and time of one
+ * visit, and the largest cubin copied out at all (the shim's default ring is
+ * 128 MiB; the CRC helper's own limit, 1 GiB, is never reached).
+ */
+#define READER_SETTLE_ENTRIES 256u
+#define READER_SETTLE_BYTES (256ull << 20)
+#define READER_SETTLE_NS (50ull * 1000000ull)
+#define READER_CUBIN_MAX (256ull << 20)
 
 struct shm_reader {
 	__u8 *base;
@@ -181,7 +192,12 @@ static int reader__init(struct shm_reader *r, __u64 real_size)
 	ring.head = &r->hdr->producer.cubin_head;
 	ring.tail = &r->hdr->consumer.cubin_tail;
 	ring.counters = r->hdr->producer.counters;
-	err = cubin_queue__new(&ring, NULL, &r->cubins);
+	err = cubin_queue__new(&ring, &(struct cubin_queue_opts){
+					.settle_max = READER_SETTLE_ENTRIES,
+					.settle_max_bytes = READER_SETTLE_BYTES,
+					.settle_max_ns = READER_SETTLE_NS,
+					.size_max = READER_CUBIN_MAX,
+				}, &r->cubins);
 	if (err)
 		return err;
 	err = consumer__claim(r->hdr, r->layout.owner_pid);
@@ -299,8 +315,8 @@ static int proc__errno(pid_t pid, int err)
 	return access(path, F_OK) ? -ESRCH : err;
 }
 
-/* Finds "start-end" of the first gpuprobe-shm mapping at offset 0. */
-static int maps__find(pid_t pid, char *ret_range, size_t len)
+/* Finds [start, end) of the first gpuprobe-shm mapping at offset 0. */
+static int maps__find(pid_t pid, __u64 *ret_start, __u64 *ret_end)
 {
 	char path[64], *line = NULL;
 	size_t cap = 0;
@@ -324,7 +340,8 @@ static int maps__find(pid_t pid, char *ret_range, size_t len)
 		name = line + pos;
 		if (off != 0 || strcmp(name, SHM_MAPS_NAME) != 0)
 			continue;
-		snprintf(ret_range, len, "%llx-%llx", start, end);
+		*ret_start = start;
+		*ret_end = end;
 		err = 0;
 		break;
 	}
@@ -333,21 +350,31 @@ static int maps__find(pid_t pid, char *ret_range, size_t len)
 	return err;
 }
 
+/*
+ * The ring's memfd through the mapping's own file, checked to be a regular
+ * file before it is opened (proc.h): a process could map something else
+ * under the ring's name.
+ */
+static int ring__open(pid_t pid, int flags, int *ret_fd)
+{
+	__u64 start, end;
+	int err = maps__find(pid, &start, &end);
+
+	if (!err)
+		err = proc__open_mapped(pid, start, end, NULL, flags, ret_fd);
+	return err ? proc__errno(pid, err) : 0;
+}
+
 int shm_reader__open_pid(pid_t pid, struct shm_reader **ret_r)
 {
-	char range[64], path[128];
 	struct shm_reader *r;
 	int fd, err;
 
 	if (pid <= 0 || !ret_r)
 		return -EINVAL;
-	err = maps__find(pid, range, sizeof(range));
+	err = ring__open(pid, O_RDWR, &fd);
 	if (err)
 		return err;
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%s", (int)pid, range);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return proc__errno(pid, -errno);
 	err = shm_reader__open_fd(fd, &r);
 	close(fd);
 	if (err)
@@ -404,19 +431,14 @@ int shm_reader__grab_fd(pid_t pid, int fd, int *ret_fd)
 int shm_reader__holder(pid_t pid, pid_t *ret_holder)
 {
 	struct gp_shm_consumer c;
-	char range[64], path[128];
 	ssize_t n;
 	int fd, err;
 
 	if (pid <= 0 || !ret_holder)
 		return -EINVAL;
-	err = maps__find(pid, range, sizeof(range));
+	err = ring__open(pid, O_RDONLY, &fd);
 	if (err)
 		return err;
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%s", (int)pid, range);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return proc__errno(pid, -errno);
 	n = pread(fd, &c, sizeof(c), offsetof(struct gp_shm_header, consumer));
 	err = n < 0 ? -errno : 0;
 	close(fd);
@@ -472,25 +494,35 @@ static void tail__publish(struct shm_reader *r)
 	__atomic_store_n(&r->hdr->consumer.rec_tail, r->rec_tail, __ATOMIC_RELEASE);
 }
 
+/* The record head, with a head that went backwards or leapt a ring ahead resynced. */
+static __u64 head__load(struct shm_reader *r)
+{
+	__u64 head = __atomic_load_n(&r->hdr->producer.rec_head, __ATOMIC_ACQUIRE);
+
+	if (head < r->rec_tail || head - r->rec_tail > r->layout.rec_slots) {
+		r->st.ring_resyncs++;
+		r->rec_tail = head;
+	}
+	return head;
+}
+
 int shm_reader__read(struct shm_reader *r, struct gp_record *recs, size_t max, size_t *ret_n)
 {
 	const __u8 *ring;
 	__u64 mask, head;
 	struct gp_record rec;
-	size_t n = 0;
+	size_t n = 0, seen = 0;
 
 	if (!r || (!recs && max) || !ret_n)
 		return -EINVAL;
 	ring = r->base + r->layout.rec_off;
 	mask = r->layout.rec_slots - 1;
-	head = __atomic_load_n(&r->hdr->producer.rec_head, __ATOMIC_ACQUIRE);
-	if (head < r->rec_tail || head - r->rec_tail > r->layout.rec_slots) {
-		r->st.ring_resyncs++;
-		r->rec_tail = head;
-	}
-	while (r->rec_tail != head && n < max) {
+	head = head__load(r);
+	/* At most max slots, valid or not: a ring of garbage costs what a full batch does. */
+	while (r->rec_tail != head && seen < max) {
 		memcpy(&rec, ring + (r->rec_tail & mask) * sizeof(rec), sizeof(rec));
 		r->rec_tail++;
+		seen++;
 		if (!record__valid(r, &rec)) {
 			r->st.records_bad++;
 			continue;
@@ -501,6 +533,11 @@ int shm_reader__read(struct shm_reader *r, struct gp_record *recs, size_t max, s
 	r->st.records_read += n;
 	*ret_n = n;
 	return 0;
+}
+
+__u64 shm_reader__backlog(struct shm_reader *r)
+{
+	return r ? head__load(r) - r->rec_tail : 0;
 }
 
 static void name__bad(char *buf, size_t len)

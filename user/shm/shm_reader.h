@@ -63,8 +63,13 @@ int shm_reader__validate_layout(const struct gp_shm_layout *l, __u64 real_size);
 /* The validated snapshot; later changes in shared memory are ignored. */
 const struct gp_shm_layout *shm_reader__layout(const struct shm_reader *r);
 
-/* Copies up to max valid records out; *ret_n set. 0 or -errno. */
+/*
+ * Copies the valid records among the next max slots out; *ret_n set (fewer
+ * than max when some were invalid, counted, or the ring ran dry). 0 or -errno.
+ */
 int shm_reader__read(struct shm_reader *r, struct gp_record *recs, size_t max, size_t *ret_n);
+/* Records published and not read yet (a lying head is resynced first). */
+__u64 shm_reader__backlog(struct shm_reader *r);
 
 /*
  * Copies the NUL-terminated name at off into buf (len >= 1). On failure buf

@@ -9,7 +9,7 @@
  * read on lookup through a dup of the file's descriptor, into a small cache.
  */
 #include "user/symbolize/elf_syms.h"
-#include "user/symbolize/root_open.h"
+#include "user/proc/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -662,7 +662,7 @@ static void elf_syms__use_debug_file(struct elf_syms *s, int root_fd)
 		return;
 	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", s->build_id,
 		 s->build_id + 2);
-	if (root_open__file(root_fd, path, &fd))
+	if (proc__open_file_at(0, root_fd, path, NULL, &fd))
 		return;
 	if (elf_syms__load_fd(fd, &d) == 0 && d->symtab && d->n_syms &&
 	    !strcmp(d->build_id, s->build_id)) {
@@ -732,7 +732,7 @@ int elf_cache__get(struct elf_cache *c, int root_fd, const char *path,
 
 	if (!c || !path || !ret_syms)
 		return -EINVAL;
-	err = root_open__file(root_fd, path, &fd);
+	err = proc__open_file_at(0, root_fd, path, NULL, &fd);
 	if (err)
 		return err;
 	err = elf_cache__get_fd(c, fd, ret_syms);

@@ -13,7 +13,7 @@
 #include "user/symbolize/elf_syms.h"
 #include "user/symbolize/perfmap.h"
 #include "user/symbolize/proc_maps.h"
-#include "user/symbolize/root_open.h"
+#include "user/proc/proc.h"
 #include "user/unwind/cfi_cache.h"
 #include "user/util/clock.h"
 
@@ -259,52 +259,39 @@ void symbolize_pid__destroy(struct symbolize_pid *sp)
 static int symbolize_pid__open_map_file(struct symbolize_pid *sp, const struct proc_map *m,
 					int *ret_fd)
 {
-	char path[96];
-	int fd;
+	struct proc_file_id id = { .dev = m->dev, .ino = m->inode };
 
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)sp->pid,
-		 m->start, m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	*ret_fd = fd;
-	return 0;
+	return proc__open_mapped(sp->pid, m->start, m->end, &id, O_RDONLY, ret_fd);
+}
+
+/*
+ * The exact file mapped at m: by path inside the root when that path still
+ * names it (same device and inode: cheap, and a deleted-and-replaced file is
+ * told apart), else through map_files (overlayfs shows the real layer's
+ * device, memfds and deleted files have no path).
+ */
+static int symbolize_pid__open_mapped(struct symbolize_pid *sp, const struct proc_map *m,
+				      int *ret_fd)
+{
+	struct proc_file_id id = { .dev = m->dev, .ino = m->inode };
+
+	if (m->kind == PROC_MAP_FILE && !m->deleted &&
+	    proc__open_file_at(sp->pid, sp->root_fd, m->path, &id, ret_fd) == 0)
+		return 0;
+	return symbolize_pid__open_map_file(sp, m, ret_fd);
 }
 
 static int symbolize_pid__load_elf(struct symbolize_pid *sp, const struct proc_map *m,
 				   struct elf_syms **ret_syms)
 {
-	struct elf_syms *syms = NULL;
-	uint64_t dev, ino;
-	int fd, err = -ENOENT;
+	int fd, err;
 
-	if (m->kind == PROC_MAP_FILE && !m->deleted) {
-		err = elf_cache__get(sp->s->cache, sp->root_fd, m->path, &syms);
-		if (!err) {
-			elf_syms__identity(syms, &dev, &ino);
-			/* Overlay filesystems show another st_dev; the inode still tells. */
-			if (ino == m->inode) {
-				*ret_syms = syms;
-				return 0;
-			}
-		}
-	}
-	if (symbolize_pid__open_map_file(sp, m, &fd) == 0) {
-		elf_syms__put(syms);
-		err = elf_cache__get_fd(sp->s->cache, fd, &syms);
-		close(fd);
-		if (!err)
-			*ret_syms = syms;
+	err = symbolize_pid__open_mapped(sp, m, &fd);
+	if (err)
 		return err;
-	}
-	/* Same device, other inode: the file was replaced; its symbols would lie. */
-	if (syms && dev == m->dev) {
-		elf_syms__put(syms);
-		return -ESTALE;
-	}
-	if (syms)
-		*ret_syms = syms;
-	return syms ? 0 : err;
+	err = elf_cache__get_fd(sp->s->cache, fd, ret_syms);
+	close(fd);
+	return err;
 }
 
 static struct elf_syms *symbolize_pid__elf(struct symbolize_pid *sp, size_t idx)
@@ -315,23 +302,6 @@ static struct elf_syms *symbolize_pid__elf(struct symbolize_pid *sp, size_t idx)
 		me->state = symbolize_pid__load_elf(sp, proc_maps__at(sp->maps, idx), &me->syms)
 				    ? ELF_FAILED : ELF_LOADED;
 	return me->syms;
-}
-
-/* The exact file mapped at m: by path inside the root when the inode agrees. */
-static int symbolize_pid__open_mapped(struct symbolize_pid *sp, const struct proc_map *m,
-				      int *ret_fd)
-{
-	struct stat st;
-	int fd;
-
-	if (m->kind == PROC_MAP_FILE && !m->deleted && root_open__file(sp->root_fd, m->path, &fd) == 0) {
-		if (fstat(fd, &st) == 0 && st.st_ino == m->inode) {
-			*ret_fd = fd;
-			return 0;
-		}
-		close(fd);
-	}
-	return symbolize_pid__open_map_file(sp, m, ret_fd);
 }
 
 int symbolize_pid__cfi(struct symbolize_pid *sp, uint64_t addr, const struct cfi_table **ret_table,
@@ -417,7 +387,7 @@ static struct perfmap *symbolize_pid__perfmap(struct symbolize_pid *sp)
 		return sp->perfmap;
 	sp->perfmap_tried = true;
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)sp->ns_pid);
-	if (root_open__file(sp->root_fd, path, &fd))
+	if (proc__open_file_at(sp->pid, sp->root_fd, path, NULL, &fd))
 		return NULL;
 	if (fstat(fd, &st) == 0 && (st.st_uid == sp->uid || st.st_uid == 0))
 		perfmap__load_fd(fd, &sp->perfmap);
@@ -474,16 +444,37 @@ int symbolize_pid__lookup(struct symbolize_pid *sp, uint64_t addr,
 struct symbolizer {
 	struct symbolize_pid *sp;
 	uint64_t refreshed_ns;     /* when the last read of the maps began (CLOCK_MONOTONIC) */
+	uint64_t budget_ns;        /* the re-read budget: when it is whole again (GCRA) */
 	unsigned long generation;  /* maps read again this many times */
 	unsigned long moved;       /* of those, the ones that found a mapping gone or changed */
+	unsigned long limited;     /* re-reads the budget refused */
 };
+
+/*
+ * Every re-read of a process's maps on an address in none of them draws on
+ * one budget per process (DESIGN.md invariant 8): the process chooses those
+ * addresses (a stack of garbage, a mapping made and unmapped between two
+ * launches), and a read of large maps costs milliseconds. At most
+ * SYMBOLIZE_REREAD_BURST at once, then one per SYMBOLIZE_REREAD_EVERY_NS.
+ */
+static bool symbolizer__budget(struct symbolizer *sym, uint64_t now)
+{
+	uint64_t at = sym->budget_ns > now ? sym->budget_ns : now;
+
+	if (at - now > (SYMBOLIZE_REREAD_BURST - 1) * SYMBOLIZE_REREAD_EVERY_NS) {
+		sym->limited++;
+		return false;
+	}
+	sym->budget_ns = at + SYMBOLIZE_REREAD_EVERY_NS;
+	return true;
+}
 
 /* Re-reading maps costs a /proc read: at most once per SYMBOLIZE_REREAD_NS per process. */
 static bool symbolizer__may_refresh(struct symbolizer *sym)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
-	if (now - sym->refreshed_ns < SYMBOLIZE_REREAD_NS)
+	if (now - sym->refreshed_ns < SYMBOLIZE_REREAD_NS || !symbolizer__budget(sym, now))
 		return false;
 	sym->refreshed_ns = now;
 	return true;
@@ -508,10 +499,12 @@ static bool symbolizer__refresh(struct symbolizer *sym)
 
 bool symbolizer__refresh_if_older(struct symbolizer *sym, uint64_t ts_ns)
 {
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
 	/* Taken before each read begins: a read at or after ts_ns saw what was mapped then. */
-	if (!sym || sym->refreshed_ns >= ts_ns)
+	if (!sym || sym->refreshed_ns >= ts_ns || !symbolizer__budget(sym, now))
 		return false;
-	sym->refreshed_ns = clock_ns(CLOCK_MONOTONIC);
+	sym->refreshed_ns = now;
 	return symbolizer__reread(sym);
 }
 
@@ -586,6 +579,11 @@ unsigned long symbolizer__generation(const struct symbolizer *sym)
 unsigned long symbolizer__moved(const struct symbolizer *sym)
 {
 	return sym ? sym->moved : 0;
+}
+
+unsigned long symbolizer__limited(const struct symbolizer *sym)
+{
+	return sym ? sym->limited : 0;
 }
 
 int symbolizer__lookup(struct symbolizer *sym, uint64_t addr,

@@ -85,12 +85,16 @@ int symbolizer__cfi(struct symbolizer *sym, uint64_t addr, const struct cfi_tabl
 		    uint64_t *ret_bias);
 /* The least time between two reads of a process's maps on a miss. */
 #define SYMBOLIZE_REREAD_NS (50 * 1000000ull)
+/* Re-reads of one process's maps, both kinds: at most this many at once, then one per... */
+#define SYMBOLIZE_REREAD_BURST 8u
+#define SYMBOLIZE_REREAD_EVERY_NS (100 * 1000000ull)
 /*
- * Reads the maps again, whatever the rate limit, when they were last read
+ * Reads the maps again, whatever the 50 ms rule, when they were last read
  * before ts_ns (CLOCK_MONOTONIC): for an address that was mapped at ts_ns
  * (a launch's entry point or return address, at the launch's time) that
  * they lack. Once read after ts_ns they are not read again for it. True
- * when read.
+ * when read. Like the re-reads on a miss it draws on the process's budget
+ * (SYMBOLIZE_REREAD_BURST, then one per SYMBOLIZE_REREAD_EVERY_NS).
  */
 bool symbolizer__refresh_if_older(struct symbolizer *sym, uint64_t ts_ns);
 /* How many times the maps were read again. */
@@ -101,5 +105,7 @@ unsigned long symbolizer__generation(const struct symbolizer *sym);
  * added mappings: a new library, CPython's trampolines, JIT code).
  */
 unsigned long symbolizer__moved(const struct symbolizer *sym);
+/* Re-reads the budget refused (the walk or name went without them). */
+unsigned long symbolizer__limited(const struct symbolizer *sym);
 
 #endif /* GP_SYMBOLIZE_SYMBOLIZE_H */

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# A process whose maps name a libcuda.so.1 on a FUSE file system it serves
+# and stops answering (tests/progs/hostile_fuse) cannot hold the loader: the
+# walk to that file, which blocks in the kernel for as long as the daemon
+# wants, runs in a worker process the loader waits for at most 250 ms; the loader
+# keeps ticking, counts the call it gave up (io_timeouts) and asks that
+# process nothing more that could block, and SIGTERM ends the run with its
+# profile written.
+source "$(dirname "$0")/lib.sh"
+
+[ -c /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 0; }
+counters() { grep -c "^counters:" "$1" 2>/dev/null || true; }
+field() { # FILE NAME: NAME's value on the last counters line
+	grep "^counters:" "$1" | tail -n 1 | sed -n "s/.* $2=\([0-9]*\).*/\1/p"
+}
+
+"$PROGS/hostile_fuse" "$WORK/fuse" "$STUBLIB" >"$WORK/h.log" 2>&1 & H=$!
+PIDS+=($H)
+wait_line "$WORK/h.log" "ready" 10 || { cat "$WORK/h.log"; fail "hostile_fuse did not start"; }
+grep -q " $WORK/fuse/libcuda.so.1\$" "/proc/$H/maps" || fail "hostile_fuse maps no libcuda from FUSE"
+
+# --pid opens the maps' libcuda files at start, then every 2 s.
+"$LOADER" --pid "$H" -v -o "$WORK/fuse.pb.gz" 2>"$WORK/err" & L=$!
+PIDS+=($L)
+for _ in $(seq 1 1200); do [ "$(counters "$WORK/err")" -ge 30 ] && break; sleep 0.05; done
+n=$(counters "$WORK/err")
+[ "$n" -ge 30 ] || { tail -c 2000 "$WORK/err"; fail "the loader made $n ticks in 60 s beside a FUSE file that never answers"; }
+t=$(field "$WORK/err" io_timeouts)
+[ "${t:-0}" -ge 1 ] || { grep "^counters:" "$WORK/err" | tail -n 1; fail "no call was given up (io_timeouts=$t)"; }
+stuck=$(field "$WORK/err" io_stuck)
+[ "${stuck:-9}" -le 1 ] || fail "$stuck workers stuck: the process was asked again"
+kill -TERM "$L"
+wait_exit "$L" 30 || { tail -c 2000 "$WORK/err"; fail "the loader failed after SIGTERM"; }
+[ -s "$WORK/fuse.pb.gz" ] || fail "no profile written"
+ok "a FUSE file that never answers: $n ticks, $t call given up ($stuck worker stuck), SIGTERM ends the run with its profile"

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hostile_fuse: a process that maps a libcuda.so.1 from a FUSE file system
+ * it serves itself, then stops answering: whoever walks to that file or
+ * opens it (a root loader reading the maps' paths) waits as long as it
+ * likes, in the kernel.
+ *
+ *   hostile_fuse DIR LIBCUDA    (root: mounts FUSE in a mount namespace of
+ *                                its own, gone with the process)
+ *
+ * A thread serves /dev/fuse (raw protocol: INIT, LOOKUP, GETATTR, OPEN,
+ * READ from a copy of LIBCUDA, RELEASE, FLUSH, STATFS); the main thread maps
+ * DIR/libcuda.so.1 executable. Once mapped, the daemon stops answering
+ * (requests are read and left waiting), and it prints "hostile_fuse: ready
+ * pid=PID" (flushed). It exits on SIGTERM or SIGINT (the kernel then fails
+ * every request left waiting).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/fuse.h>
+
+#define FILE_INO 2
+#define REQ_MAX (1 << 17)
+
+static int fuse_fd = -1;
+static unsigned char *content;
+static size_t content_len;
+static atomic_int silent; /* 1: read requests, answer none */
+static volatile sig_atomic_t stop_flag;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static int die(const char *what)
+{
+	fprintf(stderr, "hostile_fuse: %s: %s\n", what, strerror(errno));
+	return 1;
+}
+
+static void reply(const struct fuse_in_header *in, int error, const void *data, size_t len)
+{
+	unsigned char buf[sizeof(struct fuse_out_header) + 65536];
+	struct fuse_out_header *out = (struct fuse_out_header *)buf;
+
+	if (len > sizeof(buf) - sizeof(*out))
+		len = sizeof(buf) - sizeof(*out);
+	out->len = (uint32_t)(sizeof(*out) + (error ? 0 : len));
+	out->error = error;
+	out->unique = in->unique;
+	if (!error && len)
+		memcpy(buf + sizeof(*out), data, len);
+	if (write(fuse_fd, buf, out->len) < 0 && errno != ENOENT)
+		perror("hostile_fuse: reply");
+}
+
+static void attr_of(uint64_t ino, struct fuse_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = ino;
+	a->nlink = 1;
+	a->blksize = 4096;
+	if (ino == FUSE_ROOT_ID) {
+		a->mode = S_IFDIR | 0755;
+		a->nlink = 2;
+	} else {
+		a->mode = S_IFREG | 0755;
+		a->size = content_len;
+		a->blocks = (content_len + 511) / 512;
+	}
+}
+
+static void serve(const struct fuse_in_header *in, const void *arg)
+{
+	switch (in->opcode) {
+	case FUSE_INIT: {
+		struct fuse_init_out o = { .major = FUSE_KERNEL_VERSION, .minor = FUSE_KERNEL_MINOR_VERSION,
+					   .max_readahead = 65536, .max_write = 65536, .time_gran = 1,
+					   .max_pages = 16 };
+
+		reply(in, 0, &o, sizeof(o));
+		break;
+	}
+	case FUSE_LOOKUP: {
+		struct fuse_entry_out o = { .nodeid = FILE_INO, .generation = 1 };
+
+		if (in->nodeid != FUSE_ROOT_ID || strcmp(arg, "libcuda.so.1")) {
+			reply(in, -ENOENT, NULL, 0);
+			break;
+		}
+		attr_of(FILE_INO, &o.attr); /* entry and attributes valid 0 s: always asked again */
+		reply(in, 0, &o, sizeof(o));
+		break;
+	}
+	case FUSE_GETATTR: {
+		struct fuse_attr_out o = { 0 };
+
+		attr_of(in->nodeid, &o.attr);
+		reply(in, 0, &o, sizeof(o));
+		break;
+	}
+	case FUSE_OPEN: {
+		struct fuse_open_out o = { .fh = 1 };
+
+		reply(in, 0, &o, sizeof(o));
+		break;
+	}
+	case FUSE_READ: {
+		const struct fuse_read_in *r = arg;
+		size_t off = r->offset < content_len ? (size_t)r->offset : content_len;
+		size_t n = content_len - off < r->size ? content_len - off : r->size;
+
+		reply(in, 0, content + off, n);
+		break;
+	}
+	case FUSE_STATFS: {
+		struct fuse_statfs_out o = { .st = { .bsize = 4096, .namelen = 255, .frsize = 4096 } };
+
+		reply(in, 0, &o, sizeof(o));
+		break;
+	}
+	case FUSE_RELEASE:
+	case FUSE_FLUSH:
+	case FUSE_ACCESS:
+		reply(in, 0, NULL, 0);
+		break;
+	case FUSE_FORGET:
+	case FUSE_BATCH_FORGET:
+	case FUSE_INTERRUPT:
+		break; /* no answer expected (an interrupt: the request stays unanswered) */
+	default:
+		reply(in, -ENOSYS, NULL, 0);
+	}
+}
+
+static void *daemon_main(void *arg)
+{
+	static unsigned char buf[REQ_MAX];
+
+	(void)arg;
+	for (;;) {
+		ssize_t n = read(fuse_fd, buf, sizeof(buf));
+		const struct fuse_in_header *in = (const void *)buf;
+
+		if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == ENOENT))
+			continue;
+		if (n < (ssize_t)sizeof(*in))
+			return NULL; /* unmounted, or the connection aborted */
+		if (atomic_load(&silent))
+			continue; /* the request waits, as long as we live */
+		serve(in, buf + sizeof(*in));
+	}
+}
+
+static int load(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st))
+		return -1;
+	content_len = (size_t)st.st_size;
+	content = malloc(content_len);
+	if (!content || read(fd, content, content_len) != (ssize_t)content_len)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char opts[256], lib[4096 + 32];
+	pthread_t th;
+	void *map;
+	int fd;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: hostile_fuse DIR LIBCUDA\n");
+		return 2;
+	}
+	if (load(argv[2]))
+		return die("read LIBCUDA");
+	if (mkdir(argv[1], 0755) && errno != EEXIST)
+		return die("mkdir");
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return die("mount namespace");
+	fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fuse_fd < 0)
+		return die("/dev/fuse");
+	snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", fuse_fd);
+	if (mount("hostile", argv[1], "fuse.hostile", MS_NOSUID | MS_NODEV, opts))
+		return die("mount fuse");
+	if (pthread_create(&th, NULL, daemon_main, NULL))
+		return die("thread");
+	snprintf(lib, sizeof(lib), "%s/libcuda.so.1", argv[1]);
+	fd = open(lib, O_RDONLY);
+	if (fd < 0)
+		return die("open on FUSE");
+	map = mmap(NULL, content_len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		return die("mmap on FUSE");
+	close(fd);
+	atomic_store(&silent, 1);
+	signal(SIGTERM, on_stop);
+	signal(SIGINT, on_stop);
+	printf("hostile_fuse: ready pid=%d\n", (int)getpid());
+	fflush(stdout);
+	while (!stop_flag)
+		usleep(10000);
+	return 0;
+}

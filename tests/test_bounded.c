@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bounded calls (user/util/bounded.c): a call runs in a worker process and
+ * answers with its job and an fd; one that blocks (here: opening a FIFO no
+ * one writes, as a FUSE daemon that never answers would hold a walk) is
+ * given up at its deadline, its process refused at once afterwards, the
+ * worker killed and reaped; a worker that dies costs its call only, and it
+ * holds none of the caller's fds.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "user/util/bounded.h"
+#include "user/util/clock.h"
+
+struct job {
+	int ran;
+	int value;
+	int probe_fd;      /* an fd number of the caller's, looked at in the worker */
+	int probe_errno;
+	char path[256];
+};
+
+static void add_one(void *p, int in_fd, int *ret_fd)
+{
+	struct job *j = p;
+
+	j->ran = 1;
+	j->value++;
+	if (in_fd >= 0 && write(in_fd, "x", 1) != 1)
+		j->value = -1;
+	*ret_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static void open_fifo(void *p, int in_fd, int *ret_fd)
+{
+	struct job *j = p;
+
+	j->ran = 1;
+	*ret_fd = open(j->path, O_RDONLY | O_CLOEXEC); /* no writer: blocks */
+}
+
+static void die_now(void *p, int in_fd, int *ret_fd)
+{
+	_exit(3);
+}
+
+static void look_at_fd(void *p, int in_fd, int *ret_fd)
+{
+	struct job *j = p;
+
+	j->ran = 1;
+	j->probe_errno = fcntl(j->probe_fd, F_GETFD) < 0 ? errno : 0;
+}
+
+static void test_a_call_answered_in_time_gives_its_job_and_fd_back(void **state)
+{
+	struct job j = { .value = 41 };
+	struct stat st;
+	char c;
+	int p[2], fd = -1;
+
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(bounded__call(0, add_one, &j, sizeof(j), p[1], &fd), 0);
+	assert_int_equal(j.ran, 1);
+	assert_int_equal(j.value, 42);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	close(fd);
+	assert_int_equal(read(p[0], &c, 1), 1); /* the worker wrote through its copy */
+	close(p[0]);
+	close(p[1]);
+}
+
+static void test_a_call_that_blocks_is_given_up_and_its_process_refused_after(void **state)
+{
+	char dir[] = "/tmp/gp-bounded-XXXXXX";
+	struct bounded_stats before, after;
+	struct job j = { 0 };
+	uint64_t t0, elapsed;
+	pid_t victim;
+	int fd = -1;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(j.path, sizeof(j.path), "%s/fifo", dir);
+	assert_int_equal(mkfifo(j.path, 0600), 0);
+	victim = fork(); /* the process the call is "about" */
+	assert_true(victim >= 0);
+	if (victim == 0) {
+		pause();
+		_exit(0);
+	}
+	bounded__stats(&before);
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	assert_int_equal(bounded__call(victim, open_fifo, &j, sizeof(j), -1, &fd), -ETIMEDOUT);
+	elapsed = clock_ns(CLOCK_MONOTONIC) - t0;
+	assert_true(elapsed < 10ull * 1000000000);
+	assert_int_equal(j.ran, 0); /* nothing came back */
+	assert_int_equal(fd, -1);
+	/* That process again: refused at once, without running. */
+	assert_int_equal(bounded__call(victim, add_one, &j, sizeof(j), -1, &fd), -EDEADLK);
+	assert_int_equal(j.ran, 0);
+	/* Another: a fresh worker. */
+	assert_int_equal(bounded__call(0, add_one, &j, sizeof(j), -1, &fd), 0);
+	assert_int_equal(j.ran, 1);
+	close(fd);
+	bounded__stats(&after);
+	assert_int_equal(after.timeouts, before.timeouts + 1);
+	assert_int_equal(after.refused, before.refused + 1);
+	/* The stuck worker was killed (a FIFO open dies of it): reaped, not stuck any more. */
+	for (int i = 0; i < 1000 && after.stuck; i++) {
+		usleep(10000);
+		bounded__stats(&after);
+	}
+	assert_int_equal(after.stuck, 0);
+	kill(victim, SIGKILL);
+	waitpid(victim, NULL, 0);
+	unlink(j.path);
+	rmdir(dir);
+}
+
+static void test_a_worker_that_dies_in_a_call_costs_that_call_only(void **state)
+{
+	struct job j = { .value = 1 };
+	int fd = -1;
+
+	assert_int_equal(bounded__call(0, die_now, &j, sizeof(j), -1, &fd), -EIO);
+	assert_int_equal(bounded__call(0, add_one, &j, sizeof(j), -1, &fd), 0);
+	assert_int_equal(j.value, 2);
+	close(fd);
+}
+
+/* A worker started while the caller held a pipe's write end keeps no copy of it. */
+static void test_the_worker_holds_none_of_the_callers_fds(void **state)
+{
+	struct job j = { 0 };
+	int p[2], fd = -1;
+
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(bounded__call(0, die_now, &j, sizeof(j), -1, &fd), -EIO); /* a fresh worker next */
+	j.probe_fd = p[1];
+	assert_int_equal(bounded__call(0, look_at_fd, &j, sizeof(j), -1, &fd), 0);
+	assert_int_equal(j.ran, 1);
+	assert_int_equal(j.probe_errno, EBADF);
+	close(p[0]);
+	close(p[1]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_call_answered_in_time_gives_its_job_and_fd_back),
+		cmocka_unit_test(test_a_call_that_blocks_is_given_up_and_its_process_refused_after),
+		cmocka_unit_test(test_a_worker_that_dies_in_a_call_costs_that_call_only),
+		cmocka_unit_test(test_the_worker_holds_none_of_the_callers_fds),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

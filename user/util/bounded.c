@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Calls bounded by a deadline in a worker process (bounded.h). The worker
+ * is a fork of the loader: the function pointer of a call is valid there.
+ * One SOCK_SEQPACKET message each way per call: a header (the function, the
+ * job's size), the job, and the fd it carries, if any.
+ */
+#include "user/util/bounded.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WORKER_SOCK 3
+#define SOCK_BYTES (2 * BOUNDED_JOB_MAX + 4096)
+
+struct msg_hdr {
+	uintptr_t fn;   /* request: the bounded_fn; answer: 0 */
+	__u64 size;
+};
+
+struct stalled {
+	pid_t pid;
+	__u64 start;    /* the process's start time: a reused pid is another process */
+};
+
+static struct {
+	pthread_mutex_t lock;    /* one call at a time */
+	pid_t worker;            /* 0: none yet */
+	int sock;
+	pid_t lost[BOUNDED_MAX_STUCK]; /* abandoned workers, reaped when they go */
+	unsigned nlost;
+	struct stalled stalled[BOUNDED_MAX_STALLED];
+	unsigned nstalled, next_stalled;
+	struct bounded_stats st;
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .sock = -1 };
+
+/* starttime of /proc/<pid>/stat (field 22), 0 when unreadable. */
+static __u64 pid_start(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* comm may hold anything but NUL */
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			 "%*d %*d %*d %llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+static bool stalled__has(pid_t pid, __u64 start)
+{
+	for (unsigned i = 0; i < g.nstalled; i++)
+		if (g.stalled[i].pid == pid && g.stalled[i].start == start)
+			return true;
+	return false;
+}
+
+static void stalled__add(pid_t pid, __u64 start)
+{
+	g.stalled[g.next_stalled] = (struct stalled){ .pid = pid, .start = start };
+	g.next_stalled = (g.next_stalled + 1) % BOUNDED_MAX_STALLED;
+	if (g.nstalled < BOUNDED_MAX_STALLED)
+		g.nstalled++;
+}
+
+/* Abandoned workers that have gone since: reaped, no longer counted stuck. */
+static void lost__reap(void)
+{
+	for (unsigned i = 0; i < g.nlost;) {
+		pid_t r = waitpid(g.lost[i], NULL, WNOHANG);
+
+		if (r == g.lost[i] || (r < 0 && errno == ECHILD)) {
+			g.lost[i] = g.lost[--g.nlost];
+			continue;
+		}
+		i++;
+	}
+	g.st.stuck = g.nlost;
+}
+
+/* One message: header and job, and an fd when fd >= 0. */
+static ssize_t msg_send(int sock, const struct msg_hdr *h, const void *job, int fd, int flags)
+{
+	struct iovec iov[2] = { { (void *)h, sizeof(*h) }, { (void *)job, (size_t)h->size } };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.buf;
+		m.msg_controllen = sizeof(u.buf);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	return sendmsg(sock, &m, MSG_NOSIGNAL | flags);
+}
+
+/* One message into h and job (cap bytes); *ret_fd the fd it carried, or -1. */
+static ssize_t msg_recv(int sock, struct msg_hdr *h, void *job, size_t cap, int *ret_fd, int flags)
+{
+	struct iovec iov[2] = { { h, sizeof(*h) }, { job, cap } };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	*ret_fd = -1;
+	n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC | flags);
+	if (n < 0)
+		return n;
+	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+	if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t)n < sizeof(*h) ||
+	    h->size != (size_t)n - sizeof(*h)) {
+		if (*ret_fd >= 0)
+			close(*ret_fd);
+		*ret_fd = -1;
+		errno = EPROTO;
+		return -1;
+	}
+	return n;
+}
+
+/* Every fd but 0-2 and the socket (now WORKER_SOCK): nothing of the loader's held. */
+static void worker__close_fds(int sock)
+{
+	DIR *d;
+	struct dirent *de;
+
+	if (sock != WORKER_SOCK && dup2(sock, WORKER_SOCK) != WORKER_SOCK)
+		_exit(1);
+	if (syscall(SYS_close_range, WORKER_SOCK + 1, ~0u, 0) == 0)
+		return;
+	d = opendir("/proc/self/fd");
+	if (!d)
+		_exit(1);
+	while ((de = readdir(d))) {
+		int fd = atoi(de->d_name);
+
+		if (fd > WORKER_SOCK && fd != dirfd(d))
+			close(fd);
+	}
+	closedir(d);
+}
+
+static void worker_main(int sock, pid_t parent)
+{
+	void *job = malloc(BOUNDED_JOB_MAX);
+	struct msg_hdr h;
+
+	/* Gone with the loader, unless stuck where nothing but its daemon can free it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent || !job)
+		_exit(1);
+	worker__close_fds(sock);
+	for (;;) {
+		int in_fd, out_fd = -1;
+
+		if (msg_recv(WORKER_SOCK, &h, job, BOUNDED_JOB_MAX, &in_fd, 0) <= 0 || !h.fn)
+			_exit(0);
+		((bounded_fn)h.fn)(job, in_fd, &out_fd);
+		if (in_fd >= 0)
+			close(in_fd);
+		h.fn = 0;
+		if (msg_send(WORKER_SOCK, &h, job, out_fd, 0) < 0)
+			_exit(0);
+		if (out_fd >= 0)
+			close(out_fd);
+	}
+}
+
+static int worker__start(void)
+{
+	int sv[2], bytes = SOCK_BYTES;
+	pid_t parent = getpid(), pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	for (int i = 0; i < 2; i++) {
+		/* A whole job in one message: root may go past the system's default. */
+		if (setsockopt(sv[i], SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof(bytes)))
+			setsockopt(sv[i], SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+		if (setsockopt(sv[i], SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)))
+			setsockopt(sv[i], SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+	}
+	pid = fork();
+	if (pid < 0) {
+		int err = -errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		return err;
+	}
+	if (pid == 0) {
+		worker_main(sv[1], parent);
+		_exit(0);
+	}
+	close(sv[1]);
+	g.worker = pid;
+	g.sock = sv[0];
+	return 0;
+}
+
+/* The worker is given up: killed, never waited for; reaped once gone. */
+static void worker__abandon(void)
+{
+	kill(g.worker, SIGKILL);
+	close(g.sock);
+	if (g.nlost < BOUNDED_MAX_STUCK)
+		g.lost[g.nlost++] = g.worker;
+	g.st.stuck = g.nlost;
+	g.worker = 0;
+	g.sock = -1;
+}
+
+static int ms_left(const struct timespec *deadline)
+{
+	struct timespec now;
+	long long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (deadline->tv_sec - now.tv_sec) * 1000LL + (deadline->tv_nsec - now.tv_nsec) / 1000000;
+	return ms < 0 ? 0 : (int)ms;
+}
+
+/* Sends the call and takes its answer, both before the deadline. */
+static int worker__exchange(bounded_fn fn, void *job, size_t size, int in_fd, void *answer,
+			    int *ret_fd)
+{
+	struct msg_hdr h = { .fn = (uintptr_t)fn, .size = size };
+	struct pollfd p = { .fd = g.sock };
+	struct timespec deadline;
+	ssize_t n;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_nsec += (long)BOUNDED_TIMEOUT_MS * 1000000;
+	deadline.tv_sec += deadline.tv_nsec / 1000000000;
+	deadline.tv_nsec %= 1000000000;
+	while ((n = msg_send(g.sock, &h, job, in_fd, MSG_DONTWAIT)) < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			return -EIO;
+		p.events = POLLOUT;
+		if (poll(&p, 1, ms_left(&deadline)) == 0)
+			return -ETIMEDOUT;
+	}
+	for (;;) {
+		n = msg_recv(g.sock, &h, answer, size, ret_fd, MSG_DONTWAIT);
+		if (n > 0)
+			return h.size == size ? 0 : -EIO;
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			return -EIO; /* the worker died in the call */
+		p.events = POLLIN;
+		if (poll(&p, 1, ms_left(&deadline)) == 0)
+			return -ETIMEDOUT;
+	}
+}
+
+int bounded__call(pid_t key, bounded_fn fn, void *job, size_t size, int in_fd, int *ret_fd)
+{
+	__u64 start = key > 0 ? pid_start(key) : 0;
+	int err, out_fd = -1;
+	void *answer;
+
+	if (!fn || (!job && size) || size > BOUNDED_JOB_MAX)
+		return -EINVAL;
+	answer = malloc(size ? size : 1);
+	if (!answer)
+		return -ENOMEM;
+	pthread_mutex_lock(&g.lock);
+	g.st.calls++;
+	lost__reap();
+	if ((key > 0 && stalled__has(key, start)) || g.nlost >= BOUNDED_MAX_STUCK) {
+		g.st.refused++;
+		err = -EDEADLK;
+		goto out_unlock;
+	}
+	if (!g.worker && (err = worker__start()))
+		goto out_unlock;
+	err = worker__exchange(fn, job, size, in_fd, answer, &out_fd);
+	if (!err) {
+		memcpy(job, answer, size);
+		if (ret_fd)
+			*ret_fd = out_fd;
+		else if (out_fd >= 0)
+			close(out_fd);
+		goto out_unlock;
+	}
+	if (out_fd >= 0)
+		close(out_fd);
+	worker__abandon();
+	if (err == -ETIMEDOUT) {
+		g.st.timeouts++;
+		if (key > 0)
+			stalled__add(key, start);
+	}
+out_unlock:
+	pthread_mutex_unlock(&g.lock);
+	free(answer);
+	return err;
+}
+
+void bounded__stats(struct bounded_stats *ret_stats)
+{
+	pthread_mutex_lock(&g.lock);
+	lost__reap();
+	*ret_stats = g.st;
+	pthread_mutex_unlock(&g.lock);
+}

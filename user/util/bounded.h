@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Calls that a profiled process can make block in the kernel for as long as
+ * it likes, run where they cannot hold the loader (DESIGN.md invariant 8): a
+ * path walk or an open through a FUSE mount whose daemon it runs, a read of
+ * its memory that faults on a page it serves (FUSE, userfaultfd), a ptrace
+ * stop of one of its threads. Each call runs in a worker process (a fork of
+ * the loader, every other fd closed) and the caller waits for its answer at
+ * most BOUNDED_TIMEOUT_MS. A call that misses it is abandoned with its
+ * worker: killed, left to the kernel (a process in an uninterruptible FUSE
+ * wait dies when the daemon lets go), never waited for, so that nothing it
+ * holds can delay the loader, not even its exit. The next call starts a
+ * fresh worker.
+ *
+ * The process that made a call miss its deadline (the key the caller gives:
+ * its pid; its start time tells a reused pid apart) has its later calls
+ * refused at once, for the rest of the run: one stuck worker per hostile
+ * process, not one per call. At most BOUNDED_MAX_STUCK workers may be stuck
+ * at a time; past that, every call is refused until one is gone.
+ *
+ * Process-wide on purpose: a stuck worker is a resource of the loader's
+ * process, whoever made the call, so the bound on them is too.
+ */
+#ifndef GP_UTIL_BOUNDED_H
+#define GP_UTIL_BOUNDED_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+/* How long a caller waits for one call. */
+#define BOUNDED_TIMEOUT_MS 250u
+/* Workers stuck in abandoned calls, at most. */
+#define BOUNDED_MAX_STUCK 64u
+/* Processes remembered as stalling (the oldest forgotten past this). */
+#define BOUNDED_MAX_STALLED 1024u
+/* The largest job. */
+#define BOUNDED_JOB_MAX (128u << 10)
+
+/*
+ * What runs in the worker: job is its copy of the caller's (plain data, no
+ * pointers into the caller's memory); in_fd its copy of the fd the caller
+ * passed (-1: none; closed after fn). An fd it stores in *ret_fd (left -1:
+ * none) is sent back, and its copy closed.
+ */
+typedef void (*bounded_fn)(void *job, int in_fd, int *ret_fd);
+
+/*
+ * Runs fn(job) in the worker and copies the job back when it answers in
+ * time. key: the process the call touches (0: none). Returns 0 once fn ran
+ * (its own status is in job) and *ret_fd (may be NULL when fn sends none)
+ * is the fd it sent, or -1; -ETIMEDOUT when it missed the deadline;
+ * -EDEADLK when it was refused without running (key stalled before, or too
+ * many workers stuck); -EIO when the worker died in the call; -EINVAL,
+ * -ENOMEM, -errno of starting a worker.
+ */
+int bounded__call(pid_t key, bounded_fn fn, void *job, size_t size, int in_fd, int *ret_fd);
+
+struct bounded_stats {
+	__u64 calls;
+	__u64 timeouts;      /* calls abandoned at their deadline */
+	__u64 refused;       /* calls refused at once: a stalled process, or too many stuck */
+	__u64 stuck;         /* abandoned workers not gone yet */
+};
+void bounded__stats(struct bounded_stats *ret_stats);
+
+#endif /* GP_UTIL_BOUNDED_H */

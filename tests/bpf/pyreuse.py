@@ -8,7 +8,10 @@ Once the file READY exists (the loader has found the interpreter), N
 launches from first_fn (made by exec), then, once the file GO exists,
 first_fn is dropped and functions of the same shape are made until one's
 code object lands at first_fn's address (exit 3 if none does in 1000
-tries): N launches from it, other_fn. Prints "pyreuse: launches=2N reused=K".
+tries): after 0.3 s (the loader checks a process's code objects at most
+every 0.1 s: its last check, made before the swap, is then older than
+that when it reads the next launch), N launches from it, other_fn. Prints
+"pyreuse: launches=2N reused=K".
 """
 import ctypes
 import gc
@@ -74,6 +77,7 @@ def main():
     else:
         print("pyreuse: no code object came back at 0x%x" % addr)
         return 3
+    time.sleep(0.3)
     run(fn, n)
     check(cu.cuCtxSynchronize())
     print("pyreuse: launches=%d reused=%d" % (2 * n, tries + 1))

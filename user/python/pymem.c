@@ -128,7 +128,8 @@ static size_t readv_batch(pid_t pid, struct pymem_seg *segs, size_t n, int *ret_
 	return done;
 }
 
-void pymem__readv(pid_t pid, struct pymem_seg *segs, size_t n)
+/* Every segment, here and now (in the bounded worker). */
+static void readv_now(pid_t pid, struct pymem_seg *segs, size_t n)
 {
 	size_t i = 0;
 
@@ -146,7 +147,7 @@ void pymem__readv(pid_t pid, struct pymem_seg *segs, size_t n)
 		i += done;
 		if (i < n && (e == ENOSYS || e == EPERM)) {
 			for (; i < n; i++)
-				segs[i].err = pymem__read(pid, segs[i].addr, segs[i].buf, segs[i].len);
+				segs[i].err = pymem__read_now(pid, segs[i].addr, segs[i].buf, segs[i].len);
 			return;
 		}
 		if (i < n && e == ESRCH) {
@@ -159,5 +160,91 @@ void pymem__readv(pid_t pid, struct pymem_seg *segs, size_t n)
 			segs[i].err = -EFAULT;
 			i++;
 		}
+	}
+}
+
+/*
+ * A gathered read as one bounded call: the segments (their buffers offsets
+ * into the job's data), then the data, which comes back filled.
+ */
+struct readv_seg {
+	uint64_t addr;
+	uint32_t len, off;
+	int32_t err;
+	uint32_t pad;
+};
+
+struct readv_job {
+	pid_t pid;
+	uint32_t n;
+	struct readv_seg seg[];  /* then the data */
+};
+
+static void readv_job__run(void *p, int in_fd, int *ret_fd)
+{
+	struct readv_job *j = p;
+	unsigned char *data = (unsigned char *)&j->seg[j->n];
+	struct pymem_seg segs[256];
+
+	(void)in_fd;
+	(void)ret_fd;
+	for (uint32_t i = 0; i < j->n && i < 256; i++)
+		segs[i] = (struct pymem_seg){ .addr = j->seg[i].addr, .buf = data + j->seg[i].off,
+					      .len = j->seg[i].len };
+	readv_now(j->pid, segs, j->n < 256 ? j->n : 256);
+	for (uint32_t i = 0; i < j->n && i < 256; i++)
+		j->seg[i].err = segs[i].err;
+}
+
+/* How many of segs, from the first, one job holds (at least one when it fits at all). */
+static size_t readv_fits(const struct pymem_seg *segs, size_t n, size_t *ret_bytes)
+{
+	size_t k = 0, bytes = sizeof(struct readv_job);
+
+	while (k < n && k < 256 && segs[k].len <= PYMEM_READ_MAX &&
+	       bytes + sizeof(struct readv_seg) + segs[k].len <= BOUNDED_JOB_MAX) {
+		bytes += sizeof(struct readv_seg) + segs[k].len;
+		k++;
+	}
+	*ret_bytes = bytes;
+	return k;
+}
+
+void pymem__readv(pid_t pid, struct pymem_seg *segs, size_t n)
+{
+	while (n) {
+		size_t bytes, k = readv_fits(segs, n, &bytes), off = 0;
+		struct readv_job *j;
+		unsigned char *data;
+		int err;
+
+		if (!k) { /* one too large for a job: refused, as pymem__read does */
+			segs->err = -EFAULT;
+			segs++, n--;
+			continue;
+		}
+		j = calloc(1, bytes);
+		if (!j) {
+			for (size_t i = 0; i < k; i++)
+				segs[i].err = -ENOMEM;
+			segs += k, n -= k;
+			continue;
+		}
+		j->pid = pid;
+		j->n = (uint32_t)k;
+		for (size_t i = 0; i < k; i++) {
+			j->seg[i] = (struct readv_seg){ .addr = segs[i].addr, .len = (uint32_t)segs[i].len,
+							.off = (uint32_t)off };
+			off += segs[i].len;
+		}
+		err = bounded__call(pid, readv_job__run, j, bytes, -1, NULL);
+		data = (unsigned char *)&j->seg[k];
+		for (size_t i = 0; i < k; i++) {
+			segs[i].err = err ? (err == -EDEADLK ? -ETIMEDOUT : err) : j->seg[i].err;
+			if (!segs[i].err)
+				memcpy(segs[i].buf, data + j->seg[i].off, segs[i].len);
+		}
+		free(j);
+		segs += k, n -= k;
 	}
 }

@@ -32,7 +32,9 @@ struct pymem_seg {
 /*
  * Reads each segment whole or not at all (its err), with as few system
  * calls as the kernel allows (process_vm_readv stops at the first segment
- * it cannot read; the rest are read on).
+ * it cannot read; the rest are read on), in as few bounded calls
+ * (user/util/bounded.h) as the jobs' size allows: a process whose memory
+ * blocks costs its own reads, never the loader's time.
  */
 void pymem__readv(pid_t pid, struct pymem_seg *segs, size_t n);
 

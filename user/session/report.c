@@ -206,7 +206,7 @@ void session__cache_fields(struct session *s, FILE *f)
 		"cache_unusable_launches=%llu cache_keys=%zu cache_capacity=%zu cache_installs=%llu "
 		"cache_confirmed=%llu cache_splits=%llu cache_split_keys=%zu cache_audits_short=%llu "
 		"cache_unreadable=%llu cache_evicted=%llu cache_forgotten=%llu "
-		"cache_full=%llu cache_map_errors=%llu maps_changed=%llu py_replaced=%llu",
+		"cache_full=%llu cache_map_errors=%llu maps_changed=%llu py_checks=%llu py_replaced=%llu",
 		asked ? 100.0 * (bpf[GP_BPF_CACHE_HITS] + bpf[GP_BPF_CACHE_AUDITS]) / asked : 0.0,
 		(unsigned long long)bpf[GP_BPF_CACHE_HITS], (unsigned long long)bpf[GP_BPF_CACHE_MISSES],
 		(unsigned long long)bpf[GP_BPF_CACHE_AUDITS],
@@ -216,5 +216,5 @@ void session__cache_fields(struct session *s, FILE *f)
 		(unsigned long long)cs.unreadable, (unsigned long long)cs.evicted,
 		(unsigned long long)cs.forgotten, (unsigned long long)cs.full,
 		(unsigned long long)cs.map_errors, (unsigned long long)s->maps_changed,
-		(unsigned long long)s->py_replaced);
+		(unsigned long long)s->py_checks, (unsigned long long)s->py_replaced);
 }

@@ -27,8 +27,10 @@
 #include "user/shm/shm_reader.h"
 #include "user/util/blobtab.h"
 
-/* Code objects checked against reuse at once, at most (pycode_cache__check). */
-#define PY_CHECK_MAX 4096
+/* Code objects checked against reuse at once, at most (pycode_cache__check): a few bounded calls. */
+#define PY_CHECK_MAX 1024
+/* ... and at most this often per process. */
+#define PY_CHECK_NS (100 * 1000 * 1000ull)
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
 
@@ -82,6 +84,7 @@ struct session {
 	__u64 events_bad;              /* BPF events whose parts overran their size */
 	__u64 cache_lost;              /* hits whose cache entry was gone (never expected) */
 	__u64 maps_changed;            /* a target's mappings changed: new space, new epoch */
+	__u64 py_checks;               /* checks of a target's code objects against reuse */
 	__u64 py_replaced;             /* Python code objects found replaced at their address */
 	uint64_t *py_codes;            /* the last check's replaced ones, sorted */
 	size_t npy_codes;

@@ -56,8 +56,12 @@ def run(fn, n):
 
 
 def wait_for(path):
-    while not os.path.exists(path):
+    """Waits for path; a test that never makes it failed: exit, do not hang."""
+    for _ in range(12000):
+        if os.path.exists(path):
+            return
         time.sleep(0.01)
+    raise SystemExit("pyreuse: %s never came (120 s)" % path)
 
 
 def main():

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "tests/skip.h"
 #include "user/shm/shm_reader.h"
 
 static char build[4096];
@@ -151,7 +152,7 @@ static void test_a_late_reader_that_leaves_early_loses_nothing_uncounted(void **
 	pid_t pid;
 
 	if (geteuid() != 0)
-		skip(); /* map_files needs CAP_SYS_ADMIN */
+		SKIP_BECAUSE("opening map_files needs root (CAP_SYS_ADMIN)");
 	assert_true(fd >= 0);
 	close(fd);
 	bare = run_time(argv, err); /* the same program, no reader */

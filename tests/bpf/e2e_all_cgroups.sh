@@ -7,13 +7,13 @@
 source "$(dirname "$0")/lib.sh"
 
 cgroot=$(awk '$3=="cgroup2"{print $2; exit}' /proc/self/mounts)
-[ -n "$cgroot" ] || { echo "SKIP: no cgroup2 mount"; exit 0; }
+[ -n "$cgroot" ] || skip "no cgroup2 mount"
 base=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
 dir="$cgroot${base%/}"
 # A cgroup with processes cannot take children where controllers are enabled;
 # ours only needs plain membership, so create siblings under our parent dir.
 ga="$dir/gpuprobe-test-a-$$"; gb="$dir/gpuprobe-test-b-$$"; gc="$dir/gpuprobe-test-c-$$"
-mkdir "$ga" "$gb" "$gc" || { rmdir "$ga" "$gb" "$gc" 2>/dev/null; echo "SKIP: cannot create cgroups under $dir"; exit 0; }
+mkdir "$ga" "$gb" "$gc" || { rmdir "$ga" "$gb" "$gc" 2>/dev/null; skip "cannot create cgroups under $dir"; }
 cleanup_cg() { cleanup; rmdir "$ga" "$gb" "$gc" 2>/dev/null || true; }
 trap cleanup_cg EXIT
 run_in() { # CGROUP LOG ARGS...

@@ -7,10 +7,8 @@
 source "$(dirname "$0")/lib.sh"
 
 PY=${GP_TEST_PYTHON:-/usr/bin/python3}
-if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
-	echo "skip: no CPython 3.10+ at $PY (set GP_TEST_PYTHON)"
-	exit 0
-fi
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null ||
+	skip "no CPython 3.10+ at $PY (set GP_TEST_PYTHON)"
 N=200
 # py_back is launched by a native thread while the Python caller waits, as
 # PyTorch's autograd threads run backward(): it goes under the caller's frames.

@@ -16,8 +16,12 @@ pids=$($CHECK "$WORK/pid.pb.gz" pids)
 echo "$pids" | grep -q "^$A spin " || fail "pid $A missing: $pids"
 echo "$pids" | grep -q "^$Bp " && fail "pid $Bp was not excluded: $pids"
 $CHECK "$WORK/pid.pb.gz" totals >"$WORK/totals"
-# Only launches made before the loader attached may stay unjoined, and say so.
-grep "^\[unattributed" "$WORK/totals" | grep -v "launched before attach" && { cat "$WORK/totals" "$WORK/err"; fail "unjoined samples"; }
+# Only launches made before the loader attached may stay unjoined, and say so;
+# and the one call spin's thread may have been in at the attach ("at attach").
+grep "^\[unattributed" "$WORK/totals" | grep -v "launched before attach\|launched at attach" &&
+	{ cat "$WORK/totals" "$WORK/err"; fail "unjoined samples"; }
+at=$(grep "^counters:" "$WORK/err" | tail -1 | sed -n 's/.* at_attach=\([0-9]*\) .*/\1/p')
+[ -n "$at" ] && [ "$at" -le 1 ] || fail "at_attach=$at: spin launches from one thread, at most one call is at the attach"
 grep -q "^? " "$WORK/totals" && { cat "$WORK/totals"; fail "samples without the launching site"; }
 n=$(awk '$2=="spin_kernel" && $1=="spin_site"{print $4}' "$WORK/totals")
 [ "${n:-0}" -gt 100 ] || fail "too few spin_kernel launches joined: ${n:-0}"

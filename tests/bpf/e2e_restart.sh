@@ -5,7 +5,8 @@
 # status equal a bare run's (the same command beside it, no loader, released
 # at the same moment), its exit is not later than the bare run's by more than
 # a loader tick, and B's profile holds GPU time with nothing unattributed but
-# "launched before attach".
+# "launched before attach" (or, for the one call under way at the attach,
+# "launched at attach").
 source "$(dirname "$0")/lib.sh"
 
 SECS=4 TICK_MS=100
@@ -54,7 +55,9 @@ n=$(awk '$2=="spin_kernel" && $1!~/^\[unattributed/ {n += $4} END {print n + 0}'
 ns=$(awk '$2=="spin_kernel" && $1!~/^\[unattributed/ {n += $3} END {print n + 0}' "$WORK/b.totals")
 [ "$n" -gt 100 ] || { cat "$WORK/b.totals" "$WORK/b.ctr"; fail "B joined only $n launches"; }
 [ "$ns" = $((n * 1000)) ] || fail "B: GPU time $ns != $n x 1000 ns"
-grep "^\[unattributed" "$WORK/b.totals" | grep -v "launched before attach" && { cat "$WORK/b.ctr"; fail "B: unattributed GPU time"; }
+grep "^\[unattributed" "$WORK/b.totals" | grep -v "launched before attach\|launched at attach" && { cat "$WORK/b.ctr"; fail "B: unattributed GPU time"; }
+at=$(sed -n 's/.* at_attach=\([0-9]*\) .*/\1/p' "$WORK/b.ctr")
+[ -n "$at" ] && [ "$at" -le 1 ] || { cat "$WORK/b.ctr"; fail "B: at_attach=$at: spin launches from one thread, at most one call is at the attach"; }
 grep -q "launches_without_record=0 " "$WORK/b.ctr" || { cat "$WORK/b.ctr"; fail "B: launches it saw without their GPU record"; }
 grep -q "ring_resyncs=0 " "$WORK/b.ctr" && grep -q "records_bad=0 " "$WORK/b.ctr" || { cat "$WORK/b.ctr"; fail "B: ring resyncs or bad records"; }
 cat "$WORK/b.ctr"

@@ -25,14 +25,13 @@ run_in() { # CGROUP LOG ARGS...
 # A and B run until told to stop (-s 0): a busy machine may take seconds to attach.
 run_in "$ga" "$WORK/a.log" "$PROGS/spin" -s 0 -i 2000; A=${PIDS[-1]}
 run_in "$gb" "$WORK/b.log" "$PROGS/spin" -s 0 -i 2000 -g 3; Bp=${PIDS[-1]}
-wait_file "$WORK/a.log" 5
-wait_file "$WORK/b.log" 5
+wait_file "$WORK/a.log" 30
+wait_file "$WORK/b.log" 30
 # -v prints a counters line after each tick: the first one means attached.
 # No -d: on a busy machine C may start late and run long; stopped once C is gone.
 "$LOADER" --all-cgroups -v -o "$WORK/all.pb.gz" 2>"$WORK/err" & L=$!
 PIDS+=($L)
-for _ in $(seq 1 400); do grep -q "^counters:" "$WORK/err" && break; sleep 0.05; done
-grep -q "^counters:" "$WORK/err" || fail "the loader did not start ticking"
+wait_line "$WORK/err" "^counters:" 60 || fail "the loader did not start ticking"
 # Started after the attach, in its own cgroup, and gone before the loader stops.
 run_in "$gc" "$WORK/c.log" "$PROGS/spin" -s 1 -i 1000; C=${PIDS[-1]}
 wait "$C" || fail "spin C failed"
@@ -40,7 +39,7 @@ kill -TERM "$A" "$Bp"
 wait "$A" || fail "spin A failed"
 wait "$Bp" || fail "spin B failed"
 kill -INT "$L"
-wait "$L" || { grep -v "^libbpf\|^counters" "$WORK/err"; fail "loader failed"; }
+wait_exit "$L" 60 || { grep -v "^libbpf\|^counters" "$WORK/err"; fail "loader failed"; }
 pids=$($CHECK "$WORK/all.pb.gz" pids)
 echo "$pids" | grep -q "^$A spin ${base%/}/gpuprobe-test-a-$$ " || { echo "$pids"; fail "pid $A not labelled with its cgroup"; }
 echo "$pids" | grep -q "^$Bp spin ${base%/}/gpuprobe-test-b-$$ " || { echo "$pids"; fail "pid $Bp not labelled with its cgroup"; }

@@ -11,8 +11,9 @@ BTF=/sys/kernel/btf UPROBE=/sys/bus/event_source/devices/uprobe
 [ -e "$BTF/vmlinux" ] || skip "this kernel really has no BTF"
 [ -e "$UPROBE/type" ] || skip "this kernel really has no uprobe PMU"
 
-start_stub "$PROGS/spin" -s 10 -i 2000 >"$WORK/a.log"; A=${PIDS[-1]}
-wait_file "$WORK/a.log" 5
+# Runs until told to stop (-s 0): it must outlive the checks, however long they take.
+start_stub "$PROGS/spin" -s 0 -i 2000 >"$WORK/a.log"; A=${PIDS[-1]}
+wait_file "$WORK/a.log" 30
 
 hidden() { # DIR ERRFILE LOADER-ARGS...: runs the loader with DIR emptied
 	local dir=$1 err=$2; shift 2

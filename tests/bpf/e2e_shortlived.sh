@@ -11,8 +11,7 @@ source "$(dirname "$0")/lib.sh"
 runs=10 T=1 N=20
 "$LOADER" --all-cgroups -v --libcuda "$STUBLIB" -o "$WORK/all.pb.gz" 2>"$WORK/err" & L=$!
 PIDS+=($L)
-for _ in $(seq 1 100); do grep -q "^counters:" "$WORK/err" && break; sleep 0.05; done
-grep -q "^counters:" "$WORK/err" || fail "the loader did not start ticking"
+wait_line "$WORK/err" "^counters:" 60 || fail "the loader did not start ticking"
 grep "cannot watch memfd_create" "$WORK/err" && fail "the ring watch did not attach"
 pids=() named=0
 for i in $(seq 1 $runs); do
@@ -21,9 +20,13 @@ for i in $(seq 1 $runs); do
 	wait "$p" || fail "launcher run $i failed"
 	pids+=($p)
 done
-sleep 0.5
+# Each run met and retired by the loader (-v says so): its ring was read to the end.
+for p in "${pids[@]}"; do
+	wait_line "$WORK/err" "following pid $p " 60 || fail "the loader never followed pid $p"
+	wait_line "$WORK/err" "pid $p exited" 60 || fail "the loader never retired pid $p"
+done
 kill -INT "$L"
-wait_exit "$L" 10 || { grep -v "^libbpf\|^counters" "$WORK/err"; fail "loader failed"; }
+wait_exit "$L" 60 || { grep -v "^libbpf\|^counters" "$WORK/err"; fail "loader failed"; }
 last=$(grep "^counters:" "$WORK/err" | tail -1)
 echo "$last" | grep -q " rings_missed=0 " || { grep -v "^counters\|^libbpf" "$WORK/err" | head -40; fail "rings missed: $last"; }
 # launcher -t T -n N: per run 7TN+3T activities, 23000 ns x TN + 11 ns x T

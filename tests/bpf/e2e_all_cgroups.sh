@@ -50,16 +50,28 @@ want=$(sed -n 's/^spin: launches=//p' "$WORK/c.log")
 echo "$pids" | grep -q "^$C spin ${base%/}/gpuprobe-test-c-$$ " || { echo "$pids"; fail "pid $C (started later) not found or not labelled with its cgroup"; }
 [ "$(echo "$pids" | grep -c "^$C ")" = 1 ] || { echo "$pids"; fail "pid $C has samples under more than one label set"; }
 $CHECK "$WORK/all.pb.gz" totals "$C" >"$WORK/c.totals"
-grep -v " spin_kernel " "$WORK/c.totals" && { cat "$WORK/c.totals"; fail "pid $C has samples other than spin_kernel (unattributed?)"; }
-got=$(awk '{n += $4} END {print n + 0}' "$WORK/c.totals")
-ns=$(awk '{n += $3} END {print n + 0}' "$WORK/c.totals")
-[ "$got" = "$want" ] || { cat "$WORK/c.totals"; fail "pid $C: $got launches in the profile, it made $want"; }
-[ "$ns" = $((want * 1000)) ] || fail "pid $C: GPU time $ns != $want x 1000 ns"
-ok "a process started after the attach, in its own cgroup: labelled, $want launches exact"
+# A node-wide loader beside this test (a shared machine) may hold C's ring
+# first: the loader says so, and C's launches count with no GPU record. Only then.
+if has_line "$WORK/err" "pid $C (spin): its shim ring is read by another gpuprobe-bpf"; then
+	grep -v "^spin_site \[no GPU record\] 0 " "$WORK/c.totals" && fail "pid $C: GPU time from a ring another loader read"
+	got=$(awk '{n += $NF} END {print n + 0}' "$WORK/c.totals")
+	[ "$got" = "$want" ] || { cat "$WORK/c.totals"; fail "pid $C (its ring read by another loader): $got launches in the profile, it made $want"; }
+	ok "a process started after the attach, in its own cgroup: labelled, $want launches exact (its ring read by another loader: no GPU time)"
+else
+	grep -v " spin_kernel " "$WORK/c.totals" && { cat "$WORK/c.totals"; fail "pid $C has samples other than spin_kernel (unattributed?)"; }
+	got=$(awk '{n += $4} END {print n + 0}' "$WORK/c.totals")
+	ns=$(awk '{n += $3} END {print n + 0}' "$WORK/c.totals")
+	[ "$got" = "$want" ] || { cat "$WORK/c.totals"; fail "pid $C: $got launches in the profile, it made $want"; }
+	[ "$ns" = $((want * 1000)) ] || fail "pid $C: GPU time $ns != $want x 1000 ns"
+	ok "a process started after the attach, in its own cgroup: labelled, $want launches exact"
+fi
 
 # A and B ran before the loader: their calls before the probes went in are
-# "before_attach"; every one after has its launch event.
-last=$(grep "^counters:" "$WORK/err" | tail -n 1)
-nle=$(echo "$last" | sed -n 's/.*no_launch_event=\([0-9]*\).*/\1/p')
-[ "$nle" = 0 ] || { echo "$last"; fail "$nle API records without a launch event (attach time taken too early?)"; }
+# "before_attach"; every one after has its launch event. Read per pid from
+# the profile: the counters line is machine-wide (other CUDA processes here).
+for p in "$A" "$Bp" "$C"; do
+	$CHECK "$WORK/all.pb.gz" totals "$p" >"$WORK/p.totals"
+	grep "^\[unattributed: no launch event\]" "$WORK/p.totals" &&
+		{ grep "^counters:" "$WORK/err" | tail -n 1; fail "pid $p: API records without a launch event (attach time taken too early?)"; }
+done
 ok "calls before the attach counted as before_attach, none without a launch event"

@@ -124,6 +124,18 @@ command_verdict() { # NAME LOG RC SECS
 	fi
 }
 
+# One test run at a time on this machine: a node-wide loader (--all-cgroups,
+# its ring watch) claims every shim ring of the machine, another run's too,
+# and a --pid test then finds its target's ring held (seen beside another
+# worktree's make check). Runs that take this lock wait for each other.
+if [ -z "$skip_all" ] && command -v flock >/dev/null; then
+	exec 9>>/tmp/gpuprobe-tests.lock
+	if ! flock -n 9; then
+		echo "$suite: waiting for another test run on this machine (/tmp/gpuprobe-tests.lock)"
+		flock -w 3600 9 || echo "$suite: still locked after an hour: running beside it" >&2
+	fi
+fi
+
 for t in "$@"; do
 	name=$(basename "${t%% *}")
 	if [ -n "$skip_all" ]; then
@@ -133,11 +145,11 @@ for t in "$@"; do
 	log="$build/logs/$suite-$name.log"
 	start=$(date +%s)
 	if [[ "$t" == *" "* ]]; then
-		timeout "${GP_TEST_TIMEOUT:-600}" bash -c "$t" >"$log" 2>&1; rc=$?
+		timeout "${GP_TEST_TIMEOUT:-600}" bash -c "$t" >"$log" 2>&1 9>&-; rc=$?
 	elif [[ "$t" == *.sh ]]; then
-		timeout "${GP_TEST_TIMEOUT:-600}" bash "$t" >"$log" 2>&1; rc=$?
+		timeout "${GP_TEST_TIMEOUT:-600}" bash "$t" >"$log" 2>&1 9>&-; rc=$?
 	else
-		timeout "${GP_TEST_TIMEOUT:-600}" "$t" >"$log" 2>&1; rc=$?
+		timeout "${GP_TEST_TIMEOUT:-600}" "$t" >"$log" 2>&1 9>&-; rc=$?
 	fi
 	secs=$(( $(date +%s) - start ))
 	if [[ "$t" == *.sh ]] || [[ "$t" == *" "* ]]; then

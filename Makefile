@@ -9,7 +9,8 @@
 #   make test-tsan     unit tests under ThreadSanitizer
 #   make test-asan     unit tests under AddressSanitizer + UBSan
 #   make fuzz-smoke    each fuzzer briefly; `make fuzz` runs them long
-#   make check         deps + all of the above + tools checks
+#   make check         deps + all of the above + tools checks: every stage runs,
+#                      one total closes ("check: N passed, M failed, K skipped")
 #   make demo          profile the bundled stub workload (no GPU needed)
 #   V=1                show full commands
 
@@ -34,6 +35,10 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 CUDA_HOME ?= /usr/local/cuda
 SAN ?=
+# Builds inside make check run this many jobs; the tests themselves run one at a time.
+NPROC ?= $(shell nproc 2>/dev/null || echo 1)
+# The runners' name for the tests of this build (make check's total says unit, tsan, asan).
+TEST_SUITE ?= unit
 
 CC := clang
 BPF_CLANG ?= clang
@@ -247,31 +252,50 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(CORE_LIB)
 	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $< $(CORE_LIB) $(TEST_LIBS)
 
 unit-tests: $(UNIT_TESTS) $(ALL_TARGETS)
-	$(Q)tools/run-tests.sh unit $(BUILD) $(UNIT_TESTS)
+	$(Q)tools/run-tests.sh $(TEST_SUITE) $(BUILD) $(UNIT_TESTS)
 
 test: unit-tests
 
+BPF_E2E := $(sort $(wildcard tests/bpf/e2e_*.sh))
 bpf-tests: $(BPF_TESTS) $(ALL_TARGETS)
-	$(Q)tools/run-tests.sh bpf $(BUILD) $(BPF_TESTS) $(sort $(wildcard tests/bpf/e2e_*.sh))
+	$(Q)tools/run-tests.sh bpf $(BUILD) $(BPF_TESTS) $(BPF_E2E)
 
+# Not root: each BPF test is reported skipped, by name (make check's total counts them).
 test-bpf:
-	@if [ "$$(id -u)" != 0 ]; then \
-		echo "test-bpf: needs root (BPF programs and uprobes); run: sudo make test-bpf" >&2; exit 1; fi
-	$(Q)$(MAKE) --no-print-directory bpf-tests
+	$(Q)if [ "$$(id -u)" != 0 ]; then \
+		tools/run-tests.sh --skip "needs root (BPF programs and uprobes): sudo make test-bpf" \
+			bpf $(BUILD) $(BPF_TESTS) $(BPF_E2E); \
+	else $(MAKE) --no-print-directory bpf-tests; fi
 
 test-tsan:
-	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan SAN=thread unit-tests
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan SAN=thread TEST_SUITE=tsan unit-tests
 
 test-asan:
-	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=address unit-tests
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=address TEST_SUITE=asan unit-tests
 
 # ---------------------------------------------------------------- fuzzers
-FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(USER_LIB_SRCS) $(SHIM_CORE_SRCS) $(NVIDIA_LOADER_SRCS) | $(SKELS) cuda-check
-	$(call msg,FUZZ,$@)
+# The loader's code is compiled once for all fuzzers (instrumented for
+# coverage, ASan and UBSan) into one archive; each fuzzer is its own target
+# file linked with it and libFuzzer's main.
+FUZZ_BUILD := $(BUILD)/fuzz
+FUZZ_SAN := address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := $(CPPFLAGS_COMMON) $(CUDA_CPPFLAGS) -std=gnu11 -g -O1 $(WARN) -MMD -MP \
+	-fsanitize=fuzzer-no-link,$(FUZZ_SAN)
+FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(USER_LIB_SRCS) $(SHIM_CORE_SRCS) $(NVIDIA_LOADER_SRCS))
+FUZZ_LIB := $(FUZZ_BUILD)/libgpuprobe-fuzz.a
+
+$(FUZZ_BUILD)/obj/%.o: %.c | $(SKELS) cuda-check
+	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS_COMMON) $(CUDA_CPPFLAGS) -std=gnu11 -g -O1 $(WARN) $(FUZZ_FLAGS) -o $@ $< \
-		$(USER_LIB_SRCS) $(SHIM_CORE_SRCS) $(NVIDIA_LOADER_SRCS) $(LIBBPF_LIBS) $(SYS_LIBS)
+	$(Q)$(CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_LIB): $(FUZZ_LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FUZZERS): $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/obj/tests/fuzz/%.o $(FUZZ_LIB)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CC) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $< $(FUZZ_LIB) $(LIBBPF_LIBS) $(SYS_LIBS)
 
 FUZZ_SECONDS ?= 20
 fuzz-smoke: $(FUZZERS)
@@ -281,26 +305,31 @@ fuzz: $(FUZZERS)
 
 # ---------------------------------------------------------------- the rest
 tools-check: $(SHIM_SO)
-	$(Q)tools/check-portable-elf $(SHIM_SO)
-	$(Q)tools/check-cubin-defer
-	$(Q)git apply --check tools/gpu/ablate.patch || \
-	{ echo "tools-check: tools/gpu/ablate.patch no longer applies to bpf/launch.bpf.c: regenerate it" >&2; exit 1; }
+	$(Q)tools/run-tests.sh tools $(BUILD) "tools/check-portable-elf $(SHIM_SO)" tools/check-cubin-defer \
+		tools/check-ablate-patch
 
 deps:
 	$(Q)tools/deps.sh
 
-# Every test runner appends "KIND PASSED FAILED" to GP_SUMMARY; one total closes the run.
+# Every runner records each test's verdict (pass, fail, skip) in GP_SUMMARY
+# (tools/testlib.sh); every stage runs even after one failed (a stage that
+# fails before its runner starts, a build error, is recorded as a failure);
+# one total closes the run, and its exit status says whether anything failed
+# or was skipped on a machine that can run every test (tools/check-summary.sh).
+# Builds run NPROC jobs at a time; tests one at a time.
+CHECK_STAGE = tools/check-stage.sh
+SUB_MAKE = $(MAKE) --no-print-directory -j$(NPROC)
 check: export GP_SUMMARY = $(abspath $(BUILD))/check-summary
 check: deps
 	$(Q)mkdir -p $(BUILD) && rm -f $(GP_SUMMARY)
-	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(MAKE) --no-print-directory test
-	$(Q)$(MAKE) --no-print-directory test-bpf
-	$(Q)$(MAKE) --no-print-directory test-tsan
-	$(Q)$(MAKE) --no-print-directory test-asan
-	$(Q)$(MAKE) --no-print-directory fuzz-smoke
-	$(Q)$(MAKE) --no-print-directory tools-check
-	@awk '{p += $$2; f += $$3} END {printf "check: %d passed, %d failed\n", p, f}' $(GP_SUMMARY)
+	$(Q)$(CHECK_STAGE) build $(SUB_MAKE) all
+	$(Q)$(CHECK_STAGE) unit $(SUB_MAKE) test
+	$(Q)$(CHECK_STAGE) bpf $(SUB_MAKE) test-bpf
+	$(Q)$(CHECK_STAGE) tsan $(SUB_MAKE) test-tsan
+	$(Q)$(CHECK_STAGE) asan $(SUB_MAKE) test-asan
+	$(Q)$(CHECK_STAGE) fuzz $(SUB_MAKE) fuzz-smoke
+	$(Q)$(CHECK_STAGE) tools $(SUB_MAKE) tools-check
+	$(Q)tools/check-summary.sh $(GP_SUMMARY)
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -224,7 +224,7 @@ static void test_capture_completes_while_settle_is_inside_a_blocked_crc(void **s
 	entered = wait_flag(&b, &b.crc_entered, 10);
 	if (entered)
 		assert_int_equal(pthread_create(&capturer, NULL, capture_thread, &b), 0);
-	done = entered && wait_flag(&b, &b.capture_done, 3);
+	done = entered && wait_flag(&b, &b.capture_done, 30); /* only a capture waiting on the CRC takes that long */
 
 	/* Release before asserting, so a failure does not leave threads hung. */
 	pthread_mutex_lock(&b.mu);

@@ -288,29 +288,74 @@ static void test_calls_made_before_attach_are_labelled_so(void **state)
 	join__destroy(j);
 }
 
+static void copy_api(struct join *j, __u32 tid, __u64 start, __u64 end, __u64 corr)
+{
+	struct join_api a = { .pid = 100, .tid = tid, .start = start, .end = end, .corr = corr,
+			      .domain = JOIN_DOMAIN_DRIVER, .cls = JOIN_CLASS_COPY };
+
+	join__add_api(j, &a);
+}
+
 /*
  * A driver record is stamped inside its call: one starting just after the
- * attach may be a call entered before it (no probe saw it); a runtime
- * record starts before the call's entry, and a driver record 1 ms or more
- * after the attach had its entry probed.
+ * attach may be a call entered before it (no probe saw it), or a call whose
+ * launch event was lost; nothing tells the two apart, so it is counted under
+ * its own reason, never as launched before attach. Only one call of a thread
+ * can have been under way at the attach: its first to start after it. So a
+ * second record of the thread in the slack (of the same kind: launch or
+ * copy), a record after a probed call of the thread, a runtime record
+ * (stamped before the call's entry) or a driver record 1 ms or more after
+ * the attach had its entry probed: no launch event.
  */
-static void test_a_driver_record_just_after_attach_may_be_a_call_from_before(void **state)
+static void test_a_driver_record_just_after_attach_is_counted_apart_once_per_thread(void **state)
 {
 	struct sink k;
 	struct join *j = new_join(&k, 0);
+	struct join_counters c;
+	const __u64 at = 1000000;
 
 	(void)state;
-	assert_int_equal(join__attach(j, 100, 1000000), 0);
-	api(j, 1, 1000010, 1000020, 5, JOIN_DOMAIN_DRIVER);
-	api(j, 2, 1000010, 1000020, 6, JOIN_DOMAIN_RUNTIME);
-	api(j, 3, 2000000, 2000010, 7, JOIN_DOMAIN_DRIVER);
-	kernel(j, 5, 5);
-	kernel(j, 6, 6);
-	kernel(j, 7, 7);
-	join__advance(j, 3000000, 1);
-	assert_int_equal(find(&k, 5)->reason, JOIN_BEFORE_ATTACH);
+	assert_int_equal(join__attach(j, 100, at), 0);
+	api(j, 1, at - 5, at + 3, 1, JOIN_DOMAIN_DRIVER);        /* started before: exact */
+	api(j, 2, at + 10, at + 20, 2, JOIN_DOMAIN_DRIVER);      /* the one call at the attach */
+	api(j, 2, at + 30, at + 40, 3, JOIN_DOMAIN_DRIVER);      /* its thread's second: lost */
+	launch(j, 3, at + 5, 33);                                /* a probed call first... */
+	api(j, 3, at + 6, at + 8, 4, JOIN_DOMAIN_DRIVER);
+	api(j, 3, at + 50, at + 60, 5, JOIN_DOMAIN_DRIVER);      /* ...then one without an event */
+	api(j, 4, at + 10, at + 20, 6, JOIN_DOMAIN_RUNTIME);     /* brackets its call: exact */
+	api(j, 5, at + 1000000, at + 1000010, 7, JOIN_DOMAIN_DRIVER); /* past the slack */
+	/* Thread 6: two copies in the slack: the first counts apart, the second is lost. */
+	copy_api(j, 6, at + 20, at + 30, 8);
+	copy_api(j, 6, at + 40, at + 50, 9);
+	/*
+	 * Thread 7: a launch and a copy in the slack. Its two queues merge apart
+	 * and either record may arrive first: each queue's first counts apart.
+	 */
+	api(j, 7, at + 40, at + 50, 10, JOIN_DOMAIN_DRIVER);
+	copy_api(j, 7, at + 20, at + 30, 11);
+	for (__u64 corr = 1; corr <= 11; corr++)
+		kernel(j, corr, corr);
+	join__advance(j, 3 * at, 1);
+	assert_int_equal(find(&k, 1)->reason, JOIN_BEFORE_ATTACH);
+	assert_int_equal(find(&k, 2)->reason, JOIN_AT_ATTACH);
+	assert_int_equal(find(&k, 3)->reason, JOIN_NO_LAUNCH_EVENT);
+	assert_int_equal(find(&k, 4)->reason, JOIN_OK);
+	assert_int_equal(find(&k, 4)->site, 33);
+	assert_int_equal(find(&k, 5)->reason, JOIN_NO_LAUNCH_EVENT);
 	assert_int_equal(find(&k, 6)->reason, JOIN_NO_LAUNCH_EVENT);
 	assert_int_equal(find(&k, 7)->reason, JOIN_NO_LAUNCH_EVENT);
+	assert_int_equal(find(&k, 8)->reason, JOIN_AT_ATTACH);
+	assert_int_equal(find(&k, 9)->reason, JOIN_NO_LAUNCH_EVENT);
+	assert_int_equal(find(&k, 10)->reason, JOIN_AT_ATTACH);
+	assert_int_equal(find(&k, 11)->reason, JOIN_AT_ATTACH);
+	assert_int_equal(k.n, 11);
+	join__counters(j, &c);
+	assert_int_equal(c.api_before_attach, 1);
+	assert_int_equal(c.api_at_attach, 4);
+	assert_int_equal(c.api_without_launch, 5);
+	assert_int_equal(c.activities_unattributed[JOIN_AT_ATTACH], 4);
+	assert_int_equal(c.activities_unattributed[JOIN_BEFORE_ATTACH], 1);
+	assert_string_equal(join__reason_name(JOIN_AT_ATTACH), "launched at attach");
 	join__destroy(j);
 }
 
@@ -441,7 +486,7 @@ int main(void)
 		cmocka_unit_test(test_a_kernel_read_before_the_first_tick_still_waits_a_horizon),
 		cmocka_unit_test(test_finishing_a_process_resolves_everything_it_holds),
 		cmocka_unit_test(test_calls_made_before_attach_are_labelled_so),
-		cmocka_unit_test(test_a_driver_record_just_after_attach_may_be_a_call_from_before),
+		cmocka_unit_test(test_a_driver_record_just_after_attach_is_counted_apart_once_per_thread),
 		cmocka_unit_test(test_every_activity_leaves_exactly_once_when_queues_overflow),
 		cmocka_unit_test(test_visiting_sites_renumbers_queued_and_matched_launches),
 		cmocka_unit_test(test_launches_without_records_all_leave_once_past_the_queue_bound),

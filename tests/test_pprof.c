@@ -25,6 +25,7 @@
 #include <zlib.h>
 #include <cmocka.h>
 
+#include "tests/skip.h"
 #include "user/output/pprof.h"
 #include "user/profile/profile.h"
 #include "tests/progs/cubin.h"
@@ -137,7 +138,7 @@ static struct pprof *build_profile(void)
 static void require_go(void)
 {
 	if (!go_bin[0])
-		skip(); /* main() printed why */
+		SKIP_BECAUSE("`go` not found in PATH: the go tool pprof checks need it (make deps installs golang-go)");
 }
 
 static void test_go_pprof_reads_exact_values_labels_and_build_id(void **state)

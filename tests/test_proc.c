@@ -33,11 +33,7 @@
 #include "user/proc/proc.h"
 #include "user/proc/proc_internal.h"
 
-#define SKIP_BECAUSE(why)                                        \
-	do {                                                         \
-		print_message("[  SKIP    ] %s: %s\n", __func__, why);   \
-		skip();                                                  \
-	} while (0)
+#include "tests/skip.h"
 
 static void read_fd_all(int fd, char *buf, size_t cap)
 {

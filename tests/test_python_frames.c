@@ -31,11 +31,7 @@
 #include "user/python/pycode.h"
 #include "user/python/pyruntime.h"
 
-#define SKIP_BECAUSE(why)                                        \
-	do {                                                         \
-		print_message("[  SKIP    ] %s: %s\n", __func__, why);   \
-		skip();                                                  \
-	} while (0)
+#include "tests/skip.h"
 
 /* "# L:NAME" marks the line that NAME's frame must report. */
 static const char script[] =
@@ -60,6 +56,7 @@ static const char script[] =
 
 struct fixture {
 	bool have_python;
+	bool start_failed; /* python is there, the script did not start: a failure */
 	char why[256];
 	char dir[64];
 	char path[128];
@@ -177,6 +174,7 @@ static int setup(void **state)
 	close(fds[0]);
 	if (err) {
 		snprintf(f->why, sizeof(f->why), "%s did not start the script: %s", py, strerror(-err));
+		f->start_failed = true;
 		return 0;
 	}
 	f->worker_tid = find_worker(f->pid);
@@ -203,8 +201,10 @@ static int teardown(void **state)
 
 #define NEED_PYTHON(f)                                                     \
 	do {                                                               \
+		if ((f)->start_failed)                                     \
+			fail_msg("%s", (f)->why);                          \
 		if (!(f)->have_python)                                     \
-			SKIP_BECAUSE((f)->why);                            \
+			SKIP_BECAUSE("%s", (f)->why);                      \
 		if ((f)->detect_err)                                       \
 			fail_msg("pyruntime__detect: %s",                  \
 				 pyruntime__strerror((f)->detect_err));    \
@@ -247,14 +247,15 @@ static void walk_resolved(struct fixture *f, pid_t tid, struct pycode_cache *c,
 			  struct resolved *out)
 {
 	struct gp_py_frame fr[GP_PY_MAX_FRAMES];
-	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	struct timespec ts = { 0, 20 * 1000 * 1000 }, t0, now;
 	enum gp_py_walk_status st;
 	char leaf[64];
 	uint32_t n;
-	int tries;
 
 	snprintf(leaf, sizeof(leaf), "inner:%d", line_of("inner"));
-	for (tries = 0; tries < 150; tries++) {
+	/* Sleeping in inner() is where the thread spends its time: 30 s only fails a broken walk. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (now = t0; now.tv_sec - t0.tv_sec < 30; clock_gettime(CLOCK_MONOTONIC, &now)) {
 		assert_int_equal(pyruntime__walk_thread(f->pid, &f->rt.config, tid, fr,
 							GP_PY_MAX_FRAMES, &n, &st), 0);
 		assert_int_equal(st, GP_PY_WALK_OK);
@@ -281,6 +282,31 @@ static bool has_entry_markers(const struct fixture *f)
 	return f->rt.config.entry_kind != GP_PY_ENTRY_NONE;
 }
 
+/* Waits until pid's comm is want (it exec'd), at most secs: false if not. */
+static bool wait_for_comm(pid_t pid, const char *want, int secs)
+{
+	struct timespec t0, now, ms = { 0, 1000 * 1000 };
+	char path[64], comm[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		FILE *fp = fopen(path, "r");
+		bool same = false;
+
+		if (fp) {
+			same = fgets(comm, sizeof(comm), fp) && !strncmp(comm, want, strlen(want)) &&
+			       comm[strlen(want)] == '\n';
+			fclose(fp);
+		}
+		if (same)
+			return true;
+		nanosleep(&ms, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - t0.tv_sec < secs);
+	return false;
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static void test_a_process_without_python_is_reported_as_no_cpython(void **state)
@@ -300,8 +326,8 @@ static void test_a_process_without_python_is_reported_as_no_cpython(void **state
 		execl("/bin/sleep", "sleep", "30", (char *)NULL);
 		_exit(127);
 	}
-	/* Until exec, the child is a copy of us: also no CPython. */
-	usleep(100 * 1000);
+	/* A copy of us until exec (no CPython either): look once it runs sleep. */
+	assert_true(wait_for_comm(pid, "sleep", 30));
 	assert_int_equal(pyruntime__detect(pid, &rt), -ENOENT);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);

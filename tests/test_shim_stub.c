@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "tests/skip.h"
 #include "user/shm/shm_reader.h"
 
 static char build[4096];
@@ -111,9 +112,11 @@ static void test_flushing_every_millisecond_never_stalls_the_program(void **stat
 
 static pid_t find_child_ready(pid_t pid, const char *err)
 {
+	double t0 = now_s();
+
 	(void)err;
-	/* The ring exists once the shim initialised inside cuInit. */
-	for (int i = 0; i < 400; i++) {
+	/* The ring exists once the shim initialised inside cuInit: 30 s only fails a broken start. */
+	while (now_s() - t0 < 30) {
 		struct shm_reader *r;
 
 		if (shm_reader__open_pid(pid, &r) == 0) {
@@ -135,12 +138,14 @@ static double run_time(char *const argv[], const char *err)
 
 /*
  * A multi-threaded program with lazy loads inside its launches; a reader
- * attaches late, reads a while and leaves before the program ends.
+ * attaches late, reads a while and leaves before the program ends. The
+ * program runs a few times longer than the reader needs (about 1.5 s here):
+ * what is asserted holds whenever the reader comes and goes.
  */
 static void test_a_late_reader_that_leaves_early_loses_nothing_uncounted(void **state)
 {
 	char err[] = "/tmp/gpuprobe-shimstub-XXXXXX";
-	char *argv[] = { "launcher", "-t", "4", "-n", "20000", NULL };
+	char *argv[] = { "launcher", "-t", "4", "-n", "60000", NULL };
 	__u64 ctr[GP_CTR_MAX];
 	static struct gp_record recs[4096];
 	struct shm_reader_stats st;
@@ -151,16 +156,17 @@ static void test_a_late_reader_that_leaves_early_loses_nothing_uncounted(void **
 	pid_t pid;
 
 	if (geteuid() != 0)
-		skip(); /* map_files needs CAP_SYS_ADMIN */
+		SKIP_BECAUSE("opening map_files needs root (CAP_SYS_ADMIN)");
 	assert_true(fd >= 0);
 	close(fd);
 	bare = run_time(argv, err); /* the same program, no reader */
 	t0 = now_s();
 	pid = start(err, argv, "100");
 	assert_int_equal(find_child_ready(pid, err), pid);
-	usleep(200000); /* attach late: records are waiting */
+	usleep(200000); /* attach late: records are likely waiting (nothing below depends on it) */
 	assert_int_equal(shm_reader__open_pid(pid, &r), 0);
-	for (double until = now_s() + 0.3; now_s() < until;) {
+	/* Read a while: until a thousand records came (30 s only fails a stuck program). */
+	for (double until = now_s() + 30; got <= 1000 && now_s() < until;) {
 		assert_int_equal(shm_reader__read(r, recs, 4096, &n), 0);
 		got += n;
 	}
@@ -176,8 +182,12 @@ static void test_a_late_reader_that_leaves_early_loses_nothing_uncounted(void **
 	assert_int_equal(st.records_bad, 0);
 	shm_reader__destroy(r); /* leave early: the program runs on */
 	assert_int_equal(finish(pid, 30), 0);
-	/* A wait on the departed reader would show against the bare run. */
-	assert_true(now_s() - t0 < 1.5 * bare + 0.5);
+	/*
+	 * A wait on the departed reader would show against the bare run; twice
+	 * as long and 2 s more only fails a program held by it, not a loaded
+	 * machine (the two runs are seconds apart).
+	 */
+	assert_true(now_s() - t0 < 2 * bare + 2);
 	assert_false(file_has(err, "gpuprobe-shim:"));
 	unlink(err);
 }

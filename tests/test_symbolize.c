@@ -22,6 +22,7 @@
 #include <elf.h>
 #include <cmocka.h>
 
+#include "tests/skip.h"
 #include "user/symbolize/demangle.h"
 #include "user/symbolize/elf_syms.h"
 #include "user/symbolize/proc_maps.h"
@@ -224,7 +225,7 @@ static void test_stripped_copy_has_no_names_but_the_same_build_id(void **state)
 	int root = open("/", O_PATH | O_DIRECTORY);
 
 	if (!exe_stripped[0])
-		skip();
+		SKIP_BECAUSE("objcopy could not strip a copy of the test binary (binutils)");
 	assert_int_equal(elf_cache__get(c, root, exe_copy, &full), 0);
 	assert_int_equal(elf_cache__get(c, root, exe_stripped, &stripped), 0);
 	assert_int_equal(elf_syms__lookup(full, vaddr + 1, &name, &off), 0);
@@ -292,14 +293,14 @@ static void test_a_stripped_file_takes_names_from_its_debug_file_of_the_same_bui
 	FILE *f;
 
 	if (!exe_stripped[0])
-		skip();
+		SKIP_BECAUSE("objcopy could not strip a copy of the test binary (binutils)");
 	assert_int_equal(elf_cache__get(c, root, exe_copy, &full), 0);
 	snprintf(id, sizeof(id), "%s", elf_syms__build_id(full));
 	elf_syms__put(full);
 	elf_cache__destroy(c);
 	close(root);
 	if (strlen(id) < 4)
-		skip(); /* this toolchain gave the test binary no build id */
+		SKIP_BECAUSE("this toolchain gave the test binary no build id");
 
 	snprintf(same, sizeof(same), "%s/dbg-same", tmp_dir);
 	assert_int_equal(debug_root(same, id, ""), 0);
@@ -343,7 +344,7 @@ static void test_replaced_file_is_reloaded_and_unchanged_one_is_cached(void **st
 	int root = open("/", O_PATH | O_DIRECTORY);
 
 	if (!exe_stripped[0])
-		skip();
+		SKIP_BECAUSE("objcopy could not strip a copy of the test binary (binutils)");
 	snprintf(path, sizeof(path), "%s/replaced", tmp_dir);
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", exe_copy, path);
 	assert_int_equal(run(cmd), 0);

@@ -183,7 +183,7 @@ read -r runs events records acts < <(awk '{r++; e += $2; rec += $3; a += $4} END
 line=$(grep "^counters: " "$err" | tail -1) || fail "no counters line: $(tail -3 "$err")"
 ctr() { echo "$line" | tr ' ()' '\n\n\n' | sed -n "s/^$1=//p" | head -1; }
 for k in launch_events ringbuf_full records ring_dropped cupti_dropped records_bad ring_resyncs \
-	joined unattributed no_launch_event no_api_record before_attach table_full before_window \
+	joined unattributed no_launch_event no_api_record before_attach at_attach table_full before_window \
 	api_without_launch launches_without_record queue_full rings_missed notices_lost; do
 	v=$(ctr $k)
 	[[ "$v" =~ ^[0-9]+$ ]] || fail "counters line has no $k: $line"
@@ -229,7 +229,7 @@ read -r short missing unread reused < <(awk '$2 != $3 {s++; m += $2 - $3} $3 == 
 	END {print s + 0, m + 0, u + 0, r + 0}' "$out/accounted.txt")
 foreign=$(join -v2 "$out/made.txt" "$out/profiled.txt" | wc -l)
 # unattributed= must be the sum of its reasons (--interval must not reset it).
-reasons=$((c_no_launch_event + c_no_api_record + c_before_attach + c_table_full))
+reasons=$((c_no_launch_event + c_no_api_record + c_before_attach + c_at_attach + c_table_full))
 [ "$c_unattributed" -ge "$reasons" ] ||
 	bad "counters line: unattributed=$c_unattributed, but its reasons add up to $reasons"
 total=$((c_joined + reasons))

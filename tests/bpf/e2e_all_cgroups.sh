@@ -7,13 +7,13 @@
 source "$(dirname "$0")/lib.sh"
 
 cgroot=$(awk '$3=="cgroup2"{print $2; exit}' /proc/self/mounts)
-[ -n "$cgroot" ] || { echo "SKIP: no cgroup2 mount"; exit 0; }
+[ -n "$cgroot" ] || skip "no cgroup2 mount"
 base=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
 dir="$cgroot${base%/}"
 # A cgroup with processes cannot take children where controllers are enabled;
 # ours only needs plain membership, so create siblings under our parent dir.
 ga="$dir/gpuprobe-test-a-$$"; gb="$dir/gpuprobe-test-b-$$"; gc="$dir/gpuprobe-test-c-$$"
-mkdir "$ga" "$gb" "$gc" || { rmdir "$ga" "$gb" "$gc" 2>/dev/null; echo "SKIP: cannot create cgroups under $dir"; exit 0; }
+mkdir "$ga" "$gb" "$gc" || { rmdir "$ga" "$gb" "$gc" 2>/dev/null; skip "cannot create cgroups under $dir"; }
 cleanup_cg() { cleanup; rmdir "$ga" "$gb" "$gc" 2>/dev/null || true; }
 trap cleanup_cg EXIT
 run_in() { # CGROUP LOG ARGS...
@@ -25,14 +25,13 @@ run_in() { # CGROUP LOG ARGS...
 # A and B run until told to stop (-s 0): a busy machine may take seconds to attach.
 run_in "$ga" "$WORK/a.log" "$PROGS/spin" -s 0 -i 2000; A=${PIDS[-1]}
 run_in "$gb" "$WORK/b.log" "$PROGS/spin" -s 0 -i 2000 -g 3; Bp=${PIDS[-1]}
-wait_file "$WORK/a.log" 5
-wait_file "$WORK/b.log" 5
+wait_file "$WORK/a.log" 30
+wait_file "$WORK/b.log" 30
 # -v prints a counters line after each tick: the first one means attached.
 # No -d: on a busy machine C may start late and run long; stopped once C is gone.
 "$LOADER" --all-cgroups -v -o "$WORK/all.pb.gz" 2>"$WORK/err" & L=$!
 PIDS+=($L)
-for _ in $(seq 1 400); do grep -q "^counters:" "$WORK/err" && break; sleep 0.05; done
-grep -q "^counters:" "$WORK/err" || fail "the loader did not start ticking"
+wait_line "$WORK/err" "^counters:" 60 || fail "the loader did not start ticking"
 # Started after the attach, in its own cgroup, and gone before the loader stops.
 run_in "$gc" "$WORK/c.log" "$PROGS/spin" -s 1 -i 1000; C=${PIDS[-1]}
 wait "$C" || fail "spin C failed"
@@ -40,7 +39,7 @@ kill -TERM "$A" "$Bp"
 wait "$A" || fail "spin A failed"
 wait "$Bp" || fail "spin B failed"
 kill -INT "$L"
-wait "$L" || { grep -v "^libbpf\|^counters" "$WORK/err"; fail "loader failed"; }
+wait_exit "$L" 60 || { grep -v "^libbpf\|^counters" "$WORK/err"; fail "loader failed"; }
 pids=$($CHECK "$WORK/all.pb.gz" pids)
 echo "$pids" | grep -q "^$A spin ${base%/}/gpuprobe-test-a-$$ " || { echo "$pids"; fail "pid $A not labelled with its cgroup"; }
 echo "$pids" | grep -q "^$Bp spin ${base%/}/gpuprobe-test-b-$$ " || { echo "$pids"; fail "pid $Bp not labelled with its cgroup"; }
@@ -51,16 +50,28 @@ want=$(sed -n 's/^spin: launches=//p' "$WORK/c.log")
 echo "$pids" | grep -q "^$C spin ${base%/}/gpuprobe-test-c-$$ " || { echo "$pids"; fail "pid $C (started later) not found or not labelled with its cgroup"; }
 [ "$(echo "$pids" | grep -c "^$C ")" = 1 ] || { echo "$pids"; fail "pid $C has samples under more than one label set"; }
 $CHECK "$WORK/all.pb.gz" totals "$C" >"$WORK/c.totals"
-grep -v " spin_kernel " "$WORK/c.totals" && { cat "$WORK/c.totals"; fail "pid $C has samples other than spin_kernel (unattributed?)"; }
-got=$(awk '{n += $4} END {print n + 0}' "$WORK/c.totals")
-ns=$(awk '{n += $3} END {print n + 0}' "$WORK/c.totals")
-[ "$got" = "$want" ] || { cat "$WORK/c.totals"; fail "pid $C: $got launches in the profile, it made $want"; }
-[ "$ns" = $((want * 1000)) ] || fail "pid $C: GPU time $ns != $want x 1000 ns"
-ok "a process started after the attach, in its own cgroup: labelled, $want launches exact"
+# A node-wide loader beside this test (a shared machine) may hold C's ring
+# first: the loader says so, and C's launches count with no GPU record. Only then.
+if has_line "$WORK/err" "pid $C (spin): its shim ring is read by another gpuprobe-bpf"; then
+	grep -v "^spin_site \[no GPU record\] 0 " "$WORK/c.totals" && fail "pid $C: GPU time from a ring another loader read"
+	got=$(awk '{n += $NF} END {print n + 0}' "$WORK/c.totals")
+	[ "$got" = "$want" ] || { cat "$WORK/c.totals"; fail "pid $C (its ring read by another loader): $got launches in the profile, it made $want"; }
+	ok "a process started after the attach, in its own cgroup: labelled, $want launches exact (its ring read by another loader: no GPU time)"
+else
+	grep -v " spin_kernel " "$WORK/c.totals" && { cat "$WORK/c.totals"; fail "pid $C has samples other than spin_kernel (unattributed?)"; }
+	got=$(awk '{n += $4} END {print n + 0}' "$WORK/c.totals")
+	ns=$(awk '{n += $3} END {print n + 0}' "$WORK/c.totals")
+	[ "$got" = "$want" ] || { cat "$WORK/c.totals"; fail "pid $C: $got launches in the profile, it made $want"; }
+	[ "$ns" = $((want * 1000)) ] || fail "pid $C: GPU time $ns != $want x 1000 ns"
+	ok "a process started after the attach, in its own cgroup: labelled, $want launches exact"
+fi
 
 # A and B ran before the loader: their calls before the probes went in are
-# "before_attach"; every one after has its launch event.
-last=$(grep "^counters:" "$WORK/err" | tail -n 1)
-nle=$(echo "$last" | sed -n 's/.*no_launch_event=\([0-9]*\).*/\1/p')
-[ "$nle" = 0 ] || { echo "$last"; fail "$nle API records without a launch event (attach time taken too early?)"; }
+# "before_attach"; every one after has its launch event. Read per pid from
+# the profile: the counters line is machine-wide (other CUDA processes here).
+for p in "$A" "$Bp" "$C"; do
+	$CHECK "$WORK/all.pb.gz" totals "$p" >"$WORK/p.totals"
+	grep "^\[unattributed: no launch event\]" "$WORK/p.totals" &&
+		{ grep "^counters:" "$WORK/err" | tail -n 1; fail "pid $p: API records without a launch event (attach time taken too early?)"; }
+done
 ok "calls before the attach counted as before_attach, none without a launch event"

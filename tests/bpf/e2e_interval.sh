@@ -13,7 +13,7 @@ start() { # NAME INTERVAL SECS
 }
 check() { # NAME INTERVAL SECS MIN_FILES
 	local name=$1 iv=$2 secs=$3 min=$4 want got=0 ns=0 n f files l=L_${1//-/_}
-	wait_exit "${!l}" $((secs + 20)) || { cat "$WORK/$name.err"; fail "$name: loader failed"; }
+	wait_exit "${!l}" $((secs + 60)) || { cat "$WORK/$name.err"; fail "$name: loader failed"; }
 	want=$(sed -n 's/^spin: launches=//p' "$WORK/$name.log")
 	[ -n "$want" ] || fail "$name: the program did not finish"
 	ls "$WORK/$name" | grep -v '^gp-[0-9]\{8\}T[0-9]\{6\}Z\(-[0-9]\+\)\?\.pb\.gz$' &&
@@ -32,8 +32,11 @@ check() { # NAME INTERVAL SECS MIN_FILES
 	[ "$ns" = $((want * 1000)) ] || fail "$name: GPU time $ns != $want x 1000 ns"
 	ok "$name: --interval $iv over a ${secs} s run: $files valid profiles, $got launches, all of them"
 }
-start one-second 1 3
+# At least 3 profiles where 5 (and 7) are due: under load a window can end
+# late, and the next is counted from there; only a loader that loses windows
+# writes fewer (the exact check: every launch in exactly one of them).
+start one-second 1 4
 # Windows shorter than a second must not share a name and overwrite each other.
-start sub-second 0.3 1
-check one-second 1 3 3
-check sub-second 0.3 1 3
+start sub-second 0.3 2
+check one-second 1 4 3
+check sub-second 0.3 2 3

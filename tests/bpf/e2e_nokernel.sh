@@ -5,14 +5,15 @@
 # /sys/kernel/btf, or over the uprobe PMU's sysfs directory.
 source "$(dirname "$0")/lib.sh"
 
-command -v unshare >/dev/null || { echo "SKIP: no unshare"; exit 0; }
-unshare -m true 2>/dev/null || { echo "SKIP: unshare -m refused"; exit 0; }
+command -v unshare >/dev/null || skip "no unshare"
+unshare -m true 2>/dev/null || skip "unshare -m refused"
 BTF=/sys/kernel/btf UPROBE=/sys/bus/event_source/devices/uprobe
-[ -e "$BTF/vmlinux" ] || { echo "SKIP: this kernel really has no BTF"; exit 0; }
-[ -e "$UPROBE/type" ] || { echo "SKIP: this kernel really has no uprobe PMU"; exit 0; }
+[ -e "$BTF/vmlinux" ] || skip "this kernel really has no BTF"
+[ -e "$UPROBE/type" ] || skip "this kernel really has no uprobe PMU"
 
-start_stub "$PROGS/spin" -s 10 -i 2000 >"$WORK/a.log"; A=${PIDS[-1]}
-wait_file "$WORK/a.log" 5
+# Runs until told to stop (-s 0): it must outlive the checks, however long they take.
+start_stub "$PROGS/spin" -s 0 -i 2000 >"$WORK/a.log"; A=${PIDS[-1]}
+wait_file "$WORK/a.log" 30
 
 hidden() { # DIR ERRFILE LOADER-ARGS...: runs the loader with DIR emptied
 	local dir=$1 err=$2; shift 2

@@ -8,11 +8,11 @@ source "$(dirname "$0")/lib.sh"
 
 LD_LIBRARY_PATH="$B/stub" "$PROGS/spin" -S -s 2 -i 0 >"$WORK/spin.log" &
 P=$!; PIDS+=($P)
-wait_file "$WORK/spin.log" 5
+wait_file "$WORK/spin.log" 30
 "$LOADER" -v --pid "$P" -o "$WORK/p.pb.gz" 2>"$WORK/err" &
 L=$!; PIDS+=($L)
 # -v prints a counters line after each tick: the first one means attached.
-wait_line "$WORK/err" "^counters:" 10 || { cat "$WORK/err"; fail "loader did not attach"; }
+wait_line "$WORK/err" "^counters:" 60 || { cat "$WORK/err"; fail "loader did not attach"; }
 kill -USR1 "$P"
 wait "$P" || fail "spin failed"
 wait "$L" || { cat "$WORK/err"; fail "loader failed"; }

@@ -3,7 +3,7 @@
 # through a wrapper: its shim sees its own pids and tids, BPF the host's; the
 # join translates (NSpid) and stays exact.
 source "$(dirname "$0")/lib.sh"
-command -v unshare >/dev/null || { echo "SKIP: no unshare"; exit 0; }
+command -v unshare >/dev/null || skip "no unshare"
 out="$WORK/ns.pb.gz"
 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$out" --libcuda "$STUBLIB" -- \
 	unshare --pid --fork --mount-proc "$PROGS/launcher" -t 3 -n 20 2>"$WORK/err" ||

@@ -7,10 +7,8 @@
 source "$(dirname "$0")/lib.sh"
 
 PY=${GP_TEST_PYTHON:-/usr/bin/python3}
-if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
-	echo "skip: no CPython 3.10+ at $PY (set GP_TEST_PYTHON)"
-	exit 0
-fi
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null ||
+	skip "no CPython 3.10+ at $PY (set GP_TEST_PYTHON)"
 N=200
 # py_back is launched by a native thread while the Python caller waits, as
 # PyTorch's autograd threads run backward(): it goes under the caller's frames.
@@ -44,8 +42,7 @@ P=$!; PIDS+=($P)
 "$LOADER" -v -o "$WORK/pid.pb.gz" --pid $P 2>"$WORK/err2" &
 L=$!
 # go once the loader has found the interpreter (it says so with -v)
-for _ in $(seq 1 200); do grep -q "CPython 3" "$WORK/err2" && break; sleep 0.05; done
-grep -q "CPython 3" "$WORK/err2" || fail "--pid: the loader did not find CPython: $(grep -v '^libbpf\|^counters' "$WORK/err2")"
+wait_line "$WORK/err2" "CPython 3" 60 || fail "--pid: the loader did not find CPython: $(grep -v '^libbpf\|^counters' "$WORK/err2")"
 touch "$WORK/go"
 wait $P || fail "the program failed: $(cat "$WORK/out2")"
 wait $L || fail "loader --pid: $(tail -3 "$WORK/err2")"

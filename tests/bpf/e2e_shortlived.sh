@@ -11,8 +11,7 @@ source "$(dirname "$0")/lib.sh"
 runs=10 T=1 N=20
 "$LOADER" --all-cgroups -v --libcuda "$STUBLIB" -o "$WORK/all.pb.gz" 2>"$WORK/err" & L=$!
 PIDS+=($L)
-for _ in $(seq 1 100); do grep -q "^counters:" "$WORK/err" && break; sleep 0.05; done
-grep -q "^counters:" "$WORK/err" || fail "the loader did not start ticking"
+wait_line "$WORK/err" "^counters:" 60 || fail "the loader did not start ticking"
 grep "cannot watch memfd_create" "$WORK/err" && fail "the ring watch did not attach"
 pids=() named=0
 for i in $(seq 1 $runs); do
@@ -21,22 +20,36 @@ for i in $(seq 1 $runs); do
 	wait "$p" || fail "launcher run $i failed"
 	pids+=($p)
 done
-sleep 0.5
+# Each run met and retired by the loader (-v says so): its ring was read to the end.
+for p in "${pids[@]}"; do
+	wait_line "$WORK/err" "following pid $p " 60 || fail "the loader never followed pid $p"
+	wait_line "$WORK/err" "pid $p exited" 60 || fail "the loader never retired pid $p"
+done
 kill -INT "$L"
-wait_exit "$L" 10 || { grep -v "^libbpf\|^counters" "$WORK/err"; fail "loader failed"; }
+wait_exit "$L" 60 || { grep -v "^libbpf\|^counters" "$WORK/err"; fail "loader failed"; }
 last=$(grep "^counters:" "$WORK/err" | tail -1)
 echo "$last" | grep -q " rings_missed=0 " || { grep -v "^counters\|^libbpf" "$WORK/err" | head -40; fail "rings missed: $last"; }
 # launcher -t T -n N: per run 7TN+3T activities, 23000 ns x TN + 11 ns x T
 # (tests/bpf/profile_check.py expected_launcher), all joined to a launch.
 # Their sites are named best effort: a process gone before the loader reads
 # its maps keeps its GPU time and loses its stacks' names.
+# A node-wide loader beside this test (a shared machine) may hold a run's ring
+# first: the loader says so, and that run's launches (6TN+3T calls) count
+# with no GPU record. Only then.
 want_n=$((7 * T * N + 3 * T)) want_ns=$((23000 * T * N + 11 * T))
 for p in "${pids[@]}"; do
 	$CHECK "$WORK/all.pb.gz" totals "$p" >"$WORK/t" || fail "go tool pprof cannot read the profile"
+	if has_line "$WORK/err" "pid $p (launcher): its shim ring is read by another gpuprobe-bpf"; then
+		grep -v "^\([a-z_]*\|?\) \[no GPU record\] 0 [0-9]*$" "$WORK/t" && fail "pid $p: GPU time from a ring another loader read"
+		n=$(awk '{n += $NF} END {print n + 0}' "$WORK/t")
+		[ "$n" = $((6 * T * N + 3 * T)) ] || { cat "$WORK/t"; fail "pid $p (its ring read by another loader): $n launches, it made $((6 * T * N + 3 * T))"; }
+		taken="${taken:-} $p"
+		continue
+	fi
 	grep -q unattributed "$WORK/t" && { cat "$WORK/t"; fail "pid $p: unattributed samples"; }
 	read -r n ns < <(awk '{n += $NF; ns += $(NF - 1)} END {print n + 0, ns + 0}' "$WORK/t")
 	[ "$n" = "$want_n" ] && [ "$ns" = "$want_ns" ] ||
 		{ cat "$WORK/t"; fail "pid $p: $n activities, $ns ns in the profile; it made $want_n, $want_ns ns"; }
 	grep -q "^? " "$WORK/t" || named=$((named + 1))
 done
-ok "$runs runs of a few milliseconds each: every activity of each in the profile, joined, no ring missed ($named of $runs with their sites named)"
+ok "$runs runs of a few milliseconds each: every activity of each in the profile, joined, no ring missed ($named of $runs with their sites named)${taken:+; the rings of pids$taken were read by another loader: their launches, without GPU records}"

@@ -7,28 +7,27 @@ source "$(dirname "$0")/lib.sh"
 
 SECS=2
 start_stub "$PROGS/spin" -S -s $SECS -i 1000 >"$WORK/p.log"; P=${PIDS[-1]}
-wait_file "$WORK/p.log" 5
+wait_file "$WORK/p.log" 30
 # -v: A says when it has the ring.
 "$LOADER" -v --pid "$P" -o "$WORK/a.pb.gz" 2>"$WORK/a.err" & LA=$!
 PIDS+=($LA)
-for _ in $(seq 1 100); do grep -q "reading the shim ring of pid $P" "$WORK/a.err" && break; sleep 0.05; done
-grep -q "reading the shim ring of pid $P" "$WORK/a.err" || fail "loader A never read the ring"
+wait_line "$WORK/a.err" "reading the shim ring of pid $P" 60 || fail "loader A never read the ring"
 # B probes with a perf uprobe per entry point (A: the kernel's default, one
 # multi link on 6.6+): both kinds on the same functions, each count exact.
 GPUPROBE_UPROBES=perf "$LOADER" -v --pid "$P" -o "$WORK/b.pb.gz" 2>"$WORK/b.err" & LB=$!
 PIDS+=($LB)
 # B's first tick (the counters line after it) has met the ring: only then go.
-for _ in $(seq 1 200); do grep -q "^counters:" "$WORK/b.err" && break; sleep 0.05; done
-grep -q "^counters:" "$WORK/b.err" || fail "loader B did not start ticking"
+wait_line "$WORK/b.err" "^counters:" 60 || fail "loader B did not start ticking"
 kill -USR1 "$P"
 start=$(date +%s%N)
 wait "$P" || fail "the program failed"
 el=$(( ($(date +%s%N) - start) / 1000000 ))
-[ $el -lt $(( SECS * 1000 + 1000 )) ] || fail "the program ran ${el} ms, asked for ${SECS} s"
+# A bound that only a program held by a loader fails, not a loaded machine.
+[ $el -lt $(( SECS * 1000 + 3000 )) ] || fail "the program ran ${el} ms, asked for ${SECS} s"
 want=$(sed -n 's/^spin: launches=//p' "$WORK/p.log")
 [ -n "$want" ] || fail "the program did not finish its work"
-wait_exit "$LA" 10 || { grep -v "^libbpf\|^counters" "$WORK/a.err"; fail "loader A failed"; }
-wait_exit "$LB" 10 || { grep -v "^libbpf\|^counters" "$WORK/b.err"; fail "loader B failed"; }
+wait_exit "$LA" 60 || { grep -v "^libbpf\|^counters" "$WORK/a.err"; fail "loader A failed"; }
+wait_exit "$LB" 60 || { grep -v "^libbpf\|^counters" "$WORK/b.err"; fail "loader B failed"; }
 ok "the program ran unharmed ($want launches); both loaders exited 0"
 grep -q "uprobes: one per entry point" "$WORK/b.err" || fail "B did not use a uprobe per entry point"
 
@@ -61,7 +60,7 @@ ok "loader B said in one line that pid $P's ring is read by gpuprobe-bpf pid $LA
 "$LOADER" --all-cgroups --libcuda "$STUBLIB" -v -d 8 -o "$WORK/node.pb.gz" 2>"$WORK/node.err" &
 LN=$!
 PIDS+=($LN)
-for _ in $(seq 1 100); do grep -q "^counters:" "$WORK/node.err" && break; sleep 0.05; done
+wait_line "$WORK/node.err" "^counters:" 60 || fail "the node-wide loader did not start ticking"
 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/cmd.pb.gz" -- "$PROGS/launcher" -t 3 -n 30 \
 	>"$WORK/cmd.out" 2>"$WORK/cmd.err" || fail "the -- COMMAND loader failed: $(tail -3 "$WORK/cmd.err")"
 $CHECK "$WORK/cmd.pb.gz" launcher 3 30 || fail "the -- COMMAND run's profile is not exact beside a node-wide loader"
@@ -71,8 +70,9 @@ CP=$($CHECK "$WORK/cmd.pb.gz" pids | awk '{print $1; exit}')
 # The node-wide loader saw the launches but read none of that ring's records
 # (it may not even have tried before the short run ended).
 $CHECK "$WORK/node.pb.gz" totals "$CP" >"$WORK/node.totals"
-# (Launches it saw without a record are in its profile, with no GPU time.)
-grep -v "^\[unattributed\|^[a-z_]* \[no GPU record\] 0 [0-9]*$" "$WORK/node.totals" &&
+# (Launches it saw without a record are in its profile, with no GPU time;
+# under "?" when the run ended before the loader read its maps.)
+grep -v "^\[unattributed\|^\([a-z_]*\|?\) \[no GPU record\] 0 [0-9]*$" "$WORK/node.totals" &&
 	fail "the node-wide loader has GPU time of pid $CP: it read a ring that was not its own"
 if grep -q "pid $CP .*shim ring" "$WORK/node.err"; then
 	grep "pid $CP .*shim ring" "$WORK/node.err" | grep -q "read by another gpuprobe-bpf" ||

@@ -327,47 +327,102 @@ static __u64 mono_ms(void)
 struct poller {
 	struct launch_probe *lp;
 	struct copies c;
-	__u64 waited_ms;
+	__u64 waited_ms, consumed;
+	pid_t tid;
 	int err;
 };
+
+#define WAKEUP_POLL_MS 20000
 
 static void *poll_once(void *arg)
 {
 	struct poller *p = arg;
-	__u64 t0 = mono_ms();
+	__u64 t0 = mono_ms(), reserved;
 
-	p->err = launch_probe__poll(p->lp, 10000, on_copy_event, &p->c);
+	__atomic_store_n(&p->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	p->err = launch_probe__poll(p->lp, WAKEUP_POLL_MS, on_copy_event, &p->c);
 	p->waited_ms = mono_ms() - t0;
+	launch_probe__ring_positions(p->lp, &p->consumed, &reserved);
 	return NULL;
 }
 
+/* True once thread tid of this process sleeps in epoll_wait (its syscall, first in the file). */
+static bool sleeps_in_epoll(pid_t tid)
+{
+	char path[64], state[16] = "";
+	long nr = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "r");
+	if (f) {
+		/* "pid (comm) S ...": this test's threads have no ')' in their comm. */
+		if (fscanf(f, "%*d (%*[^)]) %15s", state) != 1)
+			state[0] = 0;
+		fclose(f);
+	}
+	return (nr == SYS_epoll_wait || nr == SYS_epoll_pwait) && !strcmp(state, "S");
+}
+
+/*
+ * Launches paced a millisecond apart: a reader woken early (by any record
+ * but the one that crosses the mark) would have read less than the mark.
+ */
+#define WAKEUP_LAUNCHES 40
+
 static void test_a_ring_past_its_wakeup_mark_wakes_its_reader(void **state)
 {
-	/* 20 events with copies of at least a chunk (512 bytes) pass a 4 KiB mark. */
+	/* 2 KiB copies: the 64 KiB mark is crossed by about the 30th launch. */
 	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 1 << 20,
-				       .wakeup_bytes = 4 << 10, .stack_copy = 16 << 10 };
+				       .wakeup_bytes = 64 << 10, .stack_copy = 2 << 10 };
 	struct poller p = { .c = { .site_lo = (uintptr_t)launch_once,
 				   .site_hi = (uintptr_t)launch_once + 256 } };
+	__u64 t0, consumed, reserved;
+	struct copies rest;
 	pthread_t th;
+	pid_t tid;
 
 	(void)state;
 	p.lp = probe_self_with(&o);
 	assert_int_equal(pthread_create(&th, NULL, poll_once, &p), 0);
-	usleep(200 * 1000); /* the reader is asleep in its poll by then */
-	for (int i = 0; i < 20; i++)
+	/* The reader asleep in its poll before the first launch: 10 s only fails a broken run. */
+	t0 = mono_ms();
+	while (!(tid = __atomic_load_n(&p.tid, __ATOMIC_ACQUIRE)) || !sleeps_in_epoll(tid)) {
+		assert_true(mono_ms() - t0 < 10000);
+		usleep(1000);
+	}
+	for (int i = 0; i < WAKEUP_LAUNCHES; i++) {
 		launch_once();
+		usleep(1000);
+	}
 	pthread_join(th, NULL);
-	/*
-	 * Woken well before the 10 s timeout: the events before the mark go
-	 * without a wakeup, so the kernel's default (wake only for a record at
-	 * the reader's position) never would.
-	 */
-	print_message("  woken after %llu ms with %u events, %u copies\n",
-		      (unsigned long long)p.waited_ms, p.c.events, p.c.with_copy);
+	launch_probe__ring_positions(p.lp, &consumed, &reserved);
+	rest = p.c;
+	assert_int_equal(launch_probe__poll(p.lp, 0, on_copy_event, &rest), 0);
+	print_message("  woken after %llu ms having read %llu bytes (%u events) of %llu\n",
+		      (unsigned long long)p.waited_ms, (unsigned long long)p.consumed, p.c.events,
+		      (unsigned long long)reserved);
 	assert_int_equal(p.err, 0);
-	assert_true(p.waited_ms < 5000);
-	assert_true(p.c.events >= 8);
-	assert_int_equal(p.c.with_copy, p.c.events);
+	/*
+	 * Woken, not timed out: the events before the mark go without a wakeup,
+	 * so the kernel's default (wake only for a record at the reader's
+	 * position) never would. And woken by the record that crossed the mark,
+	 * not before: the first read took the mark's worth of records at least.
+	 */
+	assert_true(p.waited_ms < WAKEUP_POLL_MS / 2);
+	assert_true(p.consumed >= o.wakeup_bytes);
+	assert_true(p.c.events >= 1 && p.c.events <= WAKEUP_LAUNCHES);
+	/* The rest drained by a second read: every launch arrived, each with its copy. */
+	assert_int_equal(rest.events, WAKEUP_LAUNCHES);
+	assert_int_equal(rest.with_copy, WAKEUP_LAUNCHES);
+	assert_int_equal(rest.copy_ok, WAKEUP_LAUNCHES);
 	launch_probe__destroy(p.lp);
 }
 

@@ -11,7 +11,8 @@
  * between. Then it calls cuLaunchKernel(spin_kernel, grid GRID (default 1),
  * block 32) on its own stream every INTERVAL_US microseconds (default 1000),
  * from a noinline spin_site(), for SECONDS (0, the default: until SIGTERM or
- * SIGINT). On the stub each launch is GRID*1000 GPU ns. It ends with
+ * SIGINT). On the stub each launch is GRID*1000 GPU ns. On SIGUSR2 it prints
+ * "spin: progress launches=N" (flushed), its count so far. It ends with
  * "spin: launches=N" and exit status 0 (1 on a CUDA failure, 2 on bad flags).
  * Under lazy loading the module-loaded callback fires inside the first launch,
  * so after the wait.
@@ -40,6 +41,7 @@
 
 static volatile sig_atomic_t stop_flag;
 static volatile sig_atomic_t go_flag;
+static volatile sig_atomic_t progress_flag;
 
 static void on_stop(int sig)
 {
@@ -51,6 +53,12 @@ static void on_go(int sig)
 {
 	(void)sig;
 	go_flag = 1;
+}
+
+static void on_progress(int sig)
+{
+	(void)sig;
+	progress_flag = 1;
 }
 
 static long parse_long(const char *s, long lo, long hi, const char *what)
@@ -144,6 +152,7 @@ int main(int argc, char **argv)
 	install(SIGTERM, on_stop);
 	install(SIGINT, on_stop);
 	install(SIGUSR1, on_go);
+	install(SIGUSR2, on_progress);
 
 	CHECK(cuInit(0));
 	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
@@ -161,6 +170,11 @@ int main(int argc, char **argv)
 	while (!stop_flag && (seconds == 0 || now_s() < end)) {
 		spin_site(f, (unsigned int)grid, s);
 		launches++;
+		if (progress_flag) {
+			progress_flag = 0;
+			printf("spin: progress launches=%llu\n", launches);
+			fflush(stdout);
+		}
 		if (interval)
 			sleep_us(interval);
 	}

@@ -69,6 +69,7 @@ struct japi {
 
 struct jthread {
 	__u32 tid, cls;
+	__u64 attach_seen;    /* the attach_ts after which this queue had a record */
 	struct fifo launches; /* struct jlaunch, in ts order */
 	struct fifo apis;     /* struct japi, in start order */
 };
@@ -95,7 +96,13 @@ struct jorder {
 /*
  * A driver record is stamped inside the call, after its entry point (and
  * the uprobe) ran: one that starts this soon after the probes took effect
- * may belong to a call entered before, which no probe saw.
+ * may belong to a call entered before, which no probe saw. Only one call of
+ * a thread can have been under way at the attach, and it is the thread's
+ * first call to end after it: so only the first record of a thread's queue
+ * that starts after the attach, in this slack, can be that call
+ * (JOIN_AT_ATTACH; first_after_attach says why per queue).
+ * Its launch event may also have been lost: the two cannot be told apart,
+ * so such records are counted on their own, never as launched before attach.
  */
 #define ATTACH_DRIVER_SLACK_NS 1000000ull
 
@@ -134,6 +141,7 @@ const char *join__reason_name(enum join_reason r)
 	case JOIN_NO_LAUNCH_EVENT: return "no launch event";
 	case JOIN_NO_API_RECORD: return "no API record";
 	case JOIN_BEFORE_ATTACH: return "launched before attach";
+	case JOIN_AT_ATTACH: return "launched at attach";
 	case JOIN_TABLE_FULL: return "join table full";
 	default: return "unknown";
 	}
@@ -352,6 +360,21 @@ static const struct jcorr *corr_find(struct jproc *p, __u64 corr)
 
 /* ------------------------------------------------------------ matching */
 
+/*
+ * Whether a, a record of t starting after the attach, is the first such of
+ * its queue (records come in start order): noted either way. A thread's
+ * launches and copies are two queues merged apart, and which of their first
+ * records started first may only be known later: so at most one record per
+ * queue, two per thread, is counted at attach.
+ */
+static bool first_after_attach(struct jproc *p, struct jthread *t, const struct japi *a)
+{
+	if (a->start < p->attach_ts || t->attach_seen == p->attach_ts)
+		return false;
+	t->attach_seen = p->attach_ts;
+	return true;
+}
+
 static void match(struct join *j, struct jproc *p, struct jthread *t)
 {
 	const struct jlaunch *l = fifo__at(&t->launches, 0);
@@ -359,6 +382,7 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 	struct jcorr c = { .corr = a->corr, .site = l->site, .added = j->now, .tid = t->tid,
 			   .probe = l->probe, .reason = JOIN_OK };
 
+	first_after_attach(p, t, a);
 	j->c.launches_matched++;
 	fifo__pop(&t->launches);
 	fifo__pop(&t->apis);
@@ -369,12 +393,15 @@ static void api_orphan(struct join *j, struct jproc *p, struct jthread *t)
 {
 	const struct japi *a = fifo__at(&t->apis, 0);
 	struct jcorr c = { .corr = a->corr, .added = j->now, .tid = t->tid };
+	bool first = first_after_attach(p, t, a);
 
-	if (a->start < p->attach_ts ||
-	    (a->domain == JOIN_DOMAIN_DRIVER && p->attach_ts &&
-	     a->start - p->attach_ts < ATTACH_DRIVER_SLACK_NS)) {
+	if (a->start < p->attach_ts) {
 		c.reason = JOIN_BEFORE_ATTACH;
 		j->c.api_before_attach++;
+	} else if (first && a->domain == JOIN_DOMAIN_DRIVER && p->attach_ts &&
+		   a->start - p->attach_ts < ATTACH_DRIVER_SLACK_NS) {
+		c.reason = JOIN_AT_ATTACH;
+		j->c.api_at_attach++;
 	} else {
 		c.reason = JOIN_NO_LAUNCH_EVENT;
 		j->c.api_without_launch++;

@@ -38,6 +38,7 @@ enum join_reason {
 	JOIN_NO_LAUNCH_EVENT,  /* API record with no uprobe event */
 	JOIN_NO_API_RECORD,    /* activity whose API record never came */
 	JOIN_BEFORE_ATTACH,    /* launched before the loader attached */
+	JOIN_AT_ATTACH,        /* entered before the attach, or its event lost: see join.c */
 	JOIN_TABLE_FULL,       /* a bounded table overflowed */
 	JOIN_REASON_MAX,
 };
@@ -101,6 +102,7 @@ struct join_counters {
 	__u64 launches_without_record; /* events whose API record never came */
 	__u64 api_without_launch;      /* records whose event never came */
 	__u64 api_before_attach;
+	__u64 api_at_attach;           /* records under JOIN_AT_ATTACH */
 	__u64 activities_joined;
 	__u64 activities_unattributed[JOIN_REASON_MAX];
 	__u64 queue_full;              /* events or records refused: no thread slot, or records at the queue bound */

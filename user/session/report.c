@@ -111,7 +111,8 @@ void session__counters_line(struct session *s, FILE *f)
 		"modules_captured=%llu modules_settled=%llu cubin_too_large=%llu cubin_pending_full=%llu "
 		"strings_full=%llu records_bad=%llu ring_resyncs=%llu "
 		"joined=%llu api_without_launch=%llu launches_without_record=%llu "
-		"unattributed=%llu (no_launch_event=%llu no_api_record=%llu before_attach=%llu table_full=%llu) "
+		"unattributed=%llu (no_launch_event=%llu no_api_record=%llu before_attach=%llu at_attach=%llu "
+		"table_full=%llu) "
 		"queue_full=%llu stacks_dropped=%llu names_dropped=%llu records_unknown=%llu "
 		"symbolize_failed=%llu stacks_short=%llu python_short=%llu python_unresolved=%llu "
 		"crc_helper_lost=%llu rings_missed=%llu notices_lost=%llu "
@@ -125,6 +126,7 @@ void session__counters_line(struct session *s, FILE *f)
 		jc.activities_unattributed[JOIN_NO_LAUNCH_EVENT],
 		jc.activities_unattributed[JOIN_NO_API_RECORD],
 		jc.activities_unattributed[JOIN_BEFORE_ATTACH],
+		jc.activities_unattributed[JOIN_AT_ATTACH],
 		jc.activities_unattributed[JOIN_TABLE_FULL], jc.queue_full, s->stacks_dropped,
 		s->names_dropped, s->records_unknown, s->stack_stats.sym_failed,
 		s->stack_stats.native_truncated, s->stack_stats.py_truncated,

@@ -30,6 +30,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,15 +354,20 @@ static void corr_start_from_env(void)
  * Test hook (tests/test_crc_helper.c): with GPUPROBE_STUB_CTOR_THREAD set,
  * the constructor starts a thread, as a real libcupti's may, that waits on
  * a futex for the life of the process: the CRC helper's sandbox must cover
- * it too.
+ * it too. The constructor returns once the thread runs its own code (its
+ * start-up done, as a library's threads are by the time it is loaded).
  */
 static pthread_mutex_t ctor_thread_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ctor_thread_never = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t ctor_thread_up = PTHREAD_COND_INITIALIZER;
+static bool ctor_thread_running;
 
 static void *ctor_thread_main(void *arg)
 {
 	(void)arg;
 	pthread_mutex_lock(&ctor_thread_lock);
+	ctor_thread_running = true;
+	pthread_cond_signal(&ctor_thread_up);
 	for (;;)
 		pthread_cond_wait(&ctor_thread_never, &ctor_thread_lock);
 	return NULL;
@@ -371,8 +377,13 @@ static void ctor_thread_from_env(void)
 {
 	pthread_t t;
 
-	if (getenv("GPUPROBE_STUB_CTOR_THREAD") && !pthread_create(&t, NULL, ctor_thread_main, NULL))
-		pthread_detach(t);
+	if (!getenv("GPUPROBE_STUB_CTOR_THREAD") || pthread_create(&t, NULL, ctor_thread_main, NULL))
+		return;
+	pthread_detach(t);
+	pthread_mutex_lock(&ctor_thread_lock);
+	while (!ctor_thread_running)
+		pthread_cond_wait(&ctor_thread_up, &ctor_thread_lock);
+	pthread_mutex_unlock(&ctor_thread_lock);
 }
 
 __attribute__((constructor)) static void stub_cupti_init(void)

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "user/session/launcher.h"
-#include "user/launch_probe.h"
+#include "user/probe/launch_probe.h"
 #include "user/util/installed.h"
 
 int launcher__find_shim(const char *given, char *buf, size_t len)

@@ -20,7 +20,7 @@
 #include <malloc.h>
 #include <unistd.h>
 #include "user/session/session_internal.h"
-#include "user/session/libcuda.h"
+#include "user/probe/libcuda.h"
 #include "user/proc/proc.h"
 #include "user/symbolize/symbolize.h"
 #include "user/python/pyruntime.h"

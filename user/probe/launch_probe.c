@@ -18,9 +18,9 @@
 #include <linux/perf_event.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "user/bpf_ring.h"
-#include "user/launch_probe.h"
-#include "user/uprobe_multi.h"
+#include "user/probe/bpf_ring.h"
+#include "user/probe/launch_probe.h"
+#include "user/probe/uprobe_multi.h"
 #include "shim/gp_abi.h"
 #include "user/util/thread.h"
 #include "user/util/tracepoint.h"

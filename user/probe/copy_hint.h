@@ -10,8 +10,8 @@
  * half of it shrinks it to their deepest plus a quarter. The BPF side reads
  * the size from the copy_hints map (and copies no more than the stack has).
  */
-#ifndef GP_SESSION_COPY_HINT_H
-#define GP_SESSION_COPY_HINT_H
+#ifndef GP_PROBE_COPY_HINT_H
+#define GP_PROBE_COPY_HINT_H
 
 #include <linux/types.h>
 #include "user/util/u64map.h"

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "user/session/libcuda.h"
-#include "user/launch_probe.h"
+#include "user/probe/libcuda.h"
+#include "user/probe/launch_probe.h"
 #include "user/proc/proc.h"
 
 /* Where drivers install it: distro packages, NVIDIA's runfile, k8s plugins. */

@@ -22,7 +22,7 @@ struct copy_hints {
 	struct launch_probe *lp;
 	__u32 initial;         /* bytes copied for a thread without a hint (--stack-copy) */
 	struct u64map tids;    /* tid -> packed state (copy_hint.c) */
-	__u64 grown, shrunk;   /* map updates, for the verbose line */
+	__u64 grown, shrunk;   /* map updates, for the loader: line */
 };
 
 /* lp NULL: sizes are kept, not sent (tests). */

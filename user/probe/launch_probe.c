@@ -23,6 +23,7 @@
 #include "user/probe/uprobe_multi.h"
 #include "shim/gp_abi.h"
 #include "user/util/thread.h"
+#include "user/util/log.h"
 #include "user/util/tracepoint.h"
 #include "launch.skel.h"
 
@@ -139,19 +140,19 @@ struct launch_probe {
 	launch_event_fn fn;
 	void *fn_ctx;
 	int fn_err;
-	bool verbose;
 };
 
-static bool libbpf_verbose;
 /* Attaching by name to a file that lacks the name is expected: stay quiet. */
 static bool libbpf_quiet;
 
 __attribute__((format(printf, 2, 0)))
 static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list args)
 {
-	if ((level == LIBBPF_DEBUG || libbpf_quiet) && !libbpf_verbose)
+	bool verbose = log__verbose();
+
+	if ((level == LIBBPF_DEBUG || libbpf_quiet) && !verbose)
 		return 0;
-	if (level == LIBBPF_WARN || libbpf_verbose)
+	if (level == LIBBPF_WARN || verbose)
 		return vfprintf(stderr, fmt, args);
 	return 0;
 }
@@ -255,8 +256,8 @@ static void attach_ring_watch(struct launch_probe *lp)
 		bpf_link__destroy(sk->links.ring_made);
 		bpf_link__destroy(sk->links.ring_make);
 		sk->links.ring_made = sk->links.ring_make = NULL;
-		fprintf(stderr, "gpuprobe-bpf: cannot watch memfd_create (%s): processes that exit "
-			"within a tick of starting CUDA may lose their GPU records\n", strerror(err));
+		log_warn("cannot watch memfd_create (%s): processes that exit within a tick of "
+			 "starting CUDA may lose their GPU records", strerror(err));
 	}
 }
 
@@ -285,8 +286,8 @@ static void attach_maps_watch(struct launch_probe *lp)
 			bpf_link__destroy(lp->maps_links[i]);
 			lp->maps_links[i] = NULL;
 		}
-		fprintf(stderr, "gpuprobe-bpf: cannot watch mapping changes (%s): the stack cache is "
-			"off, every launch copies its stack\n", strerror(err));
+		log_warn("cannot watch mapping changes (%s): the stack cache is off, every launch "
+			 "copies its stack", strerror(err));
 		return;
 	}
 	sk->bss->stack_cache_on = true;
@@ -347,12 +348,10 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 	if (!is_pow2(opts->ringbuf_bytes) || opts->ringbuf_bytes < 4096 ||
 	    opts->cache_entries > GP_STACK_CACHE_MAX)
 		return -EINVAL;
-	libbpf_verbose = opts->verbose;
 	libbpf_set_print(print_libbpf);
 	lp = calloc(1, sizeof(*lp));
 	if (!lp)
 		return -ENOMEM;
-	lp->verbose = opts->verbose;
 	lp->cache_entries = opts->cache_entries;
 	/* A kernel that refuses the multi attach type gets a uprobe per entry point. */
 	libbpf_quiet = true; /* a refusal here is expected on older kernels */
@@ -362,9 +361,8 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 		err = load_skel(lp, opts, false);
 	if (err)
 		goto err_free;
-	if (opts->verbose)
-		fprintf(stderr, "gpuprobe-bpf: uprobes: %s\n", lp->multi ? "one multi link per file" :
-			"one per entry point (GPUPROBE_UPROBES=perf, or no uprobe_multi in this kernel)");
+	log_debug("uprobes: %s", lp->multi ? "one multi link per file" :
+		  "one per entry point (GPUPROBE_UPROBES=perf, or no uprobe_multi in this kernel)");
 	/* Auto-attaches only the fork tracepoint; uprobes are per file, below. */
 	err = launch_bpf__attach(lp->skel);
 	if (err)

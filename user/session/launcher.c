@@ -13,6 +13,7 @@
 #include "user/session/launcher.h"
 #include "user/probe/launch_probe.h"
 #include "user/util/installed.h"
+#include "user/util/log.h"
 
 int launcher__find_shim(const char *given, char *buf, size_t len)
 {
@@ -63,8 +64,8 @@ int launcher__start(struct launcher *l, char **argv, const char *shim, struct la
 	l->go_fd = l->err_fd = l->shm_fd = -1;
 	err = launcher__find_shim(shim, shim_path, sizeof(shim_path));
 	if (err) {
-		fprintf(stderr, "gpuprobe-bpf: cannot find the shim%s%s: %s (build it with make, or give --shim PATH)\n",
-			shim ? " " : "", shim ? shim : " libgpuprobe_shim.so", strerror(-err));
+		log_error("cannot find the shim%s%s: %s (build it with make, or give --shim PATH)",
+			  shim ? " " : "", shim ? shim : " libgpuprobe_shim.so", strerror(-err));
 		return err;
 	}
 	/* Inherited on purpose; the shim marks it close-on-exec once adopted. */

@@ -26,6 +26,7 @@
 #include "user/python/pyruntime.h"
 #include "user/python/pycode.h"
 #include "user/session/preflight.h"
+#include "user/util/log.h"
 
 #define SHM_RETRY_NS (200 * NS_PER_MS)
 #define SHM_RETRY_WATCHED_NS (2 * NS_PER_S)
@@ -102,8 +103,7 @@ static struct target *target_for(struct session *s, pid_t pid)
 	}
 	join__attach(s->join, pid, t->attach_ns);
 	declare_proc(s, t);
-	if (s->o->verbose)
-		fprintf(stderr, "gpuprobe-bpf: following pid %d (%s)\n", pid, t->comm);
+	log_debug("following pid %d (%s)", pid, t->comm);
 	return t;
 }
 
@@ -122,9 +122,9 @@ static void python_setup(struct session *s, struct target *t, __u64 now)
 		return;
 	err = pyruntime__detect(t->pid, &rt);
 	if (err == -EAGAIN) {
-		if (s->o->verbose && !t->py_next_try_ns)
-			fprintf(stderr, "gpuprobe-bpf: pid %d (%s): CPython not ready: %s\n", t->pid,
-				t->comm, pyruntime__strerror(err));
+		if (!t->py_next_try_ns)
+			log_debug("pid %d (%s): CPython not ready: %s", t->pid, t->comm,
+				  pyruntime__strerror(err));
 		t->py_next_try_ns = now + PY_RETRY_NS;
 		return;
 	}
@@ -140,9 +140,7 @@ static void python_setup(struct session *s, struct target *t, __u64 now)
 	}
 	t->py_done = true;
 	if (err == -ENOENT || err == -ESRCH) {
-		if (s->o->verbose)
-			fprintf(stderr, "gpuprobe-bpf: pid %d (%s): not CPython: %s\n", t->pid, t->comm,
-				pyruntime__strerror(err));
+		log_debug("pid %d (%s): not CPython: %s", t->pid, t->comm, pyruntime__strerror(err));
 		return;
 	}
 	if (!err)
@@ -150,16 +148,13 @@ static void python_setup(struct session *s, struct target *t, __u64 now)
 	if (!err)
 		err = launch_probe__set_python(s->lp, t->pid, &rt.config);
 	if (err) {
-		fprintf(stderr, "gpuprobe-bpf: pid %d (%s): no Python frames: %s\n", t->pid, t->comm,
-			pyruntime__strerror(err));
+		log_warn("pid %d (%s): no Python frames: %s", t->pid, t->comm, pyruntime__strerror(err));
 		pycode_cache__destroy(t->py);
 		t->py = NULL;
 		return;
 	}
 	t->py_entry_kind = rt.config.entry_kind;
-	if (s->o->verbose)
-		fprintf(stderr, "gpuprobe-bpf: pid %d: CPython %u.%u.%u in %s\n", t->pid, rt.major,
-			rt.minor, rt.micro, rt.path);
+	log_debug("pid %d: CPython %u.%u.%u in %s", t->pid, rt.major, rt.minor, rt.micro, rt.path);
 }
 
 static void resolve_stack(struct session *s, struct target *t, __u32 stack_id,
@@ -253,10 +248,8 @@ static void take_held_rings(struct session *s)
 					close(h[i].fd);
 				if (!t) {
 					s->rings_missed++;
-					if (s->o->verbose)
-						fprintf(stderr, "gpuprobe-bpf: pid %d: its new shim ring could "
-							"not be held: %s\n", h[i].pid,
-							strerror(h[i].fd < 0 ? -h[i].fd : ENOMEM));
+					log_debug("pid %d: its new shim ring could not be held: %s",
+						  h[i].pid, strerror(h[i].fd < 0 ? -h[i].fd : ENOMEM));
 				}
 				continue;
 			}
@@ -466,8 +459,7 @@ static int try_open_shm(struct session *s, struct target *t, __u64 now)
 		err = shm_reader__open_pid(t->pid, &t->shm);
 	}
 	if (err == 0) {
-		if (s->o->verbose)
-			fprintf(stderr, "gpuprobe-bpf: reading the shim ring of pid %d\n", t->pid);
+		log_debug("reading the shim ring of pid %d", t->pid);
 		return 0;
 	}
 	t->shm = NULL;
@@ -478,10 +470,9 @@ static int try_open_shm(struct session *s, struct target *t, __u64 now)
 		if (!t->warned_busy) {
 			t->warned_busy = true;
 			shm_reader__holder(t->pid, &holder);
-			fprintf(stderr,
-				"gpuprobe-bpf: pid %d (%s): its shim ring is read by another gpuprobe-bpf "
-				"(pid %d), so its GPU time goes there (launches are still counted here)\n",
-				t->pid, t->comm, (int)holder);
+			log_warn("pid %d (%s): its shim ring is read by another gpuprobe-bpf (pid %d), "
+				 "so its GPU time goes there (launches are still counted here)",
+				 t->pid, t->comm, (int)holder);
 		}
 		return err;
 	}
@@ -489,14 +480,12 @@ static int try_open_shm(struct session *s, struct target *t, __u64 now)
 	if (!t->warned_no_shim && t->first_launch_ns && now > t->first_launch_ns + NO_SHIM_WARN_NS &&
 	    (err == -ENOENT || t->shm_fd >= 0)) {
 		t->warned_no_shim = true;
-		fprintf(stderr,
-			"gpuprobe-bpf: pid %d (%s) has no gpuprobe shim, so its GPU time is unknown "
-			"(launches are still counted); start it with CUDA_INJECTION64_PATH=<libgpuprobe_shim.so>\n",
-			t->pid, t->comm);
+		log_warn("pid %d (%s) has no gpuprobe shim, so its GPU time is unknown (launches are "
+			 "still counted); start it with CUDA_INJECTION64_PATH=<libgpuprobe_shim.so>",
+			 t->pid, t->comm);
 	} else if (err != -ENOENT && err != -ESRCH && !t->warned_no_shim && t->shm_fd < 0) {
 		t->warned_no_shim = true;
-		fprintf(stderr, "gpuprobe-bpf: pid %d: cannot read its shim ring: %s\n", t->pid,
-			strerror(-err));
+		log_warn("pid %d: cannot read its shim ring: %s", t->pid, strerror(-err));
 	}
 	return err;
 }
@@ -548,9 +537,8 @@ static bool read_target(struct session *s, struct target *t, __u64 now)
 		return false;
 	if (!t->shm_inert_reported && (shm_reader__flags(t->shm) & GP_SHM_F_INERT)) {
 		t->shm_inert_reported = true;
-		fprintf(stderr, "gpuprobe-bpf: pid %d (%s): the shim is inert (no CUPTI, or another "
-			"CUPTI subscriber such as torch.profiler holds it): GPU time is missing\n",
-			t->pid, t->comm);
+		log_warn("pid %d (%s): the shim is inert (no CUPTI, or another CUPTI subscriber "
+			 "such as torch.profiler holds it): GPU time is missing", t->pid, t->comm);
 	}
 	TIMED(s, STAGE_SHIM, more = read_records(s, t, now));
 	t0 = thread_cpu_ns();
@@ -593,8 +581,7 @@ static void retire_target(struct session *s, struct target *t)
 	if (t->py)
 		launch_probe__set_python(s->lp, pid, NULL);
 	target_table__remove(&s->tt, pid);
-	if (s->o->verbose)
-		fprintf(stderr, "gpuprobe-bpf: pid %d exited\n", pid);
+	log_debug("pid %d exited", pid);
 }
 
 /* ------------------------------------------------------------ join output */
@@ -666,8 +653,7 @@ static void forget_window(struct session *s)
 		stack_table__keep(&s->stacks, s->pending[i]);
 	if ((err = stack_table__compact_begin(&s->stacks, &c)) ||
 	    (err = profile__compact(s->prof, c.remap, c.n, pid_followed, s))) {
-		fprintf(stderr, "gpuprobe-bpf: cannot compact the stack tables (%s): they keep "
-			"growing\n", strerror(-err));
+		log_warn("cannot compact the stack tables (%s): they keep growing", strerror(-err));
 		stack_compaction__free(&c);
 		return;
 	}
@@ -680,7 +666,7 @@ static void forget_window(struct session *s)
 			keep++;
 	s->npending = keep;
 	stack_compaction__free(&c);
-	if (s->o->verbose)
+	if (log__verbose())
 		session__tables_line(s, stderr);
 }
 
@@ -720,8 +706,7 @@ static int write_profile(struct session *s, const char *path, __u64 now)
 							 now - s->last_write_ns));
 
 	if (err) {
-		fprintf(stderr, "gpuprobe-bpf: cannot write %s: %s (nothing was written there)\n", path,
-			strerror(-err));
+		log_error("cannot write %s: %s (nothing was written there)", path, strerror(-err));
 		return err;
 	}
 	return 0;
@@ -747,13 +732,13 @@ static void say_refusal(struct session *s, const struct libcuda_refusal *ref)
 	path[i] = 0;
 	if (ref->err == -ENOEXEC) {
 		s->said_not_driver = true;
-		fprintf(stderr, "gpuprobe-bpf: pid %d maps %s, which is not a CUDA driver (it lacks the "
-			"driver's own exports): not attached (counted: libcuda_refused; said once)\n",
-			(int)ref->pid, path);
+		log_warn("pid %d maps %s, which is not a CUDA driver (it lacks the driver's own "
+			 "exports): not attached (counted: libcuda_refused; said once)",
+			 (int)ref->pid, path);
 	} else {
 		s->said_no_slot = true;
-		fprintf(stderr, "gpuprobe-bpf: every attach slot is taken: %s of pid %d is not attached "
-			"until a slot is freed (counted: libcuda_no_slot; said once)\n", path, (int)ref->pid);
+		log_warn("every attach slot is taken: %s of pid %d is not attached until a slot "
+			 "is freed (counted: libcuda_no_slot; said once)", path, (int)ref->pid);
 	}
 }
 
@@ -769,13 +754,13 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 		struct target *t = s->tt.t[i];
 
 		/* Launches before its libcuda was probed cannot be joined. */
-		if (libcuda__attach_pid(s->lp, t->pid, s->o->verbose, &ref) > 0) {
+		if (libcuda__attach_pid(s->lp, t->pid, &ref) > 0) {
 			t->attach_ns = now_ns();
 			join__attach(s->join, t->pid, t->attach_ns);
 		}
 	}
 	if (s->o->mode == GP_MODE_ALL)
-		complete = libcuda__attach_all(s->lp, s->o->verbose, &ref) >= 0;
+		complete = libcuda__attach_all(s->lp, &ref) >= 0;
 	/* Every target's maps were read: a driver none of them maps frees its slot. */
 	if (complete)
 		launch_probe__sweep_files(s->lp);
@@ -838,7 +823,7 @@ static void tick(struct session *s)
 	before = now_ns();
 	err = drain_events(s);
 	if (err && err != -EINTR)
-		fprintf(stderr, "gpuprobe-bpf: reading the BPF ring: %s\n", strerror(-err));
+		log_error("reading the BPF ring: %s", strerror(-err));
 	take_held_rings(s);
 	now = now_ns();
 	s->shim_more = false;
@@ -959,7 +944,6 @@ static int open_probe(struct session *s)
 		.filter_pids = s->o->mode != GP_MODE_ALL,
 		.ringbuf_bytes = s->o->ringbuf_mb << 20,
 		.wakeup_bytes = (__u64)(s->o->ringbuf_mb << 20) / 4,
-		.verbose = s->o->verbose,
 		.stack_copy = s->o->unwind_fp ? 0 : s->o->stack_kib ? s->o->stack_kib * 1024
 								    : STACK_COPY_AUTO_START,
 		.cache_entries = s->o->stack_cache,
@@ -970,8 +954,8 @@ static int open_probe(struct session *s)
 	int err = launch_probe__open(&lo, &s->lp);
 
 	if (err) {
-		fprintf(stderr, "gpuprobe-bpf: cannot load the BPF programs: %s%s\n", strerror(-err),
-			s->o->verbose ? "" : " (run with -v for libbpf's log)");
+		log_error("cannot load the BPF programs: %s%s", strerror(-err),
+			  log__verbose() ? "" : " (run with -v for libbpf's log)");
 		return err;
 	}
 	if (!s->o->unwind_fp && !s->o->stack_kib)
@@ -981,7 +965,7 @@ static int open_probe(struct session *s)
 
 		err = stack_cache__new(launch_probe__cache_entries(s->lp), &ops, &s->cache);
 		if (err)
-			fprintf(stderr, "gpuprobe-bpf: cannot make the stack cache: %s\n", strerror(-err));
+			log_error("cannot make the stack cache: %s", strerror(-err));
 	}
 	return err;
 }
@@ -995,7 +979,7 @@ static int setup_targets(struct session *s)
 	switch (s->o->mode) {
 	case GP_MODE_PID:
 		/* Probes first: the attach time must not precede them. */
-		libcuda__attach_pid(s->lp, s->o->pid, s->o->verbose, &ref);
+		libcuda__attach_pid(s->lp, s->o->pid, &ref);
 		say_refusal(s, &ref);
 		if (s->o->libcuda && (err = libcuda__attach_path(s->lp, s->o->libcuda, true)) < 0)
 			return err;
@@ -1008,17 +992,16 @@ static int setup_targets(struct session *s)
 			return -ENOMEM;
 		python_setup(s, t, s->probes_ns); /* before the first tick: launches may come first */
 		if (!launch_probe__nr_files(s->lp))
-			fprintf(stderr, "gpuprobe-bpf: pid %d has not loaded libcuda.so.1 yet; waiting for it\n",
-				s->o->pid);
+			log_warn("pid %d has not loaded libcuda.so.1 yet; waiting for it", s->o->pid);
 		return 0;
 	case GP_MODE_ALL:
 		if (s->o->libcuda) {
 			if (libcuda__attach_path(s->lp, s->o->libcuda, true) < 0)
 				return -ENOENT;
 		} else {
-			libcuda__attach_all(s->lp, s->o->verbose, &ref);
+			libcuda__attach_all(s->lp, &ref);
 			say_refusal(s, &ref);
-			libcuda__attach_system(s->lp, NULL, s->o->verbose);
+			libcuda__attach_system(s->lp, NULL);
 		}
 		/*
 		 * Running processes were watched from here on, not from our start:
@@ -1033,7 +1016,7 @@ static int setup_targets(struct session *s)
 			if (err < 0)
 				return err;
 		} else {
-			libcuda__attach_system(s->lp, getenv("LD_LIBRARY_PATH"), s->o->verbose);
+			libcuda__attach_system(s->lp, getenv("LD_LIBRARY_PATH"));
 		}
 		err = launcher__start(&s->child, s->o->argv, s->o->shim, s->lp);
 		if (err)
@@ -1043,7 +1026,7 @@ static int setup_targets(struct session *s)
 			return -ENOMEM;
 		err = launcher__go(&s->child);
 		if (err)
-			fprintf(stderr, "gpuprobe-bpf: cannot run %s: %s\n", s->o->argv[0], strerror(-err));
+			log_error("cannot run %s: %s", s->o->argv[0], strerror(-err));
 		return err;
 	default:
 		return -EINVAL;
@@ -1079,7 +1062,7 @@ static int start_threads(struct session *s)
 	if (!err)
 		err = event_pump__start(&s->pump, s->lp, PUMP_MAX_BYTES);
 	if (err)
-		fprintf(stderr, "gpuprobe-bpf: cannot start the loader's threads: %s\n", strerror(-err));
+		log_error("cannot start the loader's threads: %s", strerror(-err));
 	return err;
 }
 
@@ -1141,19 +1124,19 @@ int session__run(const struct gp_opts *o)
 	preflight__one_arena(); /* before any helper thread starts */
 	err = session__init(&s, o);
 	if (err) {
-		fprintf(stderr, "gpuprobe-bpf: %s\n", strerror(-err));
+		log_error("%s", strerror(-err));
 		session__fini(&s);
 		return 1;
 	}
 	install_signals();
-	if (crc_engine__is_cupti(s.crc) && o->verbose)
-		fprintf(stderr, "gpuprobe-bpf: cubin CRCs by CUPTI in gpuprobe-crc (pid %d, "
-			"unprivileged, seccomp)\n", (int)crc_engine__helper_pid(s.crc));
-	else if (!crc_engine__is_cupti(s.crc))
-		fprintf(stderr, "gpuprobe-bpf: cubin CRCs are zlib CRC-32 | 1<<63, not CUPTI's: "
-			"gpuprobe-crc %s\n", crc_engine__why_not(s.crc) == -ENOENT ?
-			"not found beside gpuprobe-bpf or in PREFIX/lib/gpuprobe" :
-			"could not start (no libcupti with cuptiGetCubinCrc? give --cupti PATH)");
+	if (crc_engine__is_cupti(s.crc))
+		log_debug("cubin CRCs by CUPTI in gpuprobe-crc (pid %d, unprivileged, seccomp)",
+			  (int)crc_engine__helper_pid(s.crc));
+	else
+		log_warn("cubin CRCs are zlib CRC-32 | 1<<63, not CUPTI's: gpuprobe-crc %s",
+			 crc_engine__why_not(s.crc) == -ENOENT ?
+			 "not found beside gpuprobe-bpf or in PREFIX/lib/gpuprobe" :
+			 "could not start (no libcupti with cuptiGetCubinCrc? give --cupti PATH)");
 	s.start_ns = s.last_write_ns = now_ns();
 	s.start_realtime_ns = realtime_ns();
 	s.probes_ns = s.start_ns;
@@ -1165,15 +1148,15 @@ int session__run(const struct gp_opts *o)
 	}
 	preflight__raise_nofile(); /* after a -- COMMAND child started: it keeps the usual limit */
 	if (!launch_probe__nr_files(s.lp) && o->mode != GP_MODE_PID)
-		fprintf(stderr, "gpuprobe-bpf: no libcuda.so.1 found yet (give --libcuda PATH if it is "
-			"somewhere unusual); watching for it\n");
+		log_warn("no libcuda.so.1 found yet (give --libcuda PATH if it is somewhere "
+			 "unusual); watching for it");
 	for (;;) {
 		struct profile_totals pt;
 		__u64 now;
 
 		tick_sliced(&s);
 		now = now_ns();
-		if (o->verbose) {
+		if (log__verbose()) {
 			session__counters_line(&s, stderr);
 			session__loader_line(&s, stderr);
 		}
@@ -1199,7 +1182,7 @@ int session__run(const struct gp_opts *o)
 	session__counters_line(&s, stderr);
 	session__loader_line(&s, stderr);
 	if (!err)
-		fprintf(stderr, "gpuprobe-bpf: wrote %s (read it with: go tool pprof -top %s)\n", path, path);
+		log_info("wrote %s (read it with: go tool pprof -top %s)", path, path);
 	status = err ? 1 : 0;
 	if (s.have_child && !err)
 		status = s.child.status;

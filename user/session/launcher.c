@@ -55,13 +55,18 @@ fail:
 	_exit(127);
 }
 
+void launcher__init(struct launcher *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->go_fd = l->err_fd = l->shm_fd = -1;
+}
+
 int launcher__start(struct launcher *l, char **argv, const char *shim, struct launch_probe *lp)
 {
 	char shim_path[PATH_MAX];
 	int go[2], errp[2], err;
 
-	memset(l, 0, sizeof(*l));
-	l->go_fd = l->err_fd = l->shm_fd = -1;
+	launcher__init(l);
 	err = launcher__find_shim(shim, shim_path, sizeof(shim_path));
 	if (err) {
 		log_error("cannot find the shim%s%s: %s (build it with make, or give --shim PATH)",

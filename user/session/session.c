@@ -1040,7 +1040,7 @@ static int session__init(struct session *s, const struct gp_opts *o)
 
 	memset(s, 0, sizeof(*s));
 	s->o = o;
-	s->child.shm_fd = -1;
+	launcher__init(&s->child);
 	if ((err = target_table__init(&s->tt)) || (err = profile__new(&s->prof)) ||
 	    (err = stack_table__init(&s->stacks, 1u << 20, 512u << 20)) ||
 	    (err = blobtab__new(1u << 18, 64u << 20, &s->names)) ||

@@ -33,6 +33,8 @@
 #define PY_CHECK_NS (100 * 1000 * 1000ull)
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
+/* Shim records read from a ring at once (struct session's recs). */
+#define SESSION_READ_BATCH 4096
 
 /* The loader's stages, timed so that benchmarks can say where its time goes. */
 enum stage {
@@ -78,6 +80,7 @@ struct session {
 	struct raw_stack raw;           /* scratch of on_launch_event */
 	struct stack_walk_info walk_info; /* and what its walk found besides */
 	struct resolved_stack *resolved; /* scratch of resolve_stack (large) */
+	struct gp_record *recs;         /* scratch of read_records: SESSION_READ_BATCH of them */
 	struct stack_stats stack_stats;
 	__u32 *pending;                /* stack ids not named yet (defer_stack) */
 	size_t npending, cap_pending;
@@ -124,12 +127,51 @@ static inline __u64 thread_cpu_ns(void)
 }
 
 /*
- * session.c: stacks met for the first time are named later (their code
- * objects read now); the deferred ones of pid (0: of every process) named.
+ * The files of the run loop, each a part of a tick. Calls go one way only:
+ * session.c -> bpf_side.c -> follow.c -> naming.c, launch_stack.c -> naming.c,
+ * and every file -> snapshot.c -> report.c; none calls back up.
+ */
+
+/* follow.c: pid's target, met now if new (NULL: no memory, or the table is full). */
+struct target *session__target(struct session *s, pid_t pid);
+/* Looks for CPython in t (retried each tick until it is up, or known absent). */
+void session__python_setup(struct session *s, struct target *t, __u64 now);
+/* Hands the rings the watch thread held to their targets. */
+void session__take_held_rings(struct session *s);
+/* t is gone: its stacks named, its counters kept, every trace of it dropped. */
+void session__retire_target(struct session *s, struct target *t);
+
+/* naming.c: t's name and cgroup, given to the profile. */
+int session__declare_proc(struct session *s, struct target *t);
+/*
+ * Stacks met for the first time are named later (their code objects read
+ * now); the deferred ones of pid (0: of every process) named.
  */
 void session__defer_stack(struct session *s, struct target *t, __u32 stack_id,
 			  const struct raw_stack *raw);
 void session__resolve_pending(struct session *s, pid_t pid);
+
+/* bpf_side.c: one launch event (a launch_event_fn, ctx the session). */
+int session__on_launch_event(void *ctx, const struct gp_launch_event *e, size_t size);
+/* Every launch event committed to the BPF ring before the call, handled. */
+int session__drain_events(struct session *s);
+
+/* shim_side.c: t's ring opened when it can be (0), -errno while not. */
+int session__open_shm(struct session *s, struct target *t, __u64 now);
+/* One bounded visit to t's ring; true when it left records or cubins for the next. */
+bool session__read_target(struct session *s, struct target *t, __u64 now);
+/* Cubin bytes t's shim published and the loader has not settled yet. */
+__u64 session__cubins_left(struct target *t);
+
+/* window.c: the join's callbacks (ctx the session). */
+void session__on_sample(void *ctx, const struct join_sample *js);
+void session__on_unrecorded(void *ctx, const struct join_unrecorded *u);
+/* --interval: after a window is written, forgets what no later one needs. */
+void session__forget_window(struct session *s);
+/* --interval: the output path for the window ending at realtime (ns). */
+void session__interval_path(struct session *s, __u64 realtime, char *buf, size_t len);
+/* Names what waits, writes the profile to path; -errno (said) when it could not. */
+int session__write_profile(struct session *s, const char *path, __u64 now);
 
 /* launch_stack.c: what a launch says of its target; its stack id (0: none could be kept). */
 void launch_stack__follow_target(struct session *s, struct target *t, const struct gp_launch_event *e);

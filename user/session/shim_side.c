@@ -98,40 +98,33 @@ static void ingest_record(struct session *s, struct target *t, const struct gp_r
 	}
 }
 
-struct cubin_drain {
+/* Whose cubins a settle reports: the target whose ring is being settled. */
+struct settling {
 	struct session *s;
-	pid_t pid;
+	struct target *t;
 };
 
 /* A settled cubin's bytes: the kernel names it defines tie them to its CRC. */
 static void on_cubin(void *ctx, const struct gpu_module_load_v1 *rec, const void *cubin, size_t size)
 {
-	const struct cubin_drain *d = ctx;
+	const struct settling *st = ctx;
 
 	/* Failures are counted by the profile (its cubins: line); names read stay. */
-	profile__add_cubin(d->s->prof, d->pid, rec->crc, cubin, size);
+	profile__add_cubin(st->s->prof, st->t->pid, rec->crc, cubin, size);
 }
 
+/*
+ * One module settled in t's ring. settle() offers the first copy of each
+ * CRC to t's queue just before it reports the record: drained here, so the
+ * bytes never pile up in the offer queue (every offer is followed by its
+ * record, so nothing waits in the queue between settles).
+ */
 static void on_module(void *ctx, const struct gpu_module_load_v1 *rec)
 {
-	struct session *s = ctx;
+	struct settling *st = ctx;
 
-	s->modules_settled++;
-	/*
-	 * settle() offers the first copy of each CRC to its queue just before it
-	 * reports the record, and the record does not say whose queue that is:
-	 * drain every target's. Only the queue being settled holds anything
-	 * (each is drained here as it settles), so the others cost a lock and
-	 * an empty check. Draining now also keeps the bytes from piling up in
-	 * the offer queue.
-	 */
-	for (size_t i = 0; i < s->tt.n; i++) {
-		struct target *t = s->tt.t[i];
-
-		if (t->shm)
-			cubin_queue__drain(shm_reader__cubins(t->shm), 0, on_cubin,
-					   &(struct cubin_drain){ .s = s, .pid = t->pid });
-	}
+	st->s->modules_settled++;
+	cubin_queue__drain(shm_reader__cubins(st->t->shm), 0, on_cubin, st);
 	(void)rec;
 }
 
@@ -253,7 +246,8 @@ bool session__read_target(struct session *s, struct target *t, __u64 now)
 	}
 	TIMED(s, STAGE_SHIM, more = read_records(s, t, now));
 	t0 = thread_cpu_ns();
-	TIMED(s, STAGE_SETTLE, shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module, s));
+	TIMED(s, STAGE_SETTLE, shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module,
+						  &(struct settling){ .s = s, .t = t }));
 	s->settle_cpu_ns += thread_cpu_ns() - t0;
 	more = more || session__cubins_left(t);
 	/*

@@ -119,20 +119,9 @@ void session__take_held_rings(struct session *s)
 
 void session__retire_target(struct session *s, struct target *t)
 {
-	__u64 ctr[GP_CTR_MAX];
-	struct shm_reader_stats st;
 	pid_t pid = t->pid;
 
-	if (t->shm) {
-		shm_reader__counters(t->shm, ctr);
-		shm_reader__stats(t->shm, &st);
-		for (int i = 0; i < GP_CTR_MAX; i++)
-			s->shm_ctr_gone[i] += ctr[i];
-		s->reader_gone.records_bad += st.records_bad;
-		s->reader_gone.ring_resyncs += st.ring_resyncs;
-		s->reader_gone.names_bad += st.names_bad;
-		session__add_cubin_stats(&s->cubins_gone, t->shm);
-	}
+	session__keep_counters_of(s, t);
 	TIMED(s, STAGE_NAME, session__resolve_pending(s, pid)); /* while its maps and root are at hand */
 	join__finish_pid(s->join, pid);
 	if (s->cache)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The loader's session state, shared by the files of user/session that make
- * up its run loop (session.c) and its report lines (report.c). Not an
- * interface: session.h is.
+ * up its run loop: session.c and the parts of a tick declared below. Not an
+ * interface: session.h is. report.c does not see it: it formats the
+ * snapshots that snapshot.c takes (report.h).
  */
 #ifndef GP_SESSION_SESSION_INTERNAL_H
 #define GP_SESSION_SESSION_INTERNAL_H
@@ -26,6 +27,8 @@
 #include "user/profile/profile.h"
 #include "user/shm/shm_reader.h"
 #include "user/util/blobtab.h"
+#include "user/util/counters.h"
+#include "user/session/report.h"
 
 /* Code objects checked against reuse at once, at most (pycode_cache__check): a few bounded calls. */
 #define PY_CHECK_MAX 1024
@@ -36,14 +39,6 @@
 /* Shim records read from a ring at once (struct session's recs). */
 #define SESSION_READ_BATCH 4096
 
-/* The loader's stages, timed so that benchmarks can say where its time goes. */
-enum stage {
-	STAGE_START,  /* BPF programs loaded (verified) and attached, threads and targets set up */
-	STAGE_EVENTS, /* launch events: stacks unwound and interned, launches queued to join */
-	STAGE_SHIM,   /* the shim's rings read: records, names, cubins taken in */
-	STAGE_SETTLE, /* cubins settled: CRCs, symbols */
-	STAGE_JOIN, STAGE_SCAN, STAGE_NAME, STAGE_WRITE, STAGE_MAX
-};
 #define TIMED(s, st, stmt) do {                           \
 		__u64 t0_ = now_ns();                     \
 		stmt;                                     \
@@ -127,9 +122,10 @@ static inline __u64 thread_cpu_ns(void)
 }
 
 /*
- * The files of the run loop, each a part of a tick. Calls go one way only:
- * session.c -> bpf_side.c -> follow.c -> naming.c, launch_stack.c -> naming.c,
- * and every file -> snapshot.c -> report.c; none calls back up.
+ * The files of the run loop, each a part of a tick. Calls go one way only,
+ * no file calls back into one that calls it: session.c calls them all;
+ * bpf_side.c calls follow.c and launch_stack.c; those and window.c call
+ * naming.c; follow.c and window.c call snapshot.c, which calls report.c.
  */
 
 /* follow.c: pid's target, met now if new (NULL: no memory, or the table is full). */
@@ -178,14 +174,22 @@ void launch_stack__follow_target(struct session *s, struct target *t, const stru
 __u32 launch_stack__of(struct session *s, struct target *t, const struct gp_launch_event *e,
 		       size_t size);
 
-/* report.c: the -v lines and the closing ones. */
-void session__tables_line(struct session *s, FILE *f);
+/*
+ * snapshot.c: the session's figures at one moment, for the report: every
+ * counter in the registry, in the order the counters: line prints them...
+ */
+void session__counters(struct session *s, struct counters *ret);
+/* ...what the loader cost (-errno: its own usage could not be read)... */
+int session__loader_costs(struct session *s, struct loader_costs *ret);
+/* ...and what its tables hold (--interval). */
+void session__table_sizes(struct session *s, struct table_sizes *ret);
+/* Each taken and printed as its report line (report.h). */
 void session__counters_line(struct session *s, FILE *f);
 void session__loader_line(struct session *s, FILE *f);
-void session__cache_fields(struct session *s, FILE *f);
+void session__tables_line(struct session *s, FILE *f);
 /* Notes what the symbol and CFI tables hold now, for the loader line's peaks. */
 void session__note_tables(struct session *s);
-/* Adds the settler's loss counters of r's cubin ring to sum. */
-void session__add_cubin_stats(struct cubin_queue_stats *sum, struct shm_reader *r);
+/* t is about to go: what its shim and its ring's reader counted is kept. */
+void session__keep_counters_of(struct session *s, struct target *t);
 
 #endif /* GP_SESSION_SESSION_INTERNAL_H */

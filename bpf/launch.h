@@ -13,7 +13,7 @@
 #define GP_MAX_STACK 127
 #define GP_PROBE_COPY_FIRST GP_PROBE_MEMCPY
 
-/* Which entry point fired. Keep in step with user/probe/launch_probe.c's table. */
+/* Which entry point fired. Keep in step with user/probe/entry_points.c's table. */
 enum gp_probe {
 	GP_PROBE_LAUNCH_KERNEL = 0,
 	GP_PROBE_LAUNCH_KERNEL_PTSZ,

@@ -436,6 +436,57 @@ static void finish(struct session *s)
 	join__finish_all(s->join);
 }
 
+/* Which CRCs cubins get, said at start: a fallback changes what the profile's build ids mean. */
+static void say_crc_engine(const struct session *s)
+{
+	if (crc_engine__is_cupti(s->crc))
+		log_debug("cubin CRCs by CUPTI in gpuprobe-crc (pid %d, unprivileged, seccomp)",
+			  (int)crc_engine__helper_pid(s->crc));
+	else
+		log_warn("cubin CRCs are zlib CRC-32 | 1<<63, not CUPTI's: gpuprobe-crc %s",
+			 crc_engine__why_not(s->crc) == -ENOENT ?
+			 "not found beside gpuprobe-bpf or in PREFIX/lib/gpuprobe" :
+			 "could not start (no libcupti with cuptiGetCubinCrc? give --cupti PATH)");
+}
+
+/* The start stage: probes loaded and attached, threads started, targets set up. */
+static int start(struct session *s)
+{
+	int err;
+
+	s->start_ns = s->last_write_ns = now_ns();
+	s->start_realtime_ns = realtime_ns();
+	s->probes_ns = s->start_ns;
+	TIMED(s, STAGE_START, err = open_probe(s) || start_threads(s) || setup_targets(s));
+	s->start_cpu_ns = process_cpu_ns();
+	if (err)
+		return err;
+	preflight__raise_nofile(); /* after a -- COMMAND child started: it keeps the usual limit */
+	if (!launch_probe__nr_files(s->lp) && s->o->mode != GP_MODE_PID)
+		log_warn("no libcuda.so.1 found yet (give --libcuda PATH if it is somewhere "
+			 "unusual); watching for it");
+	return 0;
+}
+
+/* Ticks until the run should stop, writing each --interval window as it ends. */
+static void run_ticks(struct session *s)
+{
+	for (;;) {
+		__u64 now;
+
+		tick_sliced(s);
+		now = now_ns();
+		if (log__verbose()) {
+			session__counters_line(s, stderr);
+			session__loader_line(s, stderr);
+		}
+		if (should_stop(s, now))
+			break;
+		if (s->o->interval_s && now - s->last_write_ns >= (__u64)(s->o->interval_s * NS_PER_S))
+			session__write_window(s, now);
+	}
+}
+
 int session__run(const struct gp_opts *o)
 {
 	struct session s;
@@ -452,55 +503,14 @@ int session__run(const struct gp_opts *o)
 		return 1;
 	}
 	install_signals();
-	if (crc_engine__is_cupti(s.crc))
-		log_debug("cubin CRCs by CUPTI in gpuprobe-crc (pid %d, unprivileged, seccomp)",
-			  (int)crc_engine__helper_pid(s.crc));
-	else
-		log_warn("cubin CRCs are zlib CRC-32 | 1<<63, not CUPTI's: gpuprobe-crc %s",
-			 crc_engine__why_not(s.crc) == -ENOENT ?
-			 "not found beside gpuprobe-bpf or in PREFIX/lib/gpuprobe" :
-			 "could not start (no libcupti with cuptiGetCubinCrc? give --cupti PATH)");
-	s.start_ns = s.last_write_ns = now_ns();
-	s.start_realtime_ns = realtime_ns();
-	s.probes_ns = s.start_ns;
-	TIMED(&s, STAGE_START, err = open_probe(&s) || start_threads(&s) || setup_targets(&s));
-	s.start_cpu_ns = process_cpu_ns();
-	if (err) {
+	say_crc_engine(&s);
+	if (start(&s)) {
 		session__fini(&s);
 		return 1;
 	}
-	preflight__raise_nofile(); /* after a -- COMMAND child started: it keeps the usual limit */
-	if (!launch_probe__nr_files(s.lp) && o->mode != GP_MODE_PID)
-		log_warn("no libcuda.so.1 found yet (give --libcuda PATH if it is somewhere "
-			 "unusual); watching for it");
-	for (;;) {
-		struct profile_totals pt;
-		__u64 now;
-
-		tick_sliced(&s);
-		now = now_ns();
-		if (log__verbose()) {
-			session__counters_line(&s, stderr);
-			session__loader_line(&s, stderr);
-		}
-		if (should_stop(&s, now))
-			break;
-		if (o->interval_s && now - s.last_write_ns >= (__u64)(o->interval_s * NS_PER_S)) {
-			session__interval_path(&s, s.start_realtime_ns + (now - s.start_ns), path, sizeof(path));
-			session__write_profile(&s, path, now);
-			s.last_write_ns = now;
-			profile__totals(s.prof, &pt);
-			s.unattributed_written += pt.unattributed; /* the counters line covers the run */
-			profile__reset_samples(s.prof);
-			TIMED(&s, STAGE_WRITE, session__forget_window(&s));
-		}
-	}
+	run_ticks(&s);
 	finish(&s);
-	if (o->interval_s)
-		session__interval_path(&s, s.start_realtime_ns + (now_ns() - s.start_ns), path, sizeof(path));
-	else
-		snprintf(path, sizeof(path), "%s", o->output);
-	err = session__write_profile(&s, path, now_ns());
+	err = session__write_last(&s, path, sizeof(path));
 	profile__report(s.prof, stderr, o->top);
 	session__counters_line(&s, stderr);
 	session__loader_line(&s, stderr);

@@ -164,10 +164,16 @@ void session__on_sample(void *ctx, const struct join_sample *js);
 void session__on_unrecorded(void *ctx, const struct join_unrecorded *u);
 /* --interval: after a window is written, forgets what no later one needs. */
 void session__forget_window(struct session *s);
-/* --interval: the output path for the window ending at realtime (ns). */
-void session__interval_path(struct session *s, __u64 realtime, char *buf, size_t len);
-/* Names what waits, writes the profile to path; -errno (said) when it could not. */
-int session__write_profile(struct session *s, const char *path, __u64 now);
+/*
+ * --interval: the window ending now written (what waits named first) to
+ * the output's name stamped with the time; its samples then forgotten.
+ */
+void session__write_window(struct session *s, __u64 now);
+/*
+ * The last profile (the run's, or its last window's), its path in path;
+ * -errno (said) when it could not be written.
+ */
+int session__write_last(struct session *s, char *path, size_t len);
 
 /* launch_stack.c: what a launch says of its target; its stack id (0: none could be kept). */
 void launch_stack__follow_target(struct session *s, struct target *t, const struct gp_launch_event *e);

@@ -105,7 +105,8 @@ struct settling {
 };
 
 /* A settled cubin's bytes: the kernel names it defines tie them to its CRC. */
-static void on_cubin(void *ctx, const struct gpu_module_load_v1 *rec, const void *cubin, size_t size)
+static void on_cubin(void *ctx, const struct gpu_module_load_v1 *rec, const void *cubin,
+		     size_t size)
 {
 	const struct settling *st = ctx;
 

@@ -41,7 +41,8 @@ static void add_cubin_stats(struct cubin_queue_stats *sum, struct shm_reader *r)
 }
 
 /* Adds what r's shim and its reader counted to shm and rs. */
-static void add_shim_counters(__u64 shm[GP_CTR_MAX], struct shm_reader_stats *rs, struct shm_reader *r)
+static void add_shim_counters(__u64 shm[GP_CTR_MAX], struct shm_reader_stats *rs,
+			      struct shm_reader *r)
 {
 	__u64 ctr[GP_CTR_MAX];
 	struct shm_reader_stats st;

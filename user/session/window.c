@@ -5,6 +5,8 @@
  * end, or at each --interval; and in continuous mode what no later window
  * needs is forgotten, so memory follows what runs now.
  */
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include "user/session/session_internal.h"
@@ -97,7 +99,7 @@ void session__forget_window(struct session *s)
  * last window just after the one before it): the later one gets "-N" after
  * the stamp rather than the same name, which would replace the earlier file.
  */
-void session__interval_path(struct session *s, __u64 realtime, char *buf, size_t len)
+static void interval_path(struct session *s, __u64 realtime, char *buf, size_t len)
 {
 	time_t secs = (time_t)(realtime / NS_PER_S);
 	const char *out = s->o->output, *dot = strstr(out, ".pb.gz");
@@ -116,7 +118,7 @@ void session__interval_path(struct session *s, __u64 realtime, char *buf, size_t
 	snprintf(buf, len, "%.*s-%s%s", (int)(dot - out), out, stamp, dot);
 }
 
-int session__write_profile(struct session *s, const char *path, __u64 now)
+static int write_profile(struct session *s, const char *path, __u64 now)
 {
 	int err;
 
@@ -130,4 +132,27 @@ int session__write_profile(struct session *s, const char *path, __u64 now)
 		return err;
 	}
 	return 0;
+}
+
+void session__write_window(struct session *s, __u64 now)
+{
+	struct profile_totals pt;
+	char path[PATH_MAX];
+
+	interval_path(s, s->start_realtime_ns + (now - s->start_ns), path, sizeof(path));
+	write_profile(s, path, now);
+	s->last_write_ns = now;
+	profile__totals(s->prof, &pt);
+	s->unattributed_written += pt.unattributed; /* the counters line covers the run */
+	profile__reset_samples(s->prof);
+	TIMED(s, STAGE_WRITE, session__forget_window(s));
+}
+
+int session__write_last(struct session *s, char *path, size_t len)
+{
+	if (s->o->interval_s)
+		interval_path(s, s->start_realtime_ns + (now_ns() - s->start_ns), path, len);
+	else
+		snprintf(path, len, "%s", s->o->output);
+	return write_profile(s, path, now_ns());
 }

@@ -25,7 +25,7 @@ struct target *session__target(struct session *s, pid_t pid)
 		return t;
 	/*
 	 * Seen first through a launch event: the probes have watched it since
-	 * they went in (or its libcuda was attached, see scan_new_libcuda).
+	 * they went in (or its libcuda was attached: session.c's scan_new_libcuda).
 	 */
 	if (target_table__add(&s->tt, pid, s->probes_ns, &t))
 		return NULL;

@@ -3,7 +3,9 @@
  * The loader's run loop (session.h). Owns every decision the shim leaves to
  * it: on each tick it drains the BPF ring, reads each target's shared ring
  * (hostile input, through user/shm), settles cubins, feeds the join and the
- * profile, and notices processes that are gone.
+ * profile, and notices processes that are gone. This file sets the session
+ * up, runs the ticks and stops; the parts of a tick are the files that
+ * session_internal.h lists.
  */
 #include <errno.h>
 #include <limits.h>

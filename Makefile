@@ -75,9 +75,9 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.skel.h,$(BPF_SRCS))
 
 SHIM_CORE_SRCS := $(wildcard shim/*.c)
-# nvidia/*.c is the shim's CUPTI adapter; nvidia/loader/ the loader's one CUPTI call.
+# nvidia/*.c is the shim's CUPTI adapter; nvidia/helper/ is gpuprobe-crc, the
+# sandboxed child that makes the loader's one CUPTI call (CRC_HELPER below).
 NVIDIA_SRCS := $(wildcard nvidia/*.c)
-NVIDIA_LOADER_SRCS := $(wildcard nvidia/loader/*.c)
 USER_SRCS := $(shell find user -name '*.c' 2>/dev/null | sort)
 USER_MAIN := user/main.c
 USER_LIB_SRCS := $(filter-out $(USER_MAIN),$(USER_SRCS))
@@ -92,7 +92,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 SHIM_CORE_OBJS := $(call obj,$(SHIM_CORE_SRCS))
 NVIDIA_OBJS := $(call obj,$(NVIDIA_SRCS))
-USER_LIB_OBJS := $(call obj,$(USER_LIB_SRCS) $(NVIDIA_LOADER_SRCS))
+USER_LIB_OBJS := $(call obj,$(USER_LIB_SRCS))
 STUB_CUDA_OBJS := $(call obj,$(STUB_CUDA_SRCS))
 STUB_CUPTI_OBJS := $(call obj,$(STUB_CUPTI_SRCS))
 
@@ -154,7 +154,7 @@ $(BUILD)/obj/%.o: %.c | $(SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(if $(filter nvidia/% stub/% tests/%,$<),$(CUDA_CPPFLAGS)) -c $< -o $@
 
-$(NVIDIA_OBJS) $(call obj,$(NVIDIA_LOADER_SRCS) $(CRC_HELPER_SRCS)) $(STUB_CUDA_OBJS) $(STUB_CUPTI_OBJS): | cuda-check
+$(NVIDIA_OBJS) $(call obj,$(CRC_HELPER_SRCS)) $(STUB_CUDA_OBJS) $(STUB_CUPTI_OBJS): | cuda-check
 
 $(CRC_HELPER): $(call obj,$(CRC_HELPER_SRCS))
 	$(call msg,LD,$@)
@@ -281,7 +281,7 @@ FUZZ_BUILD := $(BUILD)/fuzz
 FUZZ_SAN := address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := $(CPPFLAGS_COMMON) $(CUDA_CPPFLAGS) -std=gnu11 -g -O1 $(WARN) -MMD -MP \
 	-fsanitize=fuzzer-no-link,$(FUZZ_SAN)
-FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(USER_LIB_SRCS) $(SHIM_CORE_SRCS) $(NVIDIA_LOADER_SRCS))
+FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(USER_LIB_SRCS) $(SHIM_CORE_SRCS))
 FUZZ_LIB := $(FUZZ_BUILD)/libgpuprobe-fuzz.a
 
 $(FUZZ_BUILD)/obj/%.o: %.c | $(SKELS) cuda-check

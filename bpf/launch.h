@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Data shared by bpf/launch.bpf.c and user/launch_probe.c: the events the
+ * Data shared by bpf/launch.bpf.c and user/probe/launch_probe.c: the events the
  * uprobes on libcuda.so.1 send through the BPF ring buffer. Plain data only.
  */
 #ifndef GP_LAUNCH_H
@@ -13,7 +13,7 @@
 #define GP_MAX_STACK 127
 #define GP_PROBE_COPY_FIRST GP_PROBE_MEMCPY
 
-/* Which entry point fired. Keep in step with user/launch_probe.c's table. */
+/* Which entry point fired. Keep in step with user/probe/entry_points.c's table. */
 enum gp_probe {
 	GP_PROBE_LAUNCH_KERNEL = 0,
 	GP_PROBE_LAUNCH_KERNEL_PTSZ,
@@ -85,7 +85,7 @@ struct gp_ring_event {
  */
 #define GP_PROBE_SHM_RING 0xffffu
 
-/* The shim's memfd name, GP_SHM_NAME of shim/gp_abi.h (user/launch_probe.c checks). */
+/* The shim's memfd name, GP_SHM_NAME of shim/gp_abi.h (user/probe/launch_probe.c checks). */
 #define GP_SHM_RING_NAME "gpuprobe-shm"
 
 /*

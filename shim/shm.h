@@ -81,9 +81,9 @@ __u64 shm__counter(const struct shm *shm, enum gp_counter ctr);
 void shm__set_flags(struct shm *shm, __u32 set, __u32 clear);
 void shm__set_clock_offset(struct shm *shm, __s64 offset_ns);
 
-/* Describes this memfd's cubin ring for cubin_queue__new. */
 /* At exit: lets a live loader read the last records, waiting one tick at most. */
 void shm__exit_handshake(struct shm *shm);
+/* Describes this memfd's cubin ring for cubin_queue__new. */
 void shm__cubin_ring(const struct shm *shm, struct cubin_ring *ret_ring);
 
 #endif /* GP_SHIM_SHM_H */

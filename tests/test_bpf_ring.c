@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/bpf.h>
-#include "user/bpf_ring.h"
+#include "user/probe/bpf_ring.h"
 
 #define SIZE 4096
 

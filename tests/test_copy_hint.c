@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Per-thread stack copy sizes (user/session/copy_hint.c), without the BPF map. */
+/* Per-thread stack copy sizes (user/probe/copy_hint.c), without the BPF map. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include "user/session/copy_hint.h"
+#include "user/probe/copy_hint.h"
 
 #define KIB 1024u
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The cubin CRC engine (user/session/crc.c) over the real gpuprobe-crc
+ * The cubin CRC engine (user/cubin/crc.c) over the real gpuprobe-crc
  * helper and the stub CUPTI (CRC-32C): a cubin that kills the helper (the
  * stub's "open a file" cubin, which its seccomp filter punishes) is lost
  * alone; the next cubin gets CUPTI's CRC from a new helper, not the
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "user/session/crc.h"
+#include "user/cubin/crc.h"
 
 static char cupti[4096];
 

@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <cmocka.h>
 #include <dirent.h>
-#include "user/session/crc_helper.h"
+#include "user/cubin/crc_helper.h"
 
 static char helper[4096], cupti[4096];
 

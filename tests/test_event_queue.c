@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "user/session/event_queue.h"
+#include "user/ingest/event_queue.h"
 
 /* The sanitizers' shadow memory of the blocks stays: RSS says nothing there. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

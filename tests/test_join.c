@@ -55,20 +55,20 @@ static void api(struct join *j, __u32 tid, __u64 start, __u64 end, __u64 corr, _
 	join__add_api(j, &a);
 }
 
-static void kernel(struct join *j, __u64 corr, __u64 cookie)
+static void kernel(struct join *j, __u64 corr, __u32 cookie)
 {
-	struct join_activity a = { .pid = 100, .corr = corr, .start = 1, .end = 2, .cookie = cookie };
+	struct join_activity a = { .pid = 100, .corr = corr, .start = 1, .end = 2, .aux = { cookie } };
 
 	join__add_activity(j, &a);
 }
 
-/* The sample for the activity with this cookie. */
-static const struct join_sample *find(const struct sink *k, __u64 cookie)
+/* The sample for the activity with this cookie (its aux[0]). */
+static const struct join_sample *find(const struct sink *k, __u32 cookie)
 {
 	for (unsigned i = 0; i < k->n && i < MAXS; i++)
-		if (k->s[i].act->cookie == cookie)
+		if (k->s[i].act->aux[0] == cookie)
 			return &k->s[i];
-	fail_msg("no sample for cookie %llu", (unsigned long long)cookie);
+	fail_msg("no sample for cookie %u", cookie);
 	return NULL;
 }
 
@@ -225,7 +225,7 @@ static void test_a_record_waits_until_the_bpf_side_has_been_read_past_it(void **
 static void test_a_kernel_read_before_the_first_tick_still_waits_a_horizon(void **state)
 {
 	const __u64 t = 5000ull * 1000 * MS; /* a machine up 5000 s */
-	struct join_activity a = { .pid = 100, .corr = 9, .start = t - 10, .end = t - 5, .cookie = 9 };
+	struct join_activity a = { .pid = 100, .corr = 9, .start = t - 10, .end = t - 5, .aux = { 9 } };
 	struct sink k;
 	struct join *j = new_join(&k, 0);
 

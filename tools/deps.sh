@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
       libzstd-dev libcmocka-dev libclang-rt-14-dev golang-go python3 procps
-      util-linux binutils)
+      util-linux binutils strace)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -69,14 +69,6 @@ int cupti_crc__open(const char *path, struct cupti_crc **ret_c)
 	return 0;
 }
 
-void cupti_crc__close(struct cupti_crc *c)
-{
-	if (!c)
-		return;
-	dlclose(c->lib);
-	free(c);
-}
-
 int cupti_crc__compute(struct cupti_crc *c, const void *cubin, size_t size, __u64 *ret_crc)
 {
 	CUpti_GetCubinCrcParams p;

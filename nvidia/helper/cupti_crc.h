@@ -8,9 +8,11 @@
 
 struct cupti_crc;
 
-/* path: a libcupti.so, or NULL for GPUPROBE_CUPTI / the usual names. */
+/*
+ * path: a libcupti.so, or NULL for GPUPROBE_CUPTI / the usual names. Never
+ * closed: the helper holds it until it exits.
+ */
 int cupti_crc__open(const char *path, struct cupti_crc **ret_c);
-void cupti_crc__close(struct cupti_crc *c);
 int cupti_crc__compute(struct cupti_crc *c, const void *cubin, size_t size, __u64 *ret_crc);
 
 #endif

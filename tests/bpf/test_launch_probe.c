@@ -18,10 +18,10 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "user/launch_probe.h"
-#include "user/session/event_pump.h"
+#include "user/probe/launch_probe.h"
+#include "user/ingest/event_pump.h"
 #include "user/session/stack_cache.h"
-#include "user/uprobe_multi.h"
+#include "user/probe/uprobe_multi.h"
 
 #define THREADS 4
 #define CALLS 2500

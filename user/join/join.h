@@ -66,8 +66,7 @@ struct join_activity {
 	__u32 pid;
 	__u64 corr;
 	__u64 start, end;
-	__u64 cookie;          /* caller data carried to the sample */
-	__u32 aux[4];          /* more caller data, carried as is */
+	__u32 aux[4];          /* caller data, carried as is to the sample */
 };
 
 struct join_sample {

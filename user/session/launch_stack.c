@@ -14,6 +14,7 @@
 #include "user/session/session_internal.h"
 #include "user/python/pycode.h"
 #include "user/symbolize/symbolize.h"
+#include "user/util/log.h"
 
 /*
  * The process's mappings changed (a library went, or was replaced at its
@@ -177,17 +178,16 @@ static void say_parting(struct cache_launch_ctx *c, __u32 i, __u64 a, __u64 b)
 	struct symbolized_frame fa, fb;
 	struct symbolizer *sym = c->t ? target__symbolizer(c->t) : NULL;
 
-	if (!c->s->o->verbose)
+	if (!log__verbose())
 		return;
 	if (!sym || symbolizer__lookup(sym, a - 1, &fa))
 		snprintf(fa.name, sizeof(fa.name), "?");
 	if (!sym || symbolizer__lookup(sym, b - 1, &fb))
 		snprintf(fb.name, sizeof(fb.name), "?");
-	fprintf(stderr, "gpuprobe-bpf: pid %u: two stacks under one stack-cache key (sp 0x%llx, "
-		"kernel 0x%llx): native frame %u, read at sp+%u, is %s (0x%llx) in one and %s "
-		"(0x%llx) in the other\n", c->e->pid, (unsigned long long)c->e->sp,
-		(unsigned long long)c->e->func, i, c->info->ra_off[i], fa.name, (unsigned long long)a,
-		fb.name, (unsigned long long)b);
+	log_debug("pid %u: two stacks under one stack-cache key (sp 0x%llx, kernel 0x%llx): "
+		  "native frame %u, read at sp+%u, is %s (0x%llx) in one and %s (0x%llx) in the other",
+		  c->e->pid, (unsigned long long)c->e->sp, (unsigned long long)c->e->func, i,
+		  c->info->ra_off[i], fa.name, (unsigned long long)a, fb.name, (unsigned long long)b);
 }
 
 /*

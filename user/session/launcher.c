@@ -11,8 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "user/session/launcher.h"
-#include "user/launch_probe.h"
+#include "user/probe/launch_probe.h"
 #include "user/util/installed.h"
+#include "user/util/log.h"
 
 int launcher__find_shim(const char *given, char *buf, size_t len)
 {
@@ -54,17 +55,22 @@ fail:
 	_exit(127);
 }
 
+void launcher__init(struct launcher *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->go_fd = l->err_fd = l->shm_fd = -1;
+}
+
 int launcher__start(struct launcher *l, char **argv, const char *shim, struct launch_probe *lp)
 {
 	char shim_path[PATH_MAX];
 	int go[2], errp[2], err;
 
-	memset(l, 0, sizeof(*l));
-	l->go_fd = l->err_fd = l->shm_fd = -1;
+	launcher__init(l);
 	err = launcher__find_shim(shim, shim_path, sizeof(shim_path));
 	if (err) {
-		fprintf(stderr, "gpuprobe-bpf: cannot find the shim%s%s: %s (build it with make, or give --shim PATH)\n",
-			shim ? " " : "", shim ? shim : " libgpuprobe_shim.so", strerror(-err));
+		log_error("cannot find the shim%s%s: %s (build it with make, or give --shim PATH)",
+			  shim ? " " : "", shim ? shim : " libgpuprobe_shim.so", strerror(-err));
 		return err;
 	}
 	/* Inherited on purpose; the shim marks it close-on-exec once adopted. */

@@ -22,6 +22,8 @@ struct launcher {
 	int status;     /* exit status, or 128 + signal */
 };
 
+/* No child yet, no fd held: launcher__fini closes nothing (fd 0 is not ours). */
+void launcher__init(struct launcher *l);
 /* Forks the child (waiting), follows its pid. shim: path or NULL (default). */
 int launcher__start(struct launcher *l, char **argv, const char *shim, struct launch_probe *lp);
 /* Lets the child exec; -errno (and a message) when the exec failed. */
@@ -30,6 +32,7 @@ int launcher__go(struct launcher *l);
 void launcher__reap(struct launcher *l);
 /* Forwards sig (if non-zero) to a running child, then waits for it. */
 void launcher__wait(struct launcher *l, int sig);
+/* Closes the fds it holds; the child, if any, runs on. */
 void launcher__fini(struct launcher *l);
 
 /* The default shim path: beside the executable, or PREFIX/lib/gpuprobe. */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "user/session/preflight.h"
 #include "user/proc/proc.h"
+#include "user/util/log.h"
 
 void preflight__one_arena(void)
 {
@@ -33,22 +34,22 @@ void preflight__raise_nofile(void)
 int preflight__check(const struct gp_opts *o)
 {
 	if (geteuid() != 0) {
-		fprintf(stderr, "gpuprobe-bpf: needs root to load BPF programs and attach uprobes "
-			"(CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN): run it with sudo\n");
+		log_error("needs root to load BPF programs and attach uprobes "
+			  "(CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN): run it with sudo");
 		return -EPERM;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		fprintf(stderr, "gpuprobe-bpf: this kernel has no BTF (/sys/kernel/btf/vmlinux): "
-			"a kernel built with CONFIG_DEBUG_INFO_BTF=y is needed\n");
+		log_error("this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+			  "a kernel built with CONFIG_DEBUG_INFO_BTF=y is needed");
 		return -ENOTSUP;
 	}
 	if (access("/sys/bus/event_source/devices/uprobe/type", R_OK)) {
-		fprintf(stderr, "gpuprobe-bpf: this kernel has no uprobe support "
-			"(CONFIG_UPROBE_EVENTS): cannot probe libcuda\n");
+		log_error("this kernel has no uprobe support (CONFIG_UPROBE_EVENTS): "
+			  "cannot probe libcuda");
 		return -ENOTSUP;
 	}
 	if (o->mode == GP_MODE_PID && !proc__alive(o->pid)) {
-		fprintf(stderr, "gpuprobe-bpf: no such process: %d\n", o->pid);
+		log_error("no such process: %d", o->pid);
 		return -ESRCH;
 	}
 	return 0;
@@ -68,8 +69,7 @@ int preflight__output(const char *path)
 	if (access(dir, W_OK | X_OK)) {
 		int err = -errno;
 
-		fprintf(stderr, "gpuprobe-bpf: cannot write the output %s: directory %s: %s\n", path, dir,
-			strerror(-err));
+		log_error("cannot write the output %s: directory %s: %s", path, dir, strerror(-err));
 		return err;
 	}
 	return 0;

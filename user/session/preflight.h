@@ -12,11 +12,12 @@
 int preflight__check(const struct gp_opts *o);
 int preflight__output(const char *path);
 /*
- * One malloc arena for all the loader's threads. The event pump allocates
- * each queued event on its thread and the main thread frees it: with an
- * arena of its own, a backlog grew that arena by new heap mappings that
- * stayed (the 20-minute soak saw +2 mappings); the main heap grows and
- * shrinks in place.
+ * One malloc arena for all the loader's threads. A helper thread that
+ * allocates (the event pump's BPF ring reader keeps a buffer for records
+ * that wrap, the ring watch its queue, the detach threads libbpf's) would
+ * otherwise get an arena of its own: heap mappings that stay, where the
+ * soak test (tools/soak.sh) requires the loader's mappings to stay flat.
+ * The event queue itself maps its own blocks (user/ingest/event_queue.h).
  */
 void preflight__one_arena(void);
 /* The soft RLIMIT_NOFILE raised to the hard one (CFI tables keep files open). */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The loader's session state, shared by the files of user/session that make
- * up its run loop (session.c) and its report lines (report.c). Not an
- * interface: session.h is.
+ * up its run loop: session.c and the parts of a tick declared below. Not an
+ * interface: session.h is. report.c does not see it: it formats the
+ * snapshots that snapshot.c takes (report.h).
  */
 #ifndef GP_SESSION_SESSION_INTERNAL_H
 #define GP_SESSION_SESSION_INTERNAL_H
@@ -14,18 +15,20 @@
 #include "user/session/session.h"
 #include "user/session/launcher.h"
 #include "user/session/target.h"
-#include "user/session/crc.h"
+#include "user/cubin/crc.h"
 #include "user/session/stacks.h"
 #include "user/session/stack_table.h"
 #include "user/session/stack_cache.h"
-#include "user/session/ring_watch.h"
-#include "user/session/copy_hint.h"
-#include "user/session/event_pump.h"
-#include "user/launch_probe.h"
+#include "user/ingest/ring_watch.h"
+#include "user/probe/copy_hint.h"
+#include "user/ingest/event_pump.h"
+#include "user/probe/launch_probe.h"
 #include "user/join/join.h"
 #include "user/profile/profile.h"
 #include "user/shm/shm_reader.h"
 #include "user/util/blobtab.h"
+#include "user/util/counters.h"
+#include "user/session/report.h"
 
 /* Code objects checked against reuse at once, at most (pycode_cache__check): a few bounded calls. */
 #define PY_CHECK_MAX 1024
@@ -33,15 +36,9 @@
 #define PY_CHECK_NS (100 * 1000 * 1000ull)
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
+/* Shim records read from a ring at once (struct session's recs). */
+#define SESSION_READ_BATCH 4096
 
-/* The loader's stages, timed so that benchmarks can say where its time goes. */
-enum stage {
-	STAGE_START,  /* BPF programs loaded (verified) and attached, threads and targets set up */
-	STAGE_EVENTS, /* launch events: stacks unwound and interned, launches queued to join */
-	STAGE_SHIM,   /* the shim's rings read: records, names, cubins taken in */
-	STAGE_SETTLE, /* cubins settled: CRCs, symbols */
-	STAGE_JOIN, STAGE_SCAN, STAGE_NAME, STAGE_WRITE, STAGE_MAX
-};
 #define TIMED(s, st, stmt) do {                           \
 		__u64 t0_ = now_ns();                     \
 		stmt;                                     \
@@ -78,6 +75,7 @@ struct session {
 	struct raw_stack raw;           /* scratch of on_launch_event */
 	struct stack_walk_info walk_info; /* and what its walk found besides */
 	struct resolved_stack *resolved; /* scratch of resolve_stack (large) */
+	struct gp_record *recs;         /* scratch of read_records: SESSION_READ_BATCH of them */
 	struct stack_stats stack_stats;
 	__u32 *pending;                /* stack ids not named yet (defer_stack) */
 	size_t npending, cap_pending;
@@ -124,26 +122,80 @@ static inline __u64 thread_cpu_ns(void)
 }
 
 /*
- * session.c: stacks met for the first time are named later (their code
- * objects read now); the deferred ones of pid (0: of every process) named.
+ * The files of the run loop, each a part of a tick. Calls go one way only,
+ * no file calls back into one that calls it: session.c calls them all;
+ * bpf_side.c calls follow.c and launch_stack.c; those and window.c call
+ * naming.c; follow.c and window.c call snapshot.c, which calls report.c.
+ */
+
+/* follow.c: pid's target, met now if new (NULL: no memory, or the table is full). */
+struct target *session__target(struct session *s, pid_t pid);
+/* Looks for CPython in t (retried each tick until it is up, or known absent). */
+void session__python_setup(struct session *s, struct target *t, __u64 now);
+/* Hands the rings the watch thread held to their targets. */
+void session__take_held_rings(struct session *s);
+/* t is gone: its stacks named, its counters kept, every trace of it dropped. */
+void session__retire_target(struct session *s, struct target *t);
+
+/* naming.c: t's name and cgroup, given to the profile. */
+int session__declare_proc(struct session *s, struct target *t);
+/*
+ * Stacks met for the first time are named later (their code objects read
+ * now); the deferred ones of pid (0: of every process) named.
  */
 void session__defer_stack(struct session *s, struct target *t, __u32 stack_id,
 			  const struct raw_stack *raw);
 void session__resolve_pending(struct session *s, pid_t pid);
+
+/* bpf_side.c: one launch event (a launch_event_fn, ctx the session). */
+int session__on_launch_event(void *ctx, const struct gp_launch_event *e, size_t size);
+/* Every launch event committed to the BPF ring before the call, handled. */
+int session__drain_events(struct session *s);
+
+/* shim_side.c: t's ring opened when it can be (0), -errno while not. */
+int session__open_shm(struct session *s, struct target *t, __u64 now);
+/* One bounded visit to t's ring; true when it left records or cubins for the next. */
+bool session__read_target(struct session *s, struct target *t, __u64 now);
+/* Cubin bytes t's shim published and the loader has not settled yet. */
+__u64 session__cubins_left(struct target *t);
+
+/* window.c: the join's callbacks (ctx the session). */
+void session__on_sample(void *ctx, const struct join_sample *js);
+void session__on_unrecorded(void *ctx, const struct join_unrecorded *u);
+/* --interval: after a window is written, forgets what no later one needs. */
+void session__forget_window(struct session *s);
+/*
+ * --interval: the window ending now written (what waits named first) to
+ * the output's name stamped with the time; its samples then forgotten.
+ */
+void session__write_window(struct session *s, __u64 now);
+/*
+ * The last profile (the run's, or its last window's), its path in path;
+ * -errno (said) when it could not be written.
+ */
+int session__write_last(struct session *s, char *path, size_t len);
 
 /* launch_stack.c: what a launch says of its target; its stack id (0: none could be kept). */
 void launch_stack__follow_target(struct session *s, struct target *t, const struct gp_launch_event *e);
 __u32 launch_stack__of(struct session *s, struct target *t, const struct gp_launch_event *e,
 		       size_t size);
 
-/* report.c: the -v lines and the closing ones. */
-void session__tables_line(struct session *s, FILE *f);
+/*
+ * snapshot.c: the session's figures at one moment, for the report: every
+ * counter in the registry, in the order the counters: line prints them...
+ */
+void session__counters(struct session *s, struct counters *ret);
+/* ...what the loader cost (-errno: its own usage could not be read)... */
+int session__loader_costs(struct session *s, struct loader_costs *ret);
+/* ...and what its tables hold (--interval). */
+void session__table_sizes(struct session *s, struct table_sizes *ret);
+/* Each taken and printed as its report line (report.h). */
 void session__counters_line(struct session *s, FILE *f);
 void session__loader_line(struct session *s, FILE *f);
-void session__cache_fields(struct session *s, FILE *f);
+void session__tables_line(struct session *s, FILE *f);
 /* Notes what the symbol and CFI tables hold now, for the loader line's peaks. */
 void session__note_tables(struct session *s);
-/* Adds the settler's loss counters of r's cubin ring to sum. */
-void session__add_cubin_stats(struct cubin_queue_stats *sum, struct shm_reader *r);
+/* t is about to go: what its shim and its ring's reader counted is kept. */
+void session__keep_counters_of(struct session *s, struct target *t);
 
 #endif /* GP_SESSION_SESSION_INTERNAL_H */

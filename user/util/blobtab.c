@@ -125,8 +125,3 @@ size_t blobtab__count(const struct blobtab *t)
 {
 	return t->n;
 }
-
-size_t blobtab__bytes(const struct blobtab *t)
-{
-	return t->bytes;
-}

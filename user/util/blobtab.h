@@ -20,6 +20,5 @@ int blobtab__intern(struct blobtab *t, const void *data, size_t len, __u32 *ret_
 /* NULL for an unknown id. */
 const void *blobtab__get(const struct blobtab *t, __u32 id, size_t *ret_len);
 size_t blobtab__count(const struct blobtab *t);
-size_t blobtab__bytes(const struct blobtab *t);
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * The CRC engine of crc.h. CUPTI's CRC comes from gpuprobe-crc, a child
  * process that has dropped root and sandboxed itself before it sees a byte
- * of a cubin (user/session/crc_helper.c): the loader itself never hands
+ * of a cubin (user/cubin/crc_helper.c): the loader itself never hands
  * bytes a profiled process wrote to closed-source code.
  */
 #include <errno.h>
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "user/session/crc.h"
-#include "user/session/crc_helper.h"
+#include "user/cubin/crc.h"
+#include "user/cubin/crc_helper.h"
 
 /*
  * A helper lost mid-run (a cubin that crashed or stalled CUPTI's parser:

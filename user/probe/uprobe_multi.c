@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Multi-uprobe links (uprobe_multi.h). */
-#include "user/uprobe_multi.h"
+#include "user/probe/uprobe_multi.h"
 
 #include <errno.h>
 #include <fcntl.h>

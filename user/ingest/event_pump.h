@@ -10,15 +10,15 @@
  * At the bound the pump waits for the main thread, the events stay in the
  * BPF ring, and the BPF side's own rules (and counters) apply as before.
  */
-#ifndef GP_SESSION_EVENT_PUMP_H
-#define GP_SESSION_EVENT_PUMP_H
+#ifndef GP_INGEST_EVENT_PUMP_H
+#define GP_INGEST_EVENT_PUMP_H
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
-#include "user/launch_probe.h"
-#include "user/session/event_queue.h"
+#include "user/probe/launch_probe.h"
+#include "user/ingest/event_queue.h"
 
 struct event_pump {
 	struct launch_probe *lp;

@@ -20,7 +20,6 @@ struct launch_probe_opts {
 	bool filter_pids;        /* only pids added with launch_probe__follow */
 	__u32 ringbuf_bytes;     /* power of two, >= 4096 */
 	__u64 wakeup_bytes;      /* wake the reader once this much is waiting */
-	bool verbose;            /* let libbpf print its debug chatter */
 	__u32 stack_copy;        /* bytes of stack copied per event (CFI); 0: frame pointers */
 	__u32 cache_entries;     /* the stack cache's size in keys; 0: no cache */
 	__u32 audit_every;       /* about one cache hit in this many is sent whole; 0: none */

@@ -7,8 +7,8 @@
  * a held memfd keeps the ring and its records after the process is gone.
  * The thread does nothing else; the main thread takes what it held.
  */
-#ifndef GP_SESSION_RING_WATCH_H
-#define GP_SESSION_RING_WATCH_H
+#ifndef GP_INGEST_RING_WATCH_H
+#define GP_INGEST_RING_WATCH_H
 
 #include <pthread.h>
 #include <stdbool.h>

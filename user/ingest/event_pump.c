@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "user/session/event_pump.h"
+#include "user/ingest/event_pump.h"
 #include "user/util/clock.h"
 #include "user/util/thread.h"
 

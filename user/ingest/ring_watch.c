@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "user/session/ring_watch.h"
+#include "user/ingest/ring_watch.h"
 #include "user/util/thread.h"
-#include "user/launch_probe.h"
+#include "user/probe/launch_probe.h"
 #include "user/shm/shm_reader.h"
 
 #define WATCH_POLL_MS 100

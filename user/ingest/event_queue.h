@@ -12,8 +12,8 @@
  * the caller's lock; consume runs without it; the spare blocks have a leaf
  * lock of their own; the resident count is atomic.
  */
-#ifndef GP_SESSION_EVENT_QUEUE_H
-#define GP_SESSION_EVENT_QUEUE_H
+#ifndef GP_INGEST_EVENT_QUEUE_H
+#define GP_INGEST_EVENT_QUEUE_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -58,4 +58,4 @@ size_t event_queue__resident(const struct event_queue *q);
 /* The most resident since the previous call (or init); starts the next span. */
 size_t event_queue__resident_peak(struct event_queue *q);
 
-#endif /* GP_SESSION_EVENT_QUEUE_H */
+#endif /* GP_INGEST_EVENT_QUEUE_H */

@@ -10,8 +10,8 @@
  * half of it shrinks it to their deepest plus a quarter. The BPF side reads
  * the size from the copy_hints map (and copies no more than the stack has).
  */
-#ifndef GP_SESSION_COPY_HINT_H
-#define GP_SESSION_COPY_HINT_H
+#ifndef GP_PROBE_COPY_HINT_H
+#define GP_PROBE_COPY_HINT_H
 
 #include <linux/types.h>
 #include "user/util/u64map.h"
@@ -22,7 +22,7 @@ struct copy_hints {
 	struct launch_probe *lp;
 	__u32 initial;         /* bytes copied for a thread without a hint (--stack-copy) */
 	struct u64map tids;    /* tid -> packed state (copy_hint.c) */
-	__u64 grown, shrunk;   /* map updates, for the verbose line */
+	__u64 grown, shrunk;   /* map updates, for the loader: line */
 };
 
 /* lp NULL: sizes are kept, not sent (tests). */

@@ -8,9 +8,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "user/session/libcuda.h"
-#include "user/launch_probe.h"
+#include "user/probe/libcuda.h"
+#include "user/probe/launch_probe.h"
 #include "user/proc/proc.h"
+#include "user/util/log.h"
 
 /* Where drivers install it: distro packages, NVIDIA's runfile, k8s plugins. */
 static const char *const system_dirs[] = {
@@ -18,16 +19,16 @@ static const char *const system_dirs[] = {
 	"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/run/nvidia/driver/usr/lib/x86_64-linux-gnu",
 };
 
-int libcuda__attach_path(struct launch_probe *lp, const char *path, bool loud)
+int libcuda__attach_path(struct launch_probe *lp, const char *path, bool given)
 {
 	struct launch_attach_result res;
 	int err = launch_probe__attach_file(lp, path, &res);
 
-	if (err && loud)
-		fprintf(stderr, "gpuprobe-bpf: cannot attach to %s: %s%s\n", path, strerror(-err),
-			err == -ENOENT ? " (no such file, or it exports no CUDA launch entry point)" : "");
-	if (!err && !res.already && loud)
-		fprintf(stderr, "gpuprobe-bpf: attached %u probes to %s\n", res.attached, path);
+	if (err)
+		log__say(given ? LOG_ERROR : LOG_DEBUG, "cannot attach to %s: %s%s", path, strerror(-err),
+			  err == -ENOENT ? " (no such file, or it exports no CUDA launch entry point)" : "");
+	if (!err && !res.already)
+		log__say(given ? LOG_INFO : LOG_DEBUG, "attached %u probes to %s", res.attached, path);
 	return err ? err : res.already ? 0 : 1;
 }
 
@@ -48,8 +49,7 @@ static void refusal__note(struct libcuda_refusal *ref, int err, pid_t pid, const
  * process may map any number of look-alikes named libcuda.so.1). A file
  * known, attached or refused, is only noted as mapped: not read again.
  */
-int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose,
-			struct libcuda_refusal *ret_ref)
+int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, struct libcuda_refusal *ret_ref)
 {
 	struct proc_lib *libs = NULL;
 	size_t n = 0;
@@ -81,14 +81,13 @@ int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose,
 		if (err || res.already)
 			continue;
 		added++;
-		if (verbose)
-			fprintf(stderr, "gpuprobe-bpf: attached to %s of pid %d\n", libs[i].path, pid);
+		log_debug("attached to %s of pid %d", libs[i].path, pid);
 	}
 	free(libs);
 	return added;
 }
 
-int libcuda__attach_all(struct launch_probe *lp, bool verbose, struct libcuda_refusal *ret_ref)
+int libcuda__attach_all(struct launch_probe *lp, struct libcuda_refusal *ret_ref)
 {
 	pid_t *pids = NULL, self = getpid();
 	size_t n = 0;
@@ -98,12 +97,12 @@ int libcuda__attach_all(struct launch_probe *lp, bool verbose, struct libcuda_re
 		return err;
 	for (size_t i = 0; i < n; i++)
 		if (pids[i] != self)
-			added += libcuda__attach_pid(lp, pids[i], verbose, ret_ref);
+			added += libcuda__attach_pid(lp, pids[i], ret_ref);
 	free(pids);
 	return added;
 }
 
-static int attach_dir(struct launch_probe *lp, const char *dir, bool verbose)
+static int attach_dir(struct launch_probe *lp, const char *dir)
 {
 	char path[PATH_MAX];
 
@@ -112,10 +111,10 @@ static int attach_dir(struct launch_probe *lp, const char *dir, bool verbose)
 	snprintf(path, sizeof(path), "%s/libcuda.so.1", dir);
 	if (access(path, R_OK))
 		return 0;
-	return libcuda__attach_path(lp, path, verbose) > 0;
+	return libcuda__attach_path(lp, path, false) > 0;
 }
 
-int libcuda__attach_system(struct launch_probe *lp, const char *ld_library_path, bool verbose)
+int libcuda__attach_system(struct launch_probe *lp, const char *ld_library_path)
 {
 	int added = 0;
 
@@ -123,10 +122,10 @@ int libcuda__attach_system(struct launch_probe *lp, const char *ld_library_path,
 		char *copy = strdup(ld_library_path), *save = NULL;
 
 		for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
-			added += attach_dir(lp, d, verbose);
+			added += attach_dir(lp, d);
 		free(copy);
 	}
 	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++)
-		added += attach_dir(lp, system_dirs[i], verbose);
+		added += attach_dir(lp, system_dirs[i]);
 	return added;
 }

@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <linux/bpf.h>
-#include "user/bpf_ring.h"
+#include "user/probe/bpf_ring.h"
 
 int bpf_ring__open(struct bpf_ring *r, int map_fd, size_t size)
 {

@@ -2,8 +2,8 @@
 /* Per-thread stack copy sizes (copy_hint.h). */
 #include <errno.h>
 #include <string.h>
-#include "user/session/copy_hint.h"
-#include "user/launch_probe.h"
+#include "user/probe/copy_hint.h"
+#include "user/probe/launch_probe.h"
 #include "bpf/launch.h"
 
 #define HINT_MIN (4u * 1024)

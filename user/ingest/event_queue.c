@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "user/session/event_queue.h"
+#include "user/ingest/event_queue.h"
 
 #define EQ_BLOCK_BYTES ((size_t)4 << 20)
 #define EQ_SPARE_BLOCKS 4 /* kept for reuse: fresh pages cost a fault each */

@@ -20,18 +20,21 @@ struct libcuda_refusal {
 	char path[PATH_MAX];
 };
 
-/* loud: print a one-line error when it fails. The file stays attached. */
-int libcuda__attach_path(struct launch_probe *lp, const char *path, bool loud);
+/*
+ * Attaches the file at path; it stays attached. 1: attached now, 0: it was
+ * already, -errno. Said in one line, failed or attached, when the user gave
+ * the path (given); only with -v for a path the loader looked in.
+ */
+int libcuda__attach_path(struct launch_probe *lp, const char *path, bool given);
 /*
  * Attaches every CUDA driver the process maps (launch_probe__attach_driver);
  * returns how many are new. The first refusal met is noted in *ret_ref (may
  * be NULL) unless one is there already.
  */
-int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, bool verbose,
-			struct libcuda_refusal *ret_ref);
+int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, struct libcuda_refusal *ret_ref);
 /* The same for every process; -errno when the processes cannot be listed. */
-int libcuda__attach_all(struct launch_probe *lp, bool verbose, struct libcuda_refusal *ret_ref);
+int libcuda__attach_all(struct launch_probe *lp, struct libcuda_refusal *ret_ref);
 /* The dirs of ld_library_path (may be NULL), then the usual driver dirs. */
-int libcuda__attach_system(struct launch_probe *lp, const char *ld_library_path, bool verbose);
+int libcuda__attach_system(struct launch_probe *lp, const char *ld_library_path);
 
 #endif

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "user/session/crc_helper.h"
+#include "user/cubin/crc_helper.h"
 #include "user/util/installed.h"
 
 #define READY_MS 10000     /* loading libcupti */

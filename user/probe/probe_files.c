@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The libcuda files the launch probes are attached to (probe_files.h):
+ * every entry point a file defines gets the one uprobe program, as one
+ * uprobe_multi link or a perf-event uprobe each; look-alikes are refused
+ * and remembered; slots of files no target maps any more are freed.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "user/probe/probe_files.h"
+#include "user/probe/entry_points.h"
+#include "user/probe/libbpf_log.h"
+#include "user/probe/uprobe_multi.h"
+#include "user/util/thread.h"
+
+/* Scans in a row that found no target mapping a file before its slot is freed. */
+#define SWEEP_MISSES 2
+/* Slots freed per sweep at most: each detach waits for a kernel grace period. */
+#define SWEEP_MAX 8
+#define DETACH_THREADS 16
+
+/*
+ * Exports of the CUDA driver itself, beside its entry points (a one-function
+ * look-alike named libcuda.so.1 has none of them); each row is one name or
+ * its alternative. Every libcuda.so.1 exports them, the stub vendor's too.
+ */
+static const char *const driver_exports[][2] = {
+	{ "cuInit", NULL }, { "cuDriverGetVersion", NULL },
+	{ "cuGetProcAddress", "cuGetProcAddress_v2" }, { "cuDeviceGet", NULL },
+	{ "cuCtxGetCurrent", NULL }, { "cuModuleGetFunction", NULL },
+};
+#define NR_DRIVER_EXPORTS (sizeof(driver_exports) / sizeof(driver_exports[0]))
+
+struct detach_share {
+	struct bpf_link **links;
+	size_t n, first, stride;
+};
+
+static void *detach_some(void *arg)
+{
+	struct detach_share *d = arg;
+
+	for (size_t i = d->first; i < d->n; i += d->stride)
+		bpf_link__destroy(d->links[i]);
+	return NULL;
+}
+
+/*
+ * Removing a perf-event uprobe waits for a kernel grace period (40-80 ms
+ * each, measured): one after the other, 40 links kept a -- COMMAND's caller
+ * waiting over a second after the program ended. Side by side the waits
+ * overlap in part (one loader, 19 links: 1.29 -> 0.94 s; the kernel
+ * serialises much of it); a thread that cannot start leaves its share to
+ * this one. Multi links (one per file) need none of this.
+ */
+static void detach_links(struct bpf_link **links, size_t n)
+{
+	struct detach_share share[DETACH_THREADS];
+	pthread_t th[DETACH_THREADS];
+	bool started[DETACH_THREADS] = { false };
+	size_t k, nth = n < DETACH_THREADS ? n : DETACH_THREADS;
+
+	for (k = 0; k < nth; k++) {
+		share[k] = (struct detach_share){ .links = links, .n = n, .first = k, .stride = nth };
+		if (k)
+			started[k] = thread__start_quiet(&th[k], detach_some, &share[k]) == 0;
+	}
+	for (k = 1; k < nth; k++)
+		if (!started[k])
+			detach_some(&share[k]);
+	if (nth)
+		detach_some(&share[0]);
+	for (k = 1; k < nth; k++)
+		if (started[k])
+			pthread_join(th[k], NULL);
+}
+
+static int push_link(struct probe_files *pf, struct bpf_link *link)
+{
+	if (pf->nr_links == pf->cap_links) {
+		size_t cap = pf->cap_links ? 2 * pf->cap_links : 32;
+		struct bpf_link **n = realloc(pf->links, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		pf->links = n;
+		pf->cap_links = cap;
+	}
+	pf->links[pf->nr_links++] = link;
+	return 0;
+}
+
+static int attach_one(struct probe_files *pf, int probe, const char *path, bool *ret_found)
+{
+	const struct entry_point *d = &entry_points[probe];
+	const char *names[2] = { d->symbol, d->alt_symbol };
+	int err = 0;
+
+	*ret_found = false;
+	for (int i = 0; i < 2 && names[i]; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = names[i], .retprobe = false,
+			    .bpf_cookie = (__u64)probe);
+		struct bpf_link *link;
+
+		libbpf_log__quiet(true);
+		link = bpf_program__attach_uprobe_opts(pf->prog, -1, path, 0, &uo);
+		libbpf_log__quiet(false);
+		if (!link) {
+			err = -errno;
+			if (err == -ENOENT || err == -ESRCH)
+				continue; /* the file does not export this name */
+			return err;
+		}
+		err = push_link(pf, link);
+		if (err) {
+			bpf_link__destroy(link);
+			return err;
+		}
+		*ret_found = true;
+		return 0;
+	}
+	return 0;
+}
+
+/* A perf-event uprobe for each entry point the file defines. */
+static int attach_file_each(struct probe_files *pf, const char *path,
+			    struct launch_attach_result *res, unsigned *launches)
+{
+	for (int p = 0; p < GP_PROBE_MAX; p++) {
+		bool found;
+		int err = attach_one(pf, p, path, &found);
+
+		if (err)
+			return err;
+		if (found) {
+			res->attached++;
+			*launches += entry_points[p].launch;
+		} else {
+			res->missing++;
+		}
+	}
+	return 0;
+}
+
+/* Every entry point the file defines in one uprobe_multi link (cookie: probe id). */
+static int attach_file_multi(struct probe_files *pf, const char *path,
+			     struct launch_attach_result *res, unsigned *launches)
+{
+	const char *names[2 * GP_PROBE_MAX];
+	__u64 off[2 * GP_PROBE_MAX], offsets[GP_PROBE_MAX], cookies[GP_PROBE_MAX];
+	size_t n = 0;
+	int err, fd;
+
+	for (int p = 0; p < GP_PROBE_MAX; p++) {
+		names[p] = entry_points[p].symbol;
+		names[GP_PROBE_MAX + p] = entry_points[p].alt_symbol;
+	}
+	err = uprobe_multi__offsets(path, names, 2 * GP_PROBE_MAX, off);
+	if (err < 0)
+		return err;
+	for (int p = 0; p < GP_PROBE_MAX; p++) {
+		__u64 o = off[p] ? off[p] : off[GP_PROBE_MAX + p];
+
+		if (!o) {
+			res->missing++;
+			continue;
+		}
+		offsets[n] = o;
+		cookies[n++] = (__u64)p;
+		res->attached++;
+		*launches += entry_points[p].launch;
+	}
+	if (!*launches)
+		return -ENOENT;
+	fd = uprobe_multi__attach(bpf_program__fd(pf->prog), path, offsets, cookies, n);
+	if (fd < 0)
+		return fd;
+	pf->files[pf->nr_files].multi_fd = fd;
+	return 0;
+}
+
+/* Undoes what attaching file i did, and frees its slot. */
+static void file__detach(struct probe_files *pf, unsigned i)
+{
+	struct attached_file *f = &pf->files[i];
+
+	if (f->multi_fd >= 0)
+		close(f->multi_fd);
+	detach_links(pf->links + f->first_link, f->nr_links);
+	memmove(pf->links + f->first_link, pf->links + f->first_link + f->nr_links,
+		(pf->nr_links - f->first_link - f->nr_links) * sizeof(*pf->links));
+	pf->nr_links -= f->nr_links;
+	for (unsigned k = i + 1; k < pf->nr_files; k++)
+		if (pf->files[k].first_link > f->first_link)
+			pf->files[k].first_link -= f->nr_links;
+	memmove(f, f + 1, (pf->nr_files - i - 1) * sizeof(*f));
+	pf->nr_files--;
+}
+
+static int file__find(const struct probe_files *pf, dev_t dev, ino_t ino)
+{
+	for (unsigned i = 0; i < pf->nr_files; i++)
+		if (pf->files[i].dev == dev && pf->files[i].ino == ino)
+			return (int)i;
+	return -1;
+}
+
+static bool file__refused(const struct probe_files *pf, dev_t dev, ino_t ino)
+{
+	for (unsigned i = 0; i < pf->nr_refused; i++)
+		if (pf->refused[i].dev == dev && pf->refused[i].ino == ino)
+			return true;
+	return false;
+}
+
+static void file__refuse(struct probe_files *pf, dev_t dev, ino_t ino)
+{
+	pf->refused[pf->next_refused] = (struct probe_file_id){ .dev = dev, .ino = ino };
+	pf->next_refused = (pf->next_refused + 1) % PROBE_FILES_REFUSED_MAX;
+	if (pf->nr_refused < PROBE_FILES_REFUSED_MAX)
+		pf->nr_refused++;
+	pf->fst.refused++;
+}
+
+/* Whether the ELF file at path exports the driver's own functions (driver_exports). */
+static bool is_driver(const char *path)
+{
+	const char *names[2 * NR_DRIVER_EXPORTS];
+	__u64 off[2 * NR_DRIVER_EXPORTS];
+
+	for (size_t i = 0; i < NR_DRIVER_EXPORTS; i++) {
+		names[i] = driver_exports[i][0];
+		names[NR_DRIVER_EXPORTS + i] = driver_exports[i][1];
+	}
+	if (uprobe_multi__offsets(path, names, 2 * NR_DRIVER_EXPORTS, off) < 0)
+		return false;
+	for (size_t i = 0; i < NR_DRIVER_EXPORTS; i++)
+		if (!off[i] && !off[NR_DRIVER_EXPORTS + i])
+			return false;
+	return true;
+}
+
+int probe_files__attach(struct probe_files *pf, const char *path, bool driver_only,
+			struct launch_attach_result *ret_res)
+{
+	struct launch_attach_result res = {};
+	struct attached_file *f;
+	struct stat st;
+	unsigned launches = 0;
+	int err, i;
+
+	if (stat(path, &st))
+		return -errno;
+	if ((i = file__find(pf, st.st_dev, st.st_ino)) >= 0) {
+		pf->files[i].seen = true;
+		res.already = true;
+		*ret_res = res;
+		return 0;
+	}
+	if (driver_only && file__refused(pf, st.st_dev, st.st_ino))
+		return -ENOEXEC;
+	/* Before reading its symbols: a full table costs no ELF read per scan. */
+	if (pf->nr_files == PROBE_FILES_MAX) {
+		pf->fst.no_slot++;
+		return -E2BIG;
+	}
+	if (driver_only && !is_driver(path)) {
+		file__refuse(pf, st.st_dev, st.st_ino);
+		return -ENOEXEC;
+	}
+	f = &pf->files[pf->nr_files];
+	*f = (struct attached_file){ .dev = st.st_dev, .ino = st.st_ino, .multi_fd = -1,
+				     .first_link = pf->nr_links, .swept = driver_only, .seen = true };
+	err = pf->multi ? attach_file_multi(pf, path, &res, &launches)
+			: attach_file_each(pf, path, &res, &launches);
+	f->nr_links = pf->nr_links - f->first_link;
+	if (!err && !launches)
+		err = -ENOENT; /* not a CUDA driver: nothing launches through it */
+	if (err) {
+		pf->nr_files++;
+		file__detach(pf, pf->nr_files - 1); /* what attached before the failure */
+		return err;
+	}
+	pf->nr_files++;
+	*ret_res = res;
+	return 0;
+}
+
+int probe_files__seen(struct probe_files *pf, dev_t dev, ino_t ino)
+{
+	int i = file__find(pf, dev, ino);
+
+	if (i >= 0) {
+		pf->files[i].seen = true;
+		return 1;
+	}
+	return file__refused(pf, dev, ino) ? -ENOEXEC : 0;
+}
+
+unsigned probe_files__sweep(struct probe_files *pf)
+{
+	unsigned freed = 0;
+
+	for (unsigned i = 0; i < pf->nr_files;) {
+		struct attached_file *f = &pf->files[i];
+
+		f->missed = f->seen ? 0 : f->missed + 1;
+		f->seen = false;
+		if (f->swept && f->missed >= SWEEP_MISSES && freed < SWEEP_MAX) {
+			file__detach(pf, i);
+			freed++;
+			continue;
+		}
+		i++;
+	}
+	pf->fst.detached += freed;
+	return freed;
+}
+
+void probe_files__init(struct probe_files *pf, struct bpf_program *prog, bool multi)
+{
+	memset(pf, 0, sizeof(*pf));
+	pf->prog = prog;
+	pf->multi = multi;
+}
+
+void probe_files__fini(struct probe_files *pf)
+{
+	detach_links(pf->links, pf->nr_links);
+	free(pf->links);
+	pf->links = NULL;
+	pf->nr_links = pf->cap_links = 0;
+	for (unsigned i = 0; i < pf->nr_files; i++)
+		if (pf->files[i].multi_fd >= 0)
+			close(pf->files[i].multi_fd);
+	pf->nr_files = 0;
+}

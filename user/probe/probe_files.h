@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The libcuda files the launch probes are attached to: the part of the
+ * probe family that needs the uprobe program but not the skeleton (which
+ * stays inside launch_probe.c). One set of probes per distinct file (dev,
+ * inode): a uprobe on a file covers every process that maps it. Not an
+ * interface of its own: launch_probe.h's launch_probe__attach_* and
+ * __file_* functions are, and they hand over to these.
+ */
+#ifndef GP_PROBE_PROBE_FILES_H
+#define GP_PROBE_PROBE_FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include "user/probe/launch_probe.h"
+
+/* Files attached at once, at most (each costs the kernel a set of uprobes). */
+#define PROBE_FILES_MAX 64
+/* Files refused as no driver, remembered (dev, inode) so that no scan reads them again. */
+#define PROBE_FILES_REFUSED_MAX 1024
+
+struct bpf_program;
+struct bpf_link;
+
+struct probe_file_id {
+	dev_t dev;
+	ino_t ino;
+};
+
+struct attached_file {
+	dev_t dev;
+	ino_t ino;
+	int multi_fd;                 /* its uprobe_multi link, or -1 */
+	size_t first_link, nr_links;  /* its perf-event links in links */
+	bool swept;                   /* attached as a driver a target mapped: freed when none does */
+	bool seen;                    /* a target mapped it since the last sweep */
+	unsigned missed;              /* sweeps in a row that found no target mapping it */
+};
+
+struct probe_files {
+	struct bpf_program *prog;     /* the uprobe program every probe runs */
+	bool multi;                   /* one uprobe_multi link per file (multi_fd) */
+	struct bpf_link **links;
+	size_t nr_links, cap_links;
+	struct attached_file files[PROBE_FILES_MAX];
+	unsigned nr_files;
+	struct probe_file_id refused[PROBE_FILES_REFUSED_MAX]; /* a ring, the oldest forgotten */
+	unsigned nr_refused, next_refused;
+	struct launch_file_stats fst;
+};
+
+/* multi: prog was loaded for multi links (uprobe_multi.h). */
+void probe_files__init(struct probe_files *pf, struct bpf_program *prog, bool multi);
+/* launch_probe__attach_file (driver_only false) and __attach_driver (true). */
+int probe_files__attach(struct probe_files *pf, const char *path, bool driver_only,
+			struct launch_attach_result *ret_res);
+/* launch_probe__file_seen. */
+int probe_files__seen(struct probe_files *pf, dev_t dev, ino_t ino);
+/* launch_probe__sweep_files. */
+unsigned probe_files__sweep(struct probe_files *pf);
+/* Detaches every file (perf-event links side by side: their removals each wait). */
+void probe_files__fini(struct probe_files *pf);
+
+#endif /* GP_PROBE_PROBE_FILES_H */

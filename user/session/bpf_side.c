@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The BPF side of a tick (session_internal.h): launch events, taken from the
+ * event pump's queue in order, each turned into a stack id and a launch for
+ * the join; a shim ring made is held at once.
+ */
+#include <unistd.h>
+#include "user/session/session_internal.h"
+
+static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_t size)
+{
+	struct session *s = ctx;
+	struct join_launch jl;
+	struct target *t;
+	__u32 stack_id;
+
+	if (e->probe == GP_PROBE_SHM_RING) {
+		/* A ring was made: read the maps while the process lives, hold the ring. */
+		if (e->pid != (__u32)getpid() && (t = session__target(s, (pid_t)e->pid)))
+			target__symbolizer(t);
+		session__take_held_rings(s);
+		return 0;
+	}
+	if (!launch_probe__is_launch(e->probe) && !launch_probe__is_copy(e->probe))
+		return 0; /* module loads: handles for the cubin link, not yet used */
+	s->events_seen++;
+	t = session__target(s, e->pid);
+	if (t && !t->first_launch_ns) {
+		t->first_launch_ns = e->ts_ns;
+		session__python_setup(s, t, now_ns());
+	}
+	if (t)
+		launch_stack__follow_target(s, t, e);
+	stack_id = launch_stack__of(s, t, e, size);
+	/* Threads are keyed by their own namespace's tid, as CUPTI numbers them. */
+	jl = (struct join_launch){ .pid = e->pid, .tid = e->ns_tid ? e->ns_tid : e->tid,
+				   .ts = e->ts_ns, .probe = e->probe,
+				   .cls = launch_probe__is_copy(e->probe) ? JOIN_CLASS_COPY : JOIN_CLASS_LAUNCH,
+				   .site = stack_id };
+	join__add_launch(s->join, &jl);
+	return 0;
+}
+
+int session__on_launch_event(void *ctx, const struct gp_launch_event *e, size_t size)
+{
+	struct session *s = ctx;
+	int err;
+
+	TIMED(s, STAGE_EVENTS, err = handle_launch_event(ctx, e, size));
+	return err;
+}
+
+/*
+ * Every launch event committed to the BPF ring so far, through the pump.
+ * Once all of them are handled, the stack cache hears of it: entries taken
+ * out of its map before the mark can no longer come back in an event.
+ */
+int session__drain_events(struct session *s)
+{
+	__u64 mark = event_pump__mark(&s->pump);
+	int err = 0;
+
+	for (int i = 0; i < 64; i++) { /* a full queue leaves some in the ring: take them too */
+		bool reached = event_pump__reached(&s->pump, mark);
+
+		err = event_pump__drain(&s->pump, 0, session__on_launch_event, s);
+		if (err)
+			break;
+		if (reached) {
+			if (s->cache)
+				stack_cache__drained(s->cache);
+			break;
+		}
+	}
+	return err;
+}

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The processes the session follows (session_internal.h): met through their
+ * first launch event or ring, set up for their Python frames once CPython is
+ * up, handed the rings the watch thread held for them, and retired once
+ * gone, with what they counted kept for the report.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include "user/session/session_internal.h"
+#include "user/python/pyruntime.h"
+#include "user/python/pycode.h"
+#include "user/util/log.h"
+
+#define PY_RETRY_NS (50 * NS_PER_MS) /* in effect: every tick */
+/* Detections that found a half-started interpreter before it is given up. */
+#define PY_MAX_TRIES 40
+
+struct target *session__target(struct session *s, pid_t pid)
+{
+	struct target *t = target_table__find(&s->tt, pid);
+
+	if (t)
+		return t;
+	/*
+	 * Seen first through a launch event: the probes have watched it since
+	 * they went in (or its libcuda was attached: session.c's scan_new_libcuda).
+	 */
+	if (target_table__add(&s->tt, pid, s->probes_ns, &t))
+		return NULL;
+	if (s->have_child && pid == s->child.pid) {
+		t->shm_fd = dup(s->child.shm_fd);
+	}
+	join__attach(s->join, pid, t->attach_ns);
+	session__declare_proc(s, t);
+	log_debug("following pid %d (%s)", pid, t->comm);
+	return t;
+}
+
+/*
+ * CPython in t, found once it has an interpreter (a -- COMMAND child has
+ * none at exec): the probes then walk its Python frames at each launch.
+ */
+void session__python_setup(struct session *s, struct target *t, __u64 now)
+{
+	struct pyruntime rt;
+	int err;
+
+	if (t->py_done || now < t->py_next_try_ns)
+		return;
+	err = pyruntime__detect(t->pid, &rt);
+	if (err == -EAGAIN) {
+		if (!t->py_next_try_ns)
+			log_debug("pid %d (%s): CPython not ready: %s", t->pid, t->comm,
+				  pyruntime__strerror(err));
+		t->py_next_try_ns = now + PY_RETRY_NS;
+		return;
+	}
+	if (err == -ENOENT && !t->first_launch_ns) {
+		/* Maybe not exec'd yet (a -- COMMAND child) or not loaded: look again. */
+		t->py_next_try_ns = now + PY_RETRY_NS;
+		return;
+	}
+	/* An interpreter caught half way through its start-up: look again, a while. */
+	if ((err == -EUCLEAN || err == -EFAULT) && ++t->py_tries < PY_MAX_TRIES) {
+		t->py_next_try_ns = now + PY_RETRY_NS;
+		return;
+	}
+	t->py_done = true;
+	if (err == -ENOENT || err == -ESRCH) {
+		log_debug("pid %d (%s): not CPython: %s", t->pid, t->comm, pyruntime__strerror(err));
+		return;
+	}
+	if (!err)
+		err = pycode_cache__new(t->pid, &rt.code, &t->py);
+	if (!err)
+		err = launch_probe__set_python(s->lp, t->pid, &rt.config);
+	if (err) {
+		log_warn("pid %d (%s): no Python frames: %s", t->pid, t->comm, pyruntime__strerror(err));
+		pycode_cache__destroy(t->py);
+		t->py = NULL;
+		return;
+	}
+	t->py_entry_kind = rt.config.entry_kind;
+	log_debug("pid %d: CPython %u.%u.%u in %s", t->pid, rt.major, rt.minor, rt.micro, rt.path);
+}
+
+/*
+ * Rings the watch thread held as their processes made them: each becomes
+ * its target's ring, read like any other, also after the process exits. A
+ * ring it could not hold (gone at once, not a memfd) is counted missed.
+ */
+void session__take_held_rings(struct session *s)
+{
+	struct held_ring h[64];
+	size_t n;
+
+	while ((n = ring_watch__take(&s->rw, h, 64))) {
+		for (size_t i = 0; i < n; i++) {
+			struct target *t = h[i].fd >= 0 ? session__target(s, h[i].pid) : NULL;
+
+			if (!t || t->shm || t->shm_fd >= 0) {
+				if (h[i].fd >= 0)
+					close(h[i].fd);
+				if (!t) {
+					s->rings_missed++;
+					log_debug("pid %d: its new shim ring could not be held: %s",
+						  h[i].pid, strerror(h[i].fd < 0 ? -h[i].fd : ENOMEM));
+				}
+				continue;
+			}
+			t->shm_fd = h[i].fd;
+			t->shm_fd_its_own = true;
+			t->next_shm_try_ns = 0;
+		}
+	}
+}
+
+void session__retire_target(struct session *s, struct target *t)
+{
+	pid_t pid = t->pid;
+
+	session__keep_counters_of(s, t);
+	TIMED(s, STAGE_NAME, session__resolve_pending(s, pid)); /* while its maps and root are at hand */
+	join__finish_pid(s->join, pid);
+	if (s->cache)
+		stack_cache__forget_pid(s->cache, (__u32)pid);
+	launch_probe__forget_maps_gen(s->lp, (__u32)pid);
+	launch_probe__unfollow(s->lp, pid);
+	if (t->py)
+		launch_probe__set_python(s->lp, pid, NULL);
+	target_table__remove(&s->tt, pid);
+	log_debug("pid %d exited", pid);
+}

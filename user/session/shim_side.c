@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shim side of a tick (session_internal.h): a target's shared ring
+ * found and opened, its records read (hostile input, through user/shm) into
+ * the join, and its cubins settled into the profile. Every visit is bounded
+ * (DESIGN.md invariant 8).
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include "user/session/session_internal.h"
+#include "user/util/log.h"
+
+#define SHM_RETRY_NS (200 * NS_PER_MS)
+#define SHM_RETRY_WATCHED_NS (2 * NS_PER_S)
+#define NO_SHIM_WARN_NS (3 * NS_PER_S)
+/* One visit to a target's ring reads at most this (the default ring, whole) and this long. */
+#define READ_VISIT_MAX (16 * SESSION_READ_BATCH)
+#define READ_VISIT_NS (50 * NS_PER_MS)
+
+static const char *copy_label(__u32 kind)
+{
+	static const char *const names[] = {
+		"[memcpy]", "[memcpy HtoD]", "[memcpy DtoH]", "[memcpy HtoA]", "[memcpy AtoH]",
+		"[memcpy AtoA]", "[memcpy AtoD]", "[memcpy DtoA]", "[memcpy DtoD]", "[memcpy HtoH]",
+		"[memcpy PtoP]",
+	};
+
+	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "[memcpy]";
+}
+
+static __u32 name_id(struct session *s, struct target *t, const struct gp_record *r)
+{
+	char buf[4096];
+	const char *name = buf;
+	__u64 id;
+	__u32 nid = 0;
+
+	if (r->type == GP_REC_MEMSET)
+		name = "[memset]";
+	else if (r->type == GP_REC_MEMCPY)
+		name = copy_label(r->copy.kind);
+	else if (u64map__get(&t->names, r->kernel.name_off, &id))
+		return (__u32)id;
+	else
+		shm_reader__name(t->shm, r->kernel.name_off, buf, sizeof(buf));
+	if (blobtab__intern(s->names, name, strlen(name) + 1, &nid)) {
+		s->names_dropped++;
+		return 0;
+	}
+	if (r->type == GP_REC_KERNEL)
+		u64map__put(&t->names, r->kernel.name_off, nid); /* full: looked up again next time */
+	return nid;
+}
+
+static __u64 fix_clock(const struct target *t, __u64 ts)
+{
+	if (shm_reader__flags(t->shm) & GP_SHM_F_CLOCK_MONOTONIC)
+		return ts;
+	return ts + (__u64)shm_reader__clock_offset(t->shm);
+}
+
+static void ingest_record(struct session *s, struct target *t, const struct gp_record *r, __u64 now)
+{
+	if (r->type == GP_REC_API) {
+		struct join_api a = {
+			.pid = t->pid, .tid = r->tid,
+			.start = fix_clock(t, r->start_ns), .end = fix_clock(t, r->end_ns),
+			.corr = r->corr,
+			.domain = r->api.domain == GP_API_RUNTIME ? JOIN_DOMAIN_RUNTIME : JOIN_DOMAIN_DRIVER,
+			.cls = r->flags & GP_REC_F_COPY ? JOIN_CLASS_COPY : JOIN_CLASS_LAUNCH,
+		};
+
+		join__add_api(s->join, &a);
+	} else if (r->type == GP_REC_KERNEL || r->type == GP_REC_MEMCPY || r->type == GP_REC_MEMSET) {
+		struct join_activity act = { .pid = t->pid, .corr = r->corr,
+					     .start = fix_clock(t, r->start_ns), .end = fix_clock(t, r->end_ns) };
+
+		/* Ran and ended before we attached: outside the profile's window. */
+		if (act.end < t->attach_ns) {
+			s->before_window++;
+			return;
+		}
+
+		act.aux[0] = name_id(s, t, r);
+		if (r->type == GP_REC_KERNEL) {
+			act.aux[1] = r->kernel.device;
+			act.aux[2] = r->kernel.stream;
+			act.aux[3] = r->kernel.graph_id;
+		} else {
+			act.aux[1] = r->copy.device;
+			act.aux[2] = r->copy.stream;
+			act.aux[3] = r->copy.graph_id;
+		}
+		join__add_activity(s->join, &act);
+	} else if (r->type != GP_REC_MODULE) {
+		s->records_unknown++;
+	}
+}
+
+/* Whose cubins a settle reports: the target whose ring is being settled. */
+struct settling {
+	struct session *s;
+	struct target *t;
+};
+
+/* A settled cubin's bytes: the kernel names it defines tie them to its CRC. */
+static void on_cubin(void *ctx, const struct gpu_module_load_v1 *rec, const void *cubin,
+		     size_t size)
+{
+	const struct settling *st = ctx;
+
+	/* Failures are counted by the profile (its cubins: line); names read stay. */
+	profile__add_cubin(st->s->prof, st->t->pid, rec->crc, cubin, size);
+}
+
+/*
+ * One module settled in t's ring. settle() offers the first copy of each
+ * CRC to t's queue just before it reports the record: drained here, so the
+ * bytes never pile up in the offer queue (every offer is followed by its
+ * record, so nothing waits in the queue between settles).
+ */
+static void on_module(void *ctx, const struct gpu_module_load_v1 *rec)
+{
+	struct settling *st = ctx;
+
+	st->s->modules_settled++;
+	cubin_queue__drain(shm_reader__cubins(st->t->shm), 0, on_cubin, st);
+	(void)rec;
+}
+
+int session__open_shm(struct session *s, struct target *t, __u64 now)
+{
+	int err;
+
+	if (t->shm || now < t->next_shm_try_ns)
+		return t->shm ? 0 : -EAGAIN;
+	/*
+	 * Our own memfd is cheap to look at: try it every tick. Another's is
+	 * found by reading the process's maps (milliseconds for a PyTorch
+	 * process); with the ring watch on, a ring made from now on is
+	 * announced, and the maps are only the fallback.
+	 */
+	t->next_shm_try_ns = t->shm_fd >= 0 ? now
+			     : now + (launch_probe__watches_rings(s->lp) ? SHM_RETRY_WATCHED_NS
+									 : SHM_RETRY_NS);
+	if (t->shm_fd >= 0) {
+		err = shm_reader__open_fd(t->shm_fd, &t->shm);
+		/*
+		 * The memfd we made is claimed by the first process of the command
+		 * that starts CUDA: a wrapper's child, maybe. That process is
+		 * followed (fork) and found through its maps like any other; reading
+		 * the ring here too would make two readers of one ring.
+		 */
+		if (!err && !t->shm_fd_its_own &&
+		    shm_reader__layout(t->shm)->pid != (__u32)t->ns_pid) {
+			shm_reader__destroy(t->shm);
+			t->shm = NULL;
+			close(t->shm_fd);
+			t->shm_fd = -1;
+			err = -ENOENT;
+		}
+	} else {
+		err = shm_reader__open_pid(t->pid, &t->shm);
+	}
+	if (err == 0) {
+		log_debug("reading the shim ring of pid %d", t->pid);
+		return 0;
+	}
+	t->shm = NULL;
+	/* One reader per ring: another loader's stays its own while it lives. */
+	if (err == -EBUSY) {
+		pid_t holder = 0;
+
+		if (!t->warned_busy) {
+			t->warned_busy = true;
+			shm_reader__holder(t->pid, &holder);
+			log_warn("pid %d (%s): its shim ring is read by another gpuprobe-bpf (pid %d), "
+				 "so its GPU time goes there (launches are still counted here)",
+				 t->pid, t->comm, (int)holder);
+		}
+		return err;
+	}
+	/* Launching for a while with no ring: the shim is not there. */
+	if (!t->warned_no_shim && t->first_launch_ns && now > t->first_launch_ns + NO_SHIM_WARN_NS &&
+	    (err == -ENOENT || t->shm_fd >= 0)) {
+		t->warned_no_shim = true;
+		log_warn("pid %d (%s) has no gpuprobe shim, so its GPU time is unknown (launches are "
+			 "still counted); start it with CUDA_INJECTION64_PATH=<libgpuprobe_shim.so>",
+			 t->pid, t->comm);
+	} else if (err != -ENOENT && err != -ESRCH && !t->warned_no_shim && t->shm_fd < 0) {
+		t->warned_no_shim = true;
+		log_warn("pid %d: cannot read its shim ring: %s", t->pid, strerror(-err));
+	}
+	return err;
+}
+
+/*
+ * A target's records, at most READ_VISIT_MAX of them and READ_VISIT_NS of
+ * time per visit (DESIGN.md invariant 8): a process that keeps its ring's
+ * head ahead of the tail we publish gets a bounded share of each tick, and
+ * the rest of its records wait for the next visit. True when some were left.
+ */
+static bool read_records(struct session *s, struct target *t, __u64 now)
+{
+	struct gp_record *recs = s->recs;
+	__u64 deadline = now_ns() + READ_VISIT_NS;
+	size_t n, total = 0;
+
+	while (shm_reader__backlog(t->shm)) {
+		if (total >= READ_VISIT_MAX || now_ns() >= deadline) {
+			s->shim_visits_cut++;
+			return true;
+		}
+		if (shm_reader__read(t->shm, recs, SESSION_READ_BATCH, &n))
+			break;
+		for (size_t i = 0; i < n; i++)
+			ingest_record(s, t, &recs[i], now);
+		total += SESSION_READ_BATCH;
+	}
+	return false;
+}
+
+/* Cubin bytes published and not settled yet (a bound cut the visit). */
+__u64 session__cubins_left(struct target *t)
+{
+	struct cubin_queue_stats cs;
+
+	cubin_queue__stats(shm_reader__cubins(t->shm), &cs);
+	return cs.cubin_pending_depth;
+}
+
+/* One bounded visit to t's ring; true when it left records or cubins for the next. */
+bool session__read_target(struct session *s, struct target *t, __u64 now)
+{
+	bool more;
+	__u64 t0;
+	int err;
+
+	TIMED(s, STAGE_SHIM, err = session__open_shm(s, t, now));
+	if (err)
+		return false;
+	if (!t->shm_inert_reported && (shm_reader__flags(t->shm) & GP_SHM_F_INERT)) {
+		t->shm_inert_reported = true;
+		log_warn("pid %d (%s): the shim is inert (no CUPTI, or another CUPTI subscriber "
+			 "such as torch.profiler holds it): GPU time is missing", t->pid, t->comm);
+	}
+	TIMED(s, STAGE_SHIM, more = read_records(s, t, now));
+	t0 = thread_cpu_ns();
+	TIMED(s, STAGE_SETTLE, shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module,
+						  &(struct settling){ .s = s, .t = t }));
+	s->settle_cpu_ns += thread_cpu_ns() - t0;
+	more = more || session__cubins_left(t);
+	/*
+	 * The BPF ring was drained before this: all of an exiting process is
+	 * in, unless a bound left some of it for the next visit (it waits one
+	 * tick at most for the answer).
+	 */
+	if (!more)
+		shm_reader__ack_exit(t->shm, shm_reader__exit_seq(t->shm));
+	shm_reader__heartbeat(t->shm, now, s->o->tick_ms);
+	return more;
+}

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A window's profile (session_internal.h): the join's samples and its
+ * launches without a record go into it; it is written (named first) at the
+ * end, or at each --interval; and in continuous mode what no later window
+ * needs is forgotten, so memory follows what runs now.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "user/session/session_internal.h"
+#include "user/util/log.h"
+
+void session__on_sample(void *ctx, const struct join_sample *js)
+{
+	struct session *s = ctx;
+	const struct join_activity *a = js->act;
+	const char *name = blobtab__get(s->names, a->aux[0], NULL);
+	struct profile_activity pa = {
+		.name = name ? name : "[unknown]",
+		.ns = a->end > a->start ? a->end - a->start : 0,
+		.device = a->aux[1], .stream = a->aux[2], .graph_id = a->aux[3],
+	};
+
+	if (js->reason == JOIN_OK && js->site)
+		profile__add(s->prof, js->pid, js->site, launch_probe__name(js->probe), NULL, &pa);
+	else
+		profile__add(s->prof, js->pid, 0, NULL,
+			     js->reason == JOIN_OK ? "stack table full" : join__reason_name(js->reason), &pa);
+}
+
+/* A launch no GPU record came for: its stack still counts under launches. */
+void session__on_unrecorded(void *ctx, const struct join_unrecorded *u)
+{
+	struct session *s = ctx;
+
+	profile__add_launch(s->prof, u->pid, (__u32)u->site, launch_probe__name(u->probe));
+}
+
+static __u64 site_keep(void *ctx, __u64 site)
+{
+	stack_table__keep(ctx, (__u32)site);
+	return site;
+}
+
+static __u64 site_remap(void *ctx, __u64 site)
+{
+	const struct stack_compaction *c = ctx;
+
+	return site && site <= c->n ? c->remap[site] : 0;
+}
+
+static bool pid_followed(void *ctx, __u32 pid)
+{
+	struct session *s = ctx;
+
+	return target_table__find(&s->tt, (pid_t)pid) != NULL;
+}
+
+/*
+ * Continuous mode, once a window's profile is written: forgets the stacks
+ * no launch of the window had and the processes that are gone, with their
+ * frames, names and cubins, so memory stays flat however many processes
+ * come and go. What the join still holds is kept, renumbered.
+ */
+void session__forget_window(struct session *s)
+{
+	struct stack_compaction c = { 0 };
+	size_t keep = 0;
+	int err;
+
+	join__visit_sites(s->join, site_keep, &s->stacks);
+	if (s->cache)
+		stack_cache__visit_stacks(s->cache, site_keep, &s->stacks);
+	for (size_t i = 0; i < s->npending; i++)
+		stack_table__keep(&s->stacks, s->pending[i]);
+	if ((err = stack_table__compact_begin(&s->stacks, &c)) ||
+	    (err = profile__compact(s->prof, c.remap, c.n, pid_followed, s))) {
+		log_warn("cannot compact the stack tables (%s): they keep growing", strerror(-err));
+		stack_compaction__free(&c);
+		return;
+	}
+	stack_table__compact_commit(&s->stacks, &c);
+	join__visit_sites(s->join, site_remap, &c);
+	if (s->cache)
+		stack_cache__visit_stacks(s->cache, site_remap, &c);
+	for (size_t i = 0; i < s->npending; i++)
+		if ((s->pending[keep] = (__u32)site_remap(&c, s->pending[i])))
+			keep++;
+	s->npending = keep;
+	stack_compaction__free(&c);
+	if (log__verbose())
+		session__tables_line(s, stderr);
+}
+
+/*
+ * Two windows can end in the same second (a sub-second --interval, or the
+ * last window just after the one before it): the later one gets "-N" after
+ * the stamp rather than the same name, which would replace the earlier file.
+ */
+static void interval_path(struct session *s, __u64 realtime, char *buf, size_t len)
+{
+	time_t secs = (time_t)(realtime / NS_PER_S);
+	const char *out = s->o->output, *dot = strstr(out, ".pb.gz");
+	struct tm tm;
+	char stamp[48];
+	size_t n;
+
+	s->same_stamp = (__u64)secs == s->last_stamp_s ? s->same_stamp + 1 : 0;
+	s->last_stamp_s = (__u64)secs;
+	gmtime_r(&secs, &tm);
+	n = strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	if (s->same_stamp)
+		snprintf(stamp + n, sizeof(stamp) - n, "-%u", s->same_stamp);
+	if (!dot)
+		dot = out + strlen(out);
+	snprintf(buf, len, "%.*s-%s%s", (int)(dot - out), out, stamp, dot);
+}
+
+static int write_profile(struct session *s, const char *path, __u64 now)
+{
+	int err;
+
+	TIMED(s, STAGE_NAME, session__resolve_pending(s, 0));
+	TIMED(s, STAGE_WRITE, err = profile__write_pprof(s->prof, path,
+							 s->start_realtime_ns + (s->last_write_ns - s->start_ns),
+							 now - s->last_write_ns));
+
+	if (err) {
+		log_error("cannot write %s: %s (nothing was written there)", path, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+void session__write_window(struct session *s, __u64 now)
+{
+	struct profile_totals pt;
+	char path[PATH_MAX];
+
+	interval_path(s, s->start_realtime_ns + (now - s->start_ns), path, sizeof(path));
+	write_profile(s, path, now);
+	s->last_write_ns = now;
+	profile__totals(s->prof, &pt);
+	s->unattributed_written += pt.unattributed; /* the counters line covers the run */
+	profile__reset_samples(s->prof);
+	TIMED(s, STAGE_WRITE, session__forget_window(s));
+}
+
+int session__write_last(struct session *s, char *path, size_t len)
+{
+	if (s->o->interval_s)
+		interval_path(s, s->start_realtime_ns + (now_ns() - s->start_ns), path, len);
+	else
+		snprintf(path, len, "%s", s->o->output);
+	return write_profile(s, path, now_ns());
+}

@@ -4,6 +4,7 @@
  * event pump's queue in order, each turned into a stack id and a launch for
  * the join; a shim ring made is held at once.
  */
+#include <errno.h>
 #include <unistd.h>
 #include "user/session/session_internal.h"
 
@@ -54,6 +55,8 @@ int session__on_launch_event(void *ctx, const struct gp_launch_event *e, size_t 
  * Every launch event committed to the BPF ring so far, through the pump.
  * Once all of them are handled, the stack cache hears of it: entries taken
  * out of its map before the mark can no longer come back in an event.
+ * -EAGAIN when the pump had not caught up with the mark in its bounded
+ * wait (a loaded machine): some events committed before the call wait on.
  */
 int session__drain_events(struct session *s)
 {
@@ -65,12 +68,12 @@ int session__drain_events(struct session *s)
 
 		err = event_pump__drain(&s->pump, 0, session__on_launch_event, s);
 		if (err)
-			break;
+			return err;
 		if (reached) {
 			if (s->cache)
 				stack_cache__drained(s->cache);
-			break;
+			return 0;
 		}
 	}
-	return err;
+	return -EAGAIN;
 }

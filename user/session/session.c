@@ -138,14 +138,14 @@ static void trim_when_quiet(struct session *s, __u64 now)
 static void tick(struct session *s)
 {
 	__u64 before, now;
-	bool drained_dead = false;
+	bool drained_dead = false, dead_drained = false;
 	int err;
 
 	session__note_tables(s); /* before targets that exited take their tables along */
 	/* Everything committed before this clock reading is drained below. */
 	before = now_ns();
 	err = session__drain_events(s);
-	if (err && err != -EINTR)
+	if (err && err != -EINTR && err != -EAGAIN)
 		log_error("reading the BPF ring: %s", strerror(-err));
 	session__take_held_rings(s);
 	now = now_ns();
@@ -172,11 +172,17 @@ static void tick(struct session *s)
 			/*
 			 * It may have died after the drain above, its last launches
 			 * still in the ring: its records, all read now, would be
-			 * joined without them. Dead, it has committed every event.
+			 * joined without them. Dead, it has committed every event;
+			 * when the pump has not caught up with them yet (a loaded
+			 * machine), it waits for the next tick, a while.
 			 */
 			if (!drained_dead) {
-				session__drain_events(s);
+				dead_drained = session__drain_events(s) == 0;
 				drained_dead = true;
+			}
+			if (!dead_drained && ++t->dead_visits < DEAD_VISITS_MAX) {
+				i++;
+				continue;
 			}
 			session__retire_target(s, t); /* swaps the last entry into i */
 			continue;

@@ -75,10 +75,15 @@ grep -q "two stacks under one stack-cache key .* is site_a .* site_b\|two stacks
 ok "a collision is caught by an audit and split on the word that tells site_a from site_b: $(cat "$WORK/check")"
 
 # 3. A library unloaded and another loaded at its address (the cache held the
-# first one's key, and its stacks are named after the second is in).
-rm -f "$WORK/go"
-start_loader "$WORK/rel.pb.gz" -- "$K" reload $N "$PROGS/libgp_keys_a.so" "$PROGS/libgp_keys_b.so" "$WORK/go"
+# first one's key, and its stacks are named after the second is in). The
+# program lives until the second library's key is installed too: the loader
+# reads the new mappings when it meets their first launch, and a process
+# gone by then (a loaded machine) would keep its stacks unnamed.
+rm -f "$WORK/go" "$WORK/done"
+start_loader "$WORK/rel.pb.gz" -- "$K" reload $N "$PROGS/libgp_keys_a.so" "$PROGS/libgp_keys_b.so" \
+	"$WORK/go" "$WORK/done"
 go_after_installs 1 "$WORK/go"
+go_after_installs 2 "$WORK/done"
 finish_loader
 grep -q "keys: launches=$((2 * N))" "$E.out" || fail "keys reload: $(cat "$E.out") $(tail -3 "$E")"
 $SC "$WORK/rel.pb.gz" split keys_kernel keylib_a_site=$N keylib_b_site=$N >"$WORK/check" ||

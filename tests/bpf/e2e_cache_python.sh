@@ -11,10 +11,16 @@ PY=${GP_TEST_PYTHON:-/usr/bin/python3}
 "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null ||
 	skip "no CPython 3.11+ at $PY (set GP_TEST_PYTHON)"
 N=3000
-start_loader "$WORK/py.pb.gz" -- "$PY" "$ROOT/tests/bpf/pyreuse.py" $N "$WORK/ready" "$WORK/go"
+start_loader "$WORK/py.pb.gz" -- "$PY" "$ROOT/tests/bpf/pyreuse.py" $N "$WORK/ready" "$WORK/go" \
+	"$WORK/done"
 wait_line "$E" "CPython 3" 30 || fail "the loader did not find CPython: $(grep -v '^libbpf\|^counters\|^loader' "$E")"
 touch "$WORK/ready"
 go_after_installs 1 "$WORK/go"
+# The program lives until the loader has found the swap (it reads the code
+# objects of a live process).
+replaced() { [ "$(field py_replaced "$E")" -ge 1 ] 2>/dev/null; }
+wait_until 60 replaced || fail "no code object found replaced in 60 s: $(grep '^loader' "$E" | tail -1)"
+touch "$WORK/done"
 finish_loader
 grep -q "pyreuse: launches=$((2 * N))" "$E.out" || fail "pyreuse: $(cat "$E.out")"
 python3 "$ROOT/tests/bpf/stack_check.py" "$WORK/py.pb.gz" split py_reuse first_fn=$N other_fn=$N >"$WORK/check" ||

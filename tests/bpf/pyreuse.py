@@ -2,7 +2,7 @@
 libcuda through ctypes: the stack cache and the loader's code objects must
 name the new one (tests/bpf/e2e_cache.sh).
 
-    pyreuse.py N READY GO
+    pyreuse.py N READY GO [DONE]
 
 Once the file READY exists (the loader has found the interpreter), N
 launches from first_fn (made by exec), then, once the file GO exists,
@@ -10,8 +10,9 @@ first_fn is dropped and functions of the same shape are made until one's
 code object lands at first_fn's address (exit 3 if none does in 1000
 tries): after 0.3 s (the loader checks a process's code objects at most
 every 0.1 s: its last check, made before the swap, is then older than
-that when it reads the next launch), N launches from it, other_fn. Prints
-"pyreuse: launches=2N reused=K".
+that when it reads the next launch), N launches from it, other_fn; then,
+once DONE exists (if given: the loader has found the swap while the
+process lives), it exits. Prints "pyreuse: launches=2N reused=K".
 """
 import ctypes
 import gc
@@ -85,7 +86,10 @@ def main():
     run(fn, n)
     check(cu.cuCtxSynchronize())
     print("pyreuse: launches=%d reused=%d" % (2 * n, tries + 1))
-    time.sleep(0.3)  # code objects are read within a tick of each launch
+    if len(sys.argv) > 4:
+        wait_for(sys.argv[4])
+    else:
+        time.sleep(0.3)  # code objects are read within a tick of each launch
     return 0
 
 

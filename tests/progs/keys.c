@@ -12,13 +12,14 @@
  *                           sites with frames of four sizes (four stacks, four
  *                           keys, in turn); after the first round, waits for
  *                           GO (if given).
- *   keys reload N LIBA LIBB [GO]
+ *   keys reload N LIBA LIBB [GO [DONE]]
  *                           dlopen LIBA, N launches through its keylib_launch,
  *                           (once GO exists) dlclose it; dlopen LIBB, which
  *                           must land at LIBA's address (exit 3 if not), N
- *                           launches through it. The libraries are one source
- *                           built twice (tests/progs/keylib), their launching
- *                           functions named apart.
+ *                           launches through it, and (once DONE exists) exit.
+ *                           The libraries are one source built twice
+ *                           (tests/progs/keylib), their launching functions
+ *                           named apart.
  * Each launch is 1000 GPU ns on the stub. Prints "keys: launches=N" at the end.
  */
 #include <cuda.h>
@@ -199,6 +200,7 @@ int main(int argc, char **argv)
 			return 3;
 		}
 		CHECK(cuStreamSynchronize(stream));
+		wait_for(argc > 6 ? argv[6] : NULL);
 		dlclose(h);
 	} else {
 		fprintf(stderr, "keys: unknown mode or missing arguments\n");

@@ -25,7 +25,7 @@
 #include "tests/skip.h"
 #include "user/symbolize/demangle.h"
 #include "user/symbolize/elf_syms.h"
-#include "user/symbolize/proc_maps.h"
+#include "user/proc/proc_maps.h"
 #include "user/proc/proc.h"
 #include "user/proc/proc_internal.h"
 #include "user/symbolize/symbolize.h"

@@ -25,7 +25,7 @@
 #include <cmocka.h>
 
 #include "user/symbolize/elf_syms.h"
-#include "user/symbolize/proc_maps.h"
+#include "user/proc/proc_maps.h"
 #include "tests/elf_image.h"
 #include "user/unwind/cfi.h"
 #include "user/unwind/unwind.h"

@@ -22,7 +22,8 @@ struct proc_maps_line {
 	size_t path_len;
 };
 
-/* Parses one /proc/<pid>/maps line (without or with its '\n'). -EINVAL on
+/* THE maps parser (proc_maps.c): one /proc/<pid>/maps line (without or with
+ * its '\n'). Every reader of maps goes through it. -EINVAL on
  * anything but the kernel's format. */
 int proc__parse_maps_line(const char *line, size_t len, struct proc_maps_line *ret);
 

@@ -29,7 +29,7 @@
 #include "user/python/pymem.h"
 #include "user/util/bounded.h"
 #include "user/proc/proc.h"
-#include "user/symbolize/proc_maps.h"
+#include "user/proc/proc_maps.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,7 +12,7 @@
 #include "user/symbolize/demangle.h"
 #include "user/symbolize/elf_syms.h"
 #include "user/symbolize/perfmap.h"
-#include "user/symbolize/proc_maps.h"
+#include "user/proc/proc_maps.h"
 #include "user/proc/proc.h"
 #include "user/unwind/cfi_cache.h"
 #include "user/util/clock.h"

@@ -58,8 +58,12 @@ static bool id_get(const struct u64map *m, __u64 key, uint64_t *ret)
 	return true;
 }
 
-/* A location outside every mapping, named name (demangled). */
-static int synthetic_loc(struct writer *w, const char *name, uint64_t *ret)
+/*
+ * A location at addr in mapping map (0: none) of a function named name,
+ * demangled; system_name: the name as the binary spells it (NULL: the same).
+ */
+static int named_loc(struct writer *w, const char *name, const char *system_name, uint64_t map,
+		     __u64 addr, uint64_t *ret)
 {
 	uint64_t fn;
 	char *pretty;
@@ -68,11 +72,18 @@ static int synthetic_loc(struct writer *w, const char *name, uint64_t *ret)
 	pretty = demangle__or_copy(name);
 	if (!pretty)
 		return -ENOMEM;
-	err = pprof__add_function(w->pp, pretty, pretty, "", 0, &fn);
+	err = pprof__add_function(w->pp, pretty, system_name ? system_name : pretty, "", 0, &fn);
 	free(pretty);
 	if (err)
 		return err;
-	return pprof__add_location(w->pp, 0, 0, &(struct pprof_line){ .function_id = fn }, 1, ret);
+	return pprof__add_location(w->pp, map, addr, &(struct pprof_line){ .function_id = fn }, 1,
+				   ret);
+}
+
+/* A location outside every mapping, named name (demangled). */
+static int synthetic_loc(struct writer *w, const char *name, uint64_t *ret)
+{
+	return named_loc(w, name, NULL, 0, 0, ret);
 }
 
 /* The synthetic location of name, made once per key of m. */
@@ -151,9 +162,8 @@ static int cubin_mapping(struct writer *w, const struct profile_sample *s, uint6
  */
 static int kernel_loc(struct writer *w, const struct profile_sample *s, uint64_t *ret)
 {
-	uint64_t fn, loc, map;
+	uint64_t loc, map;
 	__u64 start, key = (__u64)s->cubin << 32 | s->kernel_id;
-	char *pretty;
 	int err;
 
 	if (!s->in_cubin)
@@ -161,17 +171,8 @@ static int kernel_loc(struct writer *w, const struct profile_sample *s, uint64_t
 	if (id_get(&w->kernel_loc, key, ret))
 		return 0;
 	err = cubin_mapping(w, s, &map, &start);
-	if (err)
-		return err;
-	pretty = demangle__or_copy(s->kernel);
-	if (!pretty)
-		return -ENOMEM;
-	err = pprof__add_function(w->pp, pretty, s->kernel, "", 0, &fn);
-	free(pretty);
-	if (err)
-		return err;
-	err = pprof__add_location(w->pp, map, start + s->cubin_sym,
-				  &(struct pprof_line){ .function_id = fn }, 1, &loc);
+	if (!err)
+		err = named_loc(w, s->kernel, s->kernel, map, start + s->cubin_sym, &loc);
 	if (err)
 		return err;
 	*ret = loc;

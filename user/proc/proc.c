@@ -78,6 +78,19 @@ int proc__open_pid_dir(pid_t pid)
 	return fd < 0 ? -errno : fd;
 }
 
+int proc__open_in_pid_dir(pid_t pid, const char *name, int flags)
+{
+	int dfd, fd;
+
+	dfd = proc__open_pid_dir(pid);
+	if (dfd < 0)
+		return dfd;
+	fd = openat(dfd, name, flags);
+	fd = fd < 0 ? -errno : fd;
+	close(dfd);
+	return fd;
+}
+
 int proc__read_file_at(int dirfd, const char *name, char *buf, size_t cap, size_t *ret_len)
 {
 	size_t len = 0;

@@ -125,16 +125,11 @@ static int maps__read(pid_t pid, char **ret_text, size_t *ret_len)
 	size_t len = 0, cap = 65536;
 	char *buf, *nb;
 	ssize_t n;
-	int dfd, fd, err = 0;
+	int fd, err = 0;
 
-	dfd = proc__open_pid_dir(pid);
-	if (dfd < 0)
-		return dfd;
-	fd = openat(dfd, "maps", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	err = fd < 0 ? -errno : 0;
-	close(dfd);
-	if (err)
-		return err;
+	fd = proc__open_in_pid_dir(pid, "maps", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return fd;
 	buf = malloc(cap + 1);
 	if (!buf) {
 		close(fd);

@@ -292,19 +292,14 @@ int proc__root_openat(int rootfd, const char *path, int flags)
 
 int proc__root_open(pid_t pid, const char *path, int flags)
 {
-	int dfd, rootfd, fd;
+	int rootfd, fd;
 
 	if (!path || flags_refused(flags))
 		return -EINVAL;
-	dfd = proc__open_pid_dir(pid);
-	if (dfd < 0)
-		return dfd;
 	/* Following this one magic link is the point: it is the target's root. */
-	rootfd = openat(dfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	fd = rootfd < 0 ? -errno : 0;
-	close(dfd);
-	if (fd < 0)
-		return fd;
+	rootfd = proc__open_in_pid_dir(pid, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return rootfd;
 	fd = proc__root_openat(rootfd, path, flags);
 	close(rootfd);
 	return fd;

@@ -491,15 +491,21 @@ static int cfi_exec__run(struct cfi_exec *x, const __u8 *p, const __u8 *end)
 	return 0;
 }
 
+static void cfi_exec__init(struct cfi_exec *x, struct cfi_builder *b,
+			   const struct cfi_section *s, const struct cfi_cie *cie)
+{
+	memset(x, 0, sizeof(*x));
+	x->b = b;
+	x->s = s;
+	x->cie = cie;
+}
+
 int cfi_exec__cie(struct cfi_builder *b, const struct cfi_section *s, struct cfi_cie *cie)
 {
 	struct cfi_exec x;
 	int err;
 
-	memset(&x, 0, sizeof(x));
-	x.b = b;
-	x.s = s;
-	x.cie = cie;
+	cfi_exec__init(&x, b, s, cie);
 	x.in_cie = true;
 	x.pc_end = UINT64_MAX;
 	x.st.cfa_how = CFA_EXPR; /* no CFA until the CIE says so */
@@ -518,10 +524,7 @@ int cfi_exec__fde(struct cfi_builder *b, const struct cfi_section *s, const stru
 	struct cfi_exec x;
 	int err;
 
-	memset(&x, 0, sizeof(x));
-	x.b = b;
-	x.s = s;
-	x.cie = cie;
+	cfi_exec__init(&x, b, s, cie);
 	x.init = &cie->init;
 	x.st = cie->init;
 	x.loc = f->pc_begin;

@@ -112,7 +112,7 @@ void space__destroy(struct space *s); /* NULL-safe */
 
 /* The current generation, opened on first use; NULL when it cannot be. */
 struct space_gen *space__now(struct space *s);
-/* The generation raw stacks of epoch were met in (an earlier one's while kept), else the current. */
+/* The generation raw stacks of epoch were met in (an earlier one while kept), else now's. */
 struct space_gen *space__at_epoch(struct space *s, __u32 epoch);
 /* The current stack epoch, and the mapping generation (0 until an event said one). */
 __u32 space__epoch(const struct space *s);

@@ -99,8 +99,10 @@ static int table__intern(struct blobtab *t, const void *d, size_t len, size_t *r
 {
 	size_t before = blobtab__count(t);
 	__u32 id;
-	int err = blobtab__intern(t, d, len, &id);
+	int err;
 
+	/* An empty encoding (a sample with no location and no label) has no buffer. */
+	err = blobtab__intern(t, d ? d : "", len, &id);
 	if (err)
 		return err;
 	*ret_index = id - 1;

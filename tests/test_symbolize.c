@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for user/symbolize: this test binary and libc are symbolized from
- * our own /proc/self/maps and compared with what the dynamic linker says;
+ * Tests for user/symbolize and the address space that asks it (user/space):
+ * this test binary and libc are symbolized from our own /proc/self/maps and
+ * compared with what the dynamic linker says;
  * stripped and replaced files, a fake container root with links pointing
  * out of it, hostile ELF bytes, /proc/<pid>/maps corner cases, demangling.
  */
@@ -25,9 +26,10 @@
 #include "tests/skip.h"
 #include "user/symbolize/demangle.h"
 #include "user/symbolize/elf_syms.h"
-#include "user/symbolize/proc_maps.h"
+#include "user/proc/proc_maps.h"
 #include "user/proc/proc.h"
 #include "user/proc/proc_internal.h"
+#include "user/space/space.h"
 #include "user/symbolize/symbolize.h"
 #include "user/util/clock.h"
 
@@ -63,6 +65,15 @@ static uint64_t vaddr_in_exe(const void *addr)
 	return (uint64_t)((uintptr_t)addr - (uintptr_t)info.dli_fbase);
 }
 
+/* The tables processes share, as a session makes them. */
+static struct space_caches *caches(void)
+{
+	struct space_caches *c = NULL;
+
+	assert_int_equal(space_caches__new(&c), 0);
+	return c;
+}
+
 static int run(const char *cmd)
 {
 	return system(cmd);
@@ -70,85 +81,85 @@ static int run(const char *cmd)
 
 static void test_function_of_this_binary_is_named_with_build_id(void **state)
 {
-	struct symbolize *s = symbolize__new();
-	struct symbolize_pid *sp;
-	struct symbolize_frame f;
+	struct space_caches *s = caches();
+	struct space_gen *sp;
+	struct symbolized_frame f;
 	uintptr_t addr = (uintptr_t)&gp_test_target_fn + 1;
 
 	assert_non_null(s);
-	assert_int_equal(symbolize__pid_new(s, getpid(), "/", &sp), 0);
-	assert_int_equal(symbolize_pid__lookup(sp, addr, &f), 0);
-	assert_string_equal(f.function, "gp_test_target_fn");
+	assert_int_equal(space_gen__open(s, getpid(), "/", &sp), 0);
+	assert_int_equal(space_gen__name(sp, addr, &f), 0);
+	assert_string_equal(f.name, "gp_test_target_fn");
 	assert_true(f.has_symbol);
 	assert_false(f.is_python);
 	assert_int_equal(strlen(f.build_id), 40);
 	/* PIE: the ELF address is the runtime one less the load base. */
-	assert_int_equal(f.elf_addr, vaddr_in_exe((void *)addr));
+	assert_int_equal(f.addr, vaddr_in_exe((void *)addr));
 	assert_non_null(strstr(f.file, "test_symbolize"));
-	symbolize_pid__destroy(sp);
-	symbolize__destroy(s);
+	space_gen__destroy(sp);
+	space_caches__destroy(s);
 }
 
 static void test_libc_function_is_named_as_the_dynamic_linker_names_it(void **state)
 {
 	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-	struct symbolize *s = symbolize__new();
-	struct symbolize_pid *sp;
-	struct symbolize_frame f;
+	struct space_caches *s = caches();
+	struct space_gen *sp;
+	struct symbolized_frame f;
 	void *fn;
 
 	assert_non_null(libc);
 	fn = dlsym(libc, "getpid");
 	assert_non_null(fn);
-	assert_int_equal(symbolize__pid_new(s, getpid(), NULL, &sp), 0);
-	assert_int_equal(symbolize_pid__lookup(sp, (uintptr_t)fn, &f), 0);
+	assert_int_equal(space_gen__open(s, getpid(), NULL, &sp), 0);
+	assert_int_equal(space_gen__name(sp, (uintptr_t)fn, &f), 0);
 	assert_true(f.has_symbol);
 	assert_non_null(strstr(f.file, "libc"));
 	/* Aliases (getpid, __getpid) are fine as long as they name this address. */
-	assert_ptr_equal(dlsym(libc, f.function), fn);
+	assert_ptr_equal(dlsym(libc, f.name), fn);
 	assert_true(f.build_id[0] != '\0');
-	symbolize_pid__destroy(sp);
-	symbolize__destroy(s);
+	space_gen__destroy(sp);
+	space_caches__destroy(s);
 	dlclose(libc);
 }
 
 static void test_address_past_a_symbols_size_gives_lib_plus_offset(void **state)
 {
-	struct symbolize *s = symbolize__new();
-	struct symbolize_pid *sp;
-	struct symbolize_frame f;
+	struct space_caches *s = caches();
+	struct space_gen *sp;
+	struct symbolized_frame f;
 	uintptr_t addr = (uintptr_t)&gp_test_gap_fn + 16;
 	char expect[128];
 
-	assert_int_equal(symbolize__pid_new(s, getpid(), "/", &sp), 0);
-	assert_int_equal(symbolize_pid__lookup(sp, (uintptr_t)&gp_test_gap_fn, &f), 0);
-	assert_string_equal(f.function, "gp_test_gap_fn");
-	assert_int_equal(symbolize_pid__lookup(sp, addr, &f), 0);
+	assert_int_equal(space_gen__open(s, getpid(), "/", &sp), 0);
+	assert_int_equal(space_gen__name(sp, (uintptr_t)&gp_test_gap_fn, &f), 0);
+	assert_string_equal(f.name, "gp_test_gap_fn");
+	assert_int_equal(space_gen__name(sp, addr, &f), 0);
 	assert_false(f.has_symbol);
 	snprintf(expect, sizeof(expect), "%s+0x%llx", strrchr(f.file, '/') + 1,
 		 (unsigned long long)vaddr_in_exe((void *)addr));
-	assert_string_equal(f.function, expect);
-	symbolize_pid__destroy(sp);
-	symbolize__destroy(s);
+	assert_string_equal(f.name, expect);
+	space_gen__destroy(sp);
+	space_caches__destroy(s);
 }
 
 static void test_address_in_no_mapping_is_not_found(void **state)
 {
-	struct symbolize *s = symbolize__new();
-	struct symbolize_pid *sp;
-	struct symbolize_frame f;
+	struct space_caches *s = caches();
+	struct space_gen *sp;
+	struct symbolized_frame f;
 
-	assert_int_equal(symbolize__pid_new(s, getpid(), "/", &sp), 0);
-	assert_int_equal(symbolize_pid__lookup(sp, 16, &f), -ENOENT);
-	symbolize_pid__destroy(sp);
-	symbolize__destroy(s);
+	assert_int_equal(space_gen__open(s, getpid(), "/", &sp), 0);
+	assert_int_equal(space_gen__name(sp, 16, &f), -ENOENT);
+	space_gen__destroy(sp);
+	space_caches__destroy(s);
 }
 
 static void test_python_frames_come_from_the_perf_map(void **state)
 {
-	struct symbolize *s = symbolize__new();
-	struct symbolize_pid *sp;
-	struct symbolize_frame f;
+	struct space_caches *s = caches();
+	struct space_gen *sp;
+	struct symbolized_frame f;
 	char path[64];
 	FILE *pm;
 
@@ -158,62 +169,66 @@ static void test_python_frames_come_from_the_perf_map(void **state)
 	/* CPython's format: hex without 0x. Addresses no mapping covers. */
 	fprintf(pm, "1000 40 py::train_step:/app/train.py\n0x2000 0x10 some_jit_fn\n");
 	fclose(pm);
-	assert_int_equal(symbolize__pid_new(s, getpid(), "/", &sp), 0);
-	assert_int_equal(symbolize_pid__lookup(sp, 0x1010, &f), 0);
+	assert_int_equal(space_gen__open(s, getpid(), "/", &sp), 0);
+	assert_int_equal(space_gen__name(sp, 0x1010, &f), 0);
 	assert_true(f.is_python);
-	assert_string_equal(f.function, "train_step");
+	assert_string_equal(f.name, "train_step");
 	assert_string_equal(f.file, "/app/train.py");
-	assert_int_equal(symbolize_pid__lookup(sp, 0x200f, &f), 0);
+	assert_int_equal(space_gen__name(sp, 0x200f, &f), 0);
 	assert_false(f.is_python);
-	assert_string_equal(f.function, "some_jit_fn");
-	assert_int_equal(symbolize_pid__lookup(sp, 0x2010, &f), -ENOENT);
-	symbolize_pid__destroy(sp);
-	symbolize__destroy(s);
+	assert_string_equal(f.name, "some_jit_fn");
+	assert_int_equal(space_gen__name(sp, 0x2010, &f), -ENOENT);
+	space_gen__destroy(sp);
+	space_caches__destroy(s);
 	unlink(path);
 }
 
 static void test_per_process_handles_share_one_cache_and_miss_cleanly(void **state)
 {
-	struct symbolizer *a, *b;
+	struct space_caches *c = caches();
+	struct space_gen *a, *b;
 	struct symbolized_frame f;
 
-	assert_int_equal(symbolizer__new(getpid(), &a), 0);
-	assert_int_equal(symbolizer__new(getpid(), &b), 0);
-	assert_int_equal(symbolizer__lookup(a, (uintptr_t)&gp_test_target_fn, &f), 0);
+	assert_int_equal(space_gen__open(c, getpid(), NULL, &a), 0);
+	assert_int_equal(space_gen__open(c, getpid(), NULL, &b), 0);
+	assert_int_equal(space_gen__name(a, (uintptr_t)&gp_test_target_fn, &f), 0);
 	assert_string_equal(f.name, "gp_test_target_fn");
 	assert_int_equal(f.addr, vaddr_in_exe((void *)&gp_test_target_fn));
-	symbolizer__destroy(a);
+	space_gen__destroy(a);
 	/* The shared cache outlives the first handle. */
-	assert_int_equal(symbolizer__lookup(b, (uintptr_t)&gp_test_target_fn, &f), 0);
-	assert_int_equal(symbolizer__lookup(b, 16, &f), -ENOENT);
-	symbolizer__destroy(b);
-	symbolizer__destroy(NULL);
-	assert_int_equal(symbolizer__new(-1, &a), -EINVAL);
+	assert_int_equal(space_gen__name(b, (uintptr_t)&gp_test_target_fn, &f), 0);
+	assert_int_equal(space_gen__name(b, 16, &f), -ENOENT);
+	space_gen__destroy(b);
+	space_gen__destroy(NULL);
+	assert_int_equal(space_gen__open(c, -1, NULL, &a), -EINVAL);
+	space_caches__destroy(c);
 }
 
 /*
  * A process chooses the addresses that make the loader read its maps again
  * (a stack of garbage, a mapping made and gone between launches): however
- * often it asks, one process gets SYMBOLIZE_REREAD_BURST re-reads, then one
- * per SYMBOLIZE_REREAD_EVERY_NS; the rest are refused and counted.
+ * often it asks, one process gets SPACE_REREAD_BURST re-reads, then one
+ * per SPACE_REREAD_EVERY_NS; the rest are refused and counted.
  */
 static void test_maps_rereads_of_one_process_are_rate_limited(void **state)
 {
-	struct symbolizer *sym;
+	struct space_caches *c = caches();
+	struct space_gen *sym;
 	unsigned long reads;
 	uint64_t t0, elapsed;
 
-	assert_int_equal(symbolizer__new(getpid(), &sym), 0);
+	assert_int_equal(space_gen__open(c, getpid(), NULL, &sym), 0);
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < 200; i++)
-		symbolizer__refresh_if_older(sym, UINT64_MAX); /* always older than the launch */
+		space_gen__refresh_if_older(sym, UINT64_MAX); /* always older than the launch */
 	elapsed = clock_ns(CLOCK_MONOTONIC) - t0;
-	reads = symbolizer__generation(sym);
+	reads = space_gen__rereads(sym);
 	assert_true(reads >= 1);
-	if (reads > SYMBOLIZE_REREAD_BURST + elapsed / SYMBOLIZE_REREAD_EVERY_NS + 1)
+	if (reads > SPACE_REREAD_BURST + elapsed / SPACE_REREAD_EVERY_NS + 1)
 		fail_msg("%lu re-reads in %llu ms", reads, (unsigned long long)(elapsed / 1000000));
-	assert_int_equal(symbolizer__limited(sym), 200 - reads);
-	symbolizer__destroy(sym);
+	assert_int_equal(space_gen__limited(sym), 200 - reads);
+	space_gen__destroy(sym);
+	space_caches__destroy(c);
 }
 
 static void test_stripped_copy_has_no_names_but_the_same_build_id(void **state)

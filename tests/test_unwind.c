@@ -25,13 +25,14 @@
 #include <cmocka.h>
 
 #include "user/symbolize/elf_syms.h"
-#include "user/symbolize/proc_maps.h"
+#include "user/proc/proc_maps.h"
 #include "tests/elf_image.h"
 #include "user/unwind/cfi.h"
 #include "user/unwind/unwind.h"
 #include "user/unwind/memo.h"
 #include "user/session/stacks.h"
 #include "user/session/target.h"
+#include "user/space/space.h"
 #include "user/symbolize/symbolize.h"
 
 /* ---------------------------------------------------------------- a chain without frame pointers */
@@ -541,32 +542,32 @@ static void memo_across_a_reread(bool gone_before_reread, __u64 *hits, __u64 *mi
 	struct unwind_memo *memo;
 	struct cfi_rule r = { .cfa_base = CFI_BASE_RSP, .cfa_off = 16, .ra_off = -8 };
 	const struct cfi_table *table;
-	uint64_t bias;
+	__u64 bias;
 	void *known = map_exe_page(), *added = NULL;
 	struct symbolized_frame frame;
 	struct target_stats ts;
 
 	assert_int_equal(target_table__init(&tt), 0);
 	assert_int_equal(target_table__add(&tt, getpid(), 1, &t), 0);
-	memo = target__unwind_memo(t); /* reads the maps: known is in them */
+	memo = space__memo(t->space); /* reads the maps: known is in them */
 	assert_non_null(memo);
 	unwind_memo__put(memo, 0x1234, UNWIND_MEMO_RULE, &r);
-	assert_int_equal(unwind_memo__get(target__unwind_memo(t), 0x1234, &r), UNWIND_MEMO_RULE);
-	assert_int_equal(symbolizer__lookup(target__symbolizer(t), (uint64_t)(uintptr_t)map_exe_page,
-					    &frame), 0);
+	assert_int_equal(unwind_memo__get(space__memo(t->space), 0x1234, &r), UNWIND_MEMO_RULE);
+	assert_int_equal(space_gen__name(space__now(t->space), (uint64_t)(uintptr_t)map_exe_page,
+					 &frame), 0);
 	assert_string_equal(frame.name, "map_exe_page");
 	if (gone_before_reread)
 		munmap(known, 4096);
 	else
 		added = map_exe_page();
 	usleep(60 * 1000);
-	assert_int_not_equal(symbolizer__cfi(target__symbolizer(t), 16, &table, &bias), 0);
-	assert_ptr_equal(target__unwind_memo(t), memo);
+	assert_int_not_equal(space_gen__cfi(space__now(t->space), 16, &table, &bias), 0);
+	assert_ptr_equal(space__memo(t->space), memo);
 	assert_int_equal(unwind_memo__get(memo, 0x1234, &r),
 			 gone_before_reread ? 0 : UNWIND_MEMO_RULE);
 	/* What was learnt of this binary's own text came along, to the right mapping. */
-	assert_int_equal(symbolizer__lookup(target__symbolizer(t), (uint64_t)(uintptr_t)map_exe_page,
-					    &frame), 0);
+	assert_int_equal(space_gen__name(space__now(t->space), (uint64_t)(uintptr_t)map_exe_page,
+					 &frame), 0);
 	assert_string_equal(frame.name, "map_exe_page");
 	target_table__remove(&tt, getpid());
 	target_table__stats(&tt, &ts);
@@ -655,7 +656,7 @@ static void test_an_entry_point_mapped_after_the_maps_were_read_is_found(void **
 	(void)state;
 	assert_int_equal(target_table__init(&tt), 0);
 	assert_int_equal(target_table__add(&tt, getpid(), 1, &t), 0);
-	assert_non_null(target__unwind_memo(t)); /* its symbolizer, made now, reads the maps */
+	assert_non_null(space__memo(t->space)); /* its space, opened now, reads the maps */
 	e = entry_event(0x1000, 1, &size); /* older than the maps, unmapped */
 	assert_int_equal(raw_stack__from_event(t, e, size, &raw, NULL), 0);
 	assert_int_equal(raw.why, UNWIND_UNMAPPED);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "user/symbolize/perfmap.h"
-#include "user/symbolize/proc_maps.h"
+#include "user/proc/proc_maps.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {

@@ -2,12 +2,15 @@
 /*
  * pprof writer. Field numbers follow profile.proto as encoded by pprof's own
  * Go package (profile/encode.go). Every interned object is kept as the bytes
- * of its protobuf encoding without its id: equal content gives equal bytes,
- * so one hash table of byte strings ("blobs") de-duplicates strings,
- * functions, mappings, locations and sample keys alike, and writing the
- * profile is a copy. Ids are 1-based positions in each table.
+ * of its protobuf encoding (pbuf.h) without its id: equal content gives
+ * equal bytes, so the loader's interning table (util/blobtab.h) of those
+ * bytes de-duplicates strings, functions, mappings, locations and sample
+ * keys alike, and writing the profile is a copy. Ids are the tables' ids,
+ * 1-based positions.
  */
 #include "user/output/pprof.h"
+#include "user/output/pbuf.h"
+#include "user/util/blobtab.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +25,7 @@
 
 /* Bounds: a profile this large is a bug upstream; refuse rather than swap. */
 #define PPROF_MAX_ENTRIES (1u << 24)
-#define PPROF_MAX_ARENA ((size_t)1 << 30)
+#define PPROF_MAX_ARENA ((size_t)1 << 30) /* bytes of one table */
 #define PPROF_MAX_SAMPLE_TYPES 16
 #define PPROF_MAX_STACK 4096
 #define PPROF_MAX_LABELS 64
@@ -38,8 +41,6 @@ enum {
 	F_PROFILE_STRING_TABLE = 6,
 	F_PROFILE_TIME_NANOS = 9,
 	F_PROFILE_DURATION_NANOS = 10,
-	F_PROFILE_PERIOD_TYPE = 11,
-	F_PROFILE_PERIOD = 12,
 	F_PROFILE_COMMENT = 13,
 	F_PROFILE_DEFAULT_SAMPLE_TYPE = 14,
 };
@@ -65,52 +66,24 @@ enum {
 	F_FUNC_START_LINE = 5,
 };
 
-enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
-
-/* A growable byte buffer with a sticky error, so encoders chain without checks. */
-struct pbuf {
-	uint8_t *data;
-	size_t len;
-	size_t cap;
-	int err;
-};
-
-struct blob {
-	size_t off;
-	uint32_t len;
-	uint32_t hash;
-};
-
-struct blobtab {
-	uint8_t *arena;
-	size_t arena_len;
-	size_t arena_cap;
-	struct blob *ents;
-	size_t n;
-	size_t cap;
-	uint32_t *slots; /* entry index + 1; 0 is empty */
-	size_t nslots;
-};
-
 struct value_type {
 	uint64_t type;
 	uint64_t unit;
 };
 
+/* Each table interns the id-less encodings of its objects: an object's id is its blobtab id. */
 struct pprof {
-	struct blobtab strings;
-	struct blobtab functions;
-	struct blobtab mappings;
+	struct blobtab *strings; /* string_table[i] is id i + 1 */
+	struct blobtab *functions;
+	struct blobtab *mappings;
 	uint64_t main_mapping; /* written first; 0: none */
-	struct blobtab locations;
-	struct blobtab samples;
+	struct blobtab *locations;
+	struct blobtab *samples;
 	int64_t *values; /* samples.n * n_types */
 	size_t values_cap;
 	struct value_type types[PPROF_MAX_SAMPLE_TYPES];
 	size_t n_types;
 	uint64_t default_type; /* string index, 0 = first type */
-	struct value_type period_type;
-	int64_t period;
 	int64_t time_nanos;
 	int64_t duration_nanos;
 	uint64_t *comments;
@@ -118,213 +91,31 @@ struct pprof {
 	size_t comments_cap;
 };
 
-/* ---------------------------------------------------------------- pbuf */
+/* ---------------------------------------------------------------- objects */
 
-static void pbuf__reserve(struct pbuf *b, size_t extra)
+/* Finds or adds a blob: its 0-based index, and (ret_added may be NULL) whether it is new. */
+static int table__intern(struct blobtab *t, const void *d, size_t len, size_t *ret_index,
+			 bool *ret_added)
 {
-	size_t cap;
-	uint8_t *d;
-
-	if (b->err)
-		return;
-	if (extra > PPROF_MAX_ARENA || b->len > PPROF_MAX_ARENA - extra) {
-		b->err = -E2BIG;
-		return;
-	}
-	if (b->len + extra <= b->cap)
-		return;
-	cap = b->cap ? b->cap : 256;
-	while (cap < b->len + extra)
-		cap *= 2;
-	d = realloc(b->data, cap);
-	if (!d) {
-		b->err = -ENOMEM;
-		return;
-	}
-	b->data = d;
-	b->cap = cap;
-}
-
-static void pbuf__bytes(struct pbuf *b, const void *src, size_t len)
-{
-	pbuf__reserve(b, len);
-	if (b->err || !len)
-		return;
-	memcpy(b->data + b->len, src, len);
-	b->len += len;
-}
-
-static void pbuf__varint(struct pbuf *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-
-	do {
-		tmp[n] = v & 0x7f;
-		v >>= 7;
-		if (v)
-			tmp[n] |= 0x80;
-		n++;
-	} while (v);
-	pbuf__bytes(b, tmp, n);
-}
-
-static void pbuf__tag(struct pbuf *b, unsigned field, unsigned wire)
-{
-	pbuf__varint(b, ((uint64_t)field << 3) | wire);
-}
-
-/* Proto3 scalars: zero is the default and is not written. */
-static void pbuf__uint_field(struct pbuf *b, unsigned field, uint64_t v)
-{
-	if (!v)
-		return;
-	pbuf__tag(b, field, WIRE_VARINT);
-	pbuf__varint(b, v);
-}
-
-static void pbuf__len_field(struct pbuf *b, unsigned field, const void *src, size_t len)
-{
-	pbuf__tag(b, field, WIRE_LEN);
-	pbuf__varint(b, len);
-	pbuf__bytes(b, src, len);
-}
-
-static void pbuf__packed(struct pbuf *b, unsigned field, const uint64_t *v, size_t n)
-{
-	size_t len = 0, i;
-	uint64_t x;
-
-	if (!n)
-		return;
-	for (i = 0; i < n; i++) {
-		x = v[i];
-		do {
-			len++;
-			x >>= 7;
-		} while (x);
-	}
-	pbuf__tag(b, field, WIRE_LEN);
-	pbuf__varint(b, len);
-	for (i = 0; i < n; i++)
-		pbuf__varint(b, v[i]);
-}
-
-static void pbuf__free(struct pbuf *b)
-{
-	free(b->data);
-	memset(b, 0, sizeof(*b));
-}
-
-/* ---------------------------------------------------------------- blobtab */
-
-static uint32_t blob__hash(const uint8_t *d, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, folded */
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= d[i];
-		h *= 0x100000001b3ull;
-	}
-	return (uint32_t)(h ^ (h >> 32));
-}
-
-static int blobtab__grow_slots(struct blobtab *t)
-{
-	size_t nslots = t->nslots ? t->nslots * 2 : 64, i, j;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (i = 0; i < t->n; i++) {
-		j = t->ents[i].hash & (nslots - 1);
-		while (slots[j])
-			j = (j + 1) & (nslots - 1);
-		slots[j] = (uint32_t)(i + 1);
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = nslots;
-	return 0;
-}
-
-static int blobtab__append(struct blobtab *t, const uint8_t *d, size_t len, uint32_t hash)
-{
-	size_t cap;
-	void *p;
-
-	if (t->n >= PPROF_MAX_ENTRIES || len > UINT32_MAX ||
-	    len > PPROF_MAX_ARENA - t->arena_len)
-		return -E2BIG;
-	if (t->n == t->cap) {
-		cap = t->cap ? t->cap * 2 : 64;
-		p = realloc(t->ents, cap * sizeof(*t->ents));
-		if (!p)
-			return -ENOMEM;
-		t->ents = p;
-		t->cap = cap;
-	}
-	if (t->arena_len + len > t->arena_cap) {
-		cap = t->arena_cap ? t->arena_cap : 1024;
-		while (cap < t->arena_len + len)
-			cap *= 2;
-		p = realloc(t->arena, cap);
-		if (!p)
-			return -ENOMEM;
-		t->arena = p;
-		t->arena_cap = cap;
-	}
-	if (len)
-		memcpy(t->arena + t->arena_len, d, len);
-	t->ents[t->n] = (struct blob){ .off = t->arena_len, .len = (uint32_t)len, .hash = hash };
-	t->arena_len += len;
-	t->n++;
-	return 0;
-}
-
-/* Finds or adds a blob; ret_index is 0-based, ret_added says which. */
-static int blobtab__intern(struct blobtab *t, const uint8_t *d, size_t len,
-			   size_t *ret_index, bool *ret_added)
-{
-	uint32_t hash = blob__hash(d, len);
-	const struct blob *e;
-	size_t j;
+	size_t before = blobtab__count(t);
+	__u32 id;
 	int err;
 
-	/* Keep the load factor under 1/2 so probes stay short. */
-	if ((t->n + 1) * 2 > t->nslots) {
-		err = blobtab__grow_slots(t);
-		if (err)
-			return err;
-	}
-	for (j = hash & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
-		e = &t->ents[t->slots[j] - 1];
-		if (e->hash == hash && e->len == len &&
-		    (!len || !memcmp(t->arena + e->off, d, len))) {
-			*ret_index = t->slots[j] - 1;
-			*ret_added = false;
-			return 0;
-		}
-	}
-	err = blobtab__append(t, d, len, hash);
+	/* An empty encoding (a sample with no location and no label) has no buffer. */
+	err = blobtab__intern(t, d ? d : "", len, &id);
 	if (err)
 		return err;
-	t->slots[j] = (uint32_t)t->n;
-	*ret_index = t->n - 1;
-	*ret_added = true;
+	*ret_index = id - 1;
+	if (ret_added)
+		*ret_added = id > before;
 	return 0;
 }
 
-static void blobtab__free(struct blobtab *t)
+/* The bytes of the entry at 0-based index i. */
+static const void *table__at(const struct blobtab *t, size_t i, size_t *ret_len)
 {
-	free(t->arena);
-	free(t->ents);
-	free(t->slots);
-	memset(t, 0, sizeof(*t));
+	return blobtab__get(t, (__u32)(i + 1), ret_len);
 }
-
-/* ---------------------------------------------------------------- objects */
 
 struct pprof *pprof__new(void)
 {
@@ -334,7 +125,12 @@ struct pprof *pprof__new(void)
 	if (!p)
 		return NULL;
 	/* string_table[0] must be "". */
-	if (pprof__intern_string(p, "", &idx)) {
+	if (blobtab__new(PPROF_MAX_ENTRIES, PPROF_MAX_ARENA, &p->strings) ||
+	    blobtab__new(PPROF_MAX_ENTRIES, PPROF_MAX_ARENA, &p->functions) ||
+	    blobtab__new(PPROF_MAX_ENTRIES, PPROF_MAX_ARENA, &p->mappings) ||
+	    blobtab__new(PPROF_MAX_ENTRIES, PPROF_MAX_ARENA, &p->locations) ||
+	    blobtab__new(PPROF_MAX_ENTRIES, PPROF_MAX_ARENA, &p->samples) ||
+	    pprof__intern_string(p, "", &idx)) {
 		pprof__destroy(p);
 		return NULL;
 	}
@@ -345,11 +141,11 @@ void pprof__destroy(struct pprof *p)
 {
 	if (!p)
 		return;
-	blobtab__free(&p->strings);
-	blobtab__free(&p->functions);
-	blobtab__free(&p->mappings);
-	blobtab__free(&p->locations);
-	blobtab__free(&p->samples);
+	blobtab__destroy(p->strings);
+	blobtab__destroy(p->functions);
+	blobtab__destroy(p->mappings);
+	blobtab__destroy(p->locations);
+	blobtab__destroy(p->samples);
 	free(p->values);
 	free(p->comments);
 	free(p);
@@ -358,14 +154,13 @@ void pprof__destroy(struct pprof *p)
 int pprof__intern_string(struct pprof *p, const char *s, uint64_t *ret_index)
 {
 	size_t idx;
-	bool added;
 	int err;
 
 	if (!p || !ret_index)
 		return -EINVAL;
 	if (!s)
 		s = "";
-	err = blobtab__intern(&p->strings, (const uint8_t *)s, strlen(s), &idx, &added);
+	err = table__intern(p->strings, s, strlen(s), &idx, NULL);
 	if (err)
 		return err;
 	*ret_index = idx;
@@ -379,7 +174,7 @@ int pprof__add_sample_type(struct pprof *p, const char *type, const char *unit)
 
 	if (!p || !type || !unit)
 		return -EINVAL;
-	if (p->samples.n)
+	if (blobtab__count(p->samples))
 		return -EBUSY;
 	if (p->n_types >= PPROF_MAX_SAMPLE_TYPES)
 		return -E2BIG;
@@ -410,23 +205,6 @@ int pprof__set_default_sample_type(struct pprof *p, const char *type)
 		}
 	}
 	return -ENOENT;
-}
-
-int pprof__set_period(struct pprof *p, const char *type, const char *unit, int64_t period)
-{
-	struct value_type vt;
-	int err;
-
-	if (!p || !type || !unit)
-		return -EINVAL;
-	err = pprof__intern_string(p, type, &vt.type);
-	if (!err)
-		err = pprof__intern_string(p, unit, &vt.unit);
-	if (err)
-		return err;
-	p->period_type = vt;
-	p->period = period;
-	return 0;
 }
 
 void pprof__set_time(struct pprof *p, int64_t time_nanos, int64_t duration_nanos)
@@ -466,11 +244,10 @@ int pprof__add_comment(struct pprof *p, const char *comment)
 static int pprof__intern_encoded(struct blobtab *t, struct pbuf *b, uint64_t *ret_id)
 {
 	size_t idx;
-	bool added;
 	int err = b->err;
 
 	if (!err)
-		err = blobtab__intern(t, b->data, b->len, &idx, &added);
+		err = table__intern(t, b->data, b->len, &idx, NULL);
 	pbuf__free(b);
 	if (err)
 		return err;
@@ -498,7 +275,7 @@ int pprof__add_function(struct pprof *p, const char *name, const char *system_na
 	pbuf__uint_field(&b, F_FUNC_SYSTEM_NAME, sys_x);
 	pbuf__uint_field(&b, F_FUNC_FILENAME, file_x);
 	pbuf__uint_field(&b, F_FUNC_START_LINE, (uint64_t)start_line);
-	return pprof__intern_encoded(&p->functions, &b, ret_id);
+	return pprof__intern_encoded(p->functions, &b, ret_id);
 }
 
 int pprof__add_mapping(struct pprof *p, const struct pprof_mapping *m, uint64_t *ret_id)
@@ -520,7 +297,7 @@ int pprof__add_mapping(struct pprof *p, const struct pprof_mapping *m, uint64_t 
 	pbuf__uint_field(&b, F_MAPPING_FILENAME, file_x);
 	pbuf__uint_field(&b, F_MAPPING_BUILD_ID, build_x);
 	pbuf__uint_field(&b, F_MAPPING_HAS_FUNCTIONS, m->has_functions);
-	return pprof__intern_encoded(&p->mappings, &b, ret_id);
+	return pprof__intern_encoded(p->mappings, &b, ret_id);
 }
 
 void pprof__set_main_mapping(struct pprof *p, uint64_t mapping_id)
@@ -536,10 +313,10 @@ int pprof__add_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
 
 	if (!p || !ret_id || (n_lines && !lines) || n_lines > PPROF_MAX_LINES)
 		return -EINVAL;
-	if (mapping_id > p->mappings.n)
+	if (mapping_id > blobtab__count(p->mappings))
 		return -ENOENT;
 	for (i = 0; i < n_lines; i++)
-		if (!lines[i].function_id || lines[i].function_id > p->functions.n)
+		if (!lines[i].function_id || lines[i].function_id > blobtab__count(p->functions))
 			return -ENOENT;
 	pbuf__uint_field(&b, F_LOC_MAPPING_ID, mapping_id);
 	pbuf__uint_field(&b, F_LOC_ADDRESS, address);
@@ -547,13 +324,10 @@ int pprof__add_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
 		l.len = 0;
 		pbuf__uint_field(&l, F_LINE_FUNCTION_ID, lines[i].function_id);
 		pbuf__uint_field(&l, F_LINE_LINE, (uint64_t)lines[i].line);
-		if (l.err)
-			b.err = l.err;
-		else
-			pbuf__len_field(&b, F_LOC_LINE, l.data, l.len);
+		pbuf__message(&b, F_LOC_LINE, &l);
 	}
 	pbuf__free(&l);
-	return pprof__intern_encoded(&p->locations, &b, ret_id);
+	return pprof__intern_encoded(p->locations, &b, ret_id);
 }
 
 struct label_x {
@@ -616,10 +390,7 @@ static void pbuf__label(struct pbuf *b, const struct label_x *x)
 	pbuf__uint_field(&l, F_LABEL_STR, x->str);
 	pbuf__uint_field(&l, F_LABEL_NUM, (uint64_t)x->num);
 	pbuf__uint_field(&l, F_LABEL_NUM_UNIT, x->unit);
-	if (l.err)
-		b->err = b->err ? b->err : l.err;
-	else
-		pbuf__len_field(b, F_SAMPLE_LABEL, l.data, l.len);
+	pbuf__message(b, F_SAMPLE_LABEL, &l);
 	pbuf__free(&l);
 }
 
@@ -667,12 +438,12 @@ int pprof__add_sample(struct pprof *p, const uint64_t *loc_ids, size_t n_locs,
 	if (n_locs > PPROF_MAX_STACK || n_labels > PPROF_MAX_LABELS)
 		return -E2BIG;
 	for (i = 0; i < n_locs; i++)
-		if (!loc_ids[i] || loc_ids[i] > p->locations.n)
+		if (!loc_ids[i] || loc_ids[i] > blobtab__count(p->locations))
 			return -ENOENT;
 	err = pprof__labels_x(p, labels, n_labels, lx);
 	if (err)
 		return err;
-	err = pprof__values_reserve(p, p->samples.n + 1);
+	err = pprof__values_reserve(p, blobtab__count(p->samples) + 1);
 	if (err)
 		return err;
 	/* The key is the sample's encoding without its values. */
@@ -681,7 +452,7 @@ int pprof__add_sample(struct pprof *p, const uint64_t *loc_ids, size_t n_locs,
 		pbuf__label(&b, &lx[i]);
 	err = b.err;
 	if (!err)
-		err = blobtab__intern(&p->samples, b.data, b.len, &idx, &added);
+		err = table__intern(p->samples, b.data, b.len, &idx, &added);
 	pbuf__free(&b);
 	if (err)
 		return err;
@@ -693,7 +464,7 @@ int pprof__add_sample(struct pprof *p, const uint64_t *loc_ids, size_t n_locs,
 
 size_t pprof__sample_count(const struct pprof *p)
 {
-	return p ? p->samples.n : 0;
+	return p ? blobtab__count(p->samples) : 0;
 }
 
 /* ---------------------------------------------------------------- encoding */
@@ -704,10 +475,7 @@ static void pbuf__value_type(struct pbuf *b, unsigned field, const struct value_
 
 	pbuf__uint_field(&m, F_VT_TYPE, vt->type);
 	pbuf__uint_field(&m, F_VT_UNIT, vt->unit);
-	if (m.err)
-		b->err = b->err ? b->err : m.err;
-	else
-		pbuf__len_field(b, field, m.data, m.len);
+	pbuf__message(b, field, &m);
 	pbuf__free(&m);
 }
 
@@ -718,12 +486,13 @@ static void pbuf__value_type(struct pbuf *b, unsigned field, const struct value_
 static void pbuf__table(struct pbuf *b, unsigned field, unsigned id_field,
 			const struct blobtab *t, uint64_t first)
 {
+	size_t n = blobtab__count(t), k, i, len;
 	struct pbuf head = { 0 };
-	size_t k, i;
+	const void *d;
 
-	if (first > t->n)
+	if (first > n)
 		first = 0;
-	for (k = 0; k < t->n && !b->err; k++) {
+	for (k = 0; k < n && !b->err; k++) {
 		/* first's entry at k == 0; the ones before it shift up by one */
 		i = !first ? k : k == 0 ? first - 1 : k <= first - 1 ? k - 1 : k;
 		head.len = 0;
@@ -732,21 +501,23 @@ static void pbuf__table(struct pbuf *b, unsigned field, unsigned id_field,
 			b->err = head.err;
 			break;
 		}
+		d = table__at(t, i, &len);
 		pbuf__tag(b, field, WIRE_LEN);
-		pbuf__varint(b, head.len + t->ents[i].len);
+		pbuf__varint(b, head.len + len);
 		pbuf__bytes(b, head.data, head.len);
-		pbuf__bytes(b, t->arena + t->ents[i].off, t->ents[i].len);
+		pbuf__bytes(b, d, len);
 	}
 	pbuf__free(&head);
 }
 
 static void pbuf__samples(struct pbuf *b, const struct pprof *p)
 {
+	size_t n = blobtab__count(p->samples), i, len;
 	struct pbuf vals = { 0 };
 	const int64_t *v;
-	size_t i;
+	const void *d;
 
-	for (i = 0; i < p->samples.n && !b->err; i++) {
+	for (i = 0; i < n && !b->err; i++) {
 		vals.len = 0;
 		v = p->values + i * p->n_types;
 		/* int64 on the wire: negatives are 10-byte two's-complement varints. */
@@ -755,34 +526,32 @@ static void pbuf__samples(struct pbuf *b, const struct pprof *p)
 			b->err = vals.err;
 			break;
 		}
+		d = table__at(p->samples, i, &len);
 		pbuf__tag(b, F_PROFILE_SAMPLE, WIRE_LEN);
-		pbuf__varint(b, vals.len + p->samples.ents[i].len);
+		pbuf__varint(b, vals.len + len);
 		pbuf__bytes(b, vals.data, vals.len);
-		pbuf__bytes(b, p->samples.arena + p->samples.ents[i].off, p->samples.ents[i].len);
+		pbuf__bytes(b, d, len);
 	}
 	pbuf__free(&vals);
 }
 
 static int pprof__encode(const struct pprof *p, struct pbuf *b)
 {
-	const struct blob *s;
-	size_t i;
+	const void *s;
+	size_t i, len;
 
 	for (i = 0; i < p->n_types; i++)
 		pbuf__value_type(b, F_PROFILE_SAMPLE_TYPE, &p->types[i]);
 	pbuf__samples(b, p);
-	pbuf__table(b, F_PROFILE_MAPPING, F_MAPPING_ID, &p->mappings, p->main_mapping);
-	pbuf__table(b, F_PROFILE_LOCATION, F_LOC_ID, &p->locations, 0);
-	pbuf__table(b, F_PROFILE_FUNCTION, F_FUNC_ID, &p->functions, 0);
-	for (i = 0; i < p->strings.n; i++) {
-		s = &p->strings.ents[i];
-		pbuf__len_field(b, F_PROFILE_STRING_TABLE, p->strings.arena + s->off, s->len);
+	pbuf__table(b, F_PROFILE_MAPPING, F_MAPPING_ID, p->mappings, p->main_mapping);
+	pbuf__table(b, F_PROFILE_LOCATION, F_LOC_ID, p->locations, 0);
+	pbuf__table(b, F_PROFILE_FUNCTION, F_FUNC_ID, p->functions, 0);
+	for (i = 0; i < blobtab__count(p->strings); i++) {
+		s = table__at(p->strings, i, &len);
+		pbuf__len_field(b, F_PROFILE_STRING_TABLE, s, len);
 	}
 	pbuf__uint_field(b, F_PROFILE_TIME_NANOS, (uint64_t)p->time_nanos);
 	pbuf__uint_field(b, F_PROFILE_DURATION_NANOS, (uint64_t)p->duration_nanos);
-	if (p->period_type.type)
-		pbuf__value_type(b, F_PROFILE_PERIOD_TYPE, &p->period_type);
-	pbuf__uint_field(b, F_PROFILE_PERIOD, (uint64_t)p->period);
 	pbuf__packed(b, F_PROFILE_COMMENT, p->comments, p->n_comments);
 	/* Without it readers default to the *last* type; we promise the first. */
 	if (p->default_type)

@@ -44,8 +44,6 @@ void pprof__destroy(struct pprof *p);
 /* Sample types must all be added before the first sample. */
 int pprof__add_sample_type(struct pprof *p, const char *type, const char *unit);
 int pprof__set_default_sample_type(struct pprof *p, const char *type);
-int pprof__set_period(struct pprof *p, const char *type, const char *unit,
-		      int64_t period);
 void pprof__set_time(struct pprof *p, int64_t time_nanos, int64_t duration_nanos);
 int pprof__add_comment(struct pprof *p, const char *comment);
 

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Multi-uprobe links (uprobe_multi.h). */
 #include "user/probe/uprobe_multi.h"
+#include "user/symbolize/elf_symtab.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <linux/bpf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +12,6 @@
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-
-#define MULTI_MAX_SECTION ((__u64)256 << 20) /* a symbol table we agree to read */
-#define MULTI_MAX_PHDRS 4096
 
 bool uprobe_multi__wanted(void)
 {
@@ -30,79 +26,35 @@ bool uprobe_multi__wanted(void)
 	return major > 6 || (major == 6 && minor >= 6);
 }
 
-/* The file offset of vaddr through the PT_LOAD holding it; 0 when none does. */
-static __u64 vaddr_to_offset(Elf *e, __u64 vaddr)
-{
-	size_t n, i;
-	GElf_Phdr ph;
-
-	if (elf_getphdrnum(e, &n) || n > MULTI_MAX_PHDRS)
-		return 0;
-	for (i = 0; i < n; i++) {
-		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
-			continue;
-		if (vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz)
-			return vaddr - ph.p_vaddr + ph.p_offset;
-	}
-	return 0;
-}
-
-static void offsets_in_table(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const char *const *names,
-			     size_t n, __u64 *off)
-{
-	Elf_Data *d = elf_getdata(scn, NULL);
-	size_t count, i, k;
-	const char *name;
-	GElf_Sym sym;
-
-	if (!d || !sh->sh_entsize)
-		return;
-	count = sh->sh_size / sh->sh_entsize;
-	for (i = 1; i < count; i++) {
-		if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-		    sym.st_shndx == SHN_UNDEF || !sym.st_value)
-			continue;
-		name = elf_strptr(e, sh->sh_link, sym.st_name);
-		if (!name)
-			continue;
-		for (k = 0; k < n; k++)
-			if (!off[k] && names[k] && !strcmp(name, names[k]))
-				off[k] = vaddr_to_offset(e, sym.st_value);
-	}
-}
-
 int uprobe_multi__offsets(const char *path, const char *const *names, size_t n,
 			  __u64 *ret_offsets)
 {
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
+	struct elf_loads loads;
+	uint64_t *vaddr;
 	size_t k, found = 0;
-	Elf *e;
-	int fd;
+	int fd, err;
 
 	memset(ret_offsets, 0, n * sizeof(*ret_offsets));
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
+	vaddr = calloc(n ? n : 1, sizeof(*vaddr));
+	if (!vaddr)
+		return -ENOMEM;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e || elf_kind(e) != ELF_K_ELF) {
-		elf_end(e);
+	err = fd < 0 ? -errno : 0;
+	if (!err)
+		err = elf_symtab__lookup_names(fd, names, n, ELF_TYPE(STT_FUNC), vaddr, &loads);
+	if (fd >= 0)
 		close(fd);
-		return -ENOEXEC;
+	/* A probe's offset is in the file, through the executable segment holding it. */
+	for (k = 0; err >= 0 && k < n; k++) {
+		uint64_t off;
+
+		if (vaddr[k] && !elf_loads__to_offset(&loads, vaddr[k], PF_X, &off) && off) {
+			ret_offsets[k] = off;
+			found++;
+		}
 	}
-	while ((scn = elf_nextscn(e, scn))) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_size > MULTI_MAX_SECTION ||
-		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
-			continue;
-		offsets_in_table(e, scn, &sh, names, n, ret_offsets);
-	}
-	elf_end(e);
-	close(fd);
-	for (k = 0; k < n; k++)
-		found += ret_offsets[k] != 0;
-	return (int)found;
+	free(vaddr);
+	return err < 0 ? err : (int)found;
 }
 
 /* The kernel's link_create attribute for uprobe_multi, as include/uapi/linux/bpf.h lays it out. */

@@ -22,7 +22,8 @@ struct proc_maps_line {
 	size_t path_len;
 };
 
-/* Parses one /proc/<pid>/maps line (without or with its '\n'). -EINVAL on
+/* THE maps parser (proc_maps.c): one /proc/<pid>/maps line (without or with
+ * its '\n'). Every reader of maps goes through it. -EINVAL on
  * anything but the kernel's format. */
 int proc__parse_maps_line(const char *line, size_t len, struct proc_maps_line *ret);
 
@@ -32,6 +33,8 @@ int proc__parse_u64(const char *s, size_t n, int base, __u64 max, __u64 *ret);
 
 /* O_PATH fd of /proc/<pid>, or -errno. */
 int proc__open_pid_dir(pid_t pid);
+/* openat(/proc/<pid>, name, flags): one file of that one process. An fd, or -errno. */
+int proc__open_in_pid_dir(pid_t pid, const char *name, int flags);
 
 /* Reads the whole of dirfd/name (name relative, not followed) into buf,
  * NUL-terminated; -EFBIG when it does not fit in cap - 1 bytes. */

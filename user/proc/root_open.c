@@ -49,6 +49,9 @@ static bool flags_refused(int flags)
 struct walk {
 	int stack[WALK_DEPTH_MAX];   /* stack[0] is the root, not ours */
 	int depth;
+	int flags;                    /* the caller's, with O_CLOEXEC */
+	unsigned links;               /* symlinks followed so far */
+	size_t pos;                   /* where the next component of rest starts */
 	char rest[PATH_MAX];          /* what is left to resolve */
 	char link[PATH_MAX];
 	char tmp[PATH_MAX];
@@ -91,12 +94,160 @@ static int read_link(int dirfd, const char *name, char *buf, size_t cap, size_t 
 	return 0;
 }
 
+/*
+ * The next component of rest, from pos: 1 with its name, where it starts
+ * and ends, whether it is the last (and followed by a slash); 0 when
+ * nothing is left; -ENAMETOOLONG.
+ */
+static int walk__component(struct walk *w, char *name, size_t *ret_start, size_t *ret_after,
+			   bool *ret_last, bool *ret_trailing_slash)
+{
+	const char *comp;
+	size_t clen, after, next;
+
+	while (w->rest[w->pos] == '/')
+		w->pos++;
+	if (!w->rest[w->pos])
+		return 0;
+	comp = w->rest + w->pos;
+	clen = strcspn(comp, "/");
+	after = w->pos + clen;
+	next = after;
+	while (w->rest[next] == '/')
+		next++;
+	*ret_last = !w->rest[next];
+	*ret_trailing_slash = *ret_last && next > after;
+	if (clen > NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(name, comp, clen);
+	name[clen] = '\0';
+	*ret_start = w->pos;
+	*ret_after = after;
+	return 1;
+}
+
+/* A symlink (fd, O_PATH): the rest of the path continues from its target. */
+static int walk__follow(struct walk *w, int fd, size_t after)
+{
+	size_t ln;
+	int err;
+
+	err = read_link(fd, "", w->link, sizeof(w->link), &ln);
+	close(fd);
+	if (err)
+		return err;
+	if (++w->links > PROC_MAX_SYMLINKS)
+		return -ELOOP;
+	err = walk__expand(w, ln, w->rest + after);
+	if (err)
+		return err;
+	w->pos = 0;
+	return 0;
+}
+
+/* A directory on the way down: the next component resolves in it. */
+static int walk__push(struct walk *w, int fd)
+{
+	if (w->depth + 1 >= WALK_DEPTH_MAX) {
+		close(fd);
+		return -ENAMETOOLONG;
+	}
+	w->stack[++w->depth] = fd;
+	return 0;
+}
+
+/*
+ * The final component, not a symlink a moment ago: O_NOFOLLOW keeps a
+ * symlink swapped in since from being followed, and the component is
+ * resolved again (from start) when one was. 1 with *ret_fd, 0 to go on.
+ */
+static int walk__open_last(struct walk *w, int cur, const char *name, size_t start,
+			   bool trailing_slash, int *ret_fd)
+{
+	struct stat st;
+	int fd, err;
+
+	fd = openat(cur, name, w->flags | O_NOFOLLOW | (trailing_slash ? O_DIRECTORY : 0));
+	if (fd < 0) {
+		err = -errno;
+		if (err == -ELOOP && ++w->links <= PROC_MAX_SYMLINKS) {
+			w->pos = start; /* raced with a swap */
+			return 0;
+		}
+		return err;
+	}
+	/* O_PATH | O_NOFOLLOW opens a symlink itself. */
+	if ((w->flags & O_PATH) && (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode))) {
+		close(fd);
+		if (++w->links > PROC_MAX_SYMLINKS)
+			return -ELOOP;
+		w->pos = start;
+		return 0;
+	}
+	*ret_fd = fd;
+	return 1;
+}
+
+/* Opens at the directory on top of the stack: 1 with *ret_fd, or -errno. */
+static int walk__open_at(struct walk *w, int cur, const char *name, int flags, int *ret_fd)
+{
+	int fd = openat(cur, name, flags);
+
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
+	return 1;
+}
+
+/* One component of the path: 0 to go on, 1 when *ret_fd is the result, or -errno. */
+static int walk__step(struct walk *w, int *ret_fd)
+{
+	char name[NAME_MAX + 1];
+	size_t start, after;
+	bool last, trailing_slash;
+	int cur = w->stack[w->depth], fd, err;
+	struct stat st;
+
+	err = walk__component(w, name, &start, &after, &last, &trailing_slash);
+	if (err == 0) /* the path ended on a directory ("", ".", "a/..") */
+		return walk__open_at(w, cur, ".", w->flags, ret_fd);
+	if (err < 0)
+		return err;
+	w->pos = after;
+	if (!strcmp(name, "."))
+		return 0;
+	if (!strcmp(name, "..")) {
+		/* At the root, ".." is the root, as in chroot. */
+		walk__pop_to(w, w->depth > 0 ? w->depth - 1 : 0);
+		return 0;
+	}
+	/* The caller asked not to follow the final link. */
+	if (last && !trailing_slash && (w->flags & O_NOFOLLOW))
+		return walk__open_at(w, cur, name, w->flags, ret_fd);
+	fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (S_ISLNK(st.st_mode))
+		return walk__follow(w, fd, after);
+	if ((!last || trailing_slash) && !S_ISDIR(st.st_mode)) {
+		close(fd);
+		return -ENOTDIR;
+	}
+	if (!last)
+		return walk__push(w, fd);
+	close(fd);
+	return walk__open_last(w, cur, name, start, trailing_slash, ret_fd);
+}
+
 int proc__root_walk(int rootfd, const char *path, int flags)
 {
 	struct walk w;
-	size_t pos = 0;
-	unsigned links = 0;
-	int err;
+	int rc, fd = -1;
 
 	if (rootfd < 0 || !path || flags_refused(flags))
 		return -EINVAL;
@@ -107,136 +258,13 @@ int proc__root_walk(int rootfd, const char *path, int flags)
 	memcpy(w.rest, path, strlen(path) + 1);
 	w.stack[0] = rootfd;
 	w.depth = 0;
-	flags |= O_CLOEXEC;
-
-	for (;;) {
-		char name[NAME_MAX + 1];
-		const char *comp;
-		size_t clen, after, next;
-		bool last, trailing_slash;
-		int cur = w.stack[w.depth], fd;
-		struct stat st;
-
-		while (w.rest[pos] == '/')
-			pos++;
-		if (!w.rest[pos])
-			break;   /* resolved to a directory on the stack */
-		comp = w.rest + pos;
-		clen = strcspn(comp, "/");
-		after = pos + clen;
-		next = after;
-		while (w.rest[next] == '/')
-			next++;
-		last = !w.rest[next];
-		trailing_slash = last && next > after;
-		if (clen > NAME_MAX) {
-			err = -ENAMETOOLONG;
-			goto err_pop;
-		}
-		memcpy(name, comp, clen);
-		name[clen] = '\0';
-		pos = after;
-
-		if (!strcmp(name, "."))
-			continue;
-		if (!strcmp(name, "..")) {
-			/* At the root, ".." is the root, as in chroot. */
-			walk__pop_to(&w, w.depth > 0 ? w.depth - 1 : 0);
-			continue;
-		}
-
-		if (last && !trailing_slash && (flags & O_NOFOLLOW)) {
-			/* The caller asked not to follow the final link. */
-			fd = openat(cur, name, flags);
-			if (fd < 0) {
-				err = -errno;
-				goto err_pop;
-			}
-			walk__pop_to(&w, 0);
-			return fd;
-		}
-
-		fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			err = -errno;
-			goto err_pop;
-		}
-		if (fstat(fd, &st) < 0) {
-			err = -errno;
-			close(fd);
-			goto err_pop;
-		}
-		if (S_ISLNK(st.st_mode)) {
-			size_t ln;
-
-			err = read_link(fd, "", w.link, sizeof(w.link), &ln);
-			close(fd);
-			if (err)
-				goto err_pop;
-			if (++links > PROC_MAX_SYMLINKS) {
-				err = -ELOOP;
-				goto err_pop;
-			}
-			err = walk__expand(&w, ln, w.rest + after);
-			if (err)
-				goto err_pop;
-			pos = 0;
-			continue;
-		}
-		if (!last || trailing_slash) {
-			if (!S_ISDIR(st.st_mode)) {
-				close(fd);
-				err = -ENOTDIR;
-				goto err_pop;
-			}
-			if (!last) {
-				if (w.depth + 1 >= WALK_DEPTH_MAX) {
-					close(fd);
-					err = -ENAMETOOLONG;
-					goto err_pop;
-				}
-				w.stack[++w.depth] = fd;
-				continue;
-			}
-		}
-		close(fd);
-		/* The final component, not a symlink a moment ago. O_NOFOLLOW
-		 * keeps a symlink swapped in since from being followed. */
-		fd = openat(cur, name, flags | O_NOFOLLOW | (trailing_slash ? O_DIRECTORY : 0));
-		if (fd < 0) {
-			err = -errno;
-			if (err == -ELOOP && ++links <= PROC_MAX_SYMLINKS) {
-				/* Raced with a swap: resolve this component again. */
-				pos = after - clen;
-				continue;
-			}
-			goto err_pop;
-		}
-		if (flags & O_PATH) {
-			/* O_PATH | O_NOFOLLOW opens a symlink itself. */
-			if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
-				close(fd);
-				if (++links > PROC_MAX_SYMLINKS) {
-					err = -ELOOP;
-					goto err_pop;
-				}
-				pos = after - clen;
-				continue;
-			}
-		}
-		walk__pop_to(&w, 0);
-		return fd;
-	}
-
-	/* The path ended on a directory ("", ".", "a/.."). */
-	{
-		int fd = openat(w.stack[w.depth], ".", flags);
-
-		err = fd < 0 ? -errno : fd;
-	}
-err_pop:
+	w.flags = flags | O_CLOEXEC;
+	w.links = 0;
+	w.pos = 0;
+	while ((rc = walk__step(&w, &fd)) == 0)
+		;
 	walk__pop_to(&w, 0);
-	return err;
+	return rc < 0 ? rc : fd;
 }
 
 int proc__root_openat(int rootfd, const char *path, int flags)
@@ -264,19 +292,14 @@ int proc__root_openat(int rootfd, const char *path, int flags)
 
 int proc__root_open(pid_t pid, const char *path, int flags)
 {
-	int dfd, rootfd, fd;
+	int rootfd, fd;
 
 	if (!path || flags_refused(flags))
 		return -EINVAL;
-	dfd = proc__open_pid_dir(pid);
-	if (dfd < 0)
-		return dfd;
 	/* Following this one magic link is the point: it is the target's root. */
-	rootfd = openat(dfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	fd = rootfd < 0 ? -errno : 0;
-	close(dfd);
-	if (fd < 0)
-		return fd;
+	rootfd = proc__open_in_pid_dir(pid, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return rootfd;
 	fd = proc__root_openat(rootfd, path, flags);
 	close(rootfd);
 	return fd;

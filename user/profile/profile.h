@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The profile being built: joined samples aggregated by (process, stack,
- * launch API, activity, labels), the symbolized stacks, and the two outputs
- * made from them: a pprof file and the text report.
+ * launch API, activity, labels), the symbolized stacks, the text report,
+ * and what writers of other formats read (profile__each_sample: the pprof
+ * file is written by user/output/).
  */
 #ifndef GP_PROFILE_H
 #define GP_PROFILE_H
@@ -85,6 +86,41 @@ struct profile_cubin_stats {
 };
 void profile__cubin_stats(const struct profile *p, struct profile_cubin_stats *ret);
 
+/*
+ * What a writer of the profile (user/output/) reads: each sample with what
+ * it names. Ids are keys a writer may cache by, stable while the profile
+ * is unchanged; strings are the profile's, valid as long.
+ */
+struct profile_sample {
+	__u32 pid;
+	const char *comm;          /* NULL when unknown */
+	const char *cgroup;        /* NULL unless labelled */
+	__u32 kernel_id;           /* string id of the kernel name, or of a copy's label */
+	const char *kernel;
+	bool in_cubin;             /* exactly one cubin of the process defines the kernel: */
+	__u32 cubin;               /* its index among the profile's cubins (a key), */
+	__u64 cubin_crc;           /* its CRC, */
+	__u32 cubin_sym;           /* the kernel's symbol index in it */
+	__u32 api_id;              /* string id of the launch API */
+	const char *api;
+	__u32 reason_id;           /* string id of why it is unattributed (stack_id 0) */
+	const char *reason;
+	__u32 stack_id;            /* 0: unattributed */
+	const __u32 *frames;       /* frame ids, leaf first; NULL when no stack is known */
+	__u32 nframes;
+	bool truncated;
+	bool has_device;           /* false for a launch without a GPU record */
+	__u32 device, stream, graph_id;
+	__u64 ns, count;
+};
+/* fn for each sample with a count, in the order they were first added; stops at fn's error. */
+int profile__each_sample(const struct profile *p,
+			 int (*fn)(void *ctx, const struct profile_sample *s), void *ctx);
+/* A frame id's frame (its strings the profile's, "" for none) and its file's string id. */
+void profile__frame_of(const struct profile *p, __u32 frame_id, struct profile_frame *ret,
+		       __u32 *ret_file_id);
+
+/* Written by user/output/profile_pprof.c, the room that writes pprof. */
 int profile__write_pprof(const struct profile *p, const char *path, __u64 time_ns,
 			 __u64 duration_ns);
 /* The report: top kernels by GPU time with their heaviest launch site. */

@@ -28,13 +28,6 @@
 #define MAX_KERNELS (1u << 20)
 /* A proc_info kernels value: the name is defined by two different cubins. */
 #define KERNEL_AMBIGUOUS UINT64_MAX
-/*
- * Cubin mappings get synthetic address ranges above every CPU mapping (those
- * span [0, 2^63)), one CUBIN_SPAN each, so no two ranges overlap; a kernel's
- * address is its mapping's start plus its symbol index in the cubin.
- */
-#define CUBIN_BASE (1ull << 63)
-#define CUBIN_SPAN (1ull << 32)
 
 struct agg_key {
 	__u32 pid, stack_id, api, reason, name, device, stream, graph_id;

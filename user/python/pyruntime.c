@@ -29,12 +29,11 @@
 #include "user/python/pymem.h"
 #include "user/util/bounded.h"
 #include "user/proc/proc.h"
-#include "user/symbolize/proc_maps.h"
+#include "user/proc/proc_maps.h"
+#include "user/symbolize/elf_symtab.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,8 +50,6 @@
 #endif
 
 #define PYRT_MAX_CANDIDATES 8
-#define PYRT_MAX_SYMTAB ((uint64_t)64 << 20) /* bytes of one symbol table */
-#define PYRT_MAX_PHDRS 256
 
 /* ---------------------------------------------------------------- tables */
 
@@ -174,88 +171,27 @@ static const char *const pyrt_sym_names[SYM_MAX] = {
 
 struct pyrt_elf {
 	uint64_t sym[SYM_MAX]; /* ELF virtual addresses, 0: absent */
-	struct {
-		uint64_t offset, vaddr, filesz;
-	} loads[16];
-	size_t n_loads;
+	struct elf_loads loads;
 };
 
-static void elf__scan_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct pyrt_elf *out)
-{
-	Elf_Data *d;
-	GElf_Sym s;
-	size_t i, n, k;
-	const char *name;
-
-	if (!sh->sh_entsize || sh->sh_size > PYRT_MAX_SYMTAB)
-		return;
-	d = elf_getdata(scn, NULL);
-	if (!d || !d->d_buf)
-		return;
-	n = d->d_size / sh->sh_entsize;
-	for (i = 0; i < n; i++) {
-		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !s.st_value)
-			continue;
-		name = elf_strptr(e, sh->sh_link, s.st_name);
-		if (!name || (name[0] != '_' && name[0] != 'P'))
-			continue;
-		for (k = 0; k < SYM_MAX; k++)
-			if (!out->sym[k] && !strcmp(name, pyrt_sym_names[k]))
-				out->sym[k] = s.st_value;
-	}
-}
-
+/* Symbols of any type: _PyRuntime and Py_Version are objects, Py_Is a function. */
 static int elf__read(int fd, struct pyrt_elf *ret)
 {
-	struct pyrt_elf out = { 0 };
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	GElf_Phdr ph;
-	size_t n, i;
-	Elf *e;
+	int found = elf_symtab__lookup_names(fd, pyrt_sym_names, SYM_MAX, ELF_TYPE_ANY, ret->sym,
+					     &ret->loads);
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e)
-		return -EINVAL;
-	if (elf_kind(e) != ELF_K_ELF || gelf_getclass(e) != ELFCLASS64) {
-		elf_end(e);
-		return -EINVAL;
-	}
-	if (!elf_getphdrnum(e, &n)) {
-		for (i = 0; i < n && i < PYRT_MAX_PHDRS && out.n_loads < 16; i++) {
-			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
-				continue;
-			out.loads[out.n_loads].offset = ph.p_offset;
-			out.loads[out.n_loads].vaddr = ph.p_vaddr;
-			out.loads[out.n_loads].filesz = ph.p_filesz;
-			out.n_loads++;
-		}
-	}
-	/* .dynsym first (always there: _PyRuntime is exported), .symtab after. */
-	while ((scn = elf_nextscn(e, scn)))
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM)
-			elf__scan_symtab(e, scn, &sh, &out);
-	scn = NULL;
-	while ((scn = elf_nextscn(e, scn)))
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
-			elf__scan_symtab(e, scn, &sh, &out);
-	elf_end(e);
-	*ret = out;
-	return 0;
+	return found < 0 ? -EINVAL : 0;
 }
 
 /* bias such that runtime address = ELF vaddr + bias, from one mapping. */
 static int elf__bias(const struct pyrt_elf *elf, const struct proc_map *m, uint64_t *ret)
 {
-	size_t i;
+	for (size_t i = 0; i < elf->loads.n; i++) {
+		const struct elf_load *l = &elf->loads.v[i];
+		uint64_t off = l->offset & ~(uint64_t)0xfff;
 
-	for (i = 0; i < elf->n_loads; i++) {
-		uint64_t off = elf->loads[i].offset & ~(uint64_t)0xfff;
-
-		if (m->offset >= off && m->offset < elf->loads[i].offset + elf->loads[i].filesz) {
-			*ret = m->start - m->offset - (elf->loads[i].vaddr - elf->loads[i].offset);
+		if (m->offset >= off && m->offset < l->offset + l->filesz) {
+			*ret = m->start - m->offset - (l->vaddr - l->offset);
 			return 0;
 		}
 	}

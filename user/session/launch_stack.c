@@ -13,7 +13,7 @@
 #include <string.h>
 #include "user/session/session_internal.h"
 #include "user/python/pycode.h"
-#include "user/symbolize/symbolize.h"
+#include "user/space/space.h"
 #include "user/util/log.h"
 
 /*
@@ -24,16 +24,17 @@
  */
 static void follow_maps_gen(struct session *s, struct target *t, const struct gp_launch_event *e)
 {
-	if (!e->maps_gen || e->maps_gen <= t->maps_gen)
+	if (!e->maps_gen || e->maps_gen <= space__maps_gen(t->space))
 		return; /* the same, or an event from before the change, still in flight */
-	if (!t->maps_gen) {
-		t->maps_gen = e->maps_gen; /* the first event: its maps are the ones read */
+	if (!space__maps_gen(t->space)) {
+		/* the first event: its maps are the ones read */
+		space__set_maps_gen(t->space, e->maps_gen);
 		return;
 	}
-	if (target__new_space(t, e->maps_gen, true) == -EBUSY) {
+	if (space__new_gen(t->space, e->maps_gen, true) == -EBUSY) {
 		TIMED(s, STAGE_NAME, session__resolve_pending(s, t->pid)); /* drops the earlier spaces */
 		target__drop_old_spaces(t);
-		target__new_space(t, e->maps_gen, true);
+		space__new_gen(t->space, e->maps_gen, true);
 	}
 	s->maps_changed++;
 	if (s->cache)
@@ -89,10 +90,10 @@ static void check_python_code(struct session *s, struct target *t, const struct 
 		return;
 	t->py_checked_ns = now;
 	s->py_checks++;
-	if (pycode_cache__check(t->py, t->stack_epoch + 1, PY_CHECK_MAX, s->py_codes, &replaced) ||
-	    !replaced)
+	if (pycode_cache__check(t->py, space__epoch(t->space) + 1, PY_CHECK_MAX, s->py_codes,
+				&replaced) || !replaced)
 		return;
-	target__new_epoch(t);
+	space__new_epoch(t->space);
 	t->py_old_until_ns = before;
 	s->py_replaced += replaced;
 	s->npy_codes = replaced;
@@ -144,11 +145,12 @@ static __u32 cached_stack(struct session *s, struct target *t, const struct gp_l
 		return lost_stack(s, t, e);
 	cached = stack_table__get(&s->stacks, stack_id, &len);
 	stack_table__keep(&s->stacks, stack_id); /* used in this window */
-	if (!t || !cached || len < offsetof(struct raw_stack, w) || cached->epoch == t->stack_epoch ||
-	    e->maps_gen < t->maps_gen || e->ts_ns <= t->py_old_until_ns)
+	if (!t || !cached || len < offsetof(struct raw_stack, w) ||
+	    cached->epoch == space__epoch(t->space) || e->maps_gen < space__maps_gen(t->space) ||
+	    e->ts_ns <= t->py_old_until_ns)
 		return stack_id;
 	memcpy(&s->raw, cached, len);
-	s->raw.epoch = t->stack_epoch;
+	s->raw.epoch = space__epoch(t->space);
 	stack_id = intern_stack(s, t, &s->raw);
 	if (stack_id)
 		stack_cache__rebind(s->cache, e->cache_id, stack_id); /* named anew once */
@@ -176,13 +178,13 @@ static bool launch_word(void *ctx, __u32 off, __u64 *ret)
 static void say_parting(struct cache_launch_ctx *c, __u32 i, __u64 a, __u64 b)
 {
 	struct symbolized_frame fa, fb;
-	struct symbolizer *sym = c->t ? target__symbolizer(c->t) : NULL;
+	struct space_gen *sym = c->t ? space__now(c->t->space) : NULL;
 
 	if (!log__verbose())
 		return;
-	if (!sym || symbolizer__lookup(sym, a - 1, &fa))
+	if (!sym || space_gen__name(sym, a - 1, &fa))
 		snprintf(fa.name, sizeof(fa.name), "?");
-	if (!sym || symbolizer__lookup(sym, b - 1, &fb))
+	if (!sym || space_gen__name(sym, b - 1, &fb))
 		snprintf(fb.name, sizeof(fb.name), "?");
 	log_debug("pid %u: two stacks under one stack-cache key (sp 0x%llx, kernel 0x%llx): "
 		  "native frame %u, read at sp+%u, is %s (0x%llx) in one and %s (0x%llx) in the other",

@@ -18,7 +18,7 @@ void session__note_tables(struct session *s)
 {
 	size_t sym_bytes, cfi_bytes;
 
-	symbolizer__stats(&sym_bytes, &cfi_bytes);
+	target_table__table_bytes(&s->tt, &sym_bytes, &cfi_bytes);
 	if (sym_bytes > s->peak_sym_bytes)
 		s->peak_sym_bytes = sym_bytes;
 	if (cfi_bytes > s->peak_cfi_bytes)

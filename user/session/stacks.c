@@ -5,9 +5,9 @@
 #include <string.h>
 #include "user/session/stacks.h"
 #include "user/session/target.h"
+#include "user/space/space.h"
 #include "user/python/pycode.h"
 #include "user/unwind/unwind.h"
-#include "user/util/clock.h"
 
 /* The frame CPython's evaluation loop runs Python frames in. */
 #define PY_EVAL_FRAME "_PyEval_EvalFrameDefault"
@@ -15,51 +15,6 @@
 size_t raw_stack__len(const struct raw_stack *r)
 {
 	return offsetof(struct raw_stack, w) + 8ull * (r->n + 2ull * r->npy);
-}
-
-/* What a walk looks addresses up in: a target's mappings of the event's generation. */
-struct walk_ctx {
-	struct target *t;
-	struct symbolizer *sym;
-};
-
-/* The walk's lookup on a memo miss: counted and timed (the loader: line). */
-static int cfi_lookup(void *ctx, __u64 ip, const struct cfi_table **ret_table, __u64 *ret_bias)
-{
-	struct walk_ctx *w = ctx;
-	struct target *t = w->t;
-	struct symbolizer *sym = w->sym;
-	__u64 t0 = clock_ns(CLOCK_MONOTONIC);
-	uint64_t bias;
-	int err;
-
-	err = sym ? symbolizer__cfi(sym, ip, ret_table, &bias) : -ENOENT;
-	t->lookups++;
-	t->lookup_ns += clock_ns(CLOCK_MONOTONIC) - t0;
-	if (!err)
-		*ret_bias = bias;
-	return err;
-}
-
-/*
- * A walk that stopped at an address in no mapping: the entry point and its
- * callers were mapped when the launch came, so maps read before it may
- * just lack a library loaded since (cuDNN loads its engines at the first
- * convolution, within the 50 ms between rate-limited re-reads). True when
- * the maps were read again for it. After a forced re-read that did not
- * help (a return address that is garbage), the next waits 50 ms.
- */
-static bool reread_maps_older_than(struct target *t, struct symbolizer *sym,
-				   const struct gp_launch_event *e)
-{
-	__u64 now_ns = clock_ns(CLOCK_MONOTONIC);
-
-	if (t->forced_useless_ns && now_ns - t->forced_useless_ns < SYMBOLIZE_REREAD_NS)
-		return false;
-	if (!symbolizer__refresh_if_older(sym, e->ts_ns))
-		return false;
-	t->forced_useless_ns = now_ns; /* until the walk says otherwise */
-	return true;
 }
 
 int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, size_t size,
@@ -80,7 +35,7 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 	memset(ret, 0, offsetof(struct raw_stack, w));
 	ret->pid = e->pid;
 	if (t)
-		ret->epoch = t->stack_epoch;
+		ret->epoch = space__epoch(t->space);
 	if (e->flags & GP_EV_F_COPY_SKIPPED) {
 		ret->n = 0;
 		ret->why = STACK_WHY_SKIPPED;
@@ -90,22 +45,23 @@ int raw_stack__from_event(struct target *t, const struct gp_launch_event *e, siz
 		struct unwind_stack st = { .base = GP_STACK_COPY_BASE(e->sp), .data = copy,
 					   .len = e->stack_len,
 					   .used = &used, .ra_at = ra_at };
-		struct walk_ctx w = { .t = t };
+		struct space_walk w = { 0 };
 		struct unwind_memo *memo = NULL;
-		bool current = true;
 
 		if (t) {
 			/* An event of an older generation is walked in the mappings of its time. */
-			w.sym = target__symbolizer_gen(t, e->maps_gen, &ret->epoch, &current);
-			memo = current ? target__unwind_memo(t) : NULL;
+			space__walk(t->space, e->maps_gen, &w);
+			ret->epoch = w.epoch;
+			memo = space_walk__memo(&w);
 		}
-		n = t ? unwind_memo_walk(&regs, &st, cfi_lookup, &w, memo, pcs, GP_MAX_STACK + 1, &why)
-		      : 0;
-		if (why == UNWIND_UNMAPPED && t && current && reread_maps_older_than(t, w.sym, e)) {
-			n = unwind_memo_walk(&regs, &st, cfi_lookup, &w, target__unwind_memo(t), pcs,
-					     GP_MAX_STACK + 1, &why);
+		n = t ? unwind_memo_walk(&regs, &st, space_walk__lookup, &w, memo, pcs,
+					 GP_MAX_STACK + 1, &why) : 0;
+		/* Stopped at an address in no mapping: maybe a library loaded since the maps were read. */
+		if (why == UNWIND_UNMAPPED && t && space_walk__reread(&w, e->ts_ns)) {
+			n = unwind_memo_walk(&regs, &st, space_walk__lookup, &w, space_walk__memo(&w),
+					     pcs, GP_MAX_STACK + 1, &why);
 			if (why != UNWIND_UNMAPPED)
-				t->forced_useless_ns = 0;
+				space_walk__reread_helped(&w);
 		}
 		if (n < 1) {
 			n = 1;
@@ -243,7 +199,7 @@ static const char *py_status_str(__u32 st)
 void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct resolved_stack *ret,
 			struct stack_stats *stats)
 {
-	struct symbolizer *sym = t ? target__symbolizer_at(t, r->epoch) : NULL;
+	struct space_gen *sym = t ? space__at_epoch(t->space, r->epoch) : NULL;
 	struct py_cursor c = { .py = (const struct gp_py_frame *)(r->w + r->n), .n = r->npy,
 			       .entry_kind = t ? t->py_entry_kind : GP_PY_ENTRY_NONE,
 			       .epoch = r->epoch };
@@ -259,7 +215,7 @@ void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct reso
 		struct symbolized_frame *sf = &ret->sym[ns];
 
 		/* Return addresses: the call is the byte before. */
-		if (!sym || symbolizer__lookup(sym, r->w[i] - 1, sf)) {
+		if (!sym || space_gen__name(sym, r->w[i] - 1, sf)) {
 			stats->sym_failed++;
 			if (r->why == STACK_WHY_FP)
 				ret->truncated = true; /* a frame pointer into garbage */

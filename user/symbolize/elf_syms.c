@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ELF symbol tables. Files are read with pread (libelf's ELF_C_READ for the
- * headers, our own reads for the symbol table), not mmap: a file truncated
+ * headers, elf_symtab.h's reads for the symbol table), not mmap: a file truncated
  * under us must give an error, not a SIGBUS in a root process. Section sizes
  * are checked against our own caps before anything is read. Only function
  * symbols are kept, 16 bytes each, sorted by address for binary search; their
@@ -9,6 +9,7 @@
  * read on lookup through a dup of the file's descriptor, into a small cache.
  */
 #include "user/symbolize/elf_syms.h"
+#include "user/symbolize/elf_symtab.h"
 #include "user/proc/proc.h"
 
 #include <errno.h>
@@ -22,14 +23,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ELF_SYMS_MAX_SYMS (1u << 22)                   /* per file */
-#define ELF_SYMS_MAX_SECTION ((uint64_t)256 << 20)     /* symtab or strtab */
 #define ELF_SYMS_MAX_SCNS 65536
-#define ELF_SYMS_MAX_LOADS 64
 #define ELF_SYMS_MAX_PHDRS 4096
 #define ELF_SYMS_MAX_BUILD_ID 64                       /* bytes; SHA-1 is 20 */
 #define ELF_SYMS_MAX_NOTES ((uint64_t)1 << 20)
-#define ELF_SYMS_READ_CHUNK 512                        /* symbols per pread */
 #define ELF_SYMS_NAME_SLOTS 256                        /* names cached per file */
 #define ELF_SYMS_MAX_NAME 4096                         /* longer names are cut */
 #define ELF_SYM_SIZE_MAX 0x7fffffffu
@@ -46,22 +43,14 @@ struct elf_name {
 	char *name;
 };
 
-struct elf_load {
-	uint64_t offset;
-	uint64_t vaddr;
-	uint64_t filesz;
-};
-
 struct elf_syms {
 	int refs;
-	int fd; /* names are read from it; -1 without symbols */
+	struct elf_symtab tab; /* names are read from it; its fd -1 without symbols */
 	struct elf_sym *syms;
 	size_t n_syms;
-	uint64_t strtab_off, strtab_len;
 	struct elf_name *names; /* ELF_SYMS_NAME_SLOTS, on first lookup */
 	size_t name_bytes;
-	struct elf_load loads[ELF_SYMS_MAX_LOADS];
-	size_t n_loads;
+	struct elf_loads loads;
 	char build_id[ELF_SYMS_MAX_BUILD_ID * 2 + 1];
 	bool symtab; /* syms came from a .symtab (its own, or its debug file's) */
 	uint64_t dev, ino, size;
@@ -69,25 +58,6 @@ struct elf_syms {
 };
 
 /* ---------------------------------------------------------------- loading */
-
-static int elf_syms__read_loads(Elf *e, struct elf_syms *s)
-{
-	size_t n, i;
-	GElf_Phdr ph;
-
-	if (elf_getphdrnum(e, &n))
-		return 0; /* no program headers: relocatable object, no loads */
-	if (n > ELF_SYMS_MAX_PHDRS)
-		n = ELF_SYMS_MAX_PHDRS;
-	for (i = 0; i < n && s->n_loads < ELF_SYMS_MAX_LOADS; i++) {
-		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		s->loads[s->n_loads++] = (struct elf_load){
-			.offset = ph.p_offset, .vaddr = ph.p_vaddr, .filesz = ph.p_filesz,
-		};
-	}
-	return 0;
-}
 
 static void elf_syms__set_build_id(struct elf_syms *s, const uint8_t *d, size_t len)
 {
@@ -173,14 +143,31 @@ static int elf_sym__cmp(const void *a, const void *b)
 	return x->name < y->name ? -1 : (x->name > y->name);
 }
 
-/* Appends one function symbol, growing the array geometrically. */
-static int elf_syms__push(struct elf_syms *s, size_t *cap, const Elf64_Sym *sym)
+/* What a symbol table's walk collects: its function symbols, grown geometrically. */
+struct collect_ctx {
+	struct elf_syms *s;
+	size_t cap;
+};
+
+static bool elf_sym__is_function(const Elf64_Sym *sym, uint64_t strtab_len)
 {
+	int type = ELF64_ST_TYPE(sym->st_info);
+
+	return (type == STT_FUNC || type == STT_GNU_IFUNC) && sym->st_shndx != SHN_UNDEF &&
+	       sym->st_value && sym->st_name && sym->st_name < strtab_len;
+}
+
+static int elf_syms__collect(void *ctx, const Elf64_Sym *sym)
+{
+	struct collect_ctx *c = ctx;
+	struct elf_syms *s = c->s;
 	struct elf_sym *grown;
 
-	if (s->n_syms == *cap) {
-		*cap = *cap ? *cap * 2 : 1024;
-		grown = realloc(s->syms, *cap * sizeof(*s->syms));
+	if (!elf_sym__is_function(sym, s->tab.str_len))
+		return 0;
+	if (s->n_syms == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 1024;
+		grown = realloc(s->syms, c->cap * sizeof(*s->syms));
 		if (!grown)
 			return -ENOMEM;
 		s->syms = grown;
@@ -192,14 +179,6 @@ static int elf_syms__push(struct elf_syms *s, size_t *cap, const Elf64_Sym *sym)
 		.name = sym->st_name,
 	};
 	return 0;
-}
-
-static bool elf_sym__is_function(const Elf64_Sym *sym, uint64_t strtab_len)
-{
-	int type = ELF64_ST_TYPE(sym->st_info);
-
-	return (type == STT_FUNC || type == STT_GNU_IFUNC) && sym->st_shndx != SHN_UNDEF &&
-	       sym->st_value && sym->st_name && sym->st_name < strtab_len;
 }
 
 #define RADIX_BITS 11
@@ -272,106 +251,62 @@ static void elf_syms__sort(struct elf_syms *s)
 		s->syms = fit;
 }
 
-/*
- * Reads the function symbols of one table in chunks straight from the file:
- * neither the table nor its string table is ever held whole. A short read
- * (a file truncated under us) ends the table where it stops.
- */
-static int elf_syms__read_symtab(int fd, const GElf_Shdr *sh, const GElf_Shdr *str_sh,
-				 struct elf_syms *s)
-{
-	Elf64_Sym chunk[ELF_SYMS_READ_CHUNK];
-	size_t n = sh->sh_size / sizeof(Elf64_Sym), i, j, want, cap = 0;
-	ssize_t got;
-
-	if (str_sh->sh_size == 0 || str_sh->sh_size > UINT32_MAX)
-		return -ENOEXEC;
-	s->strtab_off = str_sh->sh_offset;
-	s->strtab_len = str_sh->sh_size;
-	if (n > ELF_SYMS_MAX_SYMS)
-		n = ELF_SYMS_MAX_SYMS;
-	for (i = 0; i < n; i += want) {
-		want = n - i < ELF_SYMS_READ_CHUNK ? n - i : ELF_SYMS_READ_CHUNK;
-		got = pread(fd, chunk, want * sizeof(Elf64_Sym),
-			    (off_t)(sh->sh_offset + i * sizeof(Elf64_Sym)));
-		if (got < (ssize_t)(want * sizeof(Elf64_Sym)))
-			break;
-		for (j = 0; j < want; j++)
-			if (elf_sym__is_function(&chunk[j], s->strtab_len) &&
-			    elf_syms__push(s, &cap, &chunk[j]))
-				return -ENOMEM;
-	}
-	elf_syms__sort(s);
-	return 0;
-}
-
-static bool elf_syms__native_64(Elf *e)
-{
-	const char *ident = elf_getident(e, NULL);
-	static const uint16_t probe = 1;
-	int native = *(const uint8_t *)&probe ? ELFDATA2LSB : ELFDATA2MSB;
-
-	return ident && ident[EI_CLASS] == ELFCLASS64 && ident[EI_DATA] == native;
-}
-
-/* The string table a symbol table names, when it is one we can read. */
-static bool elf_syms__strtab_of(Elf *e, const GElf_Shdr *sh, uint64_t file_size,
-				GElf_Shdr *ret_str)
-{
-	Elf_Scn *str_scn = elf_getscn(e, sh->sh_link);
-
-	return str_scn && gelf_getshdr(str_scn, ret_str) && ret_str->sh_type == SHT_STRTAB &&
-	       shdr__fits(ret_str, file_size, ELF_SYMS_MAX_SECTION);
-}
-
 static void elf_syms__drop_symbols(struct elf_syms *s)
 {
 	free(s->syms);
 	s->syms = NULL;
 	s->n_syms = 0;
-	s->strtab_off = s->strtab_len = 0;
+	s->tab = (struct elf_symtab){ .fd = -1 };
 }
 
-static int elf_syms__read_sections(Elf *e, int fd, struct elf_syms *s, uint64_t file_size)
+/*
+ * The function symbols of one table (elf_symtab.h reads it in chunks
+ * straight from the file: neither it nor its names are ever held whole).
+ * 0 with symbols found.
+ */
+static int elf_syms__read_table(Elf *e, int fd, uint64_t file_size, unsigned type,
+				struct elf_syms *s)
 {
-	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
-	GElf_Shdr sh, symtab_sh, dynsym_sh, str_sh;
-	bool have_build_id = false;
+	struct collect_ctx c = { .s = s };
+	int err;
+
+	err = elf_symtab__open(e, fd, file_size, type, &s->tab);
+	if (!err)
+		err = elf_symtab__each(&s->tab, elf_syms__collect, &c);
+	if (!err)
+		elf_syms__sort(s);
+	if (!err && !s->n_syms)
+		err = -ENOENT;
+	if (err)
+		elf_syms__drop_symbols(s);
+	return err;
+}
+
+/* The build id: from the first note section that has one, else from PT_NOTE. */
+static void elf_syms__read_build_id(Elf *e, struct elf_syms *s, uint64_t file_size)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
 	size_t count = 0;
 
-	while ((scn = elf_nextscn(e, scn)) && count++ < ELF_SYMS_MAX_SCNS) {
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_type == SHT_SYMTAB && !symtab &&
-		    shdr__fits(&sh, file_size, ELF_SYMS_MAX_SECTION)) {
-			symtab = scn;
-			symtab_sh = sh;
-		} else if (sh.sh_type == SHT_DYNSYM && !dynsym &&
-			   shdr__fits(&sh, file_size, ELF_SYMS_MAX_SECTION)) {
-			dynsym = scn;
-			dynsym_sh = sh;
-		} else if (sh.sh_type == SHT_NOTE && !have_build_id &&
-			   shdr__fits(&sh, file_size, ELF_SYMS_MAX_NOTES)) {
-			have_build_id = elf_syms__scan_notes(s, elf_getdata(scn, NULL));
-		}
-	}
-	if (!have_build_id)
-		elf_syms__build_id_from_phdrs(e, s, file_size);
-	/* Symbols are read as the loader's own ELF64 layout: what a process of ours maps. */
-	if (!elf_syms__native_64(e))
-		return 0;
+	while ((scn = elf_nextscn(e, scn)) && count++ < ELF_SYMS_MAX_SCNS)
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOTE &&
+		    shdr__fits(&sh, file_size, ELF_SYMS_MAX_NOTES) &&
+		    elf_syms__scan_notes(s, elf_getdata(scn, NULL)))
+			return;
+	elf_syms__build_id_from_phdrs(e, s, file_size);
+}
+
+static void elf_syms__read_sections(Elf *e, int fd, struct elf_syms *s, uint64_t file_size)
+{
+	elf_syms__read_build_id(e, s, file_size);
 	/* .symtab is a superset of .dynsym when present; stripped files have only the latter. */
-	if (symtab && elf_syms__strtab_of(e, &symtab_sh, file_size, &str_sh) &&
-	    elf_syms__read_symtab(fd, &symtab_sh, &str_sh, s) == 0 && s->n_syms) {
+	if (elf_syms__read_table(e, fd, file_size, SHT_SYMTAB, s) == 0) {
 		s->symtab = true;
-		return 0;
+		return;
 	}
-	elf_syms__drop_symbols(s);
-	if (dynsym && elf_syms__strtab_of(e, &dynsym_sh, file_size, &str_sh) &&
-	    elf_syms__read_symtab(fd, &dynsym_sh, &str_sh, s) == 0)
-		return 0;
-	elf_syms__drop_symbols(s);
-	return 0; /* no symbols at all is still a usable file (lib+offset) */
+	/* no symbols at all is still a usable file (lib+offset) */
+	elf_syms__read_table(e, fd, file_size, SHT_DYNSYM, s);
 }
 
 static int elf_syms__from_elf(Elf *e, int fd, uint64_t file_size, struct elf_syms **ret_syms)
@@ -387,14 +322,14 @@ static int elf_syms__from_elf(Elf *e, int fd, uint64_t file_size, struct elf_sym
 	if (!s)
 		return -ENOMEM;
 	s->refs = 1;
-	s->fd = -1;
-	err = elf_syms__read_loads(e, s);
-	if (!err)
-		err = elf_syms__read_sections(e, fd, s, file_size);
+	s->tab.fd = -1;
+	elf_loads__read(e, &s->loads);
+	elf_syms__read_sections(e, fd, s, file_size);
 	/* Names are read on lookup, from the file as it was opened. */
-	if (!err && s->n_syms && (s->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+	err = 0;
+	if (s->n_syms && (s->tab.fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
 		err = -errno;
-		s->fd = -1;
+		s->tab.fd = -1;
 	}
 	if (err) {
 		elf_syms__put(s);
@@ -474,8 +409,8 @@ void elf_syms__put(struct elf_syms *s)
 	for (i = 0; s->names && i < ELF_SYMS_NAME_SLOTS; i++)
 		free(s->names[i].name);
 	free(s->names);
-	if (s->fd >= 0)
-		close(s->fd);
+	if (s->tab.fd >= 0)
+		close(s->tab.fd);
 	free(s->syms);
 	free(s);
 }
@@ -515,21 +450,15 @@ void elf_syms__identity(const struct elf_syms *s, uint64_t *ret_dev, uint64_t *r
 static const char *elf_syms__name(struct elf_syms *s, size_t idx)
 {
 	char buf[ELF_SYMS_MAX_NAME + 1];
-	uint64_t at = s->syms[idx].name, want = s->strtab_len - at;
 	struct elf_name *slot;
-	ssize_t got;
 
 	if (!s->names && !(s->names = calloc(ELF_SYMS_NAME_SLOTS, sizeof(*s->names))))
 		return NULL;
 	slot = &s->names[idx % ELF_SYMS_NAME_SLOTS];
 	if (slot->sym == idx + 1)
 		return slot->name;
-	if (want > ELF_SYMS_MAX_NAME)
-		want = ELF_SYMS_MAX_NAME;
-	got = pread(s->fd, buf, want, (off_t)(s->strtab_off + at));
-	if (got <= 0)
+	if (elf_symtab__name(&s->tab, s->syms[idx].name, buf, sizeof(buf)) < 0)
 		return NULL; /* truncated under us */
-	buf[got] = '\0';
 	if (slot->name) {
 		s->name_bytes -= strlen(slot->name) + 1;
 		free(slot->name);
@@ -577,19 +506,9 @@ int elf_syms__lookup(struct elf_syms *s, uint64_t vaddr, const char **ret_name,
 int elf_syms__file_to_vaddr(const struct elf_syms *s, uint64_t file_offset,
 			    uint64_t *ret_vaddr)
 {
-	const struct elf_load *l;
-	size_t i;
-
 	if (!s || !ret_vaddr)
 		return -EINVAL;
-	for (i = 0; i < s->n_loads; i++) {
-		l = &s->loads[i];
-		if (file_offset >= l->offset && file_offset - l->offset < l->filesz) {
-			*ret_vaddr = file_offset - l->offset + l->vaddr;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	return elf_loads__to_vaddr(&s->loads, file_offset, ret_vaddr);
 }
 
 /* ---------------------------------------------------------------- cache */
@@ -668,11 +587,9 @@ static void elf_syms__use_debug_file(struct elf_syms *s, int root_fd)
 	    !strcmp(d->build_id, s->build_id)) {
 		/* s takes d's symbols and names; d, put below, frees what s had. */
 #define SWAP(f) do { __typeof__(s->f) t_ = s->f; s->f = d->f; d->f = t_; } while (0)
-		SWAP(fd);
+		SWAP(tab);
 		SWAP(syms);
 		SWAP(n_syms);
-		SWAP(strtab_off);
-		SWAP(strtab_len);
 		SWAP(names);
 		SWAP(name_bytes);
 #undef SWAP

@@ -16,7 +16,9 @@
  * fde_count udata4, table datarel sdata4); any other, or a table out of
  * order, and the caller loads .eh_frame whole. Every byte is hostile.
  */
-#include "user/unwind/cfi_internal.h"
+#include "user/unwind/cfi_lazy.h"
+#include "user/unwind/cfi_dwarf.h"
+#include "user/unwind/cfi_rows.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +29,6 @@
 #define CFI_LAZY_MAX_TABLE (1u << 22)     /* FDEs indexed per file: 32 MiB of pairs */
 #define CFI_LAZY_MAX_ENTRY ((__u64)1 << 20) /* bytes of one FDE or CIE */
 #define CFI_LAZY_MAX_FDES (1u << 14)      /* FDEs built and cached per file */
-#define CFI_LAZY_MAX_PHDRS 4096
 
 #define EH_PE_UDATA4 0x03
 #define EH_PE_PCREL_SDATA4 0x1b
@@ -39,7 +40,7 @@ struct lazy_pair {
 
 struct lazy_slot {
 	__u32 key;              /* FDE index + 1; 0: empty */
-	struct cfi_table *table; /* NULL: it did not build */
+	struct cfi_rows *rows;  /* NULL: it did not build */
 };
 
 struct cfi_lazy {
@@ -56,31 +57,6 @@ struct cfi_lazy {
 static __u64 le32(const __u8 *p)
 {
 	return (__u64)p[0] | (__u64)p[1] << 8 | (__u64)p[2] << 16 | (__u64)p[3] << 24;
-}
-
-/* The PT_LOAD holding vaddr: the file offset there and the bytes after it. */
-static int find_load(const Elf64_Phdr *ph, size_t n, __u64 file_size, __u64 vaddr,
-		     __u64 *ret_off, __u64 *ret_len)
-{
-	__u64 in, off, len;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (ph[i].p_type != PT_LOAD || vaddr < ph[i].p_vaddr ||
-		    vaddr - ph[i].p_vaddr >= ph[i].p_filesz)
-			continue;
-		in = vaddr - ph[i].p_vaddr;
-		if (ph[i].p_offset > file_size || in > file_size - ph[i].p_offset)
-			return -ENOENT;
-		off = ph[i].p_offset + in;
-		len = ph[i].p_filesz - in;
-		if (len > file_size - off)
-			len = file_size - off;
-		*ret_off = off;
-		*ret_len = len;
-		return 0;
-	}
-	return -ENOENT;
 }
 
 /* Header fields and the pairs; -ENOENT for any layout we do not take. */
@@ -106,7 +82,7 @@ static int lazy__read_index(struct cfi_lazy *lz, const Elf64_Phdr *ph, size_t n_
 	count = le32(h + 8);
 	if (!count || count > CFI_LAZY_MAX_TABLE || count > (hdr->p_filesz - sizeof(h)) / 8)
 		return -ENOENT;
-	if (find_load(ph, n_ph, lz->src.size, lz->eh_addr, &lz->eh_off, &lz->eh_size))
+	if (elf_phdrs__load_at(ph, n_ph, lz->src.size, lz->eh_addr, &lz->eh_off, &lz->eh_size))
 		return -ENOENT;
 	lz->pairs = malloc(count * sizeof(*lz->pairs));
 	if (!lz->pairs)
@@ -143,32 +119,24 @@ static int lazy__keep_src(struct cfi_lazy *lz, const struct elf_src *src)
 
 int cfi_lazy__open(const struct elf_src *src, const Elf64_Ehdr *eh, struct cfi_lazy **ret_lazy)
 {
-	Elf64_Phdr *ph = NULL;
-	const Elf64_Phdr *hdr = NULL;
+	const Elf64_Phdr *hdr;
 	struct cfi_lazy *lz;
-	__u64 n = eh->e_phnum, i;
-	int err = -ENOENT;
+	Elf64_Phdr *ph;
+	size_t n;
+	int err;
 
-	if (!eh->e_phoff || eh->e_phentsize != sizeof(Elf64_Phdr) || !n || n > CFI_LAZY_MAX_PHDRS)
-		return -ENOENT;
-	ph = malloc(n * sizeof(*ph));
-	lz = calloc(1, sizeof(*lz));
-	if (!ph || !lz) {
-		err = -ENOMEM;
-		goto out;
+	err = elf_src__phdrs(src, eh, &ph, &n);
+	if (err)
+		return err;
+	hdr = elf_phdrs__find(ph, n, PT_GNU_EH_FRAME);
+	lz = hdr ? calloc(1, sizeof(*lz)) : NULL;
+	err = !hdr ? -ENOENT : !lz ? -ENOMEM : 0;
+	if (lz) {
+		lz->src.fd = -1;
+		err = lazy__keep_src(lz, src);
+		if (!err)
+			err = lazy__read_index(lz, ph, n, hdr);
 	}
-	lz->src.fd = -1;
-	if (elf_src__read(src, eh->e_phoff, ph, n * sizeof(*ph)))
-		goto out;
-	for (i = 0; i < n && !hdr; i++)
-		if (ph[i].p_type == PT_GNU_EH_FRAME)
-			hdr = &ph[i];
-	if (!hdr)
-		goto out;
-	err = lazy__keep_src(lz, src);
-	if (!err)
-		err = lazy__read_index(lz, ph, n, hdr);
-out:
 	free(ph);
 	if (err) {
 		cfi_lazy__free(lz);
@@ -216,7 +184,7 @@ static int lazy__read_entry(struct cfi_lazy *lz, __u64 off, __u8 **ret, size_t *
 }
 
 /* FDE i of the index, its CIE found through its CIE pointer, run into a table. */
-static int lazy__build(struct cfi_lazy *lz, size_t i, struct cfi_table **ret)
+static int lazy__build(struct cfi_lazy *lz, size_t i, struct cfi_rows **ret)
 {
 	__u8 *fde = NULL, *cie = NULL;
 	size_t fde_len, cie_len, id_at;
@@ -246,7 +214,7 @@ static int lazy__build(struct cfi_lazy *lz, size_t i, struct cfi_table **ret)
 	cie_off = fde_off + id_at - id;
 	err = lazy__read_entry(lz, cie_off, &cie, &cie_len);
 	if (!err)
-		err = cfi_table__from_fde(fde, fde_len, fde_addr, cie, cie_len,
+		err = cfi_dwarf__from_fde(fde, fde_len, fde_addr, cie, cie_len,
 					  lz->eh_addr + cie_off, ret);
 out:
 	free(fde);
@@ -259,7 +227,7 @@ static void lazy__clear(struct cfi_lazy *lz)
 	size_t i;
 
 	for (i = 0; i < lz->cap; i++)
-		cfi_table__free(lz->slots[i].table);
+		cfi_rows__free(lz->slots[i].rows);
 	free(lz->slots);
 	lz->slots = NULL;
 	lz->cap = lz->used = lz->rows = lz->bytes = 0;
@@ -297,17 +265,17 @@ static int lazy__make_room(struct cfi_lazy *lz)
 	return 0;
 }
 
-/* The cached table of FDE i, built now if it is not; NULL when it does not build. */
-static struct cfi_table *lazy__table(struct cfi_lazy *lz, size_t i)
+/* The cached rows of FDE i, built now if they are not; NULL when it does not build. */
+static struct cfi_rows *lazy__rows(struct cfi_lazy *lz, size_t i)
 {
-	struct cfi_table *t = NULL;
+	struct cfi_rows *t = NULL;
 	size_t j;
 	int err;
 
 	for (j = lz->cap ? slot__home(i, lz->cap) : 0; lz->cap && lz->slots[j].key;
 	     j = (j + 1) & (lz->cap - 1))
 		if (lz->slots[j].key == i + 1)
-			return lz->slots[j].table;
+			return lz->slots[j].rows;
 	if (lazy__make_room(lz))
 		return NULL; /* out of memory: this walk stops here, the next may not */
 	for (j = slot__home(i, lz->cap); lz->slots[j].key; j = (j + 1) & (lz->cap - 1))
@@ -315,18 +283,18 @@ static struct cfi_table *lazy__table(struct cfi_lazy *lz, size_t i)
 	err = lazy__build(lz, i, &t);
 	if (err && err != -ENOENT)
 		lz->dropped++;
-	lz->dropped += cfi_table__dropped(t);
-	lz->slots[j] = (struct lazy_slot){ .key = (__u32)i + 1, .table = t };
+	lz->dropped += t ? t->dropped : 0;
+	lz->slots[j] = (struct lazy_slot){ .key = (__u32)i + 1, .rows = t };
 	lz->used++;
-	lz->rows += cfi_table__rows(t);
-	lz->bytes += cfi_table__bytes(t);
+	lz->rows += t ? t->n_rows : 0;
+	lz->bytes += t ? sizeof(*t) + cfi_rows__array_bytes(t) : 0;
 	return t;
 }
 
 int cfi_lazy__find(struct cfi_lazy *lz, __u64 vaddr, struct cfi_rule *ret_rule)
 {
 	size_t lo = 0, hi = lz->n, mid;
-	struct cfi_table *t;
+	struct cfi_rows *t;
 
 	while (lo < hi) { /* first pair starting above vaddr */
 		mid = lo + (hi - lo) / 2;
@@ -337,8 +305,8 @@ int cfi_lazy__find(struct cfi_lazy *lz, __u64 vaddr, struct cfi_rule *ret_rule)
 	}
 	if (!lo)
 		return -ENOENT;
-	t = lazy__table(lz, lo - 1);
-	return t ? cfi_table__find(t, vaddr, ret_rule) : -ENOENT;
+	t = lazy__rows(lz, lo - 1);
+	return t ? cfi_rows__find(t, vaddr, ret_rule) : -ENOENT;
 }
 
 /* ---------------------------------------------------------------- accounting */

@@ -2,10 +2,12 @@
 /*
  * The executable mappings of a process, from /proc/<pid>/maps: which file
  * (or JIT area, vdso, memfd) an instruction address falls in, and where in
- * that file. Path names are chosen by the process: parsed as hostile text.
+ * that file. Path names are chosen by the process: parsed as hostile text,
+ * line by line by the one maps parser (proc_internal.h's
+ * proc__parse_maps_line); a line it refuses is dropped, and counted.
  */
-#ifndef GP_SYMBOLIZE_PROC_MAPS_H
-#define GP_SYMBOLIZE_PROC_MAPS_H
+#ifndef GP_PROC_PROC_MAPS_H
+#define GP_PROC_PROC_MAPS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,4 +47,4 @@ const struct proc_map *proc_maps__at(const struct proc_maps *m, size_t i);
 int proc_maps__find(const struct proc_maps *m, uint64_t addr, size_t *ret_index,
 		    uint64_t *ret_file_offset);
 
-#endif /* GP_SYMBOLIZE_PROC_MAPS_H */
+#endif /* GP_PROC_PROC_MAPS_H */

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A profile written as pprof (profile.h's profile__write_pprof): each
+ * sample's kernel leaf (in its cubin's mapping when one cubin of the
+ * process defines it), its launch API, its frames and a root per process,
+ * with pid, comm, device, stream, graph and cgroup labels; the executable
+ * under the most GPU time is the main binary. It reads the profile only
+ * through profile__each_sample; pprof.c de-duplicates what it adds, and the
+ * maps below only spare adding (and demangling) the same thing again.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/profile/profile.h"
+#include "user/output/pprof.h"
+#include "user/symbolize/demangle.h"
+#include "user/util/u64map.h"
+
+/*
+ * Cubin mappings get synthetic address ranges above every CPU mapping (those
+ * span [0, 2^63)), one CUBIN_SPAN each, so no two ranges overlap; a kernel's
+ * address is its mapping's start plus its symbol index in the cubin.
+ */
+#define CUBIN_BASE (1ull << 63)
+#define CUBIN_SPAN (1ull << 32)
+
+struct writer {
+	const struct profile *p;
+	struct pprof *pp;
+	struct u64map fn_loc;      /* string id of a kernel or launch API -> location id */
+	struct u64map unattr_loc;  /* string id of a reason -> its [unattributed: ...] location */
+	struct u64map root_loc;    /* pid -> its root's location */
+	uint64_t truncated_loc;    /* [truncated stack], 0 until used */
+	struct u64map frame_loc;   /* frame id -> location id */
+	struct u64map file_map;    /* file string id -> mapping id */
+	struct u64map cubin_map;   /* cubin index -> mapping id */
+	struct u64map cubin_start; /* cubin index -> its mapping's start */
+	struct u64map kernel_loc;  /* cubin index << 32 | name string id -> location id */
+	struct u64map exe_ns;      /* mapping id of an executable -> GPU ns under it */
+	uint64_t main_map;         /* of those, the one with the most GPU time */
+	__u64 main_ns;
+};
+
+/* The maps in the order they are made and freed. */
+#define WRITER_MAPS(w) { &(w)->fn_loc, &(w)->unattr_loc, &(w)->root_loc, &(w)->frame_loc, \
+			 &(w)->file_map, &(w)->cubin_map, &(w)->cubin_start, &(w)->kernel_loc, \
+			 &(w)->exe_ns }
+
+/* pprof ids are uint64_t, map values __u64: the two differ in C's eyes only. */
+static bool id_get(const struct u64map *m, __u64 key, uint64_t *ret)
+{
+	__u64 v;
+
+	if (!u64map__get(m, key, &v))
+		return false;
+	*ret = v;
+	return true;
+}
+
+/*
+ * A location at addr in mapping map (0: none) of a function named name,
+ * demangled; system_name: the name as the binary spells it (NULL: the same).
+ */
+static int named_loc(struct writer *w, const char *name, const char *system_name, uint64_t map,
+		     __u64 addr, uint64_t *ret)
+{
+	uint64_t fn;
+	char *pretty;
+	int err;
+
+	pretty = demangle__or_copy(name);
+	if (!pretty)
+		return -ENOMEM;
+	err = pprof__add_function(w->pp, pretty, system_name ? system_name : pretty, "", 0, &fn);
+	free(pretty);
+	if (err)
+		return err;
+	return pprof__add_location(w->pp, map, addr, &(struct pprof_line){ .function_id = fn }, 1,
+				   ret);
+}
+
+/* A location outside every mapping, named name (demangled). */
+static int synthetic_loc(struct writer *w, const char *name, uint64_t *ret)
+{
+	return named_loc(w, name, NULL, 0, 0, ret);
+}
+
+/* The synthetic location of name, made once per key of m. */
+static int synthetic_loc_by(struct writer *w, struct u64map *m, __u64 key, const char *name,
+			    uint64_t *ret)
+{
+	int err;
+
+	if (id_get(m, key, ret))
+		return 0;
+	err = synthetic_loc(w, name, ret);
+	return err ? err : u64map__put(m, key, *ret);
+}
+
+static int frame_loc(struct writer *w, __u32 frame_id, uint64_t *ret)
+{
+	struct profile_frame f;
+	uint64_t fn, loc, map = 0;
+	__u32 file;
+	int err;
+
+	if (id_get(&w->frame_loc, frame_id, ret))
+		return 0;
+	profile__frame_of(w->p, frame_id, &f, &file);
+	if (file && !id_get(&w->file_map, file, &map)) {
+		struct pprof_mapping m = { .start = 0, .limit = UINT64_MAX >> 1, .filename = f.file,
+					   .build_id = f.build_id, .has_functions = true };
+
+		err = pprof__add_mapping(w->pp, &m, &map);
+		if (err || (err = u64map__put(&w->file_map, file, map)))
+			return err;
+	}
+	err = pprof__add_function(w->pp, f.name, f.name, f.file, 0, &fn);
+	if (err)
+		return err;
+	err = pprof__add_location(w->pp, map, f.addr,
+				  &(struct pprof_line){ .function_id = fn, .line = f.line }, 1, &loc);
+	if (err)
+		return err;
+	*ret = loc;
+	return u64map__put(&w->frame_loc, frame_id, loc);
+}
+
+/* The mapping of a cubin, made on first use: ranges in order of first use. */
+static int cubin_mapping(struct writer *w, const struct profile_sample *s, uint64_t *ret_id,
+			 __u64 *ret_start)
+{
+	char file[40], build_id[17];
+	uint64_t map;
+	__u64 start;
+	int err;
+
+	if (id_get(&w->cubin_map, s->cubin, ret_id)) {
+		u64map__get(&w->cubin_start, s->cubin, ret_start);
+		return 0;
+	}
+	start = CUBIN_BASE + u64map__len(&w->cubin_map) * CUBIN_SPAN;
+	snprintf(build_id, sizeof(build_id), "%016llx", (unsigned long long)s->cubin_crc);
+	snprintf(file, sizeof(file), "[cubin %s]", build_id);
+	err = pprof__add_mapping(w->pp, &(struct pprof_mapping){ .start = start,
+							  .limit = start + CUBIN_SPAN,
+							  .filename = file, .build_id = build_id,
+							  .has_functions = true }, &map);
+	if (err || (err = u64map__put(&w->cubin_map, s->cubin, map)) ||
+	    (err = u64map__put(&w->cubin_start, s->cubin, start)))
+		return err;
+	*ret_id = map;
+	*ret_start = start;
+	return 0;
+}
+
+/*
+ * The leaf: a kernel whose name a cubin of its process defines sits in that
+ * cubin's mapping; anything else (copies, kernels of unknown or ambiguous
+ * cubin) is a synthetic location outside every mapping.
+ */
+static int kernel_loc(struct writer *w, const struct profile_sample *s, uint64_t *ret)
+{
+	uint64_t loc, map;
+	__u64 start, key = (__u64)s->cubin << 32 | s->kernel_id;
+	int err;
+
+	if (!s->in_cubin)
+		return synthetic_loc_by(w, &w->fn_loc, s->kernel_id, s->kernel, ret);
+	if (id_get(&w->kernel_loc, key, ret))
+		return 0;
+	err = cubin_mapping(w, s, &map, &start);
+	if (!err)
+		err = named_loc(w, s->kernel, s->kernel, map, start + s->cubin_sym, &loc);
+	if (err)
+		return err;
+	*ret = loc;
+	return u64map__put(&w->kernel_loc, key, loc);
+}
+
+/*
+ * A native frame (Python frames have no address: their "file" may be
+ * "<frozen runpy>", "<string>" or a console script) of a file that is no
+ * shared object ("libc.so.6", "_C.cpython-312-x86_64-linux-gnu.so").
+ */
+static bool in_program(const struct profile_frame *f)
+{
+	const char *base = strrchr(f->file, '/'), *so;
+
+	base = base ? base + 1 : f->file;
+	so = strstr(base, ".so");
+	return f->addr && f->file[0] && f->file[0] != '[' && !(so && (so[3] == '\0' || so[3] == '.'));
+}
+
+/*
+ * The native frame nearest a stack's root outside every shared object lies
+ * in the program's executable (python3.12's _start, a thread's own function):
+ * the executable under the most GPU time becomes the profile's main binary,
+ * whose file and build id pprof shows first (without it, the first cubin a
+ * sample named).
+ */
+static int count_exe(struct writer *w, const struct profile_sample *s)
+{
+	struct profile_frame f;
+	__u32 i, file = 0;
+	uint64_t map;
+	__u64 total = 0;
+	int err;
+
+	for (i = s->nframes; i-- > 0; file = 0) {
+		profile__frame_of(w->p, s->frames[i], &f, &file);
+		if (in_program(&f))
+			break;
+	}
+	if (!file || !id_get(&w->file_map, file, &map))
+		return 0;
+	u64map__get(&w->exe_ns, map, &total);
+	total += s->ns;
+	err = u64map__put(&w->exe_ns, map, total);
+	if (!err && total > w->main_ns) {
+		w->main_ns = total;
+		w->main_map = map;
+	}
+	return err;
+}
+
+/* The leaf, the launch API (or why none), the frames and the markers after them. */
+static int sample_locs(struct writer *w, const struct profile_sample *s, uint64_t *locs,
+		       size_t *ret_n)
+{
+	char unattr[160], root[96];
+	size_t n = 0;
+	int err;
+
+	err = kernel_loc(w, s, &locs[n++]);
+	if (!err && !s->stack_id) {
+		snprintf(unattr, sizeof(unattr), "[unattributed: %s]", s->reason);
+		err = synthetic_loc_by(w, &w->unattr_loc, s->reason_id, unattr, &locs[n++]);
+	} else if (!err) {
+		err = synthetic_loc_by(w, &w->fn_loc, s->api_id, s->api, &locs[n++]);
+	}
+	for (__u32 i = 0; !err && s->frames && i < s->nframes && n < GP_PROFILE_MAX_LOCS - 2; i++)
+		err = frame_loc(w, s->frames[i], &locs[n++]);
+	if (!err && s->frames)
+		err = count_exe(w, s);
+	if (!err && s->frames && s->truncated) {
+		if (!w->truncated_loc)
+			err = synthetic_loc(w, "[truncated stack]", &w->truncated_loc);
+		locs[n++] = w->truncated_loc;
+	}
+	snprintf(root, sizeof(root), "%s (pid %u)", s->comm ? s->comm : "?", s->pid);
+	if (!err)
+		err = synthetic_loc_by(w, &w->root_loc, s->pid, root, &locs[n++]);
+	*ret_n = n;
+	return err;
+}
+
+static int write_sample(void *ctx, const struct profile_sample *s)
+{
+	struct writer *w = ctx;
+	uint64_t locs[GP_PROFILE_MAX_LOCS];
+	int64_t values[2] = { (int64_t)s->ns, (int64_t)s->count };
+	struct pprof_label labels[6];
+	size_t n, nl = 0;
+	int err;
+
+	err = sample_locs(w, s, locs, &n);
+	if (err)
+		return err;
+	labels[nl++] = (struct pprof_label){ .key = "pid", .num = s->pid };
+	if (s->comm)
+		labels[nl++] = (struct pprof_label){ .key = "comm", .str = s->comm };
+	if (s->has_device) {
+		labels[nl++] = (struct pprof_label){ .key = "device", .num = s->device };
+		labels[nl++] = (struct pprof_label){ .key = "stream", .num = s->stream };
+	}
+	if (s->graph_id)
+		labels[nl++] = (struct pprof_label){ .key = "graph", .num = s->graph_id };
+	if (s->cgroup)
+		labels[nl++] = (struct pprof_label){ .key = "cgroup", .str = s->cgroup };
+	return pprof__add_sample(w->pp, locs, n, values, labels, nl);
+}
+
+static int writer__init(struct writer *w, const struct profile *p)
+{
+	struct u64map *maps[] = WRITER_MAPS(w);
+
+	memset(w, 0, sizeof(*w));
+	w->p = p;
+	w->pp = pprof__new();
+	if (!w->pp)
+		return -ENOMEM;
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+		if (u64map__init(maps[i], 0))
+			return -ENOMEM;
+	return 0;
+}
+
+static void writer__fini(struct writer *w)
+{
+	struct u64map *maps[] = WRITER_MAPS(w);
+
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+		u64map__fini(maps[i]);
+	pprof__destroy(w->pp);
+}
+
+int profile__write_pprof(const struct profile *p, const char *path, __u64 time_ns,
+			 __u64 duration_ns)
+{
+	struct writer w;
+	int err;
+
+	err = writer__init(&w, p);
+	if (!err && !(err = pprof__add_sample_type(w.pp, "gpu_time", "nanoseconds")) &&
+	    !(err = pprof__add_sample_type(w.pp, "launches", "count")))
+		err = pprof__set_default_sample_type(w.pp, "gpu_time");
+	if (!err) {
+		pprof__set_time(w.pp, (int64_t)time_ns, (int64_t)duration_ns);
+		err = profile__each_sample(p, write_sample, &w);
+	}
+	if (!err) {
+		pprof__set_main_mapping(w.pp, w.main_map);
+		err = pprof__write_file(w.pp, path);
+	}
+	writer__fini(&w);
+	return err;
+}

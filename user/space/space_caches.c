@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ELF symbol and CFI caches every space of a session shares (space.h's
+ * struct space_caches), and how a generation uses them.
+ */
+#include "user/space/space.h"
+#include "user/space/space_internal.h"
+#include "user/symbolize/elf_syms.h"
+#include "user/unwind/cfi_cache.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define SPACE_MAX_FILES 512
+/* CFI tables kept for files no process maps any more, at most. */
+#define SPACE_CFI_BYTES (256u << 20)
+
+struct space_caches {
+	struct elf_cache *elf;
+	struct cfi_cache *cfi;
+	unsigned long users; /* generations open: the tables exist while there are some */
+};
+
+int space_caches__new(struct space_caches **ret)
+{
+	*ret = calloc(1, sizeof(**ret));
+	return *ret ? 0 : -ENOMEM;
+}
+
+static void space_caches__empty(struct space_caches *c)
+{
+	elf_cache__destroy(c->elf);
+	cfi_cache__destroy(c->cfi);
+	c->elf = NULL;
+	c->cfi = NULL;
+}
+
+void space_caches__destroy(struct space_caches *c)
+{
+	if (!c)
+		return;
+	space_caches__empty(c);
+	free(c);
+}
+
+/*
+ * Made with the first generation and freed with the last, as a process of
+ * our own would: with no process profiled the loader holds no table.
+ */
+int space_caches__get(struct space_caches *c)
+{
+	if (!c->users) {
+		c->elf = elf_cache__new(SPACE_MAX_FILES);
+		c->cfi = cfi_cache__new(SPACE_MAX_FILES, SPACE_CFI_BYTES);
+		if (!c->elf || !c->cfi) {
+			space_caches__empty(c);
+			return -ENOMEM;
+		}
+	}
+	c->users++;
+	return 0;
+}
+
+void space_caches__put(struct space_caches *c)
+{
+	if (c && c->users && --c->users == 0)
+		space_caches__empty(c);
+}
+
+int space_caches__elf(struct space_caches *c, int fd, struct elf_syms **ret_syms)
+{
+	return elf_cache__get_fd(c->elf, fd, ret_syms);
+}
+
+int space_caches__cfi(struct space_caches *c, int fd, struct cfi_ref **ret_ref)
+{
+	return cfi_cache__get_fd(c->cfi, fd, ret_ref);
+}
+
+void space_caches__stats(const struct space_caches *c, size_t *ret_sym_bytes,
+			 size_t *ret_cfi_bytes)
+{
+	size_t files;
+
+	*ret_sym_bytes = *ret_cfi_bytes = 0;
+	if (!c || !c->users)
+		return;
+	elf_cache__stats(c->elf, &files, ret_sym_bytes);
+	cfi_cache__stats(c->cfi, &files, ret_cfi_bytes);
+}

@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One generation of a process's address space (space.h): its mappings, the
+ * file mapped at each (opened on first use, by path inside the process's
+ * root when that path still names the mapped file, else through
+ * /proc/<pid>/map_files), that file's symbols and CFI from the session's
+ * caches, and the process's perf map, read only when it is the process's
+ * own file (its user's or root's): the map must not be a way to make us
+ * read another user's file. Reading the maps again keeps what was learnt
+ * of each mapping still there, unchanged.
+ */
+#include "user/space/space.h"
+#include "user/space/space_internal.h"
+#include "user/proc/proc.h"
+#include "user/proc/proc_maps.h"
+#include "user/symbolize/elf_syms.h"
+#include "user/symbolize/perfmap.h"
+#include "user/unwind/cfi_cache.h"
+#include "user/util/clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+enum elf_state { ELF_UNTRIED = 0, ELF_LOADED, ELF_FAILED };
+
+/* What was learnt of the file behind one mapping. */
+struct map_elf {
+	enum elf_state state;
+	struct elf_syms *syms;
+	enum elf_state cfi_state;
+	struct cfi_ref *cfi;
+};
+
+struct space_gen {
+	struct space_caches *c;
+	pid_t pid;
+	pid_t ns_pid;              /* the pid the process knows itself by: names its perf map */
+	uid_t uid;
+	int root_fd;
+	struct proc_maps *maps;
+	struct map_elf *elfs;      /* one per mapping */
+	struct perfmap *perfmap;
+	bool perfmap_tried;
+	__u64 refreshed_ns;        /* when the last read of the maps began (CLOCK_MONOTONIC) */
+	__u64 budget_ns;           /* the re-read budget: when it is whole again (GCRA) */
+	unsigned long rereads;     /* maps read again this many times */
+	unsigned long moved;       /* of those, the ones that found a mapping gone or changed */
+	unsigned long limited;     /* re-reads the budget refused */
+};
+
+/* NSpid's last field and Uid's first (real) field from /proc/<pid>/status. */
+static int proc_status__read(pid_t pid, pid_t *ret_ns_pid, uid_t *ret_uid)
+{
+	char path[64], line[512];
+	long ns_pid = pid, uid = -1;
+	char *last, *end;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "NSpid:", 6)) {
+			last = strrchr(line, '\t');
+			if (last) {
+				errno = 0;
+				ns_pid = strtol(last + 1, &end, 10);
+				if (errno || ns_pid <= 0 || ns_pid > INT32_MAX)
+					ns_pid = pid;
+			}
+		} else if (!strncmp(line, "Uid:", 4)) {
+			errno = 0;
+			uid = strtol(line + 4, &end, 10);
+			if (errno || end == line + 4)
+				uid = -1;
+		}
+	}
+	fclose(f);
+	if (uid < 0)
+		return -EINVAL;
+	*ret_ns_pid = (pid_t)ns_pid;
+	*ret_uid = (uid_t)uid;
+	return 0;
+}
+
+/* ------------------------------------------------------------ the maps */
+
+static void space_gen__drop_maps(struct space_gen *g)
+{
+	for (size_t i = 0; g->elfs && i < proc_maps__count(g->maps); i++) {
+		elf_syms__put(g->elfs[i].syms);
+		cfi_ref__put(g->elfs[i].cfi);
+	}
+	free(g->elfs);
+	g->elfs = NULL;
+	proc_maps__destroy(g->maps);
+	g->maps = NULL;
+	perfmap__destroy(g->perfmap);
+	g->perfmap = NULL;
+	g->perfmap_tried = false;
+}
+
+static bool same_map(const struct proc_map *a, const struct proc_map *b)
+{
+	return a->start == b->start && a->end == b->end && a->offset == b->offset &&
+	       a->dev == b->dev && a->inode == b->inode && a->kind == b->kind &&
+	       a->deleted == b->deleted && !strcmp(a->path, b->path);
+}
+
+/*
+ * Moves what was learnt of each mapping still there, unchanged, to its
+ * place among the new maps (both in address order); true when every old
+ * mapping still is: the re-read only added mappings.
+ */
+static bool carry_over(struct space_gen *g, const struct proc_maps *maps, struct map_elf *elfs)
+{
+	size_t n_old = g->maps ? proc_maps__count(g->maps) : 0, n_new = proc_maps__count(maps);
+	size_t j = 0;
+	bool kept = g->maps != NULL;
+
+	for (size_t i = 0; i < n_old; i++) {
+		const struct proc_map *o = proc_maps__at(g->maps, i);
+
+		while (j < n_new && proc_maps__at(maps, j)->start < o->start)
+			j++;
+		if (j == n_new || !same_map(o, proc_maps__at(maps, j))) {
+			kept = false;
+			continue;
+		}
+		if (g->elfs) {
+			elfs[j] = g->elfs[i];
+			memset(&g->elfs[i], 0, sizeof(g->elfs[i]));
+		}
+		j++;
+	}
+	return kept;
+}
+
+/* Reads the maps (again) and drops the perf map; *ret_kept (may be NULL): only added to. */
+static int space_gen__read_maps(struct space_gen *g, bool *ret_kept)
+{
+	struct proc_maps *maps;
+	struct map_elf *elfs;
+	bool kept;
+	int err;
+
+	err = proc_maps__load(g->pid, &maps);
+	if (err)
+		return err;
+	elfs = calloc(proc_maps__count(maps) + 1, sizeof(*elfs));
+	if (!elfs) {
+		proc_maps__destroy(maps);
+		return -ENOMEM;
+	}
+	kept = carry_over(g, maps, elfs);
+	space_gen__drop_maps(g);
+	g->maps = maps;
+	g->elfs = elfs;
+	if (ret_kept)
+		*ret_kept = kept;
+	return 0;
+}
+
+int space_gen__open(struct space_caches *c, pid_t pid, const char *root,
+		    struct space_gen **ret_gen)
+{
+	struct space_gen *g;
+	char root_path[64];
+	int err;
+
+	if (!c || pid <= 0 || !ret_gen)
+		return -EINVAL;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->pid = pid;
+	g->root_fd = -1;
+	g->refreshed_ns = clock_ns(CLOCK_MONOTONIC);
+	err = space_caches__get(c);
+	if (err)
+		goto err_free;
+	g->c = c;
+	err = proc_status__read(pid, &g->ns_pid, &g->uid);
+	if (err)
+		goto err_destroy;
+	if (!root) {
+		snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int)pid);
+		root = root_path;
+	}
+	g->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	err = g->root_fd < 0 ? -errno : space_gen__read_maps(g, NULL);
+	if (err)
+		goto err_destroy;
+	*ret_gen = g;
+	return 0;
+
+err_destroy:
+	space_gen__destroy(g);
+	return err;
+err_free:
+	free(g);
+	return err;
+}
+
+void space_gen__destroy(struct space_gen *g)
+{
+	if (!g)
+		return;
+	space_gen__drop_maps(g);
+	if (g->root_fd >= 0)
+		close(g->root_fd);
+	space_caches__put(g->c);
+	free(g);
+}
+
+/* ------------------------------------------------------------ reading them again */
+
+/*
+ * Every re-read of a process's maps on an address in none of them draws on
+ * one budget (DESIGN.md invariant 8): the process chooses those addresses
+ * (a stack of garbage, a mapping made and unmapped between two launches),
+ * and a read of large maps costs milliseconds. At most SPACE_REREAD_BURST
+ * at once, then one per SPACE_REREAD_EVERY_NS.
+ */
+static bool space_gen__budget(struct space_gen *g, __u64 now)
+{
+	__u64 at = g->budget_ns > now ? g->budget_ns : now;
+
+	if (at - now > (SPACE_REREAD_BURST - 1) * SPACE_REREAD_EVERY_NS) {
+		g->limited++;
+		return false;
+	}
+	g->budget_ns = at + SPACE_REREAD_EVERY_NS;
+	return true;
+}
+
+static bool space_gen__reread(struct space_gen *g)
+{
+	bool kept;
+
+	if (space_gen__read_maps(g, &kept))
+		return false;
+	g->rereads++;
+	g->moved += !kept;
+	return true;
+}
+
+/* Re-reading maps costs a /proc read: at most once per SPACE_REREAD_NS on a miss. */
+static bool space_gen__refresh(struct space_gen *g)
+{
+	__u64 now = clock_ns(CLOCK_MONOTONIC);
+
+	if (now - g->refreshed_ns < SPACE_REREAD_NS || !space_gen__budget(g, now))
+		return false;
+	g->refreshed_ns = now;
+	return space_gen__reread(g);
+}
+
+bool space_gen__refresh_if_older(struct space_gen *g, __u64 ts_ns)
+{
+	__u64 now = clock_ns(CLOCK_MONOTONIC);
+
+	/* Taken before each read begins: a read at or after ts_ns saw what was mapped then. */
+	if (!g || g->refreshed_ns >= ts_ns || !space_gen__budget(g, now))
+		return false;
+	g->refreshed_ns = now;
+	return space_gen__reread(g);
+}
+
+unsigned long space_gen__rereads(const struct space_gen *g)
+{
+	return g ? g->rereads : 0;
+}
+
+unsigned long space_gen__moved(const struct space_gen *g)
+{
+	return g ? g->moved : 0;
+}
+
+unsigned long space_gen__limited(const struct space_gen *g)
+{
+	return g ? g->limited : 0;
+}
+
+/* ------------------------------------------------------------ the files mapped */
+
+/*
+ * The exact file mapped at m: by path inside the root when that path still
+ * names it (same device and inode: cheap, and a deleted-and-replaced file is
+ * told apart), else through map_files (overlayfs shows the real layer's
+ * device, memfds and deleted files have no path; needs root).
+ */
+static int space_gen__open_mapped(struct space_gen *g, const struct proc_map *m, int *ret_fd)
+{
+	struct proc_file_id id = { .dev = m->dev, .ino = m->inode };
+
+	if (m->kind == PROC_MAP_FILE && !m->deleted &&
+	    proc__open_file_at(g->pid, g->root_fd, m->path, &id, ret_fd) == 0)
+		return 0;
+	return proc__open_mapped(g->pid, m->start, m->end, &id, O_RDONLY, ret_fd);
+}
+
+static struct elf_syms *space_gen__elf(struct space_gen *g, size_t idx)
+{
+	struct map_elf *me = &g->elfs[idx];
+	int fd;
+
+	if (me->state != ELF_UNTRIED)
+		return me->syms;
+	me->state = ELF_FAILED;
+	if (space_gen__open_mapped(g, proc_maps__at(g->maps, idx), &fd) == 0) {
+		if (space_caches__elf(g->c, fd, &me->syms) == 0)
+			me->state = ELF_LOADED;
+		close(fd);
+	}
+	return me->syms;
+}
+
+static const struct cfi_table *space_gen__cfi_of(struct space_gen *g, size_t idx)
+{
+	struct map_elf *me = &g->elfs[idx];
+	int fd;
+
+	if (me->cfi_state == ELF_UNTRIED) {
+		me->cfi_state = ELF_FAILED;
+		if (space_gen__open_mapped(g, proc_maps__at(g->maps, idx), &fd) == 0) {
+			if (space_caches__cfi(g->c, fd, &me->cfi) == 0)
+				me->cfi_state = ELF_LOADED;
+			close(fd);
+		}
+	}
+	return cfi_ref__table(me->cfi);
+}
+
+/* The perf map, read once per reading of the maps, if the process's own. */
+static struct perfmap *space_gen__perfmap(struct space_gen *g)
+{
+	char path[64];
+	struct stat st;
+	int fd;
+
+	if (g->perfmap_tried)
+		return g->perfmap;
+	g->perfmap_tried = true;
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)g->ns_pid);
+	if (proc__open_file_at(g->pid, g->root_fd, path, NULL, &fd))
+		return NULL;
+	if (fstat(fd, &st) == 0 && (st.st_uid == g->uid || st.st_uid == 0))
+		perfmap__load_fd(fd, &g->perfmap);
+	close(fd);
+	return g->perfmap;
+}
+
+/* ------------------------------------------------------------ lookups */
+
+static int space_gen__cfi_now(struct space_gen *g, __u64 addr, const struct cfi_table **ret_table,
+			      __u64 *ret_bias)
+{
+	const struct proc_map *m;
+	struct elf_syms *syms;
+	uint64_t file_off, vaddr;
+	size_t idx;
+
+	if (proc_maps__find(g->maps, addr, &idx, &file_off))
+		return -ENOENT;
+	m = proc_maps__at(g->maps, idx);
+	if (m->kind != PROC_MAP_FILE && m->kind != PROC_MAP_MEMFD) {
+		*ret_table = NULL; /* JIT code, trampolines: frame pointers */
+		*ret_bias = 0;
+		return 0;
+	}
+	*ret_table = space_gen__cfi_of(g, idx);
+	vaddr = file_off;
+	syms = space_gen__elf(g, idx);
+	if (syms)
+		elf_syms__file_to_vaddr(syms, file_off, &vaddr);
+	*ret_bias = addr - vaddr;
+	return 0;
+}
+
+int space_gen__cfi(struct space_gen *g, __u64 addr, const struct cfi_table **ret_table,
+		   __u64 *ret_bias)
+{
+	int err;
+
+	if (!g || !ret_table || !ret_bias)
+		return -EINVAL;
+	err = space_gen__cfi_now(g, addr, ret_table, ret_bias);
+	if (err == -ENOENT && space_gen__refresh(g))
+		err = space_gen__cfi_now(g, addr, ret_table, ret_bias);
+	return err;
+}
+
+static int space_gen__name_now(struct space_gen *g, __u64 addr, struct symbolized_frame *f)
+{
+	const struct proc_map *m = NULL;
+	uint64_t file_off = 0;
+	size_t idx;
+
+	if (proc_maps__find(g->maps, addr, &idx, &file_off) == 0)
+		m = proc_maps__at(g->maps, idx);
+	if (m && (m->kind == PROC_MAP_FILE || m->kind == PROC_MAP_MEMFD)) {
+		symbolize__native(m->path, space_gen__elf(g, idx), file_off, f);
+		return 0;
+	}
+	if (symbolize__jit(space_gen__perfmap(g), addr, f))
+		return 0;
+	if (m && m->kind == PROC_MAP_SPECIAL) {
+		symbolize__special(m->path, m->start, addr, f);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int space_gen__name(struct space_gen *g, __u64 addr, struct symbolized_frame *ret_frame)
+{
+	struct symbolized_frame f;
+	int err;
+
+	if (!g || !ret_frame)
+		return -EINVAL;
+	err = space_gen__name_now(g, addr, &f);
+	/* A library loaded since the maps were read: read them again, once. */
+	if (err == -ENOENT && space_gen__refresh(g))
+		err = space_gen__name_now(g, addr, &f);
+	if (err)
+		return err;
+	*ret_frame = f;
+	return 0;
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one ELF symbol reader (elf_symtab.h). libelf reads the headers
+ * (ELF_C_READ); the tables themselves are read here with pread, so that
+ * neither a symbol table nor (for elf_syms.c's million-symbol C++
+ * libraries) its string table is ever held whole. Looking a few names up
+ * does hold one string table, bounded by ELF_SYMTAB_MAX_SECTION like the
+ * rest: its callers search small ones (a driver's .dynstr, CPython's).
+ */
+#include "user/symbolize/elf_symtab.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ELF_SYMTAB_READ_CHUNK 512 /* symbols per pread */
+#define ELF_MAX_PHDRS 4096
+#define ELF_MAX_SCNS 65536
+
+static bool shdr__fits(const GElf_Shdr *sh, uint64_t file_size)
+{
+	return sh->sh_type != SHT_NOBITS && sh->sh_size <= ELF_SYMTAB_MAX_SECTION &&
+	       sh->sh_offset <= file_size && sh->sh_size <= file_size - sh->sh_offset &&
+	       !(sh->sh_flags & SHF_COMPRESSED);
+}
+
+static bool elf__native_64(Elf *e)
+{
+	const char *ident = elf_getident(e, NULL);
+	static const uint16_t probe = 1;
+	int native = *(const uint8_t *)&probe ? ELFDATA2LSB : ELFDATA2MSB;
+
+	return ident && ident[EI_CLASS] == ELFCLASS64 && ident[EI_DATA] == native;
+}
+
+/* The string table a symbol table names, when it is one we can read. */
+static bool strtab_of(Elf *e, const GElf_Shdr *sh, uint64_t file_size, GElf_Shdr *ret_str)
+{
+	Elf_Scn *str_scn = elf_getscn(e, sh->sh_link);
+
+	return str_scn && gelf_getshdr(str_scn, ret_str) && ret_str->sh_type == SHT_STRTAB &&
+	       shdr__fits(ret_str, file_size) && ret_str->sh_size &&
+	       ret_str->sh_size <= UINT32_MAX;
+}
+
+int elf_symtab__open(Elf *e, int fd, uint64_t file_size, unsigned sh_type,
+		     struct elf_symtab *ret)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh, str;
+	size_t count = 0;
+
+	if (!e || elf_kind(e) != ELF_K_ELF || !elf__native_64(e))
+		return -ENOEXEC;
+	while ((scn = elf_nextscn(e, scn)) && count++ < ELF_MAX_SCNS) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != sh_type || !shdr__fits(&sh, file_size))
+			continue;
+		if (!strtab_of(e, &sh, file_size, &str))
+			return -ENOENT; /* the table we would read: no names, no table */
+		*ret = (struct elf_symtab){ .fd = fd, .off = sh.sh_offset,
+					    .count = sh.sh_size / sizeof(Elf64_Sym),
+					    .str_off = str.sh_offset, .str_len = str.sh_size };
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int elf_symtab__each(const struct elf_symtab *t, int (*fn)(void *ctx, const Elf64_Sym *sym),
+		     void *ctx)
+{
+	Elf64_Sym chunk[ELF_SYMTAB_READ_CHUNK];
+	uint64_t n = t->count < ELF_SYMTAB_MAX_SYMS ? t->count : ELF_SYMTAB_MAX_SYMS, i, j, want;
+	ssize_t got;
+	int rc;
+
+	for (i = 0; i < n; i += want) {
+		want = n - i < ELF_SYMTAB_READ_CHUNK ? n - i : ELF_SYMTAB_READ_CHUNK;
+		got = pread(t->fd, chunk, want * sizeof(Elf64_Sym),
+			    (off_t)(t->off + i * sizeof(Elf64_Sym)));
+		if (got < (ssize_t)(want * sizeof(Elf64_Sym)))
+			break;
+		for (j = 0; j < want; j++) {
+			rc = fn(ctx, &chunk[j]);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+ssize_t elf_symtab__name(const struct elf_symtab *t, uint64_t st_name, char *buf, size_t cap)
+{
+	uint64_t want;
+	ssize_t got;
+
+	if (!cap || st_name >= t->str_len)
+		return -EIO;
+	want = t->str_len - st_name;
+	if (want > cap - 1)
+		want = cap - 1;
+	got = pread(t->fd, buf, want, (off_t)(t->str_off + st_name));
+	if (got <= 0)
+		return got < 0 ? -errno : -EIO; /* truncated under us */
+	buf[got] = '\0';
+	return got;
+}
+
+/* ---------------------------------------------------------------- load segments */
+
+void elf_loads__read(Elf *e, struct elf_loads *ret)
+{
+	size_t n, i;
+	GElf_Phdr ph;
+
+	ret->n = 0;
+	if (elf_getphdrnum(e, &n))
+		return; /* no program headers: a relocatable object, no loads */
+	if (n > ELF_MAX_PHDRS)
+		n = ELF_MAX_PHDRS;
+	for (i = 0; i < n && ret->n < ELF_LOADS_MAX; i++) {
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		ret->v[ret->n++] = (struct elf_load){ .offset = ph.p_offset, .vaddr = ph.p_vaddr,
+						      .filesz = ph.p_filesz, .flags = ph.p_flags };
+	}
+}
+
+int elf_loads__to_vaddr(const struct elf_loads *l, uint64_t file_off, uint64_t *ret_vaddr)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const struct elf_load *s = &l->v[i];
+
+		if (file_off >= s->offset && file_off - s->offset < s->filesz) {
+			*ret_vaddr = file_off - s->offset + s->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elf_loads__to_offset(const struct elf_loads *l, uint64_t vaddr, uint32_t flags,
+			 uint64_t *ret_off)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const struct elf_load *s = &l->v[i];
+
+		if ((s->flags & flags) != flags)
+			continue;
+		if (vaddr >= s->vaddr && vaddr - s->vaddr < s->filesz) {
+			*ret_off = vaddr - s->vaddr + s->offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* ---------------------------------------------------------------- by name */
+
+struct names_ctx {
+	const char *const *names;
+	size_t n;
+	unsigned types;
+	uint64_t *vaddr;
+	const char *str; /* the string table, read whole */
+	uint64_t str_len;
+};
+
+/* The name at off equals want: all its bytes and the NUL after them lie in the table. */
+static bool name_is(const struct names_ctx *c, uint64_t off, const char *want)
+{
+	size_t len = strlen(want);
+
+	return off < c->str_len && c->str_len - off > len && c->str[off + len] == '\0' &&
+	       !memcmp(c->str + off, want, len);
+}
+
+static int names__visit(void *ctx, const Elf64_Sym *sym)
+{
+	struct names_ctx *c = ctx;
+
+	if (sym->st_shndx == SHN_UNDEF || !sym->st_value ||
+	    !(c->types & ELF_TYPE(ELF64_ST_TYPE(sym->st_info))))
+		return 0;
+	for (size_t k = 0; k < c->n; k++)
+		if (!c->vaddr[k] && c->names[k] && name_is(c, sym->st_name, c->names[k]))
+			c->vaddr[k] = sym->st_value;
+	return 0;
+}
+
+static int names__in_table(const struct elf_symtab *t, struct names_ctx *c)
+{
+	char *str = malloc(t->str_len);
+	ssize_t got;
+
+	if (!str)
+		return -ENOMEM;
+	got = pread(t->fd, str, t->str_len, (off_t)t->str_off);
+	if (got == (ssize_t)t->str_len) {
+		c->str = str;
+		c->str_len = t->str_len;
+		elf_symtab__each(t, names__visit, c);
+	}
+	free(str);
+	return 0;
+}
+
+int elf_symtab__lookup_names(int fd, const char *const *names, size_t n, unsigned types,
+			     uint64_t *ret_vaddr, struct elf_loads *ret_loads)
+{
+	static const unsigned order[] = { SHT_DYNSYM, SHT_SYMTAB };
+	struct names_ctx c = { .names = names, .n = n, .types = types, .vaddr = ret_vaddr };
+	struct elf_symtab t;
+	struct stat st;
+	size_t found = 0;
+	int err = 0;
+	Elf *e;
+
+	memset(ret_vaddr, 0, n * sizeof(*ret_vaddr));
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		elf_end(e);
+		return -ENOEXEC;
+	}
+	if (ret_loads)
+		elf_loads__read(e, ret_loads);
+	for (size_t i = 0; i < 2 && !err; i++)
+		if (elf_symtab__open(e, fd, (uint64_t)st.st_size, order[i], &t) == 0)
+			err = names__in_table(&t, &c);
+	elf_end(e);
+	for (size_t k = 0; k < n; k++)
+		found += ret_vaddr[k] != 0;
+	return err ? err : (int)found;
+}

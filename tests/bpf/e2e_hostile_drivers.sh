@@ -12,15 +12,20 @@ source "$(dirname "$0")/lib.sh"
 field() { # FILE NAME: NAME's value on the last counters line
 	grep "^counters:" "$1" | tail -n 1 | sed -n "s/.* $2=\([0-9]*\).*/\1/p"
 }
-# Runs spin on the stub driver, waiting for SIGUSR1 before it launches.
+# spin's driver: a copy of the stub no other process maps (one mapped by
+# anything else on the machine would be attached for that process first).
+REAL="$WORK/real"
+mkdir -p "$REAL" && cp "$B"/stub/* "$REAL"/
+# Runs spin on that driver, waiting for SIGUSR1 before it launches.
 start_spin() { # LOG
-	start_stub "$PROGS/spin" -S -s 1 -i 1000 >"$1"
+	CUDA_INJECTION64_PATH="$SHIM" LD_LIBRARY_PATH="$REAL" "$PROGS/spin" -S -s 1 -i 1000 >"$1" &
+	PIDS+=($!)
 	SPIN=${PIDS[-1]}
 	wait_line "$1" "ready" 10 || fail "spin did not start"
 }
 # Lets spin launch once the loader says it attached the stub driver for it.
 spin_when_attached() { # ERR LOG
-	wait_line "$1" "attached to $B/stub/libcuda.so.1 of pid $SPIN\$" 60 ||
+	wait_line "$1" "attached to $REAL/libcuda.so.1 of pid $SPIN\$" 60 ||
 		{ grep "gpuprobe-bpf:" "$1"; grep "^counters:" "$1" | tail -n 1; fail "the real driver of pid $SPIN was never attached"; }
 	kill -USR1 "$SPIN"
 	wait "$SPIN" || fail "spin failed"

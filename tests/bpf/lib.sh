@@ -10,9 +10,18 @@ CHECK="python3 $ROOT/tests/bpf/profile_check.py"
 WORK=$(mktemp -d /tmp/gpuprobe-test.XXXXXX)
 PIDS=()
 # A failed test leaves its work directory (the loader's logs, profiles) and says where.
+# Every process it started goes with it, and their descendants first (a
+# wrapper's child, killed after it, would live on, reparented: a spin left
+# waiting for SIGUSR1 attached every later test's loader to the stub early).
+kill_tree() { # PID
+	local c
+	kill -STOP "$1" 2>/dev/null || return 0
+	for c in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$c"; done
+	kill -9 "$1" 2>/dev/null || true
+}
 cleanup() {
 	local rc=$?
-	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill_tree "$p"; done
 	if [ $rc != 0 ] && [ $rc != 77 ]; then echo "(kept $WORK)" >&2; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT

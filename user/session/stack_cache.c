@@ -55,6 +55,7 @@ struct stack_cache {
 	struct entry *e;    /* [1..nslots] */
 	size_t cap, nslots;
 	__u32 free_head;
+	__u32 fresh;        /* slots from here to nslots were never used (untouched memory) */
 	__u32 lru_head, lru_tail;      /* most and least recently used */
 	__u32 fifo_head, fifo_tail;    /* taken out, oldest first */
 	__u64 drains;
@@ -115,10 +116,8 @@ int stack_cache__new(size_t capacity, const struct stack_cache_ops *ops,
 		free(sc);
 		return err;
 	}
-	for (__u32 i = (__u32)sc->nslots; i >= 1; i--) {
-		sc->e[i].next = sc->free_head;
-		sc->free_head = i;
-	}
+	/* Slots are handed out from fresh on: pages of the array no entry used stay untouched. */
+	sc->fresh = 1;
 	sc->ops = *ops;
 	sc->st.capacity = capacity;
 	*ret_sc = sc;
@@ -177,7 +176,7 @@ static void retire(struct stack_cache *sc, __u32 i);
 /* A split entry's children go with it: without its words they are never looked up. */
 static void retire_children(struct stack_cache *sc, __u32 parent)
 {
-	for (__u32 i = 1; i <= sc->nslots; i++)
+	for (__u32 i = 1; i < sc->fresh; i++)
 		if (sc->e[i].parent == parent && in_map(&sc->e[i]))
 			retire(sc, i);
 }
@@ -213,6 +212,8 @@ static __u32 take_free(struct stack_cache *sc)
 {
 	__u32 i = sc->free_head;
 
+	if (!i && sc->fresh <= sc->nslots)
+		return sc->fresh++; /* zero, as calloc left it: its first generation is 1 */
 	if (i) {
 		struct entry *x = &sc->e[i];
 		__u32 gen = x->gen >= GEN_MAX ? 1 : x->gen + 1;
@@ -502,7 +503,7 @@ static void forget_one(struct stack_cache *sc, __u32 i)
 
 static void forget_where(struct stack_cache *sc, __u32 pid, bool all, __u32 maps_gen)
 {
-	for (__u32 i = 1; i <= sc->nslots; i++) {
+	for (__u32 i = 1; i < sc->fresh; i++) {
 		struct entry *x = &sc->e[i];
 
 		if (in_map(x) && x->key.pid == pid && (all || x->key.maps_gen < maps_gen))
@@ -513,7 +514,7 @@ static void forget_where(struct stack_cache *sc, __u32 pid, bool all, __u32 maps
 void stack_cache__forget_if(struct stack_cache *sc, __u32 pid, bool (*fn)(void *ctx, __u32 stack),
 			    void *ctx)
 {
-	for (__u32 i = 1; i <= sc->nslots; i++) {
+	for (__u32 i = 1; i < sc->fresh; i++) {
 		struct entry *x = &sc->e[i];
 
 		if (in_map(x) && x->state != E_SPLIT && x->key.pid == pid && fn(ctx, x->stack))
@@ -555,7 +556,7 @@ void stack_cache__drained(struct stack_cache *sc)
 void stack_cache__visit_stacks(struct stack_cache *sc, __u64 (*fn)(void *ctx, __u64 stack),
 			       void *ctx)
 {
-	for (__u32 i = 1; i <= sc->nslots; i++) {
+	for (__u32 i = 1; i < sc->fresh; i++) {
 		__u64 v;
 
 		if (sc->e[i].state == E_FREE || sc->e[i].state == E_SPLIT)

@@ -49,9 +49,12 @@ static void test_defaults_are_sane(void **state)
 	assert_true(o.duration_s == 0);
 	assert_int_equal(o.stack_cache, 16384);
 	assert_int_equal(o.stack_audit, 64);
-	assert_int_equal(parse(&o, err, "--pid", "42", "--stack-cache", "0", "--stack-audit", "1", NULL), 0);
+	assert_int_equal(o.stack_young, 2);
+	assert_int_equal(parse(&o, err, "--pid", "42", "--stack-cache", "0", "--stack-audit", "1",
+			       "--stack-young", "0", NULL), 0);
 	assert_int_equal(o.stack_cache, 0);
 	assert_int_equal(o.stack_audit, 1);
+	assert_int_equal(o.stack_young, 0);
 }
 
 static void test_bad_numbers_are_usage_errors(void **state)
@@ -61,7 +64,7 @@ static void test_bad_numbers_are_usage_errors(void **state)
 		{ "-d", "0" }, { "-d", "-1" }, { "-d", "nan" }, { "-d", "5x" }, { "--ringbuf-mb", "3" },
 		{ "--tick-ms", "1" }, { "--interval", "inf" }, { "--stack-cache", "-1" },
 		{ "--stack-cache", "999999999" }, { "--stack-cache", "1k" }, { "--stack-audit", "x" },
-		{ "--stack-audit", "-64" },
+		{ "--stack-audit", "-64" }, { "--stack-young", "17" }, { "--stack-young", "-1" },
 	};
 	struct gp_opts o;
 	char err[256];

@@ -129,14 +129,20 @@ static bool audit(struct stack_cache *sc, __u32 id, __u32 stack, bool whole)
 	return stack_cache__audit(sc, id, &l);
 }
 
-static struct stack_cache *new_cache(size_t cap, struct fake_map *m)
+/* A cache of cap keys whose new keys need young audits (--stack-young). */
+static struct stack_cache *new_cache_young(size_t cap, unsigned young, struct fake_map *m)
 {
 	struct stack_cache_ops ops = { .put = fake_put, .del = fake_del, .ctx = m };
 	struct stack_cache *sc = NULL;
 
 	memset(m, 0, sizeof(*m));
-	assert_int_equal(stack_cache__new(cap, &ops, &sc), 0);
+	assert_int_equal(stack_cache__new(cap, young, &ops, &sc), 0);
 	return sc;
+}
+
+static struct stack_cache *new_cache(size_t cap, struct fake_map *m)
+{
+	return new_cache_young(cap, 2, m);
 }
 
 /* The id the map holds for k (the BPF side's answer), 0 when none. */
@@ -471,6 +477,46 @@ static void test_a_young_key_grows_up_after_two_audits_find_its_stack(void **sta
 	stack_cache__destroy(sc);
 }
 
+/*
+ * --stack-young N: a new key needs N audits (0: its hits go bare at once,
+ * 1: after one); a young key's audit that finds another stack is counted
+ * as caught, not as a mismatch (the key had answered no hit).
+ */
+static void test_the_young_count_is_the_audits_a_new_key_needs(void **state)
+{
+	struct fake_map m;
+	struct stack_cache *sc = new_cache_young(8, 0, &m);
+	struct gp_stack_key k = key(1, 0x1000, 1);
+	struct stack_cache_stats st;
+	__u32 id, flags = 9;
+
+	(void)state;
+	assert_int_equal(learn(sc, k, 5), STACK_CACHE_INSTALLED);
+	assert_int_not_equal(map_id(&m, k, &flags), 0);
+	assert_int_equal(flags, 0);
+	stack_cache__destroy(sc);
+
+	sc = new_cache_young(8, 1, &m);
+	assert_int_equal(learn(sc, k, 5), STACK_CACHE_INSTALLED);
+	id = map_id(&m, k, &flags);
+	assert_int_equal(flags, GP_SC_YOUNG);
+	assert_true(audit(sc, id, 5, true));
+	assert_int_equal(map_id(&m, k, &flags), id);
+	assert_int_equal(flags, 0);
+	stack_cache__destroy(sc);
+
+	sc = new_cache_young(8, 1, &m);
+	assert_int_equal(learn(sc, k, 5), STACK_CACHE_INSTALLED);
+	id = map_id(&m, k, NULL);
+	assert_true(audit(sc, id, 6, true)); /* another stack, nowhere to split: unusable */
+	stack_cache__stats(sc, &st);
+	assert_int_equal(st.young_caught, 1);
+	assert_int_equal(st.mismatch, 0);
+	map_id(&m, k, &flags);
+	assert_int_equal(flags, GP_SC_UNUSABLE);
+	stack_cache__destroy(sc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -484,6 +530,7 @@ int main(void)
 		cmocka_unit_test(test_a_collision_splits_the_key_on_the_word_that_tells_the_stacks_apart),
 		cmocka_unit_test(test_an_audit_with_another_stack_splits_its_key),
 		cmocka_unit_test(test_a_young_key_grows_up_after_two_audits_find_its_stack),
+		cmocka_unit_test(test_the_young_count_is_the_audits_a_new_key_needs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,6 +27,7 @@ enum {
 	OPT_STACK_COPY,
 	OPT_STACK_CACHE,
 	OPT_STACK_AUDIT,
+	OPT_STACK_YOUNG,
 };
 
 static const struct option long_opts[] = {
@@ -46,6 +47,7 @@ static const struct option long_opts[] = {
 	{ "stack-copy", required_argument, NULL, OPT_STACK_COPY },
 	{ "stack-cache", required_argument, NULL, OPT_STACK_CACHE },
 	{ "stack-audit", required_argument, NULL, OPT_STACK_AUDIT },
+	{ "stack-young", required_argument, NULL, OPT_STACK_YOUNG },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
@@ -105,6 +107,9 @@ void cli__usage(FILE *f, const char *prog)
 		"                        whole and checked, at most 256 a second per CPU (1:\n"
 		"                        every hit, unbounded): a key found with two stacks\n"
 		"                        is never used again\n"
+		"      --stack-young N   a new key's hits are sent whole and checked until N\n"
+		"                        of them found its stack (default 2; 0: none), so a\n"
+		"                        second stack under it is met before it answers\n"
 		"  -h, --help            this text\n"
 		"  -V, --version         the version (the git commit it was built from)\n"
 		"\n"
@@ -246,6 +251,12 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 			return usage_error(err, len, "--stack-audit: '%s' is not in 0..%u", arg, 1u << 20);
 		o->stack_audit = v;
 		return 0;
+	case OPT_STACK_YOUNG:
+		if (parse_uint(arg, 0, STACK_YOUNG_MAX, &v))
+			return usage_error(err, len, "--stack-young: '%s' is not in 0..%u", arg,
+					   STACK_YOUNG_MAX);
+		o->stack_young = v;
+		return 0;
 	case 'h':
 		o->help = true;
 		return 0;
@@ -260,7 +271,8 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_t errlen)
 {
 	struct gp_opts o = { .output = "gpuprobe.pb.gz", .ringbuf_mb = 16, .tick_ms = 100, .top = 15,
-			     .stack_kib = 0, .stack_cache = 16384, .stack_audit = 64 };
+			     .stack_kib = 0, .stack_cache = 16384, .stack_audit = 64,
+			     .stack_young = 2 };
 	int c, e;
 
 	err[0] = 0;

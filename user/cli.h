@@ -32,9 +32,13 @@ struct gp_opts {
 	unsigned stack_kib;     /* --stack-copy: KiB of stack copied per launch for CFI, 0: auto */
 	unsigned stack_cache;   /* --stack-cache: keys the stack cache holds, 0: no cache */
 	unsigned stack_audit;   /* --stack-audit: about 1 hit in N sent whole, 0: none */
+	unsigned stack_young;   /* --stack-young: a new key's first N hits sent whole */
 	bool help;
 	bool version;         /* -V: print the version and exit */
 };
+
+/* --stack-young's bound: audits a new key may need before its hits go without a copy. */
+#define STACK_YOUNG_MAX 16u
 
 /* 0 on success; -EINVAL with a one-line message in err (for exit status 2). */
 int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_t errlen);

@@ -29,8 +29,8 @@ enum stage {
 struct cache_costs {
 	__u64 hits, misses, audits, unusable_launches; /* the BPF side's counts */
 	size_t keys, capacity, split_keys;
-	__u64 installs, confirmed, splits, audits_short, unreadable, evicted, forgotten, full,
-		map_errors;
+	__u64 installs, confirmed, splits, young_caught, audits_short, unreadable, evicted,
+		forgotten, full, map_errors;
 	__u64 maps_changed, py_checks, py_replaced;
 };
 

@@ -292,7 +292,8 @@ static int open_probe(struct session *s)
 	if (!err && launch_probe__cache_on(s->lp)) {
 		struct stack_cache_ops ops = { .put = cache_put, .del = cache_del, .ctx = s->lp };
 
-		err = stack_cache__new(launch_probe__cache_entries(s->lp), &ops, &s->cache);
+		err = stack_cache__new(launch_probe__cache_entries(s->lp), s->o->stack_young, &ops,
+				       &s->cache);
 		if (err)
 			log_error("cannot make the stack cache: %s", strerror(-err));
 	}

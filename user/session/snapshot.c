@@ -202,6 +202,7 @@ static void cache_costs(struct session *s, struct cache_costs *c)
 		.audits = bpf[GP_BPF_CACHE_AUDITS], .unusable_launches = bpf[GP_BPF_CACHE_UNUSABLE],
 		.keys = cs.live, .capacity = cs.capacity, .split_keys = cs.split_keys,
 		.installs = cs.installs, .confirmed = cs.confirmed, .splits = cs.splits,
+		.young_caught = cs.young_caught,
 		.audits_short = cs.audits_short, .unreadable = cs.unreadable, .evicted = cs.evicted,
 		.forgotten = cs.forgotten, .full = cs.full, .map_errors = cs.map_errors,
 		.maps_changed = s->maps_changed, .py_checks = s->py_checks, .py_replaced = s->py_replaced,

@@ -7,8 +7,9 @@
  * waiting out their drains never keep a new key from being installed.
  *
  * A new key is young: the launch program sends every hit of it whole (an
- * audit) until YOUNG_AUDITS of them have found its stack, so that a second
- * stack under it is most often met before the key has answered any hit.
+ * audit) until `young` of them (--stack-young) have found its stack, so
+ * that a second stack under it is most often met before the key has
+ * answered any hit.
  *
  * A split entry stands for a first key (w[] 0) whose launches had two
  * stacks: its map value names the words (return-address slots, as offsets
@@ -28,8 +29,6 @@
 #define GEN_MAX ((1u << (32 - SLOT_BITS)) - 1)
 /* Drains an entry taken out of the map waits before its slot is used again. */
 #define RETIRE_DRAINS 2
-/* Audits that must find a new key's stack before its hits go without a copy. */
-#define YOUNG_AUDITS 2
 
 _Static_assert(GP_STACK_CACHE_MAX + GP_STACK_CACHE_MAX / 4 + 64 < (1u << SLOT_BITS),
 	       "slots fit an id's slot bits");
@@ -56,6 +55,7 @@ struct stack_cache {
 	size_t cap, nslots;
 	__u32 free_head;
 	__u32 fresh;        /* slots from here to nslots were never used (untouched memory) */
+	unsigned young;     /* audits that must find a new key's stack before its hits go bare */
 	__u32 lru_head, lru_tail;      /* most and least recently used */
 	__u32 fifo_head, fifo_tail;    /* taken out, oldest first */
 	__u64 drains;
@@ -93,7 +93,7 @@ static bool in_map(const struct entry *x)
 	return x->state == E_LIVE || x->state == E_UNUSABLE || x->state == E_SPLIT;
 }
 
-int stack_cache__new(size_t capacity, const struct stack_cache_ops *ops,
+int stack_cache__new(size_t capacity, unsigned young, const struct stack_cache_ops *ops,
 		     struct stack_cache **ret_sc)
 {
 	struct stack_cache *sc;
@@ -105,6 +105,7 @@ int stack_cache__new(size_t capacity, const struct stack_cache_ops *ops,
 	if (!sc)
 		return -ENOMEM;
 	sc->cap = capacity;
+	sc->young = young;
 	sc->nslots = capacity + capacity / 4 + 64;
 	sc->e = calloc(sc->nslots + 1, sizeof(*sc->e));
 	if (!sc->e) {
@@ -329,7 +330,7 @@ static __u32 install(struct stack_cache *sc, const struct gp_stack_key *k, __u8 
 		sc->e[i].nwords = nwords;
 		memcpy(v.slot, words, sizeof(v.slot));
 		v.flags = GP_SC_SPLIT | (__u32)nwords << GP_SC_NSLOTS_SHIFT;
-	} else {
+	} else if (sc->young) {
 		v.flags = GP_SC_YOUNG;
 		sc->e[i].young = true;
 	}
@@ -470,7 +471,7 @@ static void grow_up(struct stack_cache *sc, __u32 i)
 {
 	struct gp_stack_val v = { .id = entry_id(sc, i) };
 
-	if (!sc->e[i].young || ++sc->e[i].confirmed < YOUNG_AUDITS)
+	if (!sc->e[i].young || ++sc->e[i].confirmed < sc->young)
 		return;
 	if (sc->ops.put(sc->ops.ctx, &sc->e[i].key, &v)) {
 		sc->st.map_errors++;
@@ -482,15 +483,19 @@ static void grow_up(struct stack_cache *sc, __u32 i)
 bool stack_cache__audit(struct stack_cache *sc, __u32 id, const struct stack_cache_launch *l)
 {
 	__u32 i = slot_of(sc, id);
+	bool young;
 
 	if (!i)
 		return false;
 	if (sc->e[i].state != E_LIVE)
 		return true;
+	young = sc->e[i].young;
 	if (!l->whole)
 		sc->st.audits_short++;
 	else if (check(sc, i, l) == STACK_CACHE_SAME)
 		grow_up(sc, i);
+	else if (young)
+		sc->st.young_caught++;
 	return true;
 }
 

@@ -66,6 +66,7 @@ struct stack_cache_stats {
 	__u64 full;          /* misses not installed: no room (every entry in use) */
 	__u64 map_errors;    /* map updates the kernel refused */
 	__u64 unreadable;    /* misses of a split key whose words lay outside the copy */
+	__u64 young_caught;  /* audits of a young key that found another stack (before any hit) */
 	size_t live;         /* keys in the map now (unusable and split ones included) */
 	size_t unusable;
 	size_t split_keys;
@@ -76,7 +77,7 @@ struct stack_cache_stats {
 void stack_cache__key_of(const struct gp_launch_event *e, struct gp_stack_key *ret_key);
 
 /* capacity keys at most (1..GP_STACK_CACHE_MAX). */
-int stack_cache__new(size_t capacity, const struct stack_cache_ops *ops,
+int stack_cache__new(size_t capacity, unsigned young, const struct stack_cache_ops *ops,
 		     struct stack_cache **ret_sc);
 void stack_cache__destroy(struct stack_cache *sc);
 

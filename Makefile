@@ -119,8 +119,10 @@ CRC_HELPER_SRCS := $(wildcard nvidia/helper/*.c)
 TABLE_COST := $(BUILD)/gpuprobe-table-cost
 # What the verifier does with the BPF programs at every loader start (root).
 VERIFIER_STATS := $(BUILD)/gpuprobe-verifier-stats
+# The launch program's counters read from outside the loader (benchmarks, root).
+BPF_COUNTERS := $(BUILD)/gpuprobe-bpf-counters
 ALL_TARGETS := $(LOADER) $(CRC_HELPER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS) $(NOFP) $(KEYLIBS) \
-	$(TABLE_COST) $(VERIFIER_STATS)
+	$(TABLE_COST) $(VERIFIER_STATS) $(BPF_COUNTERS)
 
 .PHONY: all static test test-bpf test-tsan test-asan check deps demo fuzz \
 	fuzz-smoke tools-check install clean cuda-check unit-tests bpf-tests soak
@@ -195,10 +197,15 @@ $(VERIFIER_STATS): $(call obj,tools/verifier_stats.c)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $^ $(LIBBPF_LIBS) $(SYS_LIBS)
 
-static: $(LOADER_STATIC) $(BUILD)/static/gpuprobe-table-cost
+$(BPF_COUNTERS): $(call obj,tools/bpf_counters.c)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $^ $(LIBBPF_LIBS) $(SYS_LIBS)
+
+static: $(LOADER_STATIC) $(BUILD)/static/gpuprobe-table-cost $(BUILD)/static/gpuprobe-bpf-counters
 $(LOADER_STATIC): $(call obj,$(USER_MAIN)) $(CORE_LIB)
 $(BUILD)/static/gpuprobe-table-cost: $(call obj,tools/table_cost.c) $(CORE_LIB)
-$(LOADER_STATIC) $(BUILD)/static/gpuprobe-table-cost:
+$(BUILD)/static/gpuprobe-bpf-counters: $(call obj,tools/bpf_counters.c)
+$(LOADER_STATIC) $(BUILD)/static/gpuprobe-table-cost $(BUILD)/static/gpuprobe-bpf-counters:
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -static -o $@ $^ $(STATIC_LIBS) -Wl,-Bstatic $(SYS_LIBS)

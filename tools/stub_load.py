@@ -7,7 +7,12 @@ on the stub libcuda through ctypes; waits for the file GO (if given) first.
     stub_load.py deep N DEPTH [GO]
         N times, 8 launches under DEPTH Python calls each made through C
         (map()), so each stack carries DEPTH evaluation-loop runs and
-        native frames between them, as PyTorch's modules do.
+        native frames between them, as PyTorch's modules do;
+    stub_load.py modules N DEPTH [GO]
+        N forward passes of a model of DEPTH nested callable objects (each
+        call through type.__call__ in C, then __call__, _call_impl and
+        forward in Python: nn.Module's shape), 8 launches at the leaf, after
+        20 passes, 2.5 s, 20 more and 0.5 s for the loader to cache their stacks.
 """
 import ctypes
 import os
@@ -47,9 +52,36 @@ def level(fns, d):
     return list(map(lambda x: level(fns, x), [d - 1]))[0]
 
 
+class Module:
+    """nn.Module's call path: the instance called (through C), then three Python frames."""
+
+    def __init__(self, child, fns):
+        self.child, self.fns = child, fns
+
+    def __call__(self, x):
+        return self._call_impl(x)
+
+    def _call_impl(self, x):
+        return self.forward(x)
+
+    def forward(self, x):
+        if self.child is None:
+            for f in self.fns:
+                launch(f)
+            return x + 1
+        return self.child(x) + 1
+
+
+def model(fns, depth):
+    m = None
+    for _ in range(depth):
+        m = Module(m, fns)
+    return m
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
-    go = args[3] if mode == "paced" and len(args) > 3 else args[2] if mode == "deep" and len(args) > 2 else None
+    go = args[3] if mode == "paced" and len(args) > 3 else args[2] if mode in ("deep", "modules") and len(args) > 2 else None
     fns = setup(8)
     while go and not os.path.exists(go):
         time.sleep(0.01)
@@ -65,6 +97,14 @@ def main():
     elif mode == "deep":
         for _ in range(int(args[0])):
             level(fns, int(args[1]))
+            n += len(fns)
+    elif mode == "modules":
+        m = model(fns, int(args[1]))
+        for i in range(int(args[0]) + 40):
+            if i in (20, 40):  # the stacks met, once the loader (its scan: 2 s) knows the
+                time.sleep(2.5 if i == 20 else 0.5)  # interpreter; then time to cache them
+                t0, n = time.time(), 0
+            m(0)
             n += len(fns)
     else:
         raise SystemExit("stub_load: unknown mode %s" % mode)

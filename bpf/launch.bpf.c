@@ -71,7 +71,11 @@ struct task_memo {
 	__u32 copy; /* the thread's copy size: its hint, or stack_copy */
 	__u32 maps_gen; /* its process's mapping generation (maps_gens) */
 	__u8 followed, python;
-	__u8 pad[2];
+	__u8 main_kept;   /* the main thread's walk below stands while it has not run */
+	__u8 main_status; /* that walk's gp_py_walk_status */
+	__u32 main_n;     /* its frames */
+	__u64 main_switches; /* the main thread's context switches when it was walked */
+	__u64 main_hash;  /* and the frames' hash */
 	struct gp_py_config py; /* python: its process's entry in py_configs */
 };
 
@@ -87,6 +91,7 @@ struct scratch {
 	__u32 copy;            /* this event's: the thread's copy size */
 	__u32 maps_gen;        /* and its process's mapping generation */
 	bool python;           /* and whether its process runs CPython */
+	bool py_kept;          /* its Python frames' hash is a kept walk's: frames not read */
 };
 
 struct {
@@ -201,6 +206,7 @@ static __always_inline struct task_memo *thread_memo(struct task_struct *task, _
 	m->python = py != NULL;
 	if (py)
 		m->py = *py;
+	m->main_kept = 0;
 	m->maps_gen = 1;
 	if (m->followed) {
 		__u32 *mg = bpf_map_lookup_elem(&maps_gens, &tgid);
@@ -414,19 +420,67 @@ static __always_inline int submit(struct scratch *sc, __u32 npy, __u32 copy, __u
 	return 0;
 }
 
+/* How often a task was switched out: the same count, and off its CPU, it has not run since. */
+static __always_inline __u64 switches(struct task_struct *t)
+{
+	return t->nvcsw + t->nivcsw;
+}
+
+/*
+ * The main thread's frames, for a thread running no Python. A main thread
+ * that has not run since its frames were last walked has the same frames
+ * (only a thread writes its own): the walk's hash is kept in the launching
+ * thread's memo with the main thread's switch count, and while the main
+ * thread stays off its CPU with that count (waiting in backward() while
+ * the autograd thread launches) the kept hash stands for a walk. *kept says
+ * that it did: the frames themselves were not read. A walk is kept only
+ * when the main thread was off its CPU, with one count, before and after.
+ */
+static __always_inline __u32 main_frames(struct scratch *sc, bool keep, __u32 *status, bool *kept)
+{
+	struct gp_launch_event *e = &sc->e;
+	struct task_struct *task = bpf_get_current_task_btf(), *main = task->group_leader;
+	struct task_memo *m = keep ? bpf_task_storage_get(&task_memos, task, 0, 0) : NULL;
+	__u64 sw = switches(main);
+	bool off = !main->on_cpu;
+	/* Its entry frames lie on its own C stack: near its user sp. */
+	struct pt_regs *main_regs;
+	__u32 n;
+
+	if (m && m->main_kept && off && m->main_switches == sw) {
+		sc->pyo.hash = m->main_hash;
+		*status = m->main_status;
+		*kept = true;
+		return m->main_n;
+	}
+	main_regs = (struct pt_regs *)bpf_task_pt_regs(main);
+	n = py_walk(&sc->py, e->pid, e->ns_pid, &sc->pyo, main_regs ? main_regs->sp : 0);
+	*status = sc->pyo.status;
+	if (m) {
+		m->main_kept = off && !main->on_cpu && switches(main) == sw;
+		m->main_switches = sw;
+		m->main_hash = sc->pyo.hash;
+		m->main_n = n;
+		m->main_status = (__u8)*status;
+	}
+	return n;
+}
+
 /*
  * The Python frames of the launching thread, when its process runs CPython.
  * A thread running no Python (PyTorch's autograd threads launch the
  * backward pass) works for the main thread, which waits in backward(): its
- * frames are taken instead, and the event says so.
+ * frames are taken instead, and the event says so; with keep, maybe from a
+ * kept walk (sc->py_kept: the hash alone).
  */
-static __always_inline __u32 python_frames(struct scratch *sc)
+static __always_inline __u32 python_frames(struct scratch *sc, bool keep)
 {
 	struct gp_launch_event *e = &sc->e;
 	struct gp_py_config *c = &sc->py;
 	__u32 status = 0, n;
 	__u64 key;
 
+	sc->py_kept = false;
 	if (!sc->python)
 		return 0;
 	if (c->tid_kind == GP_PY_TID_PTHREAD)
@@ -439,12 +493,7 @@ static __always_inline __u32 python_frames(struct scratch *sc)
 	/* No thread state, or one without frames (PyTorch gives its engine threads one). */
 	if (!n && (status == GP_PY_WALK_NO_THREAD || status == GP_PY_WALK_OK) &&
 	    c->tid_kind == GP_PY_TID_NATIVE && e->ns_tid != e->ns_pid) {
-		/* Its entry frames lie on its own C stack: near its user sp. */
-		struct pt_regs *main_regs =
-			(struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()->group_leader);
-
-		n = py_walk(c, e->pid, e->ns_pid, &sc->pyo, main_regs ? main_regs->sp : 0);
-		status = sc->pyo.status;
+		n = main_frames(sc, keep, &status, &sc->py_kept);
 		e->flags |= GP_EV_F_PY_MAIN;
 	}
 	e->flags |= GP_EV_F_PY | (__u16)((status & 7) << GP_EV_PY_STATUS_SHIFT);
@@ -591,10 +640,16 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 	e->nr_frames = 0;
 	e->cache_id = 0;
 	e->maps_gen = sc->maps_gen;
-	e->nr_py = python_frames(sc);
+	e->nr_py = python_frames(sc, true);
 	e->py_hash = sc->pyo.hash;
 	if (try_cache(sc))
 		return 0;
+	/* Sent whole: the frames a kept walk stood for are read now. */
+	if (sc->py_kept) {
+		e->flags &= ~GP_EV_KEY_FLAGS;
+		e->nr_py = python_frames(sc, false);
+		e->py_hash = sc->pyo.hash;
+	}
 	if (stack_copy) {
 		copy = copy_size(sc->copy, GP_STACK_COPY_BASE(e->sp), &e->flags);
 	} else {

@@ -50,34 +50,50 @@ static int find_counters(void)
 			best = id;
 		close(fd);
 	}
+	if (errno != ENOENT)
+		return -errno; /* not root: EPERM */
 	return best ? bpf_map_get_fd_by_id(best) : -ENOENT;
+}
+
+/* Prints the counters summed over CPUs; 0 or -errno. */
+static int print_counters(int fd)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *v = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*v)) : NULL;
+	int err = 0;
+
+	if (!v)
+		return ncpu > 0 ? -ENOMEM : ncpu;
+	for (__u32 i = 0; i < GP_BPF_COUNTER_MAX && !err; i++) {
+		__u64 sum = 0;
+
+		if (bpf_map_lookup_elem(fd, &i, v)) {
+			err = -errno;
+			break;
+		}
+		for (int c = 0; c < ncpu; c++)
+			sum += v[c];
+		printf("%s%s=%llu", i ? " " : "", names[i] ? names[i] : "?", (unsigned long long)sum);
+	}
+	printf("\n");
+	free(v);
+	return err;
 }
 
 int main(void)
 {
-	int ncpu = libbpf_num_possible_cpus(), fd = find_counters();
-	__u64 *v;
+	int fd = find_counters(), err;
 
 	if (fd < 0) {
 		fprintf(stderr, "gpuprobe-bpf-counters: no launch program's counters map: %s\n",
 			strerror(-fd));
 		return 1;
 	}
-	if (ncpu <= 0 || !(v = calloc((size_t)ncpu, sizeof(*v))))
-		return 1;
-	for (__u32 i = 0; i < GP_BPF_COUNTER_MAX; i++) {
-		__u64 sum = 0;
-
-		if (bpf_map_lookup_elem(fd, &i, v)) {
-			fprintf(stderr, "gpuprobe-bpf-counters: %s: %s\n", names[i], strerror(errno));
-			return 1;
-		}
-		for (int c = 0; c < ncpu; c++)
-			sum += v[c];
-		printf("%s%s=%llu", i ? " " : "", names[i], (unsigned long long)sum);
-	}
-	printf("\n");
-	free(v);
+	err = print_counters(fd);
 	close(fd);
+	if (err) {
+		fprintf(stderr, "gpuprobe-bpf-counters: reading the counters: %s\n", strerror(-err));
+		return 1;
+	}
 	return 0;
 }

@@ -29,15 +29,18 @@ for r in $(seq 1 "$rounds"); do
 	i=0
 	for ldr in "$@"; do
 		i=$((i + 1))
-		"$ldr" --all-cgroups --libcuda build/stub/libcuda.so.1 -v -o "$work/p.pb.gz" 2>"$work/err" & L=$!
+		"$ldr" --all-cgroups --libcuda build/stub/libcuda.so.1 -v -o "$work/p.pb.gz" 2>"$work/err" 9>&- &
+		L=$!
 		for _ in $(seq 1 200); do grep -q "^counters:" "$work/err" && break; sleep 0.05; done
-		LD_LIBRARY_PATH=build/stub "$PY" tools/stub_load.py modules "$N" "$DEPTH" >/dev/null
-		read -r c t < <(stats)
+		LD_LIBRARY_PATH=build/stub "$PY" tools/stub_load.py modules "$N" "$DEPTH" >/dev/null 9>&- ||
+			echo "$0: stub_load.py failed under $ldr" >&2
+		read -r c t < <(stats) || { c=0; t=0; }
 		kill -INT $L; wait $L || true; L=
-		grep -o "cache_\(hits\|misses\|audits\|hit_pct\)=[0-9.]*" "$work/err" | tail -4 | tr "\n" " " >"$work/cache"
-		echo "round $r build $i ($ldr): runs=$c ns_per_run=$((c ? t / c : 0)) $(cat "$work/cache")"
+		grep -o "cache_\(hits\|misses\|audits\|hit_pct\)=[0-9.]*" "$work/err" | tail -4 | tr "\n" " " >"$work/cache" || true
+		echo "round $r build $i ($ldr): runs=$c ns_per_run=$((c ? t / c : 0)) $(cat "$work/cache")" |
+			tee -a "$work/rounds"
 	done
-done | tee "$work/rounds"
+done
 for i in $(seq 1 $#); do
 	awk -v b="build $i " 'index($0, b) { sub(/.*ns_per_run=/, ""); sub(/ .*/, ""); print }' "$work/rounds" |
 		sort -n | awk -v i="$i" '{a[NR] = $1} END {printf "build %d: median %d ns per run (%d..%d, %d rounds)\n", i, a[int((NR + 1) / 2)], a[1], a[NR], NR}'

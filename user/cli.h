@@ -32,7 +32,7 @@ struct gp_opts {
 	unsigned stack_kib;     /* --stack-copy: KiB of stack copied per launch for CFI, 0: auto */
 	unsigned stack_cache;   /* --stack-cache: keys the stack cache holds, 0: no cache */
 	unsigned stack_audit;   /* --stack-audit: about 1 hit in N sent whole, 0: none */
-	unsigned stack_young;   /* --stack-young: a new key's first N hits sent whole */
+	unsigned stack_young;   /* --stack-young: audits a new key needs before bare hits */
 	bool help;
 	bool version;         /* -V: print the version and exit */
 };

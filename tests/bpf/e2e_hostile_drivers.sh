@@ -18,8 +18,7 @@ REAL="$WORK/real"
 mkdir -p "$REAL" && cp "$B"/stub/* "$REAL"/
 # Runs spin on that driver, waiting for SIGUSR1 before it launches.
 start_spin() { # LOG
-	CUDA_INJECTION64_PATH="$SHIM" LD_LIBRARY_PATH="$REAL" "$PROGS/spin" -S -s 1 -i 1000 >"$1" &
-	PIDS+=($!)
+	STUB_DIR=$REAL start_stub "$PROGS/spin" -S -s 1 -i 1000 >"$1"
 	SPIN=${PIDS[-1]}
 	wait_line "$1" "ready" 10 || fail "spin did not start"
 }

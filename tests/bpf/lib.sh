@@ -32,8 +32,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 ok() { echo "ok: $*"; }
 # Runs a program on the stub vendor with the shim injected, in the background.
+# STUB_DIR=DIR runs it on another copy of the stub vendor.
 start_stub() {
-	CUDA_INJECTION64_PATH="$SHIM" LD_LIBRARY_PATH="$B/stub" "$@" &
+	CUDA_INJECTION64_PATH="$SHIM" LD_LIBRARY_PATH="${STUB_DIR:-$B/stub}" "$@" &
 	PIDS+=($!)
 }
 # Bounds on waits are generous: they only end a run that is truly stuck. A

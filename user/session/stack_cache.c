@@ -2,8 +2,10 @@
 /*
  * The loader's stack cache (stack_cache.h). Entries live in one array of
  * slots: the map's keys (live, unusable or split) on an LRU list, entries
- * taken out of the map on a FIFO until two drains have passed, the rest on a
- * free list. There are more slots than the map has room for, so that entries
+ * taken out of the map on a FIFO until two drains have passed, those freed
+ * since on a free list, and those never used after `fresh` (handed out in
+ * order: their pages stay untouched until then). There are more slots than
+ * the map has room for, so that entries
  * waiting out their drains never keep a new key from being installed.
  *
  * A new key is young: the launch program sends every hit of it whole (an
@@ -213,8 +215,11 @@ static __u32 take_free(struct stack_cache *sc)
 {
 	__u32 i = sc->free_head;
 
-	if (!i && sc->fresh <= sc->nslots)
-		return sc->fresh++; /* zero, as calloc left it: its first generation is 1 */
+	if (!i && sc->fresh <= sc->nslots) {
+		i = sc->fresh++;
+		sc->e[i].gen = 1; /* the rest zero, as calloc left it */
+		return i;
+	}
 	if (i) {
 		struct entry *x = &sc->e[i];
 		__u32 gen = x->gen >= GEN_MAX ? 1 : x->gen + 1;

@@ -4,8 +4,8 @@
  * key stands for which stack. The BPF side asks the map; this side owns what
  * is in it:
  *  - installs a key once a launch that missed has been unwound whole; a
- *    new key is young: its hits come whole (audits) until two found its
- *    stack;
+ *    new key is young: its hits come whole (audits) until --stack-young
+ *    of them (2 by default) found its stack;
  *  - checks: an audit (a hit sent whole, at random) or a second miss of a
  *    key whose stack differs from the installed one, the first time: the key
  *    is split on the first return address where the two stacks differ (the

@@ -17,5 +17,7 @@ int nofp_level2(CUfunction f, int n, int depth_pad);
 int nofp_level3(CUfunction f, int depth_pad);
 /* n launches through the chain from a new thread; the caller waits. */
 int nofp_spawn(CUcontext ctx, CUfunction f, int n);
+/* n launches through the chain from one thread that serves every call; the caller waits. */
+int nofp_worker_run(CUcontext ctx, CUfunction f, int n);
 
 #endif

@@ -45,3 +45,59 @@ int nofp_spawn(CUcontext ctx, CUfunction f, int n)
 	pthread_join(th, NULL);
 	return a.rc;
 }
+
+/* The one thread behind nofp_worker_run: a job is n launches of f; 0: none. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	CUfunction f;
+	int todo, rc;
+	int started;
+} worker = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0 };
+
+static void *worker_main(void *ctx)
+{
+	int set = cuCtxSetCurrent(ctx) ? -1 : 0;
+
+	pthread_mutex_lock(&worker.mu);
+	for (;;) {
+		while (!worker.todo)
+			pthread_cond_wait(&worker.cv, &worker.mu);
+		pthread_mutex_unlock(&worker.mu);
+		int rc = set ? set : nofp_level1(worker.f, worker.todo, 3);
+		pthread_mutex_lock(&worker.mu);
+		worker.rc = rc;
+		worker.todo = 0;
+		pthread_cond_broadcast(&worker.cv);
+	}
+	return NULL;
+}
+
+/*
+ * n launches from a thread of our own that lives on between calls, the
+ * caller waiting: PyTorch's autograd device threads, which launch every
+ * backward() of a run while the Python caller waits in it.
+ */
+int nofp_worker_run(CUcontext ctx, CUfunction f, int n)
+{
+	pthread_t th;
+	int rc;
+
+	pthread_mutex_lock(&worker.mu);
+	if (!worker.started) {
+		if (pthread_create(&th, NULL, worker_main, ctx)) {
+			pthread_mutex_unlock(&worker.mu);
+			return -1;
+		}
+		pthread_detach(th);
+		worker.started = 1;
+	}
+	worker.f = f;
+	worker.todo = n;
+	pthread_cond_broadcast(&worker.cv);
+	while (worker.todo)
+		pthread_cond_wait(&worker.cv, &worker.mu);
+	rc = worker.rc;
+	pthread_mutex_unlock(&worker.mu);
+	return rc;
+}

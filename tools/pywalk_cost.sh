@@ -7,8 +7,11 @@
 # statistics on (kernel.bpf_stats_enabled, restored after). Prints each
 # build's ns per run of cu_call per round and its median; the cache's hits
 # dominate (the stacks repeat), as on a training step after its first.
+# LOAD=worker runs tests/bpf/pyworker.py instead (N launches at a time from
+# one native thread for the main thread, which waits at two sites in turn, 3
+# rounds): launches for a waiting main thread, as PyTorch's backward pass.
 # Root, repo root, after make. Usage:
-#   [PY=python3.12] [N=20000] [DEPTH=6] tools/pywalk_cost.sh ROUNDS LOADER...
+#   [PY=python3.12] [N=20000] [DEPTH=6] [LOAD=modules|worker] tools/pywalk_cost.sh ROUNDS LOADER...
 set -euo pipefail
 rounds=${1:?ROUNDS}; shift
 [ $# -gt 0 ] || { echo "usage: $0 ROUNDS LOADER..." >&2; exit 2; }
@@ -32,8 +35,13 @@ for r in $(seq 1 "$rounds"); do
 		"$ldr" --all-cgroups --libcuda build/stub/libcuda.so.1 -v -o "$work/p.pb.gz" 2>"$work/err" 9>&- &
 		L=$!
 		for _ in $(seq 1 200); do grep -q "^counters:" "$work/err" && break; sleep 0.05; done
-		LD_LIBRARY_PATH=build/stub "$PY" tools/stub_load.py modules "$N" "$DEPTH" >/dev/null 9>&- ||
-			echo "$0: stub_load.py failed under $ldr" >&2
+		if [ "${LOAD:-modules}" = worker ]; then
+			touch "$work/go"
+			PYPROG_NATIVE_LIB=build/tests/progs/libgp_nofp_a.so LD_LIBRARY_PATH=build/stub \
+				"$PY" tests/bpf/pyworker.py "$N" 3 "$work/go" >/dev/null 9>&-
+		else
+			LD_LIBRARY_PATH=build/stub "$PY" tools/stub_load.py modules "$N" "$DEPTH" >/dev/null 9>&-
+		fi || echo "$0: the ${LOAD:-modules} load failed under $ldr" >&2
 		read -r c t < <(stats) || { c=0; t=0; }
 		kill -INT $L; wait $L || true; L=
 		grep -o "cache_\(hits\|misses\|audits\|hit_pct\)=[0-9.]*" "$work/err" | tail -4 | tr "\n" " " >"$work/cache" || true

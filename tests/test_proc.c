@@ -580,82 +580,6 @@ static void test_cgroup_path_of_self_is_the_v2_line(void **state)
 	assert_string_equal(path, line);
 }
 
-/* The cgroup2 directory of a path as proc__cgroup_path writes it. */
-static int cgroup_dir(const char *mnt, const char *path, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s%s", mnt, strcmp(path, "/") ? path : "");
-
-	return n > 0 && (size_t)n < len ? 0 : -1;
-}
-
-static void test_cgroup_id_of_own_cgroup_resolves_to_its_path(void **state)
-{
-	char mnt[PATH_MAX], path[PATH_MAX], dir[PATH_MAX * 2], got[PATH_MAX];
-	struct stat st;
-
-	if (proc__cgroup2_mount(mnt, sizeof(mnt)) != 0)
-		SKIP_BECAUSE("no cgroup2 mount");
-	assert_int_equal(proc__cgroup_path(getpid(), path, sizeof(path)), 0);
-	assert_int_equal(cgroup_dir(mnt, path, dir, sizeof(dir)), 0);
-	if (stat(dir, &st) != 0)
-		SKIP_BECAUSE("own cgroup is not under the cgroup2 mount (other cgroup namespace?)");
-	proc__cgroup_cache_reset();
-	assert_int_equal(proc__cgroup_id_path((__u64)st.st_ino, got, sizeof(got)), 0);
-	assert_string_equal(got, path);
-}
-
-static void test_cgroup_id_of_a_new_child_cgroup_resolves_is_cached_and_expires(void **state)
-{
-	char mnt[PATH_MAX], top[PATH_MAX * 2], inner[PATH_MAX * 2], want[64], got[PATH_MAX];
-	unsigned long hits = 0, misses = 0;
-	struct stat st;
-	__u64 id;
-
-	if (proc__cgroup2_mount(mnt, sizeof(mnt)) != 0)
-		SKIP_BECAUSE("no cgroup2 mount");
-	snprintf(top, sizeof(top), "%s/gp-proc-test-%d", mnt, (int)getpid());
-	snprintf(inner, sizeof(inner), "%s/inner dir", top);
-	if (mkdir(top, 0755) != 0)
-		SKIP_BECAUSE("cannot create a cgroup (not root, or not delegated)");
-	if (mkdir(inner, 0755) != 0) {
-		rmdir(top);
-		SKIP_BECAUSE("cannot create a nested cgroup");
-	}
-	assert_int_equal(stat(inner, &st), 0);
-	id = (__u64)st.st_ino;
-	snprintf(want, sizeof(want), "/gp-proc-test-%d/inner dir", (int)getpid());
-
-	proc__cgroup_cache_reset();
-	assert_int_equal(proc__cgroup_id_path(id, got, sizeof(got)), 0);
-	assert_string_equal(got, want);
-	assert_int_equal(proc__cgroup_id_path(id, got, sizeof(got)), 0);
-	assert_string_equal(got, want);
-	proc__cgroup_cache_stats(&hits, &misses);
-	assert_int_equal(hits, 1);
-	assert_int_equal(misses, 1);
-	/* Too small a buffer: refused, untouched. */
-	memcpy(got, "keep", 5);
-	assert_int_equal(proc__cgroup_id_path(id, got, 4), -ENAMETOOLONG);
-	assert_string_equal(got, "keep");
-
-	/* Removed: the cached path must not be returned any more. */
-	assert_int_equal(rmdir(inner), 0);
-	assert_int_equal(rmdir(top), 0);
-	assert_int_equal(proc__cgroup_id_path(id, got, sizeof(got)), -ENOENT);
-	assert_string_equal(got, "keep");
-}
-
-static void test_unknown_cgroup_id_is_not_found(void **state)
-{
-	char mnt[PATH_MAX], got[PATH_MAX];
-
-	if (proc__cgroup2_mount(mnt, sizeof(mnt)) != 0)
-		SKIP_BECAUSE("no cgroup2 mount");
-	proc__cgroup_cache_reset();
-	assert_int_equal(proc__cgroup_id_path(0xfffffffffff0ULL, got, sizeof(got)), -ENOENT);
-	assert_int_equal(proc__cgroup_id_path(0, got, sizeof(got)), -EINVAL);
-}
-
 /* ------------------------------------------------------------ root_open */
 
 typedef int (*root_open_fn)(int rootfd, const char *path, int flags);
@@ -1015,9 +939,6 @@ int main(void)
 		cmocka_unit_test(test_ns_tids_on_self_map_each_thread_to_itself),
 		cmocka_unit_test(test_child_in_a_new_pid_namespace_is_pid_one_there),
 		cmocka_unit_test(test_cgroup_path_of_self_is_the_v2_line),
-		cmocka_unit_test(test_cgroup_id_of_own_cgroup_resolves_to_its_path),
-		cmocka_unit_test(test_cgroup_id_of_a_new_child_cgroup_resolves_is_cached_and_expires),
-		cmocka_unit_test(test_unknown_cgroup_id_is_not_found),
 		cmocka_unit_test_setup_teardown(test_root_openat_stays_inside_a_fake_root,
 						fake_root_setup, fake_root_teardown),
 		cmocka_unit_test_setup_teardown(test_fallback_walker_stays_inside_a_fake_root,

@@ -111,16 +111,6 @@ void proc_tid_map__free(struct proc_tid_map *map);
  * "/system.slice/foo.service"; -ENOENT when the process has none. */
 int proc__cgroup_path(pid_t pid, char *buf, size_t len);
 
-/* The path, in the same form as proc__cgroup_path, of the cgroup whose id
- * (bpf_get_current_cgroup_id(): the inode number of its cgroup2 directory)
- * is cgroup_id. Walks the cgroup2 mount (bounded depth and count: -E2BIG
- * when the bound is hit first) and caches what it finds. -ENOENT: no such
- * cgroup (or no cgroup2 mount: -ENODEV). Thread-safe. */
-int proc__cgroup_id_path(__u64 cgroup_id, char *buf, size_t len);
-
-/* Forgets cached cgroup ids and the cgroup2 mount point. */
-void proc__cgroup_cache_reset(void);
-
 /* Opens path (absolute or relative: both start at the target's root) inside
  * the root of pid without ever leaving it: "..", absolute symlinks and
  * magic links all stay inside. flags as open(2), O_CLOEXEC is added;

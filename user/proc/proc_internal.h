@@ -50,10 +50,4 @@ int proc__root_openat(int rootfd, const char *path, int flags);
  * ".." at the root, and never uses ".." on disk. */
 int proc__root_walk(int rootfd, const char *path, int flags);
 
-/* The cgroup2 mount point from /proc/self/mounts (unescaped). */
-int proc__cgroup2_mount(char *buf, size_t len);
-
-/* Hits and misses of the cgroup id cache since the last reset (tests). */
-void proc__cgroup_cache_stats(unsigned long *ret_hits, unsigned long *ret_misses);
-
 #endif /* GP_PROC_INTERNAL_H */

@@ -217,22 +217,13 @@ static int pm_reader__end(struct perfmap *m, struct pm_reader *r)
 	return r->len ? perfmap__line(m, r->line, r->len) : 0;
 }
 
-int perfmap__parse(const char *text, size_t len, struct perfmap **ret_map)
+/*
+ * Ends a load fed so far with err: the reader's last line, then the map
+ * sorted into *ret_map; on an error the map goes. Frees r either way.
+ */
+static int perfmap__close(struct perfmap *m, struct pm_reader *r, int err,
+			  struct perfmap **ret_map)
 {
-	struct pm_reader *r;
-	struct perfmap *m;
-	int err;
-
-	if ((!text && len) || !ret_map)
-		return -EINVAL;
-	m = calloc(1, sizeof(*m));
-	r = calloc(1, sizeof(*r));
-	if (!m || !r) {
-		free(r);
-		free(m);
-		return -ENOMEM;
-	}
-	err = pm_reader__feed(m, r, text, len);
 	if (!err)
 		err = pm_reader__end(m, r);
 	free(r);
@@ -243,6 +234,23 @@ int perfmap__parse(const char *text, size_t len, struct perfmap **ret_map)
 	perfmap__finish(m);
 	*ret_map = m;
 	return 0;
+}
+
+int perfmap__parse(const char *text, size_t len, struct perfmap **ret_map)
+{
+	struct pm_reader *r;
+	struct perfmap *m;
+
+	if ((!text && len) || !ret_map)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	r = calloc(1, sizeof(*r));
+	if (!m || !r) {
+		free(r);
+		free(m);
+		return -ENOMEM;
+	}
+	return perfmap__close(m, r, pm_reader__feed(m, r, text, len), ret_map);
 }
 
 int perfmap__load_fd(int fd, struct perfmap **ret_map)
@@ -276,18 +284,13 @@ int perfmap__load_fd(int fd, struct perfmap **ret_map)
 		total += (uint64_t)n;
 		err = pm_reader__feed(m, r, buf, (size_t)n);
 	}
-	if (!err)
-		err = pm_reader__end(m, r);
+	free(buf);
+	return perfmap__close(m, r, err, ret_map);
 out:
 	free(buf);
 	free(r);
-	if (err) {
-		perfmap__destroy(m);
-		return err;
-	}
-	perfmap__finish(m);
-	*ret_map = m;
-	return 0;
+	perfmap__destroy(m);
+	return err;
 }
 
 void perfmap__destroy(struct perfmap *m)

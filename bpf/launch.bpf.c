@@ -427,6 +427,21 @@ static __always_inline __u64 switches(struct task_struct *t)
 }
 
 /*
+ * Whether t is off its CPU, read before its switch count: a switch counts
+ * before it clears on_cpu, so a task seen off its CPU has counted every run
+ * it had. (Read the other way round, a run that ended between the two reads
+ * would show its old count and off its CPU.)
+ */
+static __always_inline bool off_cpu(struct task_struct *t, __u64 *ret_switches)
+{
+	bool off = !*(volatile int *)&t->on_cpu;
+
+	barrier();
+	*ret_switches = switches(t);
+	return off;
+}
+
+/*
  * The main thread's frames, for a thread running no Python. A main thread
  * that has not run since its frames were last walked has the same frames
  * (only a thread writes its own): the walk's hash is kept in the launching
@@ -434,15 +449,17 @@ static __always_inline __u64 switches(struct task_struct *t)
  * thread stays off its CPU with that count (waiting in backward() while
  * the autograd thread launches) the kept hash stands for a walk. *kept says
  * that it did: the frames themselves were not read. A walk is kept only
- * when the main thread was off its CPU, with one count, before and after.
+ * when it found frames (a status that other threads' state decided, no
+ * thread state found, is not the main thread's alone) and the main thread
+ * was off its CPU, with one count, before and after.
  */
 static __always_inline __u32 main_frames(struct scratch *sc, bool keep, __u32 *status, bool *kept)
 {
 	struct gp_launch_event *e = &sc->e;
 	struct task_struct *task = bpf_get_current_task_btf(), *main = task->group_leader;
 	struct task_memo *m = keep ? bpf_task_storage_get(&task_memos, task, 0, 0) : NULL;
-	__u64 sw = switches(main);
-	bool off = !main->on_cpu;
+	__u64 sw, sw_after;
+	bool off = off_cpu(main, &sw);
 	/* Its entry frames lie on its own C stack: near its user sp. */
 	struct pt_regs *main_regs;
 	__u32 n;
@@ -451,13 +468,15 @@ static __always_inline __u32 main_frames(struct scratch *sc, bool keep, __u32 *s
 		sc->pyo.hash = m->main_hash;
 		*status = m->main_status;
 		*kept = true;
+		count(GP_BPF_PY_KEPT);
 		return m->main_n;
 	}
 	main_regs = (struct pt_regs *)bpf_task_pt_regs(main);
 	n = py_walk(&sc->py, e->pid, e->ns_pid, &sc->pyo, main_regs ? main_regs->sp : 0);
 	*status = sc->pyo.status;
 	if (m) {
-		m->main_kept = off && !main->on_cpu && switches(main) == sw;
+		m->main_kept = off && off_cpu(main, &sw_after) && sw_after == sw && n &&
+			       (*status == GP_PY_WALK_OK || *status == GP_PY_WALK_TRUNCATED);
 		m->main_switches = sw;
 		m->main_hash = sc->pyo.hash;
 		m->main_n = n;
@@ -644,11 +663,21 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 	e->py_hash = sc->pyo.hash;
 	if (try_cache(sc))
 		return 0;
-	/* Sent whole: the frames a kept walk stood for are read now. */
+	/*
+	 * Sent whole: the frames a kept walk stood for are read now. Found
+	 * otherwise (the main thread ran since the lookup), the launch is not
+	 * the looked-up entry's to check, nor its key the one to install.
+	 */
 	if (sc->py_kept) {
+		__u64 kept_hash = e->py_hash;
+
 		e->flags &= ~GP_EV_KEY_FLAGS;
 		e->nr_py = python_frames(sc, false);
 		e->py_hash = sc->pyo.hash;
+		if (e->py_hash != kept_hash) {
+			e->flags &= ~(GP_EV_F_AUDIT | GP_EV_F_KEYED);
+			e->cache_id = 0;
+		}
 	}
 	if (stack_copy) {
 		copy = copy_size(sc->copy, GP_STACK_COPY_BASE(e->sp), &e->flags);

@@ -212,6 +212,7 @@ enum gp_bpf_counter {
 	GP_BPF_CACHE_AUDITS,     /* hits sent whole, for the loader to compare */
 	GP_BPF_CACHE_UNUSABLE,   /* launches of a key marked unusable: sent whole */
 	GP_BPF_MAPS_CHANGED,     /* a followed process's mappings changed (maps_gens bumped) */
+	GP_BPF_PY_KEPT,          /* launches for the main thread that took its kept walk */
 	GP_BPF_COUNTER_MAX,
 };
 

@@ -38,7 +38,7 @@ for r in $(seq 1 "$rounds"); do
 		if [ "${LOAD:-modules}" = worker ]; then
 			touch "$work/go"
 			PYPROG_NATIVE_LIB=build/tests/progs/libgp_nofp_a.so LD_LIBRARY_PATH=build/stub \
-				"$PY" tests/bpf/pyworker.py "$N" 3 "$work/go" >/dev/null 9>&-
+				"$PY" tests/bpf/pyworker.py "$N" 3 "$work/go" "$work/go" >/dev/null 9>&-
 		else
 			LD_LIBRARY_PATH=build/stub "$PY" tools/stub_load.py modules "$N" "$DEPTH" >/dev/null 9>&-
 		fi || echo "$0: the ${LOAD:-modules} load failed under $ldr" >&2

@@ -39,7 +39,10 @@ export PYPROG_NATIVE_LIB="$PROGS/libgp_nofp_a.so"
 N=300 R=4
 # (--stack-young 0: keys answer from their first hit, not after audits the
 # loader may confirm only once the burst is over.)
-start_loader "$WORK/w.pb.gz" --stack-young 0 -- "$PY" "$ROOT/tests/bpf/pyworker.py" $N $R "$WORK/wgo"
+start_loader "$WORK/w.pb.gz" --stack-young 0 -- "$PY" "$ROOT/tests/bpf/pyworker.py" $N $R \
+	"$WORK/wready" "$WORK/wgo"
+wait_line "$E" "CPython 3" 30 || fail "the loader did not find CPython: $(grep -v '^libbpf\|^counters\|^loader' "$E")"
+touch "$WORK/wready"
 go_after_installs 2 "$WORK/wgo"
 finish_loader
 grep -q "pyworker: launches=$((2 * N * (R + 1)))" "$E.out" || fail "pyworker: $(cat "$E.out")"
@@ -49,4 +52,7 @@ $SC "$WORK/w.pb.gz" split py_back at_a=$((N * (R + 1))) at_b=$((N * (R + 1))) >"
 	fail "a kept walk was wrong: $(grep '^counters' "$E" | tail -1)"
 [ "$(field cache_hits "$E")" -ge $((N * R)) ] ||
 	fail "the backward launches did not hit the cache: $(grep '^loader' "$E" | tail -1)"
+# Most of them took the kept walk (each pass's first walks the main thread).
+[ "$(field py_kept "$E")" -ge $((N * R)) ] ||
+	fail "the main thread's walk was not kept: $(grep '^loader' "$E" | tail -1)"
 ok "a native thread's launches for a main thread waiting at two sites in turn: $(cat "$WORK/wcheck")"

@@ -6,10 +6,11 @@ caller waits, from two call sites in turn, ROUNDS times each:
                 main -> at_b -> backward -> (the worker thread)   (N launches)
 
 Every launch belongs under the site the main thread waits at: the worker's
-own stack is the same for both. Waits for the file GO after a first pass at
-each site (ROUNDS passes follow), and prints its launch count.
+own stack is the same for both. Waits for the file READY before it launches
+(the loader has found the interpreter), for GO after a first pass at each
+site (ROUNDS passes follow), and prints its launch count.
 
-    pyworker.py N ROUNDS GO
+    pyworker.py N ROUNDS READY GO
 """
 import ctypes
 import os
@@ -38,9 +39,10 @@ def at_b(ctx, back, n):
 
 
 def main():
-    n, rounds, go = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    n, rounds, ready, go = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     check(cu.cuInit(0))
-    time.sleep(0.3)  # the loader finds the interpreter on its next tick
+    while not os.path.exists(ready):
+        time.sleep(0.01)
     dev, ctx, mod, back = ctypes.c_int(), vp(), vp(), vp()
     check(cu.cuDeviceGet(ctypes.byref(dev), 0))
     check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))

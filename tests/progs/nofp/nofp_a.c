@@ -61,10 +61,15 @@ static void *worker_main(void *ctx)
 
 	pthread_mutex_lock(&worker.mu);
 	for (;;) {
+		CUfunction f;
+		int n, rc;
+
 		while (!worker.todo)
 			pthread_cond_wait(&worker.cv, &worker.mu);
+		f = worker.f;
+		n = worker.todo;
 		pthread_mutex_unlock(&worker.mu);
-		int rc = set ? set : nofp_level1(worker.f, worker.todo, 3);
+		rc = set ? set : nofp_level1(f, n, 3);
 		pthread_mutex_lock(&worker.mu);
 		worker.rc = rc;
 		worker.todo = 0;
@@ -92,6 +97,8 @@ int nofp_worker_run(CUcontext ctx, CUfunction f, int n)
 		pthread_detach(th);
 		worker.started = 1;
 	}
+	while (worker.todo) /* another caller's job first */
+		pthread_cond_wait(&worker.cv, &worker.mu);
 	worker.f = f;
 	worker.todo = n;
 	pthread_cond_broadcast(&worker.cv);

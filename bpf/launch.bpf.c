@@ -675,6 +675,7 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 		e->nr_py = python_frames(sc, false);
 		e->py_hash = sc->pyo.hash;
 		if (e->py_hash != kept_hash) {
+			count(GP_BPF_PY_KEPT_STALE);
 			e->flags &= ~(GP_EV_F_AUDIT | GP_EV_F_KEYED);
 			e->cache_id = 0;
 		}

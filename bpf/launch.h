@@ -213,6 +213,7 @@ enum gp_bpf_counter {
 	GP_BPF_CACHE_UNUSABLE,   /* launches of a key marked unusable: sent whole */
 	GP_BPF_MAPS_CHANGED,     /* a followed process's mappings changed (maps_gens bumped) */
 	GP_BPF_PY_KEPT,          /* launches for the main thread that took its kept walk */
+	GP_BPF_PY_KEPT_STALE,    /* of those sent whole, frames read then that differed from it */
 	GP_BPF_COUNTER_MAX,
 };
 

@@ -30,6 +30,7 @@ static const char *const names[GP_BPF_COUNTER_MAX] = {
 	[GP_BPF_CACHE_UNUSABLE] = "cache_unusable",
 	[GP_BPF_MAPS_CHANGED] = "maps_changed",
 	[GP_BPF_PY_KEPT] = "py_kept",
+	[GP_BPF_PY_KEPT_STALE] = "py_kept_stale",
 };
 
 /* The newest map that looks like the launch program's counters; -errno. */

@@ -28,7 +28,7 @@ static void cache_fields(const struct cache_costs *c, FILE *f)
 		"cache_audits_short=%llu "
 		"cache_unreadable=%llu cache_evicted=%llu cache_forgotten=%llu "
 		"cache_full=%llu cache_map_errors=%llu maps_changed=%llu py_checks=%llu py_replaced=%llu "
-		"py_kept=%llu",
+		"py_kept=%llu py_kept_stale=%llu",
 		asked ? 100.0 * (c->hits + c->audits) / asked : 0.0, (unsigned long long)c->hits,
 		(unsigned long long)c->misses, (unsigned long long)c->audits,
 		(unsigned long long)c->unusable_launches, c->keys, c->capacity,
@@ -39,7 +39,7 @@ static void cache_fields(const struct cache_costs *c, FILE *f)
 		(unsigned long long)c->forgotten, (unsigned long long)c->full,
 		(unsigned long long)c->map_errors, (unsigned long long)c->maps_changed,
 		(unsigned long long)c->py_checks, (unsigned long long)c->py_replaced,
-		(unsigned long long)c->py_kept);
+		(unsigned long long)c->py_kept, (unsigned long long)c->py_kept_stale);
 }
 
 /*

@@ -206,7 +206,7 @@ static void cache_costs(struct session *s, struct cache_costs *c)
 		.audits_short = cs.audits_short, .unreadable = cs.unreadable, .evicted = cs.evicted,
 		.forgotten = cs.forgotten, .full = cs.full, .map_errors = cs.map_errors,
 		.maps_changed = s->maps_changed, .py_checks = s->py_checks, .py_replaced = s->py_replaced,
-		.py_kept = bpf[GP_BPF_PY_KEPT],
+		.py_kept = bpf[GP_BPF_PY_KEPT], .py_kept_stale = bpf[GP_BPF_PY_KEPT_STALE],
 	};
 }
 

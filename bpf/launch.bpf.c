@@ -659,7 +659,8 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 	e->nr_frames = 0;
 	e->cache_id = 0;
 	e->maps_gen = sc->maps_gen;
-	e->nr_py = python_frames(sc, true);
+	/* A kept walk serves only the cache's lookup: without the cache, frames are always read. */
+	e->nr_py = python_frames(sc, stack_cache_on);
 	e->py_hash = sc->pyo.hash;
 	if (try_cache(sc))
 		return 0;

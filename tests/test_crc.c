@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "user/cubin/crc.h"
+#include "tests/crc32c_ref.h"
 
 static char cupti[4096];
 
@@ -30,19 +31,6 @@ static int setup(void **state)
 	snprintf(cupti, sizeof(cupti), "%s/stub/libcupti.so", b ? b : "build");
 	signal(SIGPIPE, SIG_IGN); /* as the loader */
 	return 0;
-}
-
-static __u32 crc32c(const void *buf, size_t n)
-{
-	const unsigned char *p = buf;
-	__u32 c = 0xFFFFFFFFu;
-
-	while (n--) {
-		c ^= *p++;
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
-	}
-	return c ^ 0xFFFFFFFFu;
 }
 
 static void test_a_cubin_that_kills_the_helper_is_lost_alone(void **state)
@@ -63,7 +51,7 @@ static void test_a_cubin_that_kills_the_helper_is_lost_alone(void **state)
 		assert_int_equal(crc_engine__fn(e, good, sizeof(good), &crc), 0);
 		/* CUPTI's CRC from a new helper, not the fallback's */
 		assert_int_equal(crc & GP_CRC_FALLBACK_BIT, 0);
-		assert_int_equal(crc, crc32c(good, sizeof(good)));
+		assert_int_equal(crc, crc32c_ref(good, sizeof(good)));
 		lost_alone++;
 	}
 	assert_int_equal(crc_engine__helper_lost(e), 3);

@@ -14,6 +14,7 @@
 #include "user/cubin/cubin_syms.h"
 #include "user/symbolize/demangle.h"
 #include "user/util/blobtab.h"
+#include "user/util/grow.h"
 #include "user/util/u64map.h"
 
 int profile__new(struct profile **ret_p)
@@ -70,31 +71,13 @@ const char *profile__str(const struct profile *p, __u32 id)
 	return id ? blobtab__get(p->str, id, NULL) : NULL;
 }
 
-void *profile__grow(void *arr, size_t *cap, size_t need, size_t item)
-{
-	size_t ncap;
-	void *n;
-
-	if (need <= *cap)
-		return arr;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	n = realloc(arr, ncap * item);
-	if (!n)
-		return NULL;
-	memset((char *)n + *cap * item, 0, (ncap - *cap) * item);
-	*cap = ncap;
-	return n;
-}
-
 int profile__proc(struct profile *p, __u32 pid, struct proc_info **ret_pi)
 {
 	__u64 idx;
 
 	if (!u64map__get(&p->procs, pid, &idx)) {
-		struct proc_info *n = profile__grow(p->proc_infos, &p->cap_procs, p->nr_procs + 1,
-						    sizeof(*n));
+		struct proc_info *n = grow__array_zeroed(p->proc_infos, &p->cap_procs,
+							 p->nr_procs + 1, sizeof(*n), 64);
 
 		if (!n)
 			return -ENOMEM;
@@ -152,7 +135,7 @@ int profile__set_stack(struct profile *p, __u32 stack_id, const struct profile_f
 			break;
 		}
 	}
-	ns = profile__grow(p->stacks, &p->cap_stacks, p->nr_stacks + 1, sizeof(*ns));
+	ns = grow__array_zeroed(p->stacks, &p->cap_stacks, p->nr_stacks + 1, sizeof(*ns), 64);
 	if (!ns || u64map__put(&p->stack_idx, stack_id, p->nr_stacks)) {
 		free(ids);
 		return -ENOMEM;
@@ -175,7 +158,7 @@ static int add_to(struct profile *p, const struct agg_key *k, __u64 ns)
 		p->t.dropped++;
 		return -E2BIG;
 	}
-	v = profile__grow(p->vals, &p->cap_vals, id, sizeof(*v));
+	v = grow__array_zeroed(p->vals, &p->cap_vals, id, sizeof(*v), 64);
 	if (!v) {
 		p->t.dropped++;
 		return -ENOMEM;
@@ -274,7 +257,7 @@ int profile__cubin_index(struct profile *p, __u64 crc, __u64 *ret_idx)
 		*ret_idx = idx;
 		return 0;
 	}
-	n = profile__grow(p->cubin_crcs, &p->cap_cubins, p->nr_cubins + 1, sizeof(*n));
+	n = grow__array_zeroed(p->cubin_crcs, &p->cap_cubins, p->nr_cubins + 1, sizeof(*n), 64);
 	if (!n)
 		return -ENOMEM;
 	p->cubin_crcs = n;

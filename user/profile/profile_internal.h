@@ -89,7 +89,6 @@ static inline const char *str_of(const struct profile *p, __u32 id)
 }
 /* A kernel name's key in proc_info.kernels. */
 __u64 profile__kernel_hash(const char *name, size_t len);
-void *profile__grow(void *arr, size_t *cap, size_t need, size_t item);
 int profile__proc(struct profile *p, __u32 pid, struct proc_info **ret_pi);
 int profile__cubin_index(struct profile *p, __u64 crc, __u64 *ret_idx);
 

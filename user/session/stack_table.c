@@ -5,6 +5,7 @@
 #include <string.h>
 #include "user/session/stack_table.h"
 #include "user/util/blobtab.h"
+#include "user/util/grow.h"
 
 int stack_table__init(struct stack_table *st, size_t max_entries, size_t max_bytes)
 {
@@ -24,19 +25,11 @@ void stack_table__fini(struct stack_table *st)
 
 static int last__fit(struct stack_table *st, size_t id)
 {
-	size_t cap = st->cap_last ? st->cap_last : 1024;
-	__u32 *n;
+	__u32 *n = grow__array_zeroed(st->last, &st->cap_last, id + 1, sizeof(*n), 1024);
 
-	if (id < st->cap_last)
-		return 0;
-	while (cap <= id)
-		cap *= 2;
-	n = realloc(st->last, cap * sizeof(*n));
 	if (!n)
 		return -ENOMEM;
-	memset(n + st->cap_last, 0, (cap - st->cap_last) * sizeof(*n));
 	st->last = n;
-	st->cap_last = cap;
 	return 0;
 }
 

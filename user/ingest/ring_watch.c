@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "user/ingest/ring_watch.h"
+#include "user/util/grow.h"
 #include "user/util/thread.h"
 #include "user/probe/launch_probe.h"
 #include "user/shm/shm_reader.h"
@@ -16,16 +17,12 @@
 
 static void push(struct ring_watch *w, struct held_ring h)
 {
-	pthread_mutex_lock(&w->lock);
-	if (w->n == w->cap && w->cap < WATCH_QUEUE_MAX) {
-		size_t cap = w->cap ? 2 * w->cap : 64;
-		struct held_ring *n = realloc(w->q, cap * sizeof(*n));
+	struct held_ring *q;
 
-		if (n) {
-			w->q = n;
-			w->cap = cap;
-		}
-	}
+	pthread_mutex_lock(&w->lock);
+	q = grow__array_max(w->q, &w->cap, w->n + 1, sizeof(*q), 64, WATCH_QUEUE_MAX);
+	if (q)
+		w->q = q;
 	if (w->n < w->cap) {
 		w->q[w->n++] = h;
 	} else {

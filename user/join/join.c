@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/join/join.h"
+#include "user/util/grow.h"
 #include "user/util/u64map.h"
 
 /* A growable FIFO of fixed-size items with a hard bound. */
@@ -248,19 +249,14 @@ int join__attach(struct join *j, __u32 pid, __u64 attach_ts)
 static struct jthread *thread_get(struct join *j, struct jproc *p, __u32 tid, __u32 cls)
 {
 	__u64 key = (__u64)tid << 1 | cls, idx;
-	struct jthread *t;
+	struct jthread *t, *grown;
 
 	if (u64map__get(&p->thread_idx, key, &idx))
 		return &p->threads[idx];
-	if (p->nr_threads == p->cap_threads) {
-		size_t cap = p->cap_threads ? p->cap_threads * 2 : 8;
-		struct jthread *n = realloc(p->threads, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		p->threads = n;
-		p->cap_threads = cap;
-	}
+	grown = grow__array(p->threads, &p->cap_threads, p->nr_threads + 1, sizeof(*grown), 8);
+	if (!grown)
+		return NULL;
+	p->threads = grown;
 	if (u64map__put(&p->thread_idx, key, p->nr_threads))
 		return NULL;
 	t = &p->threads[p->nr_threads++];
@@ -561,22 +557,17 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 		node = p->free_head;
 		p->free_head = p->pending[node].next;
 	} else {
+		size_t cap = p->pending_cap;
 		struct jpending *n;
 
 		if (p->nr_pending_nodes == j->o.max_pending)
 			return -E2BIG;
-		if (p->nr_pending_nodes == p->pending_cap) {
-			/* Doubling: one node more each time copied the array per activity. */
-			__u32 cap = p->pending_cap ? p->pending_cap * 2 : 64;
-
-			if (cap > j->o.max_pending)
-				cap = j->o.max_pending;
-			n = realloc(p->pending, (size_t)cap * sizeof(*n));
-			if (!n)
-				return -ENOMEM;
-			p->pending = n;
-			p->pending_cap = cap;
-		}
+		n = grow__array_max(p->pending, &cap, (size_t)p->nr_pending_nodes + 1, sizeof(*n),
+				    64, j->o.max_pending);
+		if (!n)
+			return -ENOMEM;
+		p->pending = n;
+		p->pending_cap = (__u32)cap;
 		node = p->nr_pending_nodes++;
 		p->pending[node].gen = 0;
 	}

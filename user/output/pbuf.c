@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Protocol buffers' wire encoding (pbuf.h). */
 #include "user/output/pbuf.h"
+#include "user/util/grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -8,7 +9,6 @@
 
 static void pbuf__reserve(struct pbuf *b, size_t extra)
 {
-	size_t cap;
 	uint8_t *d;
 
 	if (b->err)
@@ -17,18 +17,12 @@ static void pbuf__reserve(struct pbuf *b, size_t extra)
 		b->err = -E2BIG;
 		return;
 	}
-	if (b->len + extra <= b->cap)
-		return;
-	cap = b->cap ? b->cap : 256;
-	while (cap < b->len + extra)
-		cap *= 2;
-	d = realloc(b->data, cap);
+	d = grow__array(b->data, &b->cap, b->len + extra, 1, 256);
 	if (!d) {
 		b->err = -ENOMEM;
 		return;
 	}
 	b->data = d;
-	b->cap = cap;
 }
 
 void pbuf__bytes(struct pbuf *b, const void *src, size_t len)

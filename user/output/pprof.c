@@ -11,6 +11,7 @@
 #include "user/output/pprof.h"
 #include "user/output/pbuf.h"
 #include "user/util/blobtab.h"
+#include "user/util/grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -218,7 +219,6 @@ void pprof__set_time(struct pprof *p, int64_t time_nanos, int64_t duration_nanos
 int pprof__add_comment(struct pprof *p, const char *comment)
 {
 	uint64_t idx, *c;
-	size_t cap;
 	int err;
 
 	if (!p || !comment)
@@ -228,14 +228,10 @@ int pprof__add_comment(struct pprof *p, const char *comment)
 	err = pprof__intern_string(p, comment, &idx);
 	if (err)
 		return err;
-	if (p->n_comments == p->comments_cap) {
-		cap = p->comments_cap ? p->comments_cap * 2 : 8;
-		c = realloc(p->comments, cap * sizeof(*c));
-		if (!c)
-			return -ENOMEM;
-		p->comments = c;
-		p->comments_cap = cap;
-	}
+	c = grow__array(p->comments, &p->comments_cap, p->n_comments + 1, sizeof(*c), 8);
+	if (!c)
+		return -ENOMEM;
+	p->comments = c;
 	p->comments[p->n_comments++] = idx;
 	return 0;
 }
@@ -405,18 +401,11 @@ static int64_t add_saturating(int64_t a, int64_t b)
 
 static int pprof__values_reserve(struct pprof *p, size_t n_samples)
 {
-	size_t cap = p->values_cap ? p->values_cap : 64;
-	int64_t *v;
+	int64_t *v = grow__array(p->values, &p->values_cap, n_samples * p->n_types, sizeof(*v), 64);
 
-	if (n_samples * p->n_types <= p->values_cap)
-		return 0;
-	while (cap < n_samples * p->n_types)
-		cap *= 2;
-	v = realloc(p->values, cap * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	p->values = v;
-	p->values_cap = cap;
 	return 0;
 }
 

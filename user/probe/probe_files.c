@@ -16,6 +16,7 @@
 #include "user/probe/entry_points.h"
 #include "user/probe/libbpf_log.h"
 #include "user/probe/uprobe_multi.h"
+#include "user/util/grow.h"
 #include "user/util/thread.h"
 
 /* Scans in a row that found no target mapping a file before its slot is freed. */
@@ -82,15 +83,12 @@ static void detach_links(struct bpf_link **links, size_t n)
 
 static int push_link(struct probe_files *pf, struct bpf_link *link)
 {
-	if (pf->nr_links == pf->cap_links) {
-		size_t cap = pf->cap_links ? 2 * pf->cap_links : 32;
-		struct bpf_link **n = realloc(pf->links, cap * sizeof(*n));
+	struct bpf_link **n = grow__array(pf->links, &pf->cap_links, pf->nr_links + 1,
+					  sizeof(*n), 32);
 
-		if (!n)
-			return -ENOMEM;
-		pf->links = n;
-		pf->cap_links = cap;
-	}
+	if (!n)
+		return -ENOMEM;
+	pf->links = n;
 	pf->links[pf->nr_links++] = link;
 	return 0;
 }

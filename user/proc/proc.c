@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "user/proc/proc.h"
 #include "user/proc/proc_internal.h"
+#include "user/util/grow.h"
 
 #define STAT_MAX 4096            /* /proc/pid/stat is ~300 bytes */
 #define STATUS_MAX (64 * 1024)   /* /proc/pid/status is ~1.5 KiB */
@@ -224,7 +225,7 @@ static bool parse_pid_name(const char *name, pid_t *ret)
 
 static int list_numeric_dir(int dfd, size_t max, pid_t **ret_pids, size_t *ret_n)
 {
-	pid_t *pids = NULL;
+	pid_t *pids = NULL, *np;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	DIR *d;
@@ -247,24 +248,16 @@ static int list_numeric_dir(int dfd, size_t max, pid_t **ret_pids, size_t *ret_n
 		}
 		if (!parse_pid_name(de->d_name, &p))
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			pid_t *np;
-
-			if (n >= max) {
-				err = -E2BIG;
-				break;
-			}
-			if (ncap > max)
-				ncap = max;
-			np = realloc(pids, ncap * sizeof(*np));
-			if (!np) {
-				err = -ENOMEM;
-				break;
-			}
-			pids = np;
-			cap = ncap;
+		if (n >= max) {
+			err = -E2BIG;
+			break;
 		}
+		np = grow__array_max(pids, &cap, n + 1, sizeof(*np), 256, max);
+		if (!np) {
+			err = -ENOMEM;
+			break;
+		}
+		pids = np;
 		pids[n++] = p;
 	}
 	closedir(d);

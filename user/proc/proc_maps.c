@@ -22,6 +22,7 @@
 #include "user/proc/proc.h"
 #include "user/proc/proc_internal.h"
 #include "user/proc/proc_maps.h"
+#include "user/util/grow.h"
 
 #define PROC_MAPS_MAX_ENTRIES (1u << 18)
 #define PROC_MAPS_MAX_BYTES ((size_t)64 << 20)
@@ -263,20 +264,14 @@ static bool find_libs__seen(const struct find_libs_ctx *ctx, const struct proc_m
 
 static int find_libs__grow(struct find_libs_ctx *ctx)
 {
-	size_t ncap = ctx->cap ? ctx->cap * 2 : 4;
 	struct proc_lib *nl;
 
-	if (ctx->n < ctx->cap)
-		return 0;
 	if (ctx->n >= PROC_LIBS_MAX)
 		return -E2BIG;
-	if (ncap > PROC_LIBS_MAX)
-		ncap = PROC_LIBS_MAX;
-	nl = realloc(ctx->libs, ncap * sizeof(*nl));
+	nl = grow__array_max(ctx->libs, &ctx->cap, ctx->n + 1, sizeof(*nl), 4, PROC_LIBS_MAX);
 	if (!nl)
 		return -ENOMEM;
 	ctx->libs = nl;
-	ctx->cap = ncap;
 	return 0;
 }
 
@@ -430,20 +425,15 @@ static void map__classify(struct proc_map *m, char *path, size_t len)
 static int proc_maps__push(struct proc_maps *pm, const struct proc_map *m)
 {
 	struct proc_map *n;
-	size_t cap;
 
 	if (pm->n >= PROC_MAPS_MAX_ENTRIES) {
 		pm->dropped++;
 		return 0;
 	}
-	if (pm->n == pm->cap) {
-		cap = pm->cap ? pm->cap * 2 : 64;
-		n = realloc(pm->maps, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		pm->maps = n;
-		pm->cap = cap;
-	}
+	n = grow__array(pm->maps, &pm->cap, pm->n + 1, sizeof(*n), 64);
+	if (!n)
+		return -ENOMEM;
+	pm->maps = n;
 	pm->maps[pm->n++] = *m;
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "user/session/session_internal.h"
 #include "user/python/pycode.h"
+#include "user/util/grow.h"
 
 /* Stacks waiting to be named, at most; past it a stack is named at once. */
 #define PENDING_MAX (1u << 20)
@@ -45,6 +46,7 @@ void session__defer_stack(struct session *s, struct target *t, __u32 stack_id,
 {
 	const struct gp_py_frame *py = (const struct gp_py_frame *)(raw->w + raw->n);
 	struct pycode_frame f;
+	__u32 *pending;
 
 	if (t)
 		target__symbolizer(t); /* its maps and root, read while it lives */
@@ -52,17 +54,13 @@ void session__defer_stack(struct session *s, struct target *t, __u32 stack_id,
 		if (py[i].code != GP_PY_FRAME_SHIM)
 			pycode_cache__lookup_at(t->py, py[i].code & ~GP_PY_FRAME_FLAGS, py[i].instr,
 						raw->epoch, &f);
-	if (s->npending == s->cap_pending) {
-		size_t cap = s->cap_pending ? 2 * s->cap_pending : 1024;
-		__u32 *n = cap <= PENDING_MAX ? realloc(s->pending, cap * sizeof(*n)) : NULL;
-
-		if (!n) {
-			resolve_stack(s, t, stack_id, raw); /* no room to wait: now */
-			return;
-		}
-		s->pending = n;
-		s->cap_pending = cap;
+	pending = grow__array_max(s->pending, &s->cap_pending, s->npending + 1, sizeof(*pending),
+				  1024, PENDING_MAX);
+	if (!pending) {
+		resolve_stack(s, t, stack_id, raw); /* no room to wait: now */
+		return;
 	}
+	s->pending = pending;
 	s->pending[s->npending++] = stack_id;
 }
 

@@ -9,6 +9,7 @@
 #include "user/proc/proc.h"
 #include "user/shm/shm_reader.h"
 #include "user/python/pycode.h"
+#include "user/util/grow.h"
 
 int target_table__init(struct target_table *tt)
 {
@@ -63,22 +64,17 @@ static void target__reread_comm(void *ctx)
 
 int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct target **ret_t)
 {
-	struct target *t = target_table__find(tt, pid);
+	struct target *t = target_table__find(tt, pid), **grown;
 	int err;
 
 	if (t) {
 		*ret_t = t;
 		return 0;
 	}
-	if (tt->n == tt->cap) {
-		size_t cap = tt->cap ? tt->cap * 2 : 16;
-		struct target **n = realloc(tt->t, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		tt->t = n;
-		tt->cap = cap;
-	}
+	grown = grow__array(tt->t, &tt->cap, tt->n + 1, sizeof(*grown), 16);
+	if (!grown)
+		return -ENOMEM;
+	tt->t = grown;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;

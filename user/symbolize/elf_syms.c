@@ -11,6 +11,7 @@
 #include "user/symbolize/elf_syms.h"
 #include "user/symbolize/elf_symtab.h"
 #include "user/proc/proc.h"
+#include "user/util/grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -165,13 +166,10 @@ static int elf_syms__collect(void *ctx, const Elf64_Sym *sym)
 
 	if (!elf_sym__is_function(sym, s->tab.str_len))
 		return 0;
-	if (s->n_syms == c->cap) {
-		c->cap = c->cap ? c->cap * 2 : 1024;
-		grown = realloc(s->syms, c->cap * sizeof(*s->syms));
-		if (!grown)
-			return -ENOMEM;
-		s->syms = grown;
-	}
+	grown = grow__array(s->syms, &c->cap, s->n_syms + 1, sizeof(*grown), 1024);
+	if (!grown)
+		return -ENOMEM;
+	s->syms = grown;
 	s->syms[s->n_syms++] = (struct elf_sym){
 		.addr = sym->st_value,
 		.size = (sym->st_size > ELF_SYM_SIZE_MAX ? ELF_SYM_SIZE_MAX : (uint32_t)sym->st_size) |

@@ -8,6 +8,7 @@
  * describes the code that is there now, so it wins.
  */
 #include "user/symbolize/perfmap.h"
+#include "user/util/grow.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -79,31 +80,21 @@ static const char *pm__skip_blanks(const char *p, const char *end)
 static int perfmap__push(struct perfmap *m, uint64_t start, uint64_t size,
 			 const char *name, size_t name_len)
 {
-	size_t cap;
-	void *n;
+	struct pm_entry *ents;
+	char *names;
 
 	if (m->n >= PERFMAP_MAX_ENTRIES || name_len + 1 > PERFMAP_MAX_NAME_BYTES - m->names_len) {
 		m->dropped++;
 		return 0;
 	}
-	if (m->n == m->cap) {
-		cap = m->cap ? m->cap * 2 : 256;
-		n = realloc(m->ents, cap * sizeof(*m->ents));
-		if (!n)
-			return -ENOMEM;
-		m->ents = n;
-		m->cap = cap;
-	}
-	if (m->names_len + name_len + 1 > m->names_cap) {
-		cap = m->names_cap ? m->names_cap : 4096;
-		while (cap < m->names_len + name_len + 1)
-			cap *= 2;
-		n = realloc(m->names, cap);
-		if (!n)
-			return -ENOMEM;
-		m->names = n;
-		m->names_cap = cap;
-	}
+	ents = grow__array(m->ents, &m->cap, m->n + 1, sizeof(*ents), 256);
+	if (!ents)
+		return -ENOMEM;
+	m->ents = ents;
+	names = grow__array(m->names, &m->names_cap, m->names_len + name_len + 1, 1, 4096);
+	if (!names)
+		return -ENOMEM;
+	m->names = names;
 	memcpy(m->names + m->names_len, name, name_len);
 	m->names[m->names_len + name_len] = '\0';
 	m->ents[m->n++] = (struct pm_entry){

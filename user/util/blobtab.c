@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/util/blobtab.h"
+#include "user/util/grow.h"
 #include "user/util/u64map.h"
 
 struct entry {
@@ -71,7 +72,7 @@ void blobtab__destroy(struct blobtab *t)
 int blobtab__intern(struct blobtab *t, const void *data, size_t len, __u32 *ret_id)
 {
 	__u64 h = hash_bytes(data, len), first = 0;
-	struct entry *e;
+	struct entry *e, *grown;
 	__u32 id;
 
 	if (u64map__get(&t->first, h, &first)) {
@@ -85,15 +86,10 @@ int blobtab__intern(struct blobtab *t, const void *data, size_t len, __u32 *ret_
 	}
 	if (t->n >= t->max_entries || t->n >= UINT32_MAX - 1 || t->bytes + len > t->max_bytes)
 		return -E2BIG;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		struct entry *n = realloc(t->e, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		t->e = n;
-		t->cap = cap;
-	}
+	grown = grow__array(t->e, &t->cap, t->n + 1, sizeof(*grown), 64);
+	if (!grown)
+		return -ENOMEM;
+	t->e = grown;
 	e = &t->e[t->n];
 	e->data = malloc(len ? len : 1);
 	if (!e->data)

@@ -18,6 +18,7 @@
  */
 #include "user/unwind/cfi_dwarf.h"
 #include "user/unwind/cfi_exec.h"
+#include "user/util/grow.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -281,17 +282,11 @@ struct fde_list {
 
 static int fde_list__push(struct fde_list *l, const struct fde_ref *r)
 {
-	struct fde_ref *v;
-	size_t cap;
+	struct fde_ref *v = grow__array(l->v, &l->cap, l->n + 1, sizeof(*v), 256);
 
-	if (l->n == l->cap) {
-		cap = l->cap ? l->cap * 2 : 256;
-		v = realloc(l->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
 	l->v[l->n++] = *r;
 	return 0;
 }

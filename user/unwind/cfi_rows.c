@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Rows of CFI rules and their builder (cfi_rows.h). */
 #include "user/unwind/cfi_rows.h"
+#include "user/util/grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -40,7 +41,7 @@ int cfi_builder__intern(struct cfi_builder *b, const struct cfi_rule *r, __u32 *
 {
 	struct cfi_rows *t = b->rows;
 	struct cfi_rule *rules;
-	size_t j, cap;
+	size_t j;
 	int err;
 
 	if (t->n_rules * 2 >= b->hash_cap) {
@@ -58,14 +59,10 @@ int cfi_builder__intern(struct cfi_builder *b, const struct cfi_rule *r, __u32 *
 	}
 	if (t->n_rules >= CFI_MAX_RULES)
 		return -E2BIG;
-	if (t->n_rules == b->cap_rules) {
-		cap = b->cap_rules ? b->cap_rules * 2 : 256;
-		rules = realloc(t->rules, cap * sizeof(*rules));
-		if (!rules)
-			return -ENOMEM;
-		t->rules = rules;
-		b->cap_rules = cap;
-	}
+	rules = grow__array(t->rules, &b->cap_rules, t->n_rules + 1, sizeof(*rules), 256);
+	if (!rules)
+		return -ENOMEM;
+	t->rules = rules;
 	t->rules[t->n_rules] = *r;
 	b->hash[j] = (__u32)t->n_rules + 1;
 	*ret_idx = (__u32)t->n_rules++;

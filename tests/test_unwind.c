@@ -545,7 +545,7 @@ static void memo_across_a_reread(bool gone_before_reread, __u64 *hits, __u64 *mi
 	__u64 bias;
 	void *known = map_exe_page(), *added = NULL;
 	struct symbolized_frame frame;
-	struct target_stats ts;
+	struct space_stats ts;
 
 	assert_int_equal(target_table__init(&tt), 0);
 	assert_int_equal(target_table__add(&tt, getpid(), 1, &t), 0);
@@ -644,7 +644,7 @@ static struct gp_launch_event *entry_event(__u64 ip, __u64 ts, size_t *ret_size)
 static void test_an_entry_point_mapped_after_the_maps_were_read_is_found(void **state)
 {
 	struct target_table tt;
-	struct target_stats ts;
+	struct space_stats ts;
 	struct raw_stack raw;
 	struct gp_launch_event *e;
 	struct target *t;

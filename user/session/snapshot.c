@@ -144,7 +144,7 @@ static void hostile_counters(struct session *s, struct counters *c)
 	struct cubin_queue_stats q = s->cubins_gone;
 	struct launch_file_stats lf;
 	struct bounded_stats io;
-	struct target_stats ts;
+	struct space_stats ts;
 
 	bounded__stats(&io);
 	target_table__stats(&s->tt, &ts);
@@ -213,7 +213,7 @@ static void cache_costs(struct session *s, struct cache_costs *c)
 /* Where the walks' and the tables' time and memory went. */
 static void walk_costs(struct session *s, struct loader_costs *c)
 {
-	struct target_stats ts;
+	struct space_stats ts;
 
 	session__note_tables(s);
 	target_table__stats(&s->tt, &ts);

@@ -131,16 +131,11 @@ void target__drop_old_spaces(struct target *t)
 	space__drop_old(t->space);
 }
 
-void target_table__stats(const struct target_table *tt, struct target_stats *ret)
+void target_table__stats(const struct target_table *tt, struct space_stats *ret)
 {
-	struct space_stats sum = tt->gone;
-
+	*ret = tt->gone;
 	for (size_t i = 0; i < tt->n; i++)
-		space__add_stats(tt->t[i]->space, &sum);
-	*ret = (struct target_stats){ .memo_hits = sum.memo_hits, .memo_misses = sum.memo_misses,
-				      .maps_reread = sum.maps_reread,
-				      .maps_reread_limited = sum.maps_reread_limited,
-				      .lookups = sum.lookups, .lookup_ns = sum.lookup_ns };
+		space__add_stats(tt->t[i]->space, ret);
 }
 
 void target_table__table_bytes(const struct target_table *tt, size_t *ret_sym_bytes,

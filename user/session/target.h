@@ -48,14 +48,6 @@ struct target {
 	unsigned dead_visits;      /* ticks it was read after it exited (its ring had more) */
 };
 
-/* What the stack walks of targets cost: the loader: line's figures (space.h's). */
-struct target_stats {
-	__u64 memo_hits, memo_misses; /* rule memo lookups answered and not */
-	__u64 maps_reread;            /* times a target's maps were read again */
-	__u64 maps_reread_limited;    /* re-reads refused by the target's budget (space.h) */
-	__u64 lookups, lookup_ns;     /* mapping and CFI lookups (the misses), their time */
-};
-
 struct target_table {
 	struct target **t;
 	size_t n, cap;
@@ -71,8 +63,8 @@ struct target *target_table__find(struct target_table *tt, pid_t pid);
 /* Creates the entry (reading comm, cgroup, namespace) or returns the existing one. */
 int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct target **ret_t);
 void target_table__remove(struct target_table *tt, pid_t pid);
-/* The walks' figures over every target, removed ones too. */
-void target_table__stats(const struct target_table *tt, struct target_stats *ret);
+/* What the stack walks cost (the loader: line's figures), over every target, removed ones too. */
+void target_table__stats(const struct target_table *tt, struct space_stats *ret);
 /* Bytes the targets' shared symbol and CFI tables hold now. */
 void target_table__table_bytes(const struct target_table *tt, size_t *ret_sym_bytes,
 			       size_t *ret_cfi_bytes);

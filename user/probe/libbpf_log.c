@@ -7,21 +7,22 @@
 #include "user/util/log.h"
 
 /*
- * libbpf's print callback takes no context: the flag it reads has to live
- * here. Only the main thread attaches, so only it sets the flag.
+ * libbpf's print callback takes no context, so quiet is a second callback
+ * swapped in, not a flag kept here: the only state is libbpf's own pointer.
+ * Only the main thread attaches, so only it swaps them.
  */
-static bool libbpf_quiet;
-
 __attribute__((format(printf, 2, 0)))
 static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list args)
 {
-	bool verbose = log__verbose();
+	return level == LIBBPF_WARN || log__verbose() ? vfprintf(stderr, fmt, args) : 0;
+}
 
-	if ((level == LIBBPF_DEBUG || libbpf_quiet) && !verbose)
-		return 0;
-	if (level == LIBBPF_WARN || verbose)
-		return vfprintf(stderr, fmt, args);
-	return 0;
+/* While a failure is expected: libbpf's lines only with -v. */
+__attribute__((format(printf, 2, 0)))
+static int print_libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	(void)level;
+	return log__verbose() ? vfprintf(stderr, fmt, args) : 0;
 }
 
 void libbpf_log__install(void)
@@ -31,5 +32,5 @@ void libbpf_log__install(void)
 
 void libbpf_log__quiet(bool quiet)
 {
-	libbpf_quiet = quiet;
+	libbpf_set_print(quiet ? print_libbpf_quiet : print_libbpf);
 }

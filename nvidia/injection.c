@@ -41,7 +41,8 @@
 	X(cuptiActivityGetNumDroppedRecords)
 #define CUPTI_OPTIONAL(X) \
 	X(cuptiActivityRegisterTimestampCallback) X(cuptiSetThreadIdType) \
-	X(cuptiActivityEnableDriverApi) X(cuptiActivityEnableRuntimeApi) X(cuptiGetResultString)
+	X(cuptiActivityEnableDriverApi) X(cuptiActivityEnableRuntimeApi) X(cuptiGetResultString) \
+	X(cuptiGetGraphNodeId) X(cuptiGetGraphId)
 
 struct cupti_api {
 #define DECLARE(fn) __typeof__(&fn) fn;
@@ -68,6 +69,7 @@ static struct {
 	struct buf_pool pool;
 	unsigned flush_ms;
 	bool api_filter;      /* whole DRIVER/RUNTIME kinds enabled: filter by cbid */
+	clockid_t rec_clock;  /* the clock of CUPTI's timestamps (the loader knows which) */
 	int dead;             /* atomic: inert, fork child, or exited */
 	int exiting;          /* atomic */
 	__u64 corr_hw;        /* atomic: correlation high-water mark */
@@ -468,21 +470,52 @@ static void module__unloading(const CUpti_ModuleResourceData *m)
 		shm__count(g.shm, GP_CTR_MODULES_UNLOADED, 1);
 }
 
+/*
+ * A graph node made or cloned: its ids, copied, and when and on which thread
+ * (a node made by a launch during stream capture is made inside that
+ * launch's call: the loader finds the call, and its stack, by that). Once
+ * per node at capture and at instantiation; nothing per replay.
+ */
+static void graph__node(CUpti_CallbackId cbid, const CUpti_GraphData *gd)
+{
+	struct gp_record r;
+	uint64_t node = 0, orig = 0;
+	uint32_t graph = 0;
+	bool cloned = cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED;
+
+	if (!gd->node || g.api.cuptiGetGraphNodeId(gd->node, &node) != CUPTI_SUCCESS ||
+	    (cloned && (!gd->originalNode ||
+			g.api.cuptiGetGraphNodeId(gd->originalNode, &orig) != CUPTI_SUCCESS))) {
+		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+		return;
+	}
+	if (gd->graph && g.api.cuptiGetGraphId(gd->graph, &graph) != CUPTI_SUCCESS)
+		graph = 0;
+	memset(&r, 0, sizeof(r));
+	r.type = GP_REC_GRAPH_NODE;
+	r.tid = this_tid();
+	r.start_ns = r.end_ns = clock_ns(g.rec_clock);
+	r.graph.node = node;
+	r.graph.orig_node = orig;
+	r.graph.graph_id = graph;
+	r.graph.node_type = (__u32)gd->nodeType;
+	shm__write_record(g.shm, &r);
+}
+
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 				 CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_ResourceData *rd = data;
-	const CUpti_ModuleResourceData *m;
 
-	if (shim__dead() || domain != CUPTI_CB_DOMAIN_RESOURCE || !rd)
-		return;
-	m = rd->resourceDescriptor;
-	if (!m)
+	if (shim__dead() || domain != CUPTI_CB_DOMAIN_RESOURCE || !rd || !rd->resourceDescriptor)
 		return;
 	if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
-		module__loaded(m);
+		module__loaded(rd->resourceDescriptor);
 	else if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING)
-		module__unloading(m);
+		module__unloading(rd->resourceDescriptor);
+	else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ||
+		 cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)
+		graph__node(cbid, rd->resourceDescriptor);
 }
 
 /* --------------------------------------------------- flush, exit, fork */
@@ -572,9 +605,11 @@ static void clock__setup(void)
 
 	if (g.api.cuptiActivityRegisterTimestampCallback &&
 	    g.api.cuptiActivityRegisterTimestampCallback(timestamp_monotonic) == CUPTI_SUCCESS) {
+		g.rec_clock = CLOCK_MONOTONIC;
 		shm__set_flags(g.shm, GP_SHM_F_CLOCK_MONOTONIC, 0);
 		return;
 	}
+	g.rec_clock = CLOCK_REALTIME;
 	/* CUPTI keeps its default clock (CLOCK_REALTIME): give the loader the offset. */
 	m1 = clock_ns(CLOCK_MONOTONIC);
 	rt = clock_ns(CLOCK_REALTIME);
@@ -620,6 +655,13 @@ static CUptiResult cupti__start(void)
 		       CUPTI_CBID_RESOURCE_MODULE_LOADED) ||
 	    CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
 		       CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING))
+		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+	/* Graph nodes: where a replayed kernel was captured (without the getters: not at all). */
+	if (g.api.cuptiGetGraphNodeId && g.api.cuptiGetGraphId &&
+	    (CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
+			CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) ||
+	     CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
+			CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
 	/* Not GRAPH_TRACE: it suppresses the per-node kernel records. */
 	st = CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);

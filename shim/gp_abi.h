@@ -117,6 +117,7 @@ enum gp_record_type {
 	GP_REC_MEMSET = 3,  /* a memset ran */
 	GP_REC_API = 4,     /* a launch/copy API call (runtime or driver) */
 	GP_REC_MODULE = 5,  /* a module was unloaded (loads go via the cubin ring) */
+	GP_REC_GRAPH_NODE = 6, /* a CUDA-graph node was made, or cloned from another */
 	GP_REC_MAX,
 };
 
@@ -165,6 +166,22 @@ struct gp_record_module {
 	__u64 reserved[2];  /* 48 */
 };
 
+/*
+ * A graph node made (CUPTI's GRAPHNODE_CREATED; orig_node 0) or cloned
+ * (GRAPHNODE_CLONED: instantiation copies each node of a graph into the
+ * executable one, whose kernels' records name the copy). gp_record.tid is
+ * the calling thread and start_ns = end_ns the time, in the records' clock:
+ * a node made by a launch during stream capture is made inside that launch's
+ * API call, so the time tells which call on that thread made it.
+ */
+struct gp_record_graph_node {
+	__u64 node;         /* 32: CUPTI's id of the node */
+	__u64 orig_node;    /* 40: the node it was cloned from; 0: made */
+	__u32 graph_id;     /* 48: the graph it is in */
+	__u32 node_type;    /* 52: CUgraphNodeType */
+	__u64 reserved;     /* 56 */
+};
+
 /* One fixed-size record; 64 bytes so a slot is one cache line. */
 struct gp_record {
 	__u16 type;     /* 0: enum gp_record_type */
@@ -178,6 +195,7 @@ struct gp_record {
 		struct gp_record_api api;
 		struct gp_record_copy copy;
 		struct gp_record_module module;
+		struct gp_record_graph_node graph;
 		__u8 raw[32];
 	};
 };

@@ -128,6 +128,8 @@ struct join {
 	void *ctx;
 	join_unrecorded_fn unrecorded;
 	void *unrecorded_ctx;
+	join_matched_fn matched;
+	void *matched_ctx;
 	struct u64map proc_idx;     /* pid -> index in procs */
 	struct jproc **procs;
 	size_t nr_procs;
@@ -380,6 +382,13 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 
 	first_after_attach(p, t, a);
 	j->c.launches_matched++;
+	if (j->matched) {
+		struct join_matched m = { .pid = p->pid, .tid = t->tid, .start = a->start,
+					  .end = a->end, .corr = a->corr, .site = l->site,
+					  .probe = l->probe };
+
+		j->matched(j->matched_ctx, &m);
+	}
 	fifo__pop(&t->launches);
 	fifo__pop(&t->apis);
 	corr_add(j, p, &c);
@@ -717,6 +726,12 @@ void join__visit_sites(struct join *j, __u64 (*fn)(void *ctx, __u64 site), void 
 			c->site = fn(ctx, c->site);
 		}
 	}
+}
+
+void join__on_matched(struct join *j, join_matched_fn fn, void *ctx)
+{
+	j->matched = fn;
+	j->matched_ctx = ctx;
 }
 
 void join__on_unrecorded(struct join *j, join_unrecorded_fn fn, void *ctx)

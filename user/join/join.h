@@ -66,7 +66,7 @@ struct join_activity {
 	__u32 pid;
 	__u64 corr;
 	__u64 start, end;
-	__u32 aux[4];          /* caller data, carried as is to the sample */
+	__u32 aux[5];          /* caller data, carried as is to the sample */
 };
 
 struct join_sample {
@@ -87,6 +87,16 @@ struct join_unrecorded {
 };
 
 typedef void (*join_unrecorded_fn)(void *ctx, const struct join_unrecorded *u);
+
+/* A launch event paired with its API record. */
+struct join_matched {
+	__u32 pid, tid;
+	__u64 start, end;      /* the API record's, CLOCK_MONOTONIC */
+	__u64 corr;
+	__u64 site;
+	__u32 probe;
+};
+typedef void (*join_matched_fn)(void *ctx, const struct join_matched *m);
 
 struct join_opts {
 	__u64 horizon_ns;      /* how long an unmatched entry may wait */
@@ -114,6 +124,12 @@ int join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx, struct
 void join__destroy(struct join *j);
 /* Where launch events without an API record go (default: only counted). */
 void join__on_unrecorded(struct join *j, join_unrecorded_fn fn, void *ctx);
+/*
+ * Called at each pairing of a launch event with its API record (default:
+ * none): what the call did besides its activities (a node made by stream
+ * capture) can take its site.
+ */
+void join__on_matched(struct join *j, join_matched_fn fn, void *ctx);
 /* Records when the loader attached to pid: earlier calls cannot be matched. */
 int join__attach(struct join *j, __u32 pid, __u64 attach_ts);
 void join__add_launch(struct join *j, const struct join_launch *l);

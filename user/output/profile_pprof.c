@@ -32,6 +32,7 @@ struct writer {
 	struct u64map unattr_loc;  /* string id of a reason -> its [unattributed: ...] location */
 	struct u64map root_loc;    /* pid -> its root's location */
 	uint64_t truncated_loc;    /* [truncated stack], 0 until used */
+	uint64_t captured_loc;     /* [graph captured at], 0 until used */
 	struct u64map frame_loc;   /* frame id -> location id */
 	struct u64map file_map;    /* file string id -> mapping id */
 	struct u64map cubin_map;   /* cubin index -> mapping id */
@@ -225,6 +226,27 @@ static int count_exe(struct writer *w, const struct profile_sample *s)
 	return err;
 }
 
+/*
+ * A graph replay's kernel: the launch that captured its node (API, frames,
+ * leaf first, at most half the locations), then the marker the replay's
+ * own API and frames follow.
+ */
+static int under_locs(struct writer *w, const struct profile_sample *s, uint64_t *locs,
+		      size_t *n)
+{
+	int err = synthetic_loc_by(w, &w->fn_loc, s->under_api_id,
+				   s->under_api ? s->under_api : "?", &locs[(*n)++]);
+
+	for (__u32 i = 0; !err && s->under_frames && i < s->under_nframes &&
+			  *n < GP_PROFILE_MAX_LOCS / 2; i++)
+		err = frame_loc(w, s->under_frames[i], &locs[(*n)++]);
+	if (!err && !w->captured_loc)
+		err = synthetic_loc(w, "[graph captured at]", &w->captured_loc);
+	if (!err)
+		locs[(*n)++] = w->captured_loc;
+	return err;
+}
+
 /* The leaf, the launch API (or why none), the frames and the markers after them. */
 static int sample_locs(struct writer *w, const struct profile_sample *s, uint64_t *locs,
 		       size_t *ret_n)
@@ -234,6 +256,8 @@ static int sample_locs(struct writer *w, const struct profile_sample *s, uint64_
 	int err;
 
 	err = kernel_loc(w, s, &locs[n++]);
+	if (!err && s->stack_id && s->under_stack)
+		err = under_locs(w, s, locs, &n);
 	if (!err && !s->stack_id) {
 		snprintf(unattr, sizeof(unattr), "[unattributed: %s]", s->reason);
 		err = synthetic_loc_by(w, &w->unattr_loc, s->reason_id, unattr, &locs[n++]);

@@ -174,7 +174,9 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 {
 	struct agg_key k = { .pid = pid, .stack_id = stack_id, .api = profile__intern(p, api),
 			     .reason = profile__intern(p, reason), .name = profile__intern(p, act->name),
-			     .device = act->device, .stream = act->stream, .graph_id = act->graph_id };
+			     .device = act->device, .stream = act->stream, .graph_id = act->graph_id,
+			     .under = act->under_stack,
+			     .under_api = act->under_stack ? profile__intern(p, act->under_api) : 0 };
 
 	p->t.activities++;
 	if (!stack_id) {

@@ -22,6 +22,12 @@ struct profile_activity {
 	const char *name;      /* kernel name (mangled) or a [memcpy ...] label */
 	__u64 ns;              /* duration */
 	__u32 device, stream, graph_id;
+	/*
+	 * A kernel of a CUDA-graph replay: the stack (and launch API) that
+	 * captured its node, 0 when unknown. The sample's stack is the replay's.
+	 */
+	__u32 under_stack;
+	const char *under_api;
 };
 
 /* One symbolized frame; strings are copied. */
@@ -109,6 +115,17 @@ struct profile_sample {
 	const __u32 *frames;       /* frame ids, leaf first; NULL when no stack is known */
 	__u32 nframes;
 	bool truncated;
+	/*
+	 * A graph replay's kernel under the stack that captured it: that stack
+	 * (leaf first) and its launch API go between the kernel and the
+	 * replay's frames, which follow a "[graph captured at]" marker.
+	 */
+	__u32 under_stack;         /* 0: none */
+	__u32 under_api_id;        /* string id of its launch API */
+	const char *under_api;
+	const __u32 *under_frames; /* NULL when that stack is not named */
+	__u32 under_nframes;
+	bool under_truncated;
 	bool has_device;           /* false for a launch without a GPU record */
 	__u32 device, stream, graph_id;
 	__u64 ns, count;

@@ -59,6 +59,14 @@ static void sample__of(const struct profile *p, const struct agg_key *k, const s
 		s->nframes = p->stacks[idx].n;
 		s->truncated = p->stacks[idx].truncated;
 	}
+	s->under_stack = k->under;
+	s->under_api_id = k->under_api;
+	s->under_api = str_of(p, k->under_api);
+	if (k->under && u64map__get(&p->stack_idx, k->under, &idx)) {
+		s->under_frames = p->stacks[idx].frames;
+		s->under_nframes = p->stacks[idx].n;
+		s->under_truncated = p->stacks[idx].truncated;
+	}
 }
 
 int profile__each_sample(const struct profile *p,

@@ -130,6 +130,16 @@ void session__retire_target(struct session *s, struct target *t)
 	launch_probe__unfollow(s->lp, pid);
 	if (t->py)
 		launch_probe__set_python(s->lp, pid, NULL);
+	if (t->graphs) {
+		struct graph_nodes_stats gs;
+
+		graph_nodes__stats(t->graphs, &gs);
+		s->graphs_gone.nodes += gs.nodes;
+		s->graphs_gone.bound += gs.bound;
+		s->graphs_gone.unbound += gs.unbound;
+		s->graphs_gone.refused += gs.refused;
+		s->graph_targets--;
+	}
 	target_table__remove(&s->tt, pid);
 	log_debug("pid %d exited", pid);
 }

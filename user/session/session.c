@@ -377,6 +377,7 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	    (err = join__new(&jo, session__on_sample, s, &s->join)))
 		return err;
 	join__on_unrecorded(s->join, session__on_unrecorded, s);
+	join__on_matched(s->join, session__on_matched, s);
 	s->resolved = calloc(1, sizeof(*s->resolved));
 	s->py_codes = calloc(PY_CHECK_MAX, sizeof(*s->py_codes));
 	s->recs = calloc(SESSION_READ_BATCH, sizeof(*s->recs));

@@ -24,6 +24,7 @@
 #include "user/ingest/event_pump.h"
 #include "user/probe/launch_probe.h"
 #include "user/join/join.h"
+#include "user/join/graph_nodes.h"
 #include "user/profile/profile.h"
 #include "user/shm/shm_reader.h"
 #include "user/util/blobtab.h"
@@ -69,6 +70,10 @@ struct session {
 	/* losses the report line prints */
 	__u64 stacks_dropped, names_dropped, records_unknown, modules_settled;
 	__u64 before_window;        /* activities that ended before we attached */
+	/* CUDA graphs: replayed kernels under their capture (or not, and why) */
+	__u64 graph_kernels, graph_under_capture, graph_node_unknown, graph_capture_unknown;
+	struct graph_nodes_stats graphs_gone; /* of targets removed */
+	unsigned graph_targets;     /* targets with graph nodes: calls pair with nodes */
 	__u64 unattributed_written; /* --interval: unattributed in profiles already written */
 	__u64 shm_ctr_gone[GP_CTR_MAX]; /* counters of targets already removed */
 	struct shm_reader_stats reader_gone;
@@ -162,6 +167,7 @@ __u64 session__cubins_left(struct target *t);
 /* window.c: the join's callbacks (ctx the session). */
 void session__on_sample(void *ctx, const struct join_sample *js);
 void session__on_unrecorded(void *ctx, const struct join_unrecorded *u);
+void session__on_matched(void *ctx, const struct join_matched *m);
 /* --interval: after a window is written, forgets what no later one needs. */
 void session__forget_window(struct session *s);
 /*

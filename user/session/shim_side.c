@@ -60,6 +60,34 @@ static __u64 fix_clock(const struct target *t, __u64 ts)
 	return ts + (__u64)shm_reader__clock_offset(t->shm);
 }
 
+/* A graph node made or cloned in t: held for its replays' kernels. */
+static void graph_node(struct session *s, struct target *t, const struct gp_record *r)
+{
+	if (!t->graphs) {
+		if (graph_nodes__new(&t->graphs)) {
+			s->graphs_gone.refused++;
+			return;
+		}
+		s->graph_targets++;
+	}
+	graph_nodes__add(t->graphs, r->graph.node, r->graph.orig_node, r->tid,
+			 fix_clock(t, r->start_ns));
+}
+
+/* A kernel a graph ran: its node's origin in t, for on_sample (0: not a graph's, or unknown). */
+static __u32 graph_origin(struct session *s, struct target *t, __u64 node)
+{
+	__u32 origin;
+
+	if (!node)
+		return 0;
+	s->graph_kernels++;
+	origin = t->graphs ? graph_nodes__origin(t->graphs, node) : 0;
+	if (!origin)
+		s->graph_node_unknown++;
+	return origin;
+}
+
 static void ingest_record(struct session *s, struct target *t, const struct gp_record *r, __u64 now)
 {
 	if (r->type == GP_REC_API) {
@@ -87,12 +115,15 @@ static void ingest_record(struct session *s, struct target *t, const struct gp_r
 			act.aux[1] = r->kernel.device;
 			act.aux[2] = r->kernel.stream;
 			act.aux[3] = r->kernel.graph_id;
+			act.aux[4] = graph_origin(s, t, r->kernel.graph_node);
 		} else {
 			act.aux[1] = r->copy.device;
 			act.aux[2] = r->copy.stream;
 			act.aux[3] = r->copy.graph_id;
 		}
 		join__add_activity(s->join, &act);
+	} else if (r->type == GP_REC_GRAPH_NODE) {
+		graph_node(s, t, r);
 	} else if (r->type != GP_REC_MODULE) {
 		s->records_unknown++;
 	}

@@ -172,6 +172,35 @@ static void hostile_counters(struct session *s, struct counters *c)
 	counters__add(c, "cubin_bytes_left_at_exit", s->cubin_bytes_left_at_exit);
 }
 
+/*
+ * CUDA graphs: replayed kernels put under the launch that captured their
+ * node, and those that keep the replay's stack, by why (a node never
+ * reported, or no paired call made it); the nodes held, those no call
+ * took, those refused (DESIGN.md, Graphs).
+ */
+static void graph_counters(struct session *s, struct counters *c)
+{
+	struct graph_nodes_stats g = s->graphs_gone, one;
+
+	for (size_t i = 0; i < s->tt.n; i++) {
+		if (!s->tt.t[i]->graphs)
+			continue;
+		graph_nodes__stats(s->tt.t[i]->graphs, &one);
+		g.nodes += one.nodes;
+		g.bound += one.bound;
+		g.unbound += one.unbound;
+		g.refused += one.refused;
+	}
+	counters__add(c, "graph_kernels", s->graph_kernels);
+	counters__add_part(c, "under_capture", s->graph_under_capture);
+	counters__add_part(c, "node_unknown", s->graph_node_unknown);
+	counters__add_part(c, "capture_unknown", s->graph_capture_unknown);
+	counters__add(c, "graph_nodes", g.nodes);
+	counters__add_part(c, "bound", g.bound);
+	counters__add_part(c, "unbound", g.unbound);
+	counters__add_part(c, "refused", g.refused);
+}
+
 void session__counters(struct session *s, struct counters *ret)
 {
 	__u64 bpf[GP_BPF_COUNTER_MAX] = {};
@@ -182,6 +211,7 @@ void session__counters(struct session *s, struct counters *ret)
 	join_counters(s, ret);
 	loader_counters(s, bpf, ret);
 	hostile_counters(s, ret);
+	graph_counters(s, ret);
 }
 
 static double tv_s(struct timeval tv)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "user/session/target.h"
+#include "user/join/graph_nodes.h"
 #include "user/proc/proc.h"
 #include "user/shm/shm_reader.h"
 #include "user/python/pycode.h"
@@ -34,6 +35,7 @@ static void target__free(struct target *t)
 	u64map__fini(&t->names);
 	space__destroy(t->space);
 	pycode_cache__destroy(t->py);
+	graph_nodes__destroy(t->graphs);
 	free(t);
 }
 

@@ -18,6 +18,8 @@
 struct shm_reader;
 struct pycode_cache;
 
+struct graph_nodes;
+
 struct target {
 	pid_t pid;                 /* host pid */
 	pid_t ns_pid;              /* its own view of its pid */
@@ -30,6 +32,7 @@ struct target {
 	__u64 py_checked_ns;       /* its code objects were last checked against reuse then */
 	__u64 py_old_until_ns;     /* launches until then ran the code of before the last replacement */
 	struct pycode_cache *py;   /* its CPython's code objects, once detected */
+	struct graph_nodes *graphs; /* its CUDA-graph nodes, from its first one */
 	__u32 py_entry_kind;       /* enum gp_py_entry_kind of that CPython */
 	__u64 py_next_try_ns;      /* detection retried until then (0: try now) */
 	unsigned py_tries;         /* detections that found a half-started interpreter */

@@ -12,6 +12,35 @@
 #include "user/session/session_internal.h"
 #include "user/util/log.h"
 
+/* A graph replay's kernel whose node came from origin: under the launch that captured it. */
+static void graph_capture(struct session *s, __u32 pid, __u32 origin, struct profile_activity *pa)
+{
+	struct target *t = target_table__find(&s->tt, (pid_t)pid);
+	__u64 site;
+	__u32 probe;
+
+	if (!t || !t->graphs || !graph_nodes__site(t->graphs, origin, &site, &probe)) {
+		s->graph_capture_unknown++;
+		return;
+	}
+	pa->under_stack = (__u32)site;
+	pa->under_api = launch_probe__name(probe);
+	s->graph_under_capture++;
+}
+
+/* A launch paired with its API record: a graph node its call made takes its site. */
+void session__on_matched(void *ctx, const struct join_matched *m)
+{
+	struct session *s = ctx;
+	struct target *t;
+
+	if (!s->graph_targets)
+		return;
+	t = target_table__find(&s->tt, (pid_t)m->pid);
+	if (t && t->graphs)
+		graph_nodes__on_call(t->graphs, m->tid, m->start, m->end, m->site, m->probe);
+}
+
 void session__on_sample(void *ctx, const struct join_sample *js)
 {
 	struct session *s = ctx;
@@ -23,6 +52,8 @@ void session__on_sample(void *ctx, const struct join_sample *js)
 		.device = a->aux[1], .stream = a->aux[2], .graph_id = a->aux[3],
 	};
 
+	if (a->aux[4])
+		graph_capture(s, js->pid, a->aux[4], &pa);
 	if (js->reason == JOIN_OK && js->site)
 		profile__add(s->prof, js->pid, js->site, launch_probe__name(js->probe), NULL, &pa);
 	else
@@ -51,6 +82,14 @@ static __u64 site_remap(void *ctx, __u64 site)
 	return site && site <= c->n ? c->remap[site] : 0;
 }
 
+/* The capture sites every target's graph nodes hold. */
+static void graph_sites(struct session *s, __u64 (*fn)(void *ctx, __u64 site), void *ctx)
+{
+	for (size_t i = 0; s->graph_targets && i < s->tt.n; i++)
+		if (s->tt.t[i]->graphs)
+			graph_nodes__visit_sites(s->tt.t[i]->graphs, fn, ctx);
+}
+
 static bool pid_followed(void *ctx, __u32 pid)
 {
 	struct session *s = ctx;
@@ -73,6 +112,7 @@ void session__forget_window(struct session *s)
 	join__visit_sites(s->join, site_keep, &s->stacks);
 	if (s->cache)
 		stack_cache__visit_stacks(s->cache, site_keep, &s->stacks);
+	graph_sites(s, site_keep, &s->stacks);
 	for (size_t i = 0; i < s->npending; i++)
 		stack_table__keep(&s->stacks, s->pending[i]);
 	if ((err = stack_table__compact_begin(&s->stacks, &c)) ||
@@ -85,6 +125,7 @@ void session__forget_window(struct session *s)
 	join__visit_sites(s->join, site_remap, &c);
 	if (s->cache)
 		stack_cache__visit_stacks(s->cache, site_remap, &c);
+	graph_sites(s, site_remap, &c);
 	for (size_t i = 0; i < s->npending; i++)
 		if ((s->pending[keep] = (__u32)site_remap(&c, s->pending[i])))
 			keep++;

@@ -483,6 +483,11 @@ static bool record__valid(const struct shm_reader *r, const struct gp_record *re
 		break;
 	case GP_REC_MODULE:
 		return rec->module.event == 1;
+	case GP_REC_GRAPH_NODE:
+		/* A node is never its own origin (a loop in the loader's walk otherwise). */
+		if (!rec->graph.node || rec->graph.orig_node == rec->graph.node)
+			return false;
+		break;
 	default:
 		return false;
 	}

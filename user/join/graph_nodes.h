@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CUDA-graph nodes of one process, for putting each replayed kernel
+ * under the stack that captured it (DESIGN.md, Graphs). The shim reports
+ * each node made (CUPTI's GRAPHNODE_CREATED: on the calling thread, inside
+ * the call that made it) and each node cloned from another (instantiation
+ * copies a graph's nodes into the executable graph, whose kernel records
+ * name the copies). A node made by a launch during stream capture takes the
+ * site of that launch: the launch event paired (user/join) with the API
+ * record whose call, on the node's thread, encloses the node's time.
+ *
+ * Everything here comes from the profiled process and is bounded: at most
+ * GRAPH_NODES_MAX nodes and GRAPH_PENDING_MAX nodes waiting for their call;
+ * a clone chain is followed GRAPH_CLONE_HOPS deep at most. Nodes are never
+ * forgotten while the process lives (a graph captured once is replayed for
+ * the rest of the run); a full table refuses new ones, counted.
+ */
+#ifndef GP_JOIN_GRAPH_NODES_H
+#define GP_JOIN_GRAPH_NODES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#define GRAPH_NODES_MAX (1u << 18)
+#define GRAPH_PENDING_MAX 4096u
+#define GRAPH_CLONE_HOPS 8u
+
+struct graph_nodes_stats {
+	__u64 nodes;        /* made and cloned, held */
+	__u64 bound;        /* made nodes that took a launch's site */
+	__u64 unbound;      /* made nodes no paired call enclosed (built by the node API, or
+			       the call's launch event never came) */
+	__u64 refused;      /* nodes not held: the table was full, or a duplicate id */
+};
+
+struct graph_nodes;
+
+int graph_nodes__new(struct graph_nodes **ret);
+void graph_nodes__destroy(struct graph_nodes *gn); /* NULL-safe */
+/*
+ * A node made by thread tid at ts (orig 0), or cloned from orig (a node
+ * held as made and not bound becomes that clone: instantiation reports
+ * each copy made, then cloned).
+ */
+void graph_nodes__add(struct graph_nodes *gn, __u64 node, __u64 orig, __u32 tid, __u64 ts);
+/*
+ * A launch event of tid paired with its API record [start, end]: made nodes
+ * of tid waiting inside that span take site and probe. A node no call takes
+ * waits until GRAPH_PENDING_MAX newer ones wait (then counted unbound).
+ */
+void graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u64 end, __u64 site,
+			  __u32 probe);
+/*
+ * The made node a node comes from (itself, or the one its clones were
+ * copied from): a handle > 0, or 0 when unknown.
+ */
+__u32 graph_nodes__origin(const struct graph_nodes *gn, __u64 node);
+/* The site and probe of the launch that made origin; false when none is known (yet). */
+bool graph_nodes__site(const struct graph_nodes *gn, __u32 origin, __u64 *ret_site,
+		       __u32 *ret_probe);
+/* Calls fn on every site held and stores what it returns (sites are renumbered). */
+void graph_nodes__visit_sites(struct graph_nodes *gn, __u64 (*fn)(void *ctx, __u64 site),
+			      void *ctx);
+void graph_nodes__stats(const struct graph_nodes *gn, struct graph_nodes_stats *ret);
+
+#endif /* GP_JOIN_GRAPH_NODES_H */

@@ -82,6 +82,30 @@ struct CUlib_st {
 	struct CUmod_st *mod;
 };
 
+/* Graphs (graph.c); launched by launch.c. */
+struct CUgraphNode_st {
+	uint32_t magic;
+	uint64_t id;
+	struct CUfunc_st *func;
+	uint32_t grid[3];
+	uint32_t block[3];
+	uint32_t smem;
+};
+
+struct CUgraph_st {
+	uint32_t magic;
+	uint32_t id;
+	size_t n, cap;
+	struct CUgraphNode_st **nodes;
+};
+
+struct CUgraphExec_st {
+	uint32_t magic;
+	uint32_t graph_id;
+	size_t n;
+	struct CUgraphNode_st nodes[]; /* copies: the graph may go first */
+};
+
 #pragma GCC visibility push(hidden)
 
 struct stub_driver {
@@ -114,6 +138,12 @@ CUresult drv_api_exit(struct stub_api_call *c, CUresult r);
 CUresult drv_check_ctx(void);
 CUcontext drv_current_ctx(void);
 bool drv_is_initialized(void);
+
+/* Every launch dimension must be at least 1. */
+static inline bool drv_dims_ok(const uint32_t d[3])
+{
+	return d[0] && d[1] && d[2];
+}
 
 /* The fake GPU clock. Caller holds g_drv.mu. */
 uint64_t drv_launch_time(const struct stub_api_call *c);

@@ -18,7 +18,6 @@ struct stub_driver g_drv = {
 	.next_module_id = 1,
 	.next_stream_id = 13,
 	.next_graph_id = 1,
-	.next_node_id = 1,
 	.primary = { .id = STUB_CONTEXT_ID },
 	.legacy = { .magic = STUB_MAGIC_STREAM, .id = STUB_LEGACY_STREAM_ID },
 };

@@ -3,6 +3,14 @@
  * Graphs of the stub driver: cuGraphCreate, kernel nodes, instantiation and
  * destruction. Launching an instantiated graph is launch.c's (cuGraphLaunch
  * is one more launch path).
+ *
+ * Ids as the real driver (CUDA 13, measured) gives them: graphs 1, 2, 3, ...
+ * in creation order; a node is (its graph's id << 32) | its index in that
+ * graph. Instantiation makes a new graph, the exec's own (the next graph id,
+ * which is also what cuptiGetGraphExecId says), holding a clone of each node
+ * with an id of that graph; replays report the exec's graph id and the
+ * clones' ids. The real driver may skip graph ids (it made an internal graph
+ * per instantiation on the measured machine): ids are unique, not dense.
  */
 #include "stub/libcuda/internal.h"
 
@@ -67,7 +75,7 @@ static CUresult graph_add(struct CUgraph_st *g, struct CUgraphNode_st *tmpl,
 	}
 	*node = *tmpl;
 	node->magic = STUB_MAGIC_NODE;
-	node->id = g_drv.next_node_id++;
+	node->id = drv_node_id(g->id, g->n);
 	drv_module_device_load(node->func->mod);
 	g->nodes[g->n++] = node;
 	*ret_node = node;
@@ -144,10 +152,13 @@ static CUresult instantiate(CUgraphExec *phExec, CUgraph g)
 	e = calloc(1, sizeof(*e) + g->n * sizeof(e->nodes[0]));
 	if (e) {
 		e->magic = STUB_MAGIC_EXEC;
-		e->graph_id = g->id;
+		e->graph.magic = STUB_MAGIC_EXEC_GRAPH;
+		e->graph.id = g_drv.next_graph_id++;
 		e->n = g->n;
-		for (size_t i = 0; i < g->n; i++)
+		for (size_t i = 0; i < g->n; i++) {
 			e->nodes[i] = *g->nodes[i];
+			e->nodes[i].id = drv_node_id(e->graph.id, i);
+		}
 	}
 	pthread_mutex_unlock(&g_drv.mu);
 	if (!e)

@@ -43,6 +43,7 @@ enum stub_magic {
 	STUB_MAGIC_GRAPH = 0x47524131u,
 	STUB_MAGIC_NODE = 0x4e4f4431u,
 	STUB_MAGIC_EXEC = 0x45584531u,
+	STUB_MAGIC_EXEC_GRAPH = 0x45475231u,
 };
 
 struct CUctx_st {
@@ -85,7 +86,7 @@ struct CUlib_st {
 /* Graphs (graph.c); launched by launch.c. */
 struct CUgraphNode_st {
 	uint32_t magic;
-	uint64_t id;
+	uint64_t id;              /* drv_node_id(graph id, index) */
 	struct CUfunc_st *func;
 	uint32_t grid[3];
 	uint32_t block[3];
@@ -93,7 +94,7 @@ struct CUgraphNode_st {
 };
 
 struct CUgraph_st {
-	uint32_t magic;
+	uint32_t magic;           /* STUB_MAGIC_GRAPH, or _EXEC_GRAPH: an exec's */
 	uint32_t id;
 	size_t n, cap;
 	struct CUgraphNode_st **nodes;
@@ -101,10 +102,15 @@ struct CUgraph_st {
 
 struct CUgraphExec_st {
 	uint32_t magic;
-	uint32_t graph_id;
+	struct CUgraph_st graph;  /* the exec's own graph (no node list) */
 	size_t n;
-	struct CUgraphNode_st nodes[]; /* copies: the graph may go first */
+	struct CUgraphNode_st nodes[]; /* clones: the source may go first */
 };
+
+static inline uint64_t drv_node_id(uint32_t graph_id, size_t index)
+{
+	return (uint64_t)graph_id << 32 | (uint32_t)index;
+}
 
 #pragma GCC visibility push(hidden)
 
@@ -115,7 +121,6 @@ struct stub_driver {
 	uint32_t next_module_id;
 	uint32_t next_stream_id;
 	uint32_t next_graph_id;
-	uint64_t next_node_id;
 	struct CUctx_st primary;
 	struct CUstream_st legacy;
 	struct CUstream_st *streams;

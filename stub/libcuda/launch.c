@@ -8,7 +8,8 @@
  *
  * A graph (built in graph.c) runs its kernel nodes one after the other, in
  * the order they were added, on the launch stream: one API record, n kernel
- * records carrying graphId (the CUgraph's id) and graphNodeId (the node's id).
+ * records carrying graphId and graphNodeId of the exec's own graph and
+ * nodes (the clones instantiation made, not the source graph's).
  */
 #include "stub/libcuda/internal.h"
 
@@ -198,7 +199,7 @@ static CUresult graph_launch(const struct stub_api_call *c, CUgraphExec e,
 	for (size_t i = 0; s && i < e->n; i++) {
 		const struct CUgraphNode_st *n = &e->nodes[i];
 		struct stub_kernel_exec k = {
-			.graph_id = e->graph_id,
+			.graph_id = e->graph.id,
 			.graph_node_id = n->id,
 			.dynamic_smem = n->smem,
 		};

@@ -9,11 +9,17 @@
  * callbacks). At load, libcupti.so's constructor finds
  * stubcuda_register_cupti() (dlsym(RTLD_DEFAULT), then the already loaded
  * libcuda.so.1) and hands over its ops; from then on the driver reports every
- * API call, kernel, copy and module event through them. With no CUPTI
- * registered the driver runs the same, silently.
+ * API call, kernel, copy, module and graph event through them. With no CUPTI
+ * registered the driver runs the same, silently. Both sides check each
+ * other's version and struct size: bump STUB_HOOKS_VERSION with any change
+ * to these structs.
  *
  * Locking contract (it mirrors the hazards DESIGN.md lists for a real driver):
  *   - api_enter/api_exit are called with no driver lock held;
+ *   - graph_node_created/graph_node_cloned/graph_exec_created are called with
+ *     no driver lock held either, on the calling thread, inside the API call
+ *     that made the node or exec (between its api_enter and api_exit): a
+ *     captured launch, cuGraphAddKernelNode*, cuGraphInstantiate*;
  *   - kernel/copy/module_loaded/module_unloading are called WITH the driver's
  *     lock held, as the real driver holds its own lock when it calls the
  *     module-loaded callback inside cuLaunchKernel under lazy loading;
@@ -21,7 +27,9 @@
  *     buffer thread calls it before each delivery, as a real CUPTI worker may
  *     need driver locks. A client that waits inside a module callback on
  *     something its flush path holds therefore deadlocks here too.
- * None of the ops may call back into the driver's API.
+ * None of the ops may call back into the driver's API. The queries of struct
+ * stub_cuda_info are not driver API calls: they take no lock, and any op (or
+ * a client callback inside one) may use them.
  */
 #ifndef STUB_HOOKS_H
 #define STUB_HOOKS_H
@@ -29,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STUB_HOOKS_VERSION 1u
+#define STUB_HOOKS_VERSION 2u
 
 /* One driver API call, bracketed by api_enter/api_exit. */
 struct stub_api_call {
@@ -83,6 +91,19 @@ struct stub_module_event {
 	void *context;            /* CUcontext */
 };
 
+/* A graph event as the resource callbacks describe it (CUpti_GraphData).
+ * The handles are the driver's (CUgraph, CUgraphNode, CUgraphExec); their
+ * ids come from struct stub_cuda_info. */
+struct stub_graph_event {
+	void *context;            /* CUcontext */
+	void *graph;              /* the node's graph; for an exec, its source */
+	void *node;               /* NULL for an exec */
+	int node_type;            /* CUgraphNodeType */
+	void *original_graph;     /* cloned: the original node's graph */
+	void *original_node;      /* cloned: the node this one is a clone of */
+	void *graph_exec;         /* exec created: the exec; else NULL */
+};
+
 /* What the stub CUPTI gives the driver. All pointers must be non-NULL. */
 struct stub_cupti_ops {
 	uint32_t version;         /* STUB_HOOKS_VERSION */
@@ -96,6 +117,11 @@ struct stub_cupti_ops {
 		     const struct stub_copy_exec *c);
 	void (*module_loaded)(const struct stub_module_event *m);
 	void (*module_unloading)(const struct stub_module_event *m);
+	/* Graphs: a node made (by capture, explicitly, or as a clone), then, for
+	 * a clone, what it was cloned from; an exec made, after its nodes. */
+	void (*graph_node_created)(const struct stub_graph_event *g);
+	void (*graph_node_cloned)(const struct stub_graph_event *g);
+	void (*graph_exec_created)(const struct stub_graph_event *g);
 };
 
 /* What the driver gives back: lock-free queries plus the sync point. */
@@ -107,6 +133,11 @@ struct stub_cuda_info {
 	uint32_t (*stream_id)(void *ctx, void *stream, int per_thread);
 	uint32_t (*context_id)(void *ctx);
 	void (*driver_sync_point)(void);
+	/* Ids of graph handles (fixed at creation, so lock-free); 0: not a
+	 * graph, node or exec. */
+	uint32_t (*graph_id)(void *graph);
+	uint64_t (*graph_node_id)(void *node);
+	uint32_t (*graph_exec_id)(void *exec);
 };
 
 /*

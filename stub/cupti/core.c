@@ -20,9 +20,15 @@
  * - threadId: gettid() after cuptiSetThreadIdType(SYSTEM), else the low 32
  *   bits of pthread_self(), like CUPTI's default.
  * - Callbacks: RESOURCE MODULE_LOADED / MODULE_UNLOAD_STARTING (CUDA 13 has
- *   no _UNLOADED), on the application thread inside the driver call; and
- *   DRIVER_API enter/exit with functionParams == NULL (the stub has no
- *   parameter structs: a client must not read them).
+ *   no _UNLOADED), on the application thread inside the driver call (driver
+ *   lock held); RESOURCE GRAPHNODE_CREATED, GRAPHNODE_CLONED and
+ *   GRAPHEXEC_CREATED (a CUpti_GraphData), on the application thread inside
+ *   the launch being captured, cuGraphAddKernelNode or cuGraphInstantiate
+ *   (no driver lock held); and DRIVER_API enter/exit with functionParams ==
+ *   NULL (the stub has no parameter structs: a client must not read them).
+ * - cuptiGetGraphId, cuptiGetGraphNodeId, cuptiGetGraphExecId answer from
+ *   the driver's handles (stub_hooks.h's queries): node ids are
+ *   (graph id << 32) | index, an exec's id is its own graph's id.
  * Other activity kinds are accepted and produce nothing.
  */
 #include "stub/cupti/internal.h"
@@ -134,6 +140,26 @@ static void module_callback(CUpti_CallbackIdResource cbid,
 	CUpti_ResourceData d = {
 		.context = m->context,
 		.resourceDescriptor = &mod,
+	};
+
+	if (callback_on(CUPTI_CB_DOMAIN_RESOURCE, cbid))
+		callback_call(CUPTI_CB_DOMAIN_RESOURCE, cbid, &d);
+}
+
+static void graph_callback(CUpti_CallbackIdResource cbid,
+			   const struct stub_graph_event *g)
+{
+	CUpti_GraphData gd = {
+		.graph = g->graph,
+		.originalGraph = g->original_graph,
+		.node = g->node,
+		.originalNode = g->original_node,
+		.nodeType = (CUgraphNodeType)g->node_type,
+		.graphExec = g->graph_exec,
+	};
+	CUpti_ResourceData d = {
+		.context = g->context,
+		.resourceDescriptor = &gd,
 	};
 
 	if (callback_on(CUPTI_CB_DOMAIN_RESOURCE, cbid))
@@ -285,6 +311,21 @@ static void op_module_unloading(const struct stub_module_event *m)
 	module_callback(CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, m);
 }
 
+static void op_graph_node_created(const struct stub_graph_event *g)
+{
+	graph_callback(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, g);
+}
+
+static void op_graph_node_cloned(const struct stub_graph_event *g)
+{
+	graph_callback(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, g);
+}
+
+static void op_graph_exec_created(const struct stub_graph_event *g)
+{
+	graph_callback(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, g);
+}
+
 static const struct stub_cupti_ops ops = {
 	.version = STUB_HOOKS_VERSION,
 	.size = sizeof(struct stub_cupti_ops),
@@ -295,6 +336,9 @@ static const struct stub_cupti_ops ops = {
 	.copy = op_copy,
 	.module_loaded = op_module_loaded,
 	.module_unloading = op_module_unloading,
+	.graph_node_created = op_graph_node_created,
+	.graph_node_cloned = op_graph_node_cloned,
+	.graph_exec_created = op_graph_exec_created,
 };
 
 /* ------------------------------------------------------------ attach */
@@ -674,6 +718,54 @@ CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext context, uint32_t *deviceId)
 	if (!deviceId)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	*deviceId = 0;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetGraphId(CUgraph graph, uint32_t *pId)
+{
+	const struct stub_cuda_info *drv = atomic_load(&g_cupti.driver);
+	uint32_t id;
+
+	if (!graph || !pId)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (!drv)
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	id = drv->graph_id(graph);
+	if (!id)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*pId = id;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetGraphNodeId(CUgraphNode node, uint64_t *nodeId)
+{
+	const struct stub_cuda_info *drv = atomic_load(&g_cupti.driver);
+	uint64_t id;
+
+	if (!node || !nodeId)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (!drv)
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	id = drv->graph_node_id(node);
+	if (!id)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*nodeId = id;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetGraphExecId(CUgraphExec graphExec, uint32_t *pId)
+{
+	const struct stub_cuda_info *drv = atomic_load(&g_cupti.driver);
+	uint32_t id;
+
+	if (!graphExec || !pId)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (!drv)
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	id = drv->graph_exec_id(graphExec);
+	if (!id)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*pId = id;
 	return CUPTI_SUCCESS;
 }
 

@@ -56,12 +56,40 @@ static void info_sync_point(void)
 	pthread_mutex_unlock(&g_drv.mu);
 }
 
+/* Lock-free like info_stream_id: a graph's, node's or exec's id is set
+ * before its handle is handed to anyone and never changes. */
+static uint32_t info_graph_id(void *graph)
+{
+	const struct CUgraph_st *g = graph;
+
+	if (!g || (g->magic != STUB_MAGIC_GRAPH && g->magic != STUB_MAGIC_EXEC_GRAPH))
+		return 0;
+	return g->id;
+}
+
+static uint64_t info_graph_node_id(void *node)
+{
+	const struct CUgraphNode_st *n = node;
+
+	return n && n->magic == STUB_MAGIC_NODE ? n->id : 0;
+}
+
+static uint32_t info_graph_exec_id(void *exec)
+{
+	const struct CUgraphExec_st *e = exec;
+
+	return e && e->magic == STUB_MAGIC_EXEC ? e->graph.id : 0;
+}
+
 static const struct stub_cuda_info drv_info = {
 	.version = STUB_HOOKS_VERSION,
 	.size = sizeof(struct stub_cuda_info),
 	.stream_id = info_stream_id,
 	.context_id = info_context_id,
 	.driver_sync_point = info_sync_point,
+	.graph_id = info_graph_id,
+	.graph_node_id = info_graph_node_id,
+	.graph_exec_id = info_graph_exec_id,
 };
 
 __attribute__((visibility("default")))

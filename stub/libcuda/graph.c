@@ -82,9 +82,27 @@ static CUresult graph_add(struct CUgraph_st *g, struct CUgraphNode_st *tmpl,
 	return CUDA_SUCCESS;
 }
 
-static CUresult add_kernel_node(CUgraphNode *ph, CUgraph hGraph,
-				const CUgraphNode *deps, size_t ndeps,
-				CUfunction func, struct CUgraphNode_st *tmpl)
+/* No driver lock held (see stub_hooks.h): GRAPHNODE_CREATED for node n of
+ * graph g, inside the API call c. */
+void drv_report_node_created(const struct stub_api_call *c,
+			     struct CUgraph_st *g, struct CUgraphNode_st *n)
+{
+	const struct stub_cupti_ops *ops = c->cupti;
+	struct stub_graph_event ev = {
+		.context = &g_drv.primary,
+		.graph = g,
+		.node = n,
+		.node_type = CU_GRAPH_NODE_TYPE_KERNEL,
+	};
+
+	if (ops)
+		ops->graph_node_created(&ev);
+}
+
+static CUresult add_kernel_node(const struct stub_api_call *c, CUgraphNode *ph,
+				CUgraph hGraph, const CUgraphNode *deps,
+				size_t ndeps, CUfunction func,
+				struct CUgraphNode_st *tmpl)
 {
 	CUresult r;
 
@@ -93,6 +111,8 @@ static CUresult add_kernel_node(CUgraphNode *ph, CUgraph hGraph,
 	pthread_mutex_lock(&g_drv.mu);
 	r = graph_add(hGraph, tmpl, func, ph);
 	pthread_mutex_unlock(&g_drv.mu);
+	if (r == CUDA_SUCCESS)
+		drv_report_node_created(c, hGraph, *ph);
 	return r;
 }
 
@@ -117,7 +137,7 @@ STUB_API CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode,
 		API_END(r != CUDA_SUCCESS ? r : CUDA_ERROR_INVALID_VALUE);
 	tmpl = (struct CUgraphNode_st)NODE_TMPL(p);
 	func = p->func ? p->func : (CUfunction)p->kern;
-	API_END(add_kernel_node(phGraphNode, hGraph, dependencies,
+	API_END(add_kernel_node(&call_, phGraphNode, hGraph, dependencies,
 				numDependencies, func, &tmpl));
 }
 
@@ -134,11 +154,39 @@ STUB_API CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 	if (r != CUDA_SUCCESS || !p)
 		API_END(r != CUDA_SUCCESS ? r : CUDA_ERROR_INVALID_VALUE);
 	tmpl = (struct CUgraphNode_st)NODE_TMPL(p);
-	API_END(add_kernel_node(phGraphNode, hGraph, dependencies,
+	API_END(add_kernel_node(&call_, phGraphNode, hGraph, dependencies,
 				numDependencies, p->func, &tmpl));
 }
 
-static CUresult instantiate(CUgraphExec *phExec, CUgraph g)
+/* No driver lock held: the clones of instantiation as the real driver
+ * reports them, per node GRAPHNODE_CREATED then GRAPHNODE_CLONED (graphExec
+ * NULL, as measured), then GRAPHEXEC_CREATED naming the source graph. */
+static void report_instantiated(const struct stub_api_call *c,
+				struct CUgraph_st *g, struct CUgraphExec_st *e)
+{
+	const struct stub_cupti_ops *ops = c->cupti;
+	struct stub_graph_event ev = {
+		.context = &g_drv.primary,
+		.node_type = CU_GRAPH_NODE_TYPE_KERNEL,
+	};
+
+	if (!ops)
+		return;
+	for (size_t i = 0; i < e->n; i++) {
+		drv_report_node_created(c, &e->graph, &e->nodes[i]);
+		ev.graph = &e->graph;
+		ev.node = &e->nodes[i];
+		ev.original_graph = g;
+		ev.original_node = g->nodes[i];
+		ops->graph_node_cloned(&ev);
+	}
+	ev = (struct stub_graph_event){ .context = &g_drv.primary, .graph = g,
+					.graph_exec = e };
+	ops->graph_exec_created(&ev);
+}
+
+static CUresult instantiate(const struct stub_api_call *c, CUgraphExec *phExec,
+			    CUgraph g)
 {
 	struct CUgraphExec_st *e;
 
@@ -163,6 +211,7 @@ static CUresult instantiate(CUgraphExec *phExec, CUgraph g)
 	pthread_mutex_unlock(&g_drv.mu);
 	if (!e)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	report_instantiated(c, g, e);
 	*phExec = e;
 	return CUDA_SUCCESS;
 }
@@ -173,7 +222,7 @@ STUB_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec,
 {
 	API_BEGIN(cuGraphInstantiateWithFlags);
 	(void)flags;
-	API_END(instantiate(phGraphExec, hGraph));
+	API_END(instantiate(&call_, phGraphExec, hGraph));
 }
 
 STUB_API CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
@@ -184,7 +233,7 @@ STUB_API CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
 	(void)phErrorNode;
 	if (logBuffer && bufferSize)
 		logBuffer[0] = '\0';
-	API_END(instantiate(phGraphExec, hGraph));
+	API_END(instantiate(&call_, phGraphExec, hGraph));
 }
 
 STUB_API CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
@@ -195,7 +244,7 @@ STUB_API CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph
 	(void)phErrorNode;
 	if (logBuffer && bufferSize)
 		logBuffer[0] = '\0';
-	API_END(instantiate(phGraphExec, hGraph));
+	API_END(instantiate(&call_, phGraphExec, hGraph));
 }
 
 STUB_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)

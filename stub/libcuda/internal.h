@@ -161,6 +161,10 @@ struct CUfunc_st *drv_func(CUfunction f);
 void drv_module_device_load(struct CUmod_st *m);
 int stubelf_image_size(const void *image, size_t avail, size_t *ret_size);
 
+/* Graph events. No driver lock held (stub_hooks.h). */
+void drv_report_node_created(const struct stub_api_call *c,
+			     struct CUgraph_st *g, struct CUgraphNode_st *n);
+
 #pragma GCC visibility pop
 
 #endif /* STUB_LIBCUDA_INTERNAL_H */

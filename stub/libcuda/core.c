@@ -370,15 +370,17 @@ STUB_API CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
 	API_END(*phStream ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY);
 }
 
+/* Synchronizing a capturing stream is refused, as by the real driver. */
 static CUresult stream_sync(CUstream h, bool per_thread)
 {
+	struct CUstream_st *s;
 	CUresult r = drv_check_ctx();
 
 	if (r != CUDA_SUCCESS)
 		return r;
 	pthread_mutex_lock(&g_drv.mu);
-	if (!drv_stream(h, per_thread))
-		r = CUDA_ERROR_INVALID_HANDLE;
+	s = drv_stream(h, per_thread);
+	r = s ? drv_capture_unsupported(s) : CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_unlock(&g_drv.mu);
 	return r;
 }
@@ -409,6 +411,10 @@ STUB_API CUresult cuStreamSynchronize_ptsz(CUstream hStream)
 	X(CUDA_ERROR_FILE_NOT_FOUND, "file not found") \
 	X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle") \
 	X(CUDA_ERROR_NOT_FOUND, "named symbol not found") \
+	X(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state") \
+	X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing") \
+	X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "operation failed due to a previous error during capture") \
+	X(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "attempt to terminate a thread-local capture sequence from another thread") \
 	X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 static bool error_lookup(CUresult e, const char **ret_name, const char **ret_str)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Graphs of the stub driver: cuGraphCreate, kernel nodes, instantiation and
- * destruction. Launching an instantiated graph is launch.c's (cuGraphLaunch
- * is one more launch path).
+ * Graphs of the stub driver: cuGraphCreate, kernel nodes, stream capture,
+ * instantiation and destruction. Launching an instantiated graph, and
+ * adding a captured launch to its graph, is launch.c's.
  *
  * Ids as the real driver (CUDA 13, measured) gives them: graphs 1, 2, 3, ...
  * in creation order; a node is (its graph's id << 32) | its index in that
@@ -56,19 +56,14 @@ static bool graph_grow(struct CUgraph_st *g)
 	return true;
 }
 
-/* Caller holds g_drv.mu. Adding a kernel node needs its code: it loads the
- * module (see module.c's rule). */
-static CUresult graph_add(struct CUgraph_st *g, struct CUgraphNode_st *tmpl,
-			  CUfunction func, CUgraphNode *ret_node)
+/* Caller holds g_drv.mu; g is live, tmpl's function and dimensions are
+ * checked. Adding a kernel node needs its code: it loads the module (see
+ * module.c's rule). */
+CUresult drv_graph_add(struct CUgraph_st *g, const struct CUgraphNode_st *tmpl,
+		       struct CUgraphNode_st **ret_node)
 {
-	struct CUgraphNode_st *node;
+	struct CUgraphNode_st *node = malloc(sizeof(*node));
 
-	tmpl->func = drv_func(func);
-	if (!graph_live(g) || !tmpl->func)
-		return CUDA_ERROR_INVALID_HANDLE;
-	if (!drv_dims_ok(tmpl->grid) || !drv_dims_ok(tmpl->block))
-		return CUDA_ERROR_INVALID_VALUE;
-	node = malloc(sizeof(*node));
 	if (!node || !graph_grow(g)) {
 		free(node);
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -80,6 +75,18 @@ static CUresult graph_add(struct CUgraph_st *g, struct CUgraphNode_st *tmpl,
 	g->nodes[g->n++] = node;
 	*ret_node = node;
 	return CUDA_SUCCESS;
+}
+
+/* Caller holds g_drv.mu. */
+static CUresult graph_add(struct CUgraph_st *g, struct CUgraphNode_st *tmpl,
+			  CUfunction func, CUgraphNode *ret_node)
+{
+	tmpl->func = drv_func(func);
+	if (!graph_live(g) || !tmpl->func)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!drv_dims_ok(tmpl->grid) || !drv_dims_ok(tmpl->block))
+		return CUDA_ERROR_INVALID_VALUE;
+	return drv_graph_add(g, tmpl, ret_node);
 }
 
 /* No driver lock held (see stub_hooks.h): GRAPHNODE_CREATED for node n of
@@ -257,6 +264,14 @@ STUB_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 	API_END(CUDA_SUCCESS);
 }
 
+static void graph_free(struct CUgraph_st *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->nodes[i]);
+	free(g->nodes);
+	free(g);
+}
+
 STUB_API CUresult cuGraphDestroy(CUgraph hGraph)
 {
 	API_BEGIN(cuGraphDestroy);
@@ -267,9 +282,187 @@ STUB_API CUresult cuGraphDestroy(CUgraph hGraph)
 	}
 	hGraph->magic = 0;
 	pthread_mutex_unlock(&g_drv.mu);
-	for (size_t i = 0; i < hGraph->n; i++)
-		free(hGraph->nodes[i]);
-	free(hGraph->nodes);
-	free(hGraph);
+	graph_free(hGraph);
 	API_END(CUDA_SUCCESS);
+}
+
+/* ------------------------------------------------------------ stream capture */
+
+/*
+ * cuStreamBeginCapture makes a graph (the next graph id) that the stream's
+ * kernel launches, on any launch path, then add kernel nodes to instead of
+ * running (launch.c); cuStreamEndCapture hands it over. What the stub cannot
+ * capture is refused as the real driver refuses an unsupported call: with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating the capture (later
+ * work on it gets CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, as does
+ * cuStreamEndCapture, which then destroys the graph). Refused: copies and
+ * memsets on the capturing stream (the stub's are synchronous),
+ * cuStreamSynchronize of it, and cuGraphLaunch into it (the real driver
+ * adds a child-graph node there; the stub has no such nodes). Not modelled:
+ * capture modes beyond cuStreamEndCapture's thread rule (no
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT for the legacy stream while another
+ * captures), cuStreamBeginCaptureToGraph, cuStreamGetCaptureInfo.
+ */
+
+/* Caller holds g_drv.mu. For work s cannot capture: CUDA_SUCCESS when s is
+ * not capturing, else the error to return (the capture is invalidated). */
+CUresult drv_capture_unsupported(struct CUstream_st *s)
+{
+	if (!s->capture)
+		return CUDA_SUCCESS;
+	if (s->capture_invalid)
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	s->capture_invalid = true;
+	return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+static CUresult begin_capture(CUstream h, bool per_thread,
+			      CUstreamCaptureMode mode)
+{
+	struct CUstream_st *s;
+	struct CUgraph_st *g;
+	CUresult r = drv_check_ctx();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
+	    mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+	    mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&g_drv.mu);
+	s = drv_stream(h, per_thread);
+	if (!s) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (s == &g_drv.legacy) {
+		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	} else if (s->capture) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+	} else {
+		g->magic = STUB_MAGIC_GRAPH;
+		g->id = g_drv.next_graph_id++;
+		s->capture = g;
+		s->capture_invalid = false;
+		s->capture_mode = mode;
+		s->capture_thread = pthread_self();
+	}
+	pthread_mutex_unlock(&g_drv.mu);
+	if (r != CUDA_SUCCESS)
+		free(g);
+	return r;
+}
+
+STUB_API CUresult cuStreamBeginCapture(CUstream hStream)
+{
+	API_BEGIN(cuStreamBeginCapture);
+	API_END(begin_capture(hStream, false, CU_STREAM_CAPTURE_MODE_GLOBAL));
+}
+
+STUB_API CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
+{
+	API_BEGIN(cuStreamBeginCapture_ptsz);
+	API_END(begin_capture(hStream, true, CU_STREAM_CAPTURE_MODE_GLOBAL));
+}
+
+STUB_API CUresult cuStreamBeginCapture_v2(CUstream hStream,
+					  CUstreamCaptureMode mode)
+{
+	API_BEGIN(cuStreamBeginCapture_v2);
+	API_END(begin_capture(hStream, false, mode));
+}
+
+STUB_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream,
+					       CUstreamCaptureMode mode)
+{
+	API_BEGIN(cuStreamBeginCapture_v2_ptsz);
+	API_END(begin_capture(hStream, true, mode));
+}
+
+static CUresult end_capture(CUstream h, bool per_thread, CUgraph *phGraph)
+{
+	struct CUgraph_st *g = NULL;
+	struct CUstream_st *s;
+	bool invalid = false;
+	CUresult r = drv_check_ctx();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!phGraph)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&g_drv.mu);
+	s = drv_stream(h, per_thread);
+	if (!s) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (!s->capture) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+	} else if (s->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+		   !pthread_equal(s->capture_thread, pthread_self())) {
+		r = CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+	} else {
+		g = s->capture;
+		invalid = s->capture_invalid;
+		s->capture = NULL;
+		s->capture_invalid = false;
+	}
+	pthread_mutex_unlock(&g_drv.mu);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (invalid) {
+		graph_free(g);
+		*phGraph = NULL;
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	}
+	*phGraph = g;
+	return CUDA_SUCCESS;
+}
+
+STUB_API CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+	API_BEGIN(cuStreamEndCapture);
+	API_END(end_capture(hStream, false, phGraph));
+}
+
+STUB_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+{
+	API_BEGIN(cuStreamEndCapture_ptsz);
+	API_END(end_capture(hStream, true, phGraph));
+}
+
+static CUresult is_capturing(CUstream h, bool per_thread,
+			     CUstreamCaptureStatus *status)
+{
+	struct CUstream_st *s;
+	CUresult r = drv_check_ctx();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!status)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&g_drv.mu);
+	s = drv_stream(h, per_thread);
+	if (!s)
+		r = CUDA_ERROR_INVALID_HANDLE;
+	else if (!s->capture)
+		*status = CU_STREAM_CAPTURE_STATUS_NONE;
+	else
+		*status = s->capture_invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED :
+					       CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	pthread_mutex_unlock(&g_drv.mu);
+	return r;
+}
+
+STUB_API CUresult cuStreamIsCapturing(CUstream hStream,
+				      CUstreamCaptureStatus *captureStatus)
+{
+	API_BEGIN(cuStreamIsCapturing);
+	API_END(is_capturing(hStream, false, captureStatus));
+}
+
+STUB_API CUresult cuStreamIsCapturing_ptsz(CUstream hStream,
+					   CUstreamCaptureStatus *captureStatus)
+{
+	API_BEGIN(cuStreamIsCapturing_ptsz);
+	API_END(is_capturing(hStream, true, captureStatus));
 }

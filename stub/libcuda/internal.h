@@ -51,10 +51,17 @@ struct CUctx_st {
 	int refs;
 };
 
+struct CUgraph_st;
+
 struct CUstream_st {
 	uint32_t magic;
 	uint32_t id;
 	uint64_t busy_until;      /* end of the last work queued, CUPTI clock */
+	/* Stream capture (graph.c), under g_drv.mu. */
+	struct CUgraph_st *capture; /* the graph being captured; NULL: none */
+	bool capture_invalid;     /* refused work: cuStreamEndCapture fails */
+	CUstreamCaptureMode capture_mode;
+	pthread_t capture_thread; /* who began it */
 	struct CUstream_st *next; /* every stream stays on g_drv.streams */
 };
 
@@ -90,7 +97,9 @@ struct CUgraphNode_st {
 	struct CUfunc_st *func;
 	uint32_t grid[3];
 	uint32_t block[3];
+	uint32_t cluster[3];      /* captured launches only; else 0 */
 	uint32_t smem;
+	bool cooperative;         /* captured launches only */
 };
 
 struct CUgraph_st {
@@ -160,6 +169,11 @@ void drv_schedule(struct CUstream_st *s, uint64_t launch_ns, uint64_t dur_ns,
 struct CUfunc_st *drv_func(CUfunction f);
 void drv_module_device_load(struct CUmod_st *m);
 int stubelf_image_size(const void *image, size_t avail, size_t *ret_size);
+
+/* Graphs and stream capture. Caller holds g_drv.mu. */
+CUresult drv_graph_add(struct CUgraph_st *g, const struct CUgraphNode_st *tmpl,
+		       struct CUgraphNode_st **ret_node);
+CUresult drv_capture_unsupported(struct CUstream_st *s);
 
 /* Graph events. No driver lock held (stub_hooks.h). */
 void drv_report_node_created(const struct stub_api_call *c,

@@ -10,6 +10,10 @@
  * the order they were added, on the launch stream: one API record, n kernel
  * records carrying graphId and graphNodeId of the exec's own graph and
  * nodes (the clones instantiation made, not the source graph's).
+ *
+ * On a capturing stream (graph.c) a launch, on any path, runs nothing: it
+ * adds a kernel node to the capture's graph and reports GRAPHNODE_CREATED
+ * inside the call; its API record is made as for any launch.
  */
 #include "stub/libcuda/internal.h"
 
@@ -49,10 +53,32 @@ static void run_kernel(const struct stub_api_call *c, struct CUfunc_st *f,
 		ops->kernel(c, k);
 }
 
+/* Caller holds g_drv.mu; s is capturing. The launch becomes a kernel node
+ * of the capture's graph: nothing runs, no kernel record. */
+static CUresult capture_kernel(struct CUstream_st *s, struct CUfunc_st *f,
+			       const struct stub_kernel_exec *k,
+			       struct CUgraphNode_st **ret_node)
+{
+	struct CUgraphNode_st tmpl = {
+		.func = f,
+		.smem = k->dynamic_smem,
+		.cooperative = k->cooperative,
+	};
+
+	if (s->capture_invalid)
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	memcpy(tmpl.grid, k->grid, sizeof(tmpl.grid));
+	memcpy(tmpl.block, k->block, sizeof(tmpl.block));
+	memcpy(tmpl.cluster, k->cluster, sizeof(tmpl.cluster));
+	return drv_graph_add(s->capture, &tmpl, ret_node);
+}
+
 static CUresult launch(const struct stub_api_call *c, const struct launch_args *a)
 {
 	struct stub_kernel_exec k = { .cooperative = a->cooperative,
 				      .dynamic_smem = a->smem };
+	struct CUgraphNode_st *node = NULL;
+	struct CUgraph_st *graph = NULL;
 	struct CUstream_st *s;
 	struct CUfunc_st *f;
 	CUresult r = drv_check_ctx();
@@ -67,10 +93,18 @@ static CUresult launch(const struct stub_api_call *c, const struct launch_args *
 	pthread_mutex_lock(&g_drv.mu);
 	f = drv_func(a->f);
 	s = drv_stream(a->stream, a->per_thread);
-	if (f && s)
+	if (!f || !s) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (s->capture) {
+		graph = s->capture;
+		r = capture_kernel(s, f, &k, &node);
+	} else {
 		run_kernel(c, f, s, &k);
+	}
 	pthread_mutex_unlock(&g_drv.mu);
-	return f && s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	if (node) /* as the real driver: inside the launch, on this thread */
+		drv_report_node_created(c, graph, node);
+	return r;
 }
 
 #define LAUNCH_ARGS(pt, coop) \
@@ -196,12 +230,15 @@ static CUresult graph_launch(const struct stub_api_call *c, CUgraphExec e,
 		return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&g_drv.mu);
 	s = drv_stream(hStream, per_thread);
-	for (size_t i = 0; s && i < e->n; i++) {
+	if (s)
+		r = drv_capture_unsupported(s);
+	for (size_t i = 0; s && r == CUDA_SUCCESS && i < e->n; i++) {
 		const struct CUgraphNode_st *n = &e->nodes[i];
 		struct stub_kernel_exec k = {
 			.graph_id = e->graph.id,
 			.graph_node_id = n->id,
 			.dynamic_smem = n->smem,
+			.cooperative = n->cooperative,
 		};
 
 		if (!drv_func((CUfunction)n->func)) {
@@ -210,6 +247,7 @@ static CUresult graph_launch(const struct stub_api_call *c, CUgraphExec e,
 		}
 		memcpy(k.grid, n->grid, sizeof(k.grid));
 		memcpy(k.block, n->block, sizeof(k.block));
+		memcpy(k.cluster, n->cluster, sizeof(k.cluster));
 		run_kernel(c, n->func, s, &k);
 	}
 	pthread_mutex_unlock(&g_drv.mu);

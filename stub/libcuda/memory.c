@@ -6,7 +6,9 @@
  *
  * Copies and memsets are synchronous on the legacy default stream (the
  * per-thread one for the _ptds variants) and take 1 ns per 1024 bytes,
- * rounded up, after the stream's previous work.
+ * rounded up, after the stream's previous work. On a capturing per-thread
+ * stream they are refused (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, the
+ * capture invalidated; see graph.c), not added as nodes.
  *
  * The v1 names (cuMemAlloc, cuMemcpyHtoD, ...) exist for their symbols; their
  * 32-bit device pointers cannot hold our addresses, so cuMemAlloc (v1)
@@ -165,6 +167,11 @@ static CUresult xfer(const struct stub_api_call *c, const struct xfer_args *a)
 	if (!s || !range_ok(a->dev, a->bytes)) {
 		pthread_mutex_unlock(&g_drv.mu);
 		return CUDA_ERROR_INVALID_VALUE;
+	}
+	r = drv_capture_unsupported(s); /* synchronous: never captured */
+	if (r != CUDA_SUCCESS) {
+		pthread_mutex_unlock(&g_drv.mu);
+		return r;
 	}
 	xfer_data(a);
 	xfer_record(&ce, a);

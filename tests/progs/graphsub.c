@@ -307,6 +307,12 @@ int main(int argc, char **argv)
 	CHECK(cuStreamSynchronize(s));
 	CHECK(P.cuptiActivityFlushAll(1));
 	printf("done\n");
+	CHECK(cuGraphExecDestroy(e1));
+	CHECK(cuGraphExecDestroy(e2));
+	CHECK(cuGraphExecDestroy(e1b));
+	CHECK(cuGraphDestroy(g1));
+	CHECK(cuGraphDestroy(g2));
+	CHECK(cuModuleUnload(mod));
 	pthread_mutex_lock(&S.mu);
 	if (S.ncloned != 7 || S.ncreated != 4 + 7)
 		fail("not 4 captured nodes and 7 clones");

@@ -28,7 +28,9 @@
  *   NULL (the stub has no parameter structs: a client must not read them).
  * - cuptiGetGraphId, cuptiGetGraphNodeId, cuptiGetGraphExecId answer from
  *   the driver's handles (stub_hooks.h's queries): node ids are
- *   (graph id << 32) | index, an exec's id is its own graph's id.
+ *   (graph id << 32) | index, an exec's id is its own graph's id. With
+ *   GPUPROBE_STUB_NO_GRAPH_IDS set, cuptiGetGraphNodeId answers
+ *   CUPTI_ERROR_NOT_SUPPORTED.
  * Other activity kinds are accepted and produce nothing.
  */
 #include "stub/cupti/internal.h"
@@ -746,6 +748,9 @@ CUptiResult CUPTIAPI cuptiGetGraphNodeId(CUgraphNode node, uint64_t *nodeId)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	if (!drv)
 		return CUPTI_ERROR_NOT_INITIALIZED;
+	/* Test hook (tests/bpf/e2e_graphs.sh): a CUPTI that cannot name nodes. */
+	if (getenv("GPUPROBE_STUB_NO_GRAPH_IDS"))
+		return CUPTI_ERROR_NOT_SUPPORTED;
 	id = drv->graph_node_id(node);
 	if (!id)
 		return CUPTI_ERROR_INVALID_PARAMETER;

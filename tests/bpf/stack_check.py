@@ -26,6 +26,12 @@
       launches each, and every stack is whole (ends at a root, no frame that
       says it is short or unknown); split-fp: the same for
       frame-pointer stacks, which end where frame pointers do.
+  stack_check.py FILE graph KERNEL COUNT NS CAPTURE REPLAY
+      KERNEL, replayed by a CUDA graph, ran COUNT times for NS of GPU time,
+      and every one of its stacks reads, leaf first: the kernel, the launch
+      API that captured it, frames down to CAPTURE, ..., "[graph captured
+      at]", cuGraphLaunch, frames down to REPLAY, ..., a root; both halves
+      whole.
 """
 import os
 import re
@@ -191,6 +197,35 @@ def check_split(samples, kernel, want, rooted=True):
     print("%s: %s" % (kernel, ", ".join("%d under %s" % (v, k) for k, v in want.items())))
 
 
+def check_graph(samples, kernel, count, ns_want, capture, replay):
+    """Each replay of kernel under its capture-time stack, then the marker,
+    then the replay's stack (see the usage)."""
+    got_n = got_ns = 0
+    for ns, n, frames in samples:
+        if not frames or frames[0][0] != kernel:
+            continue
+        names = [f[0] for f in frames]
+        if MARK not in names:
+            fail("%s: %d launches not under their capture: %s" % (kernel, n, names), FRAMES_DIFFER)
+        cut = names.index(MARK)
+        cap, rep = names[1:cut], names[cut + 1:]
+        short = ("[truncated", "[native frames", "[stack unknown", "[python:", "[unattributed")
+        if not cap or not cap[0].startswith("cuLaunchKernel") or capture not in cap or \
+                not rep or not rep[0].startswith("cuGraphLaunch") or replay not in rep or \
+                not is_root(rep[-2]) or any(x.startswith(short) for x in cap + rep):
+            fail("%s: want capture %s, then %s, then cuGraphLaunch and %s to a root: %s" %
+                 (kernel, capture, MARK, replay, names), FRAMES_DIFFER)
+        got_n += n
+        got_ns += ns
+    if (got_n, got_ns) != (count, ns_want):
+        fail("%s: %d launches for %d ns under their capture, want %d for %d" %
+             (kernel, got_n, got_ns, count, ns_want))
+    print("%s: %d launches, %d ns, each under %s, %s, %s" % (kernel, count, ns_want, capture, MARK, replay))
+
+
+MARK = "[graph captured at]"
+
+
 def main():
     path, mode = sys.argv[1], sys.argv[2]
     samples = parse(path)
@@ -202,6 +237,8 @@ def main():
         check_chain(samples, sys.argv[3], int(sys.argv[4]), sys.argv[5:])
     elif mode == "chain-short":
         check_chain(samples, sys.argv[3], int(sys.argv[4]), sys.argv[6:], int(sys.argv[5]))
+    elif mode == "graph":  # KERNEL COUNT NS CAPTURE REPLAY
+        check_graph(samples, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7])
     elif mode in ("split", "split-fp"):  # KERNEL NAME=COUNT...
         check_split(samples, sys.argv[3], {a.split("=")[0]: int(a.split("=")[1]) for a in sys.argv[4:]},
                     mode == "split")

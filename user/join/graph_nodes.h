@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The CUDA-graph nodes of one process, for putting each replayed kernel
- * under the stack that captured it (DESIGN.md, Graphs). The shim reports
- * each node made (CUPTI's GRAPHNODE_CREATED: on the calling thread, inside
- * the call that made it) and each node cloned from another (instantiation
- * copies a graph's nodes into the executable graph, whose kernel records
- * name the copies). A node made by a launch during stream capture takes the
- * site of that launch: the launch event paired (user/join) with the API
- * record whose call, on the node's thread, encloses the node's time.
+ * under the stack that captured it (docs/ARCHITECTURE.md, CUDA graphs).
+ * The shim reports each node made (CUPTI's GRAPHNODE_CREATED: on the
+ * calling thread, inside the call that made it) and each node cloned from
+ * another (instantiation copies a graph's nodes into the executable graph,
+ * whose kernel records name the copies). A node made by a launch during
+ * stream capture takes the site of that launch: the launch event paired
+ * (user/join) with the API record whose call, on the node's thread,
+ * encloses the node's time.
  *
  * Everything here comes from the profiled process and is bounded: at most
  * GRAPH_NODES_MAX nodes and GRAPH_PENDING_MAX nodes waiting for their call;

@@ -176,7 +176,7 @@ static void hostile_counters(struct session *s, struct counters *c)
  * CUDA graphs: replayed kernels put under the launch that captured their
  * node, and those that keep the replay's stack, by why (a node never
  * reported, or no paired call made it); the nodes held, those no call
- * took, those refused (DESIGN.md, Graphs).
+ * took, those refused (docs/ARCHITECTURE.md, CUDA graphs).
  */
 static void graph_counters(struct session *s, struct counters *c)
 {

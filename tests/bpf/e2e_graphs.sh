@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# CUDA graphs on the stub vendor (tests/progs/graphcap N M: graph 1 captured
+# in capture_one, two g_one launches; graph 2 in capture_two, one g_two;
+# replayed N and M times from replay_loop): every replayed kernel sits under
+# the stack that captured its node, then "[graph captured at]", then the
+# replay's stack, with its count and GPU time exact; the eager kernel keeps
+# its own stack. Without the shim's node records (a CUPTI without the graph
+# getters), the replays keep the replay's stack, counted by reason.
+source "$(dirname "$0")/lib.sh"
+
+N=7 M=5
+run() { # OUT ERR [ENV...]
+	local out=$1 err=$2
+	shift 2
+	env "$@" LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$out" --libcuda "$STUBLIB" \
+		--cupti "$B/stub/libcupti.so" -- "$PROGS/graphcap" $N $M 2>"$err" >"$WORK/out" ||
+		{ cat "$err"; fail "loader failed"; }
+	grep -q "graphcap: replays=$((N + M)) kernels=$((2 * N + M + 1))" "$WORK/out" ||
+		fail "graphcap: $(cat "$WORK/out")"
+}
+field() { # NAME FILE: NAME's value on the last counters line
+	grep "^counters:" "$2" | tail -n 1 | sed -n "s/.*[ (]$1=\([0-9]*\).*/\1/p"
+}
+SC="python3 $ROOT/tests/bpf/stack_check.py"
+
+run "$WORK/g.pb.gz" "$WORK/g.err"
+$SC "$WORK/g.pb.gz" graph g_one $((2 * N)) $((4000 * N)) capture_one replay_loop ||
+	{ cat "$WORK/g.err"; fail "g_one not under its capture"; }
+$SC "$WORK/g.pb.gz" graph g_two $M $((3000 * M)) capture_two replay_loop ||
+	fail "g_two not under its capture"
+$SC "$WORK/g.pb.gz" chain g_eager 1 main || fail "the eager launch"
+[ "$(field graph_kernels "$WORK/g.err")" = $((2 * N + M)) ] &&
+	[ "$(field under_capture "$WORK/g.err")" = $((2 * N + M)) ] &&
+	[ "$(field node_unknown "$WORK/g.err")" = 0 ] && [ "$(field capture_unknown "$WORK/g.err")" = 0 ] &&
+	[ "$(field unattributed "$WORK/g.err")" = 0 ] ||
+	{ grep "^counters:" "$WORK/g.err" | tail -1; fail "graph counters"; }
+ok "$((2 * N + M)) replayed kernels under their capture sites, exact"
+
+# A CUPTI that cannot name graph nodes: no node records, the replay's stack, counted.
+run "$WORK/n.pb.gz" "$WORK/n.err" GPUPROBE_STUB_NO_GRAPH_IDS=1
+$SC "$WORK/n.pb.gz" chain g_one $((2 * N)) replay_loop main || fail "g_one without node records"
+[ "$(field under_capture "$WORK/n.err")" = 0 ] && [ "$(field node_unknown "$WORK/n.err")" = $((2 * N + M)) ] ||
+	{ grep "^counters:" "$WORK/n.err" | tail -1; fail "counters without node records"; }
+ok "without node records: the replay's stack, $((2 * N + M)) counted node_unknown"

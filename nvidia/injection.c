@@ -342,6 +342,7 @@ static bool decode__memcpy(const CUpti_Activity *a, struct gp_record *r)
 	r->copy.device = m->deviceId;
 	r->copy.stream = m->streamId;
 	r->copy.graph_id = m->graphId;
+	r->copy.graph_node = m->graphNodeId;
 	return true;
 }
 
@@ -357,6 +358,7 @@ static bool decode__memset(const CUpti_Activity *a, struct gp_record *r)
 	r->copy.device = m->deviceId;
 	r->copy.stream = m->streamId;
 	r->copy.graph_id = m->graphId;
+	r->copy.graph_node = m->graphNodeId;
 	return true;
 }
 

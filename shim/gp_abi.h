@@ -156,7 +156,7 @@ struct gp_record_copy {
 	__u32 device;       /* 44 */
 	__u32 stream;       /* 48 */
 	__u32 graph_id;     /* 52 */
-	__u64 reserved;     /* 56 */
+	__u64 graph_node;   /* 56: 0 when not run by a graph */
 };
 
 struct gp_record_module {

@@ -29,7 +29,7 @@ $SC "$WORK/g.pb.gz" graph g_one $((2 * N)) $((4000 * N)) capture_one replay_loop
 $SC "$WORK/g.pb.gz" graph g_two $M $((3000 * M)) capture_two replay_loop ||
 	fail "g_two not under its capture"
 $SC "$WORK/g.pb.gz" chain g_eager 1 main || fail "the eager launch"
-[ "$(field graph_kernels "$WORK/g.err")" = $((2 * N + M)) ] &&
+[ "$(field graph_activities "$WORK/g.err")" = $((2 * N + M)) ] &&
 	[ "$(field under_capture "$WORK/g.err")" = $((2 * N + M)) ] &&
 	[ "$(field node_unknown "$WORK/g.err")" = 0 ] && [ "$(field capture_unknown "$WORK/g.err")" = 0 ] &&
 	[ "$(field unattributed "$WORK/g.err")" = 0 ] ||

@@ -120,6 +120,7 @@ static void ingest_record(struct session *s, struct target *t, const struct gp_r
 			act.aux[1] = r->copy.device;
 			act.aux[2] = r->copy.stream;
 			act.aux[3] = r->copy.graph_id;
+			act.aux[4] = graph_origin(s, t, r->copy.graph_node);
 		}
 		join__add_activity(s->join, &act);
 	} else if (r->type == GP_REC_GRAPH_NODE) {

@@ -191,7 +191,7 @@ static void graph_counters(struct session *s, struct counters *c)
 		g.unbound += one.unbound;
 		g.refused += one.refused;
 	}
-	counters__add(c, "graph_kernels", s->graph_kernels);
+	counters__add(c, "graph_activities", s->graph_kernels);
 	counters__add_part(c, "under_capture", s->graph_under_capture);
 	counters__add_part(c, "node_unknown", s->graph_node_unknown);
 	counters__add_part(c, "capture_unknown", s->graph_capture_unknown);

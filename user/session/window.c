@@ -52,7 +52,7 @@ void session__on_sample(void *ctx, const struct join_sample *js)
 		.device = a->aux[1], .stream = a->aux[2], .graph_id = a->aux[3],
 	};
 
-	if (a->aux[4])
+	if (a->aux[4] && js->reason == JOIN_OK && js->site)
 		graph_capture(s, js->pid, a->aux[4], &pa);
 	if (js->reason == JOIN_OK && js->site)
 		profile__add(s->prof, js->pid, js->site, launch_probe__name(js->probe), NULL, &pa);

@@ -8,6 +8,7 @@
 //   cloned   tid node orig graph orig_graph exec_graph (GRAPHNODE_CLONED)
 //   exec     tid exec graph                (GRAPHEXEC_CREATED)
 //   kernel   corr graph_id node_id name    (kernel activity records)
+//   memset   corr graph_id node_id         (memset activity records)
 // Build and run (GPU machine): nvcc -O2 -o build/graph_nodes tools/gpu/graph_nodes.cu
 //   -I$CUDA/extras/CUPTI/include -lcuda -lcupti (or the wheel's libcupti), then
 //   build/graph_nodes [REPLAYS]
@@ -93,6 +94,11 @@ static void CUPTIAPI buf_done(CUcontext c, uint32_t s, uint8_t *buf, size_t size
 	CUpti_Activity *rec = NULL;
 	(void)c; (void)s; (void)size;
 	while (cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
+		if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+			CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)rec;
+			printf("memset %u %u %llu\n", m->correlationId, m->graphId,
+			       (unsigned long long)m->graphNodeId);
+		}
 		if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
 			CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)rec;
 			printf("kernel %u %u %llu %s\n", k->correlationId, k->graphId,
@@ -124,6 +130,13 @@ int main(int argc, char **argv)
 	CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
 	CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx));
 	CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch));
+	CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async));
+	CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async));
+	CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz));
+	CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz));
+	CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync));
+	CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2));
+	CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
 	CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 	CK(cuptiActivityRegisterCallbacks(buf_req, buf_done));
 	CK(cudaMalloc(&x, 32 * sizeof(float)));
@@ -132,6 +145,7 @@ int main(int argc, char **argv)
 	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
 	site_a(s, x);
 	site_b(s, x);
+	CK(cudaMemsetAsync(x, 0, 32 * sizeof(float), s)); // a memset node: made inside its call?
 	site_a(s, x);
 	CK(cudaStreamEndCapture(s, &g1));
 	printf("phase capture2\n");

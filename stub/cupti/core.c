@@ -723,55 +723,52 @@ CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext context, uint32_t *deviceId)
 	return CUPTI_SUCCESS;
 }
 
+/*
+ * A graph id getter's answer: id (the driver's, 0 for a handle it does not
+ * know) stored in *ret of size bytes; NOT_INITIALIZED before the driver
+ * registered.
+ */
+static CUptiResult graph_id_answer(const struct stub_cuda_info *drv, uint64_t id, void *ret,
+				   size_t size)
+{
+	uint32_t id32 = (uint32_t)id;
+
+	if (!drv)
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	if (!id)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	memcpy(ret, size == sizeof(id32) ? (const void *)&id32 : (const void *)&id, size);
+	return CUPTI_SUCCESS;
+}
+
 CUptiResult CUPTIAPI cuptiGetGraphId(CUgraph graph, uint32_t *pId)
 {
 	const struct stub_cuda_info *drv = atomic_load(&g_cupti.driver);
-	uint32_t id;
 
 	if (!graph || !pId)
 		return CUPTI_ERROR_INVALID_PARAMETER;
-	if (!drv)
-		return CUPTI_ERROR_NOT_INITIALIZED;
-	id = drv->graph_id(graph);
-	if (!id)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	*pId = id;
-	return CUPTI_SUCCESS;
+	return graph_id_answer(drv, drv ? drv->graph_id(graph) : 0, pId, sizeof(*pId));
 }
 
 CUptiResult CUPTIAPI cuptiGetGraphNodeId(CUgraphNode node, uint64_t *nodeId)
 {
 	const struct stub_cuda_info *drv = atomic_load(&g_cupti.driver);
-	uint64_t id;
 
 	if (!node || !nodeId)
 		return CUPTI_ERROR_INVALID_PARAMETER;
-	if (!drv)
-		return CUPTI_ERROR_NOT_INITIALIZED;
 	/* Test hook (tests/bpf/e2e_graphs.sh): a CUPTI that cannot name nodes. */
-	if (getenv("GPUPROBE_STUB_NO_GRAPH_IDS"))
+	if (drv && getenv("GPUPROBE_STUB_NO_GRAPH_IDS"))
 		return CUPTI_ERROR_NOT_SUPPORTED;
-	id = drv->graph_node_id(node);
-	if (!id)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	*nodeId = id;
-	return CUPTI_SUCCESS;
+	return graph_id_answer(drv, drv ? drv->graph_node_id(node) : 0, nodeId, sizeof(*nodeId));
 }
 
 CUptiResult CUPTIAPI cuptiGetGraphExecId(CUgraphExec graphExec, uint32_t *pId)
 {
 	const struct stub_cuda_info *drv = atomic_load(&g_cupti.driver);
-	uint32_t id;
 
 	if (!graphExec || !pId)
 		return CUPTI_ERROR_INVALID_PARAMETER;
-	if (!drv)
-		return CUPTI_ERROR_NOT_INITIALIZED;
-	id = drv->graph_exec_id(graphExec);
-	if (!id)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	*pId = id;
-	return CUPTI_SUCCESS;
+	return graph_id_answer(drv, drv ? drv->graph_exec_id(graphExec) : 0, pId, sizeof(*pId));
 }
 
 /* Detach like real CUPTI: deliver what is queued, stop the buffer thread,

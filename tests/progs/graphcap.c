@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "tests/progs/args.h"
 #include "tests/progs/cubin.h"
 
 #define CHECK(call) \
@@ -52,20 +53,6 @@
 enum { GRID_ONE = 2, GRID_TWO = 3, GRID_EAGER = 1, BLOCK = 32 };
 
 static CUfunction g_one, g_two, g_eager;
-
-static long parse_count(const char *s)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < 0 || v > 100000000) {
-		fprintf(stderr, "graphcap: '%s' is not a count\n", s);
-		exit(2);
-	}
-	return v;
-}
 
 __attribute__((noinline)) static void launch_one(CUstream s)
 {
@@ -121,8 +108,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: graphcap N M\n");
 		return 2;
 	}
-	n = parse_count(argv[1]);
-	m = parse_count(argv[2]);
+	n = parse_count("graphcap", argv[1]);
+	m = parse_count("graphcap", argv[2]);
 	CHECK(cuInit(0));
 	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
 	CHECK(cuCtxSetCurrent(ctx));

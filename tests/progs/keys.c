@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/progs/args.h"
 #include "tests/progs/cubin.h"
 
 #define CHECK(call) \
@@ -46,20 +47,6 @@
 static CUfunction kernel;
 static CUstream stream;
 static unsigned long launches;
-
-static long parse_count(const char *s)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < 0 || v > 100000000) {
-		fprintf(stderr, "keys: '%s' is not a count\n", s);
-		exit(2);
-	}
-	return v;
-}
 
 /* Waits for file (NULL: not at all); a test that never makes it failed: exit, do not hang. */
 static void wait_for(const char *file)
@@ -170,23 +157,23 @@ int main(int argc, char **argv)
 	CHECK(cuModuleGetFunction(&kernel, mod, "keys_kernel"));
 	CHECK(cuStreamCreate(&stream, 0));
 	if (!strcmp(argv[1], "collide") && argc >= 4) {
-		long n = parse_count(argv[2]), m = parse_count(argv[3]);
+		long n = parse_count("keys", argv[2]), m = parse_count("keys", argv[3]);
 
 		run(site_a, n);
 		wait_for(argc > 4 ? argv[4] : NULL);
 		run(site_b, m);
 		run(site_a, n);
 	} else if (!strcmp(argv[1], "rotate")) {
-		for (long i = parse_count(argv[2]); i > 0; i--) {
+		for (long i = parse_count("keys", argv[2]); i > 0; i--) {
 			rot_0();
 			rot_1();
 			rot_2();
 			rot_3();
-			if (i == parse_count(argv[2]))
+			if (i == parse_count("keys", argv[2]))
 				wait_for(argc > 3 ? argv[3] : NULL);
 		}
 	} else if (!strcmp(argv[1], "reload") && argc >= 5) {
-		long n = parse_count(argv[2]);
+		long n = parse_count("keys", argv[2]);
 		unsigned long a, b;
 
 		a = through_lib(argv[3], n, &h);

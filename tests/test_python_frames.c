@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -515,82 +514,6 @@ static void test_a_wrong_thread_offset_walks_to_no_thread_not_to_garbage(void **
 	assert_int_equal(n, 2);
 }
 
-/* Reads (write: writes) 8 bytes at addr in pid. */
-static void remote_u64(pid_t pid, uint64_t addr, uint64_t *v, bool write)
-{
-	struct iovec local = { .iov_base = v, .iov_len = 8 };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = 8 };
-
-	assert_int_equal(write ? process_vm_writev(pid, &local, 1, &remote, 1, 0) :
-				 process_vm_readv(pid, &local, 1, &remote, 1, 0), 8);
-}
-
-/* The code object of the main thread's frame named want. */
-static uint64_t code_named(struct fixture *f, struct pycode_cache *c, const char *want)
-{
-	struct gp_py_frame fr[GP_PY_MAX_FRAMES];
-	enum gp_py_walk_status st;
-	struct pycode_frame pf;
-	uint32_t n;
-
-	assert_int_equal(pyruntime__walk_thread(f->pid, &f->rt.config, f->pid, fr, GP_PY_MAX_FRAMES,
-						&n, &st), 0);
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t code = fr[i].code & ~GP_PY_FRAME_FLAGS;
-
-		if (!(fr[i].code & GP_PY_FRAME_SHIM) && !pycode_cache__lookup(c, code, 0, &pf) &&
-		    !strcmp(pf.qualname, want))
-			return code;
-	}
-	fail_msg("no frame named %s", want);
-	return 0;
-}
-
-/*
- * A check of the cached code objects: one that is no code object any more
- * (freed: its memory of another type) keeps its name, since the launches
- * that named it ran it before; one where another code object is (a field
- * differs) is found replaced, its old entry kept for the epochs before.
- * The child's object is changed in place for each, and put back.
- */
-static void test_a_freed_code_object_keeps_its_name_a_replaced_one_does_not(void **state)
-{
-	struct fixture *f = *state;
-	const struct pycode_layout *l = &f->rt.code;
-	uint64_t codes[256], code, type, word, other;
-	struct pycode_frame pf;
-	struct pycode_cache *c;
-	size_t replaced;
-
-	NEED_PYTHON(f);
-	if (!l->code_type)
-		SKIP_BECAUSE("this CPython's layout names no code type");
-	assert_int_equal(pycode_cache__new(f->pid, l, &c), 0);
-	code = code_named(f, c, "outer");
-	remote_u64(f->pid, code + l->ob_type, &type, false);
-	assert_true(type == l->code_type);
-	/* Of another type: gone, not replaced. */
-	other = l->bytes_type ? l->bytes_type : l->unicode_type;
-	remote_u64(f->pid, code + l->ob_type, &other, true);
-	assert_int_equal(pycode_cache__check(c, 2, 256, codes, &replaced), 0);
-	remote_u64(f->pid, code + l->ob_type, &type, true);
-	assert_int_equal(replaced, 0);
-	assert_int_equal(pycode_cache__lookup(c, code, 0, &pf), 0);
-	assert_string_equal(pf.qualname, "outer");
-	/* Another code object at its address: replaced, the old name kept for epoch 1. */
-	remote_u64(f->pid, code + l->co_firstlineno, &word, false);
-	word += 1; /* co_firstlineno is an int: its low half */
-	remote_u64(f->pid, code + l->co_firstlineno, &word, true);
-	assert_int_equal(pycode_cache__check(c, 2, 256, codes, &replaced), 0);
-	word -= 1;
-	remote_u64(f->pid, code + l->co_firstlineno, &word, true);
-	assert_int_equal(replaced, 1);
-	assert_true(codes[0] == code);
-	assert_int_equal(pycode_cache__lookup_at(c, code, 0, 1, &pf), 0);
-	assert_string_equal(pf.qualname, "outer");
-	pycode_cache__destroy(c);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -602,7 +525,6 @@ int main(void)
 		cmocka_unit_test(test_each_code_object_is_read_once),
 		cmocka_unit_test(test_a_garbage_code_address_is_an_error_not_a_crash),
 		cmocka_unit_test(test_a_wrong_thread_offset_walks_to_no_thread_not_to_garbage),
-		cmocka_unit_test(test_a_freed_code_object_keeps_its_name_a_replaced_one_does_not),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

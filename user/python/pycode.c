@@ -531,21 +531,6 @@ static bool entry__same(const struct pycode_cache *c, const struct pycode_entry 
 	return l->version < 0x030b0000 || (uint64_t)units == e->code_units;
 }
 
-/*
- * Whether the object read (seg, its header) is no code object any more:
- * unreadable, or of another type. Freed, then, and not yet replaced by
- * another code object: every launch that named it ran it before it was
- * freed (a process exiting frees its modules' code while the loader may
- * still be reading its last launches), so its entry stays until a check
- * finds a code object there. Unknown when the layout has no code type.
- */
-static bool entry__gone(const struct pycode_cache *c, const struct pymem_seg *seg)
-{
-	if (seg->err)
-		return true;
-	return c->l.code_type && rd64(seg->buf, c->l.ob_type) != c->l.code_type;
-}
-
 /* The slots of up to max cached objects, from the cursor on. */
 static size_t check__pick(struct pycode_cache *c, size_t max, size_t *slots)
 {
@@ -589,7 +574,6 @@ int pycode_cache__check(struct pycode_cache *c, uint32_t next_epoch, size_t max,
 	size_t *slots, n, replaced = 0;
 	struct pymem_seg *seg;
 	uint8_t *buf;
-	bool *gone;
 	int err = 0;
 
 	*ret_replaced = 0;
@@ -600,8 +584,7 @@ int pycode_cache__check(struct pycode_cache *c, uint32_t next_epoch, size_t max,
 	slots = calloc(max, sizeof(*slots));
 	seg = calloc(max, sizeof(*seg));
 	buf = malloc(max * (c->header_len + PYCODE_UNICODE_HEADER_MAX + PYCODE_SIG_DATA));
-	gone = calloc(max, sizeof(*gone));
-	if (!slots || !seg || !buf || !gone) {
+	if (!slots || !seg || !buf) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -618,7 +601,6 @@ int pycode_cache__check(struct pycode_cache *c, uint32_t next_epoch, size_t max,
 		struct pycode_entry *e = &c->slots[slots[k]];
 		bool same = !seg[k].err && entry__same(c, e, seg[k].buf);
 
-		gone[k] = !same && entry__gone(c, &seg[k]);
 		seg[k] = (struct pymem_seg){ .addr = same ? e->name_ptr : 0, .len = same ? e->name_sig_len : 0,
 					     .buf = buf + max * c->header_len +
 						    k * (PYCODE_UNICODE_HEADER_MAX + PYCODE_SIG_DATA),
@@ -630,8 +612,6 @@ int pycode_cache__check(struct pycode_cache *c, uint32_t next_epoch, size_t max,
 
 		if (seg[k].err == -ESRCH)
 			break; /* gone since: the rest stay as they are */
-		if (gone[k])
-			continue;
 		if (!seg[k].err && str_sig_of(&c->l, seg[k].buf, seg[k].len) == e->name_sig)
 			continue;
 		if (ret_codes)
@@ -647,7 +627,6 @@ out:
 	free(slots);
 	free(seg);
 	free(buf);
-	free(gone);
 	return err;
 }
 

@@ -83,10 +83,7 @@ int pycode_cache__lookup_at(struct pycode_cache *c, uint64_t code, uint64_t inst
 /*
  * Reads again, in two gathered reads, what the names of up to max cached
  * objects hang on (from where the last call stopped): an object freed and
- * another code object allocated at its address is found replaced; one that
- * is no code object any more (freed: unreadable, or of another type) keeps
- * its entry, since every launch that named it ran it before, until a check
- * finds a code object there. Each
+ * another allocated at its address, or one gone, is found replaced. Each
  * replaced object's entry is kept for lookups at epochs before next_epoch,
  * and the object is read afresh on its next lookup. *ret_replaced: how many;
  * ret_codes (room for max, may be NULL): their addresses.

@@ -22,6 +22,11 @@ go_after_installs 1 "$WORK/go"
 # objects of a live process).
 replaced() { [ "$(field py_replaced "$E")" -ge 1 ] 2>/dev/null; }
 wait_until 60 replaced || fail "no code object found replaced in 60 s: $(grep '^loader' "$E" | tail -1)"
+# And until every launch was read and joined: a check the last launches make
+# must not run while the interpreter frees its code objects at exit (that
+# reads as replaced, and their frames as unreadable: short, not wrong).
+all_joined() { [ "$(field joined "$E")" -ge $((2 * N)) ] 2>/dev/null; }
+wait_until 60 all_joined || fail "not every launch joined in 60 s: $(grep '^counters' "$E" | tail -1)"
 touch "$WORK/done"
 finish_loader
 grep -q "pyreuse: launches=$((2 * N))" "$E.out" || fail "pyreuse: $(cat "$E.out")"

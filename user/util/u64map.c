@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/random.h>
 #include "user/util/u64map.h"
 
 __u64 u64map__hash(__u64 x)
@@ -31,9 +33,26 @@ static int alloc_slots(struct u64map *m, size_t cap)
 	return 0;
 }
 
+/*
+ * A secret of the map's own: the slot of a key is the hash of key ^ seed, so
+ * a process that chooses keys (node ids, correlation ids) cannot choose ones
+ * that share a probe run (the hash alone can be inverted).
+ */
+static __u64 seed_of(const struct u64map *m)
+{
+	struct timespec ts;
+	__u64 seed;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed))
+		return seed;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return u64map__hash((__u64)ts.tv_nsec ^ ((__u64)ts.tv_sec << 32) ^ (__u64)(uintptr_t)m);
+}
+
 int u64map__init(struct u64map *m, size_t limit)
 {
 	memset(m, 0, sizeof(*m));
+	m->seed = seed_of(m);
 	m->limit = limit ? limit : SIZE_MAX / 4;
 	return alloc_slots(m, 16);
 }
@@ -50,7 +69,7 @@ void u64map__fini(struct u64map *m)
 
 static size_t slot_of(const struct u64map *m, __u64 key, bool *ret_found)
 {
-	size_t mask = m->cap - 1, i = u64map__hash(key) & mask;
+	size_t mask = m->cap - 1, i = u64map__hash(key ^ m->seed) & mask;
 
 	while (m->used[i]) {
 		if (m->keys[i] == key) {
@@ -143,7 +162,7 @@ bool u64map__del(struct u64map *m, __u64 key, __u64 *ret_val)
 		j = (j + 1) & mask;
 		if (!m->used[j])
 			break;
-		home = u64map__hash(m->keys[j]) & mask;
+		home = u64map__hash(m->keys[j] ^ m->seed) & mask;
 		if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
 			m->keys[i] = m->keys[j];
 			m->vals[i] = m->vals[j];

@@ -19,6 +19,7 @@ struct u64map {
 	size_t cap;   /* slots, a power of two */
 	size_t len;
 	size_t limit; /* most entries ever held; put() beyond it fails */
+	__u64 seed;   /* random, per map: keys a process chooses cannot collide at will */
 };
 
 int u64map__init(struct u64map *m, size_t limit);

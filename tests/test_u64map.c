@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* The u64 -> u64 map (user/util/u64map.c): keys a hostile process chooses. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include "user/util/u64map.h"
+
+/* The inverse of x ^= x >> s. */
+static __u64 unshift(__u64 y, unsigned s)
+{
+	__u64 x = y;
+
+	for (unsigned i = 0; i < 64 / s + 1; i++)
+		x = y ^ (x >> s);
+	return x;
+}
+
+/* The inverse of an odd multiplier mod 2^64 (Newton's iteration). */
+static __u64 inverse(__u64 a)
+{
+	__u64 x = a;
+
+	for (int i = 0; i < 6; i++)
+		x *= 2 - a * x;
+	return x;
+}
+
+/* The key whose unseeded hash is h: what an attacker computes. */
+static __u64 preimage(__u64 h)
+{
+	h = unshift(h, 31);
+	h *= inverse(0x94d049bb133111ebull);
+	h = unshift(h, 27);
+	h *= inverse(0xbf58476d1ce4e5b9ull);
+	return unshift(h, 30);
+}
+
+static size_t longest_run(const struct u64map *m)
+{
+	size_t best = 0, run = 0;
+
+	for (size_t i = 0; i < 2 * m->cap; i++) {
+		run = m->used[i & (m->cap - 1)] ? run + 1 : 0;
+		if (run > best)
+			best = run;
+	}
+	return best;
+}
+
+/*
+ * 4000 keys whose unseeded hashes all end in 20 zero bits (one home slot,
+ * one probe run of 4000 without the seed): spread by the map's own seed,
+ * every key found, no run long.
+ */
+static void test_keys_made_to_collide_do_not_share_a_probe_run(void **state)
+{
+	struct u64map m;
+	__u64 v;
+
+	assert_int_equal(u64map__hash(preimage(5ull << 20)), 5ull << 20);
+	assert_int_equal(u64map__init(&m, 0), 0);
+	for (__u64 i = 1; i <= 4000; i++)
+		assert_int_equal(u64map__put(&m, preimage(i << 20), i), 0);
+	for (__u64 i = 1; i <= 4000; i++) {
+		assert_true(u64map__get(&m, preimage(i << 20), &v));
+		assert_int_equal(v, i);
+	}
+	assert_true(longest_run(&m) < 200);
+	u64map__fini(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_keys_made_to_collide_do_not_share_a_probe_run),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -70,6 +70,7 @@ static struct {
 	unsigned flush_ms;
 	bool api_filter;      /* whole DRIVER/RUNTIME kinds enabled: filter by cbid */
 	clockid_t rec_clock;  /* the clock of CUPTI's timestamps (the loader knows which) */
+	int graphs_off;       /* atomic: this CUPTI cannot name graph nodes: asked no more */
 	int dead;             /* atomic: inert, fork child, or exited */
 	int exiting;          /* atomic */
 	__u64 corr_hw;        /* atomic: correlation high-water mark */
@@ -484,11 +485,19 @@ static void graph__node(CUpti_CallbackId cbid, const CUpti_GraphData *gd)
 	uint64_t node = 0, orig = 0;
 	uint32_t graph = 0;
 	bool cloned = cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED;
+	CUptiResult st;
 
-	if (!gd->node || g.api.cuptiGetGraphNodeId(gd->node, &node) != CUPTI_SUCCESS ||
-	    (cloned && (!gd->originalNode ||
-			g.api.cuptiGetGraphNodeId(gd->originalNode, &orig) != CUPTI_SUCCESS))) {
-		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+	if (__atomic_load_n(&g.graphs_off, __ATOMIC_RELAXED) || !gd->node)
+		return;
+	st = g.api.cuptiGetGraphNodeId(gd->node, &node);
+	if (st == CUPTI_SUCCESS && cloned)
+		st = gd->originalNode ? g.api.cuptiGetGraphNodeId(gd->originalNode, &orig)
+				      : CUPTI_ERROR_INVALID_PARAMETER;
+	if (st != CUPTI_SUCCESS) {
+		/* Counted once when this CUPTI cannot name nodes at all: each node would fail. */
+		if (st != CUPTI_ERROR_NOT_SUPPORTED ||
+		    !__atomic_exchange_n(&g.graphs_off, 1, __ATOMIC_RELAXED))
+			shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
 		return;
 	}
 	if (gd->graph && g.api.cuptiGetGraphId(gd->graph, &graph) != CUPTI_SUCCESS)

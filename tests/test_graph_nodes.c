@@ -121,6 +121,53 @@ static void test_nodes_no_call_takes_are_bounded_and_counted(void **state)
 	graph_nodes__destroy(gn);
 }
 
+/*
+ * A large graph: its capture and its instantiation are read before any of
+ * its calls pair (API records come with CUPTI's flush). The copies waiting
+ * make no room for the captured nodes to be lost: every one binds.
+ */
+static void test_a_large_graph_instantiated_before_its_calls_pair_binds_whole(void **state)
+{
+	struct graph_nodes *gn = fresh();
+	const unsigned n = GRAPH_PENDING_MAX - 100;
+	struct graph_nodes_stats st;
+
+	for (unsigned i = 0; i < n; i++)
+		graph_nodes__add(gn, NODE(1, i), 0, 7, 1000 + 10 * i);
+	for (unsigned i = 0; i < n; i++) {
+		graph_nodes__add(gn, NODE(3, i), 0, 7, 1000000 + i);
+		graph_nodes__add(gn, NODE(3, i), NODE(1, i), 7, 1000000 + i);
+	}
+	for (unsigned i = 0; i < n; i++)
+		graph_nodes__on_call(gn, 7, 1000 + 10 * i - 1, 1000 + 10 * i + 1, 5000 + i, 3);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(site_of(gn, NODE(3, i)), 5000 + i);
+	graph_nodes__stats(gn, &st);
+	assert_int_equal(st.bound, n);
+	assert_int_equal(st.unbound, 0);
+	assert_int_equal(st.waiting, 0);
+	graph_nodes__destroy(gn);
+}
+
+/* A node no call takes (the node API) is given up once calls come long after it. */
+static void test_a_node_no_call_takes_is_given_up_in_time(void **state)
+{
+	struct graph_nodes *gn = fresh();
+	struct graph_nodes_stats st;
+
+	graph_nodes__add(gn, NODE(1, 0), 0, 7, 100);
+	graph_nodes__on_call(gn, 7, 200, 300, 1001, 3);
+	graph_nodes__stats(gn, &st);
+	assert_int_equal(st.waiting, 1);
+	assert_int_equal(st.unbound, 0);
+	graph_nodes__on_call(gn, 8, 100 + GRAPH_PENDING_NS + 1, 100 + GRAPH_PENDING_NS + 2, 1002, 3);
+	graph_nodes__stats(gn, &st);
+	assert_int_equal(st.waiting, 0);
+	assert_int_equal(st.unbound, 1);
+	assert_int_equal(site_of(gn, NODE(1, 0)), 0);
+	graph_nodes__destroy(gn);
+}
+
 static __u64 plus_one(void *ctx, __u64 site)
 {
 	(*(unsigned *)ctx)++;
@@ -150,6 +197,8 @@ int main(void)
 		cmocka_unit_test(test_hostile_ids_are_refused_and_a_clone_loop_ends),
 		cmocka_unit_test(test_nodes_no_call_takes_are_bounded_and_counted),
 		cmocka_unit_test(test_sites_are_renumbered_with_the_stack_table),
+		cmocka_unit_test(test_a_large_graph_instantiated_before_its_calls_pair_binds_whole),
+		cmocka_unit_test(test_a_node_no_call_takes_is_given_up_in_time),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

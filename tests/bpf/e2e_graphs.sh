@@ -32,6 +32,8 @@ $SC "$WORK/g.pb.gz" chain g_eager 1 main || fail "the eager launch"
 [ "$(field graph_activities "$WORK/g.err")" = $((2 * N + M)) ] &&
 	[ "$(field under_capture "$WORK/g.err")" = $((2 * N + M)) ] &&
 	[ "$(field node_unknown "$WORK/g.err")" = 0 ] && [ "$(field capture_unknown "$WORK/g.err")" = 0 ] &&
+	[ "$(field replay_unattributed "$WORK/g.err")" = 0 ] && [ "$(field bound "$WORK/g.err")" = 3 ] &&
+	[ "$(field unbound "$WORK/g.err")" = 0 ] && [ "$(field waiting "$WORK/g.err")" = 0 ] &&
 	[ "$(field unattributed "$WORK/g.err")" = 0 ] ||
 	{ grep "^counters:" "$WORK/g.err" | tail -1; fail "graph counters"; }
 ok "$((2 * N + M)) replayed kernels under their capture sites, exact"

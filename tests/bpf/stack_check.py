@@ -211,6 +211,7 @@ def check_graph(samples, kernel, count, ns_want, capture, replay):
         cap, rep = names[1:cut], names[cut + 1:]
         short = ("[truncated", "[native frames", "[stack unknown", "[python:", "[unattributed")
         if not cap or not cap[0].startswith("cuLaunchKernel") or capture not in cap or \
+                not is_root(cap[-1]) or \
                 not rep or not rep[0].startswith("cuGraphLaunch") or replay not in rep or \
                 not is_root(rep[-2]) or any(x.startswith(short) for x in cap + rep):
             fail("%s: want capture %s, then %s, then cuGraphLaunch and %s to a root: %s" %

@@ -50,12 +50,28 @@ void graph_nodes__destroy(struct graph_nodes *gn)
 	free(gn);
 }
 
+/* Drops from the waiting list the nodes that wait for nothing now (cloned since, or bound). */
+static void pending__compact(struct graph_nodes *gn)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < gn->npending; i++) {
+		const struct gnode *n = &gn->n[gn->pending[i]];
+
+		if (!n->orig && !n->site)
+			gn->pending[keep++] = gn->pending[i];
+	}
+	gn->npending = keep;
+}
+
 /*
- * Full: the older half of the waiting nodes give up (built by the node API,
- * or their call's launch event lost: no call will take them).
+ * Full of nodes still waiting: the older half give up (built by the node
+ * API, or their call's launch event lost: no call will take them).
  */
 static void pending__push(struct graph_nodes *gn, __u32 idx)
 {
+	if (gn->npending == GRAPH_PENDING_MAX)
+		pending__compact(gn);
 	if (gn->npending == GRAPH_PENDING_MAX) {
 		size_t half = GRAPH_PENDING_MAX / 2;
 
@@ -126,6 +142,11 @@ void graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u64 
 			gn->st.bound++;
 			continue;
 		}
+		/* Its own call would have paired long before this one: none will. */
+		if (n->ts + GRAPH_PENDING_NS < start) {
+			gn->st.unbound++;
+			continue;
+		}
 		gn->pending[keep++] = gn->pending[i];
 	}
 	gn->npending = keep;
@@ -171,4 +192,10 @@ void graph_nodes__visit_sites(struct graph_nodes *gn, __u64 (*fn)(void *ctx, __u
 void graph_nodes__stats(const struct graph_nodes *gn, struct graph_nodes_stats *ret)
 {
 	*ret = gn->st;
+	ret->waiting = 0;
+	for (size_t i = 0; i < gn->npending; i++) {
+		const struct gnode *n = &gn->n[gn->pending[i]];
+
+		ret->waiting += !n->orig && !n->site;
+	}
 }

@@ -24,14 +24,20 @@
 #include <linux/types.h>
 
 #define GRAPH_NODES_MAX (1u << 18)
-#define GRAPH_PENDING_MAX 4096u
+#define GRAPH_PENDING_MAX 16384u
+/*
+ * A made node waits for its call this long at most (in the records' clock):
+ * a call later than that pairing says its own would have paired by now.
+ */
+#define GRAPH_PENDING_NS (10ull * 1000 * 1000 * 1000)
 #define GRAPH_CLONE_HOPS 8u
 
 struct graph_nodes_stats {
 	__u64 nodes;        /* made and cloned, held */
 	__u64 bound;        /* made nodes that took a launch's site */
 	__u64 unbound;      /* made nodes no paired call enclosed (built by the node API, or
-			       the call's launch event never came) */
+			       the call's launch event never came): given up on */
+	__u64 waiting;      /* made nodes still waiting for their call (a gauge) */
 	__u64 refused;      /* nodes not held: the table was full, or a duplicate id */
 };
 
@@ -48,7 +54,8 @@ void graph_nodes__add(struct graph_nodes *gn, __u64 node, __u64 orig, __u32 tid,
 /*
  * A launch event of tid paired with its API record [start, end]: made nodes
  * of tid waiting inside that span take site and probe. A node no call takes
- * waits until GRAPH_PENDING_MAX newer ones wait (then counted unbound).
+ * is given up (counted unbound) once a call starts GRAPH_PENDING_NS after
+ * it, or when GRAPH_PENDING_MAX newer ones wait.
  */
 void graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u64 end, __u64 site,
 			  __u32 probe);

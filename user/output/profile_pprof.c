@@ -236,10 +236,17 @@ static int under_locs(struct writer *w, const struct profile_sample *s, uint64_t
 {
 	int err = synthetic_loc_by(w, &w->fn_loc, s->under_api_id,
 				   s->under_api ? s->under_api : "?", &locs[(*n)++]);
+	__u32 i;
 
-	for (__u32 i = 0; !err && s->under_frames && i < s->under_nframes &&
-			  *n < GP_PROFILE_MAX_LOCS / 2; i++)
+	for (i = 0; !err && s->under_frames && i < s->under_nframes &&
+		    *n < GP_PROFILE_MAX_LOCS / 2 - 1; i++)
 		err = frame_loc(w, s->under_frames[i], &locs[(*n)++]);
+	/* A capture half cut here, or cut when it was walked, says so. */
+	if (!err && s->under_frames && (i < s->under_nframes || s->under_truncated)) {
+		if (!w->truncated_loc)
+			err = synthetic_loc(w, "[truncated stack]", &w->truncated_loc);
+		locs[(*n)++] = w->truncated_loc;
+	}
 	if (!err && !w->captured_loc)
 		err = synthetic_loc(w, "[graph captured at]", &w->captured_loc);
 	if (!err)

@@ -136,7 +136,7 @@ void session__retire_target(struct session *s, struct target *t)
 		graph_nodes__stats(t->graphs, &gs);
 		s->graphs_gone.nodes += gs.nodes;
 		s->graphs_gone.bound += gs.bound;
-		s->graphs_gone.unbound += gs.unbound;
+		s->graphs_gone.unbound += gs.unbound + gs.waiting; /* none will come now */
 		s->graphs_gone.refused += gs.refused;
 		s->graph_targets--;
 	}

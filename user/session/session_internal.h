@@ -72,6 +72,7 @@ struct session {
 	__u64 before_window;        /* activities that ended before we attached */
 	/* CUDA graphs: replayed kernels under their capture (or not, and why) */
 	__u64 graph_kernels, graph_under_capture, graph_node_unknown, graph_capture_unknown;
+	__u64 graph_replay_unattributed;
 	struct graph_nodes_stats graphs_gone; /* of targets removed */
 	unsigned graph_targets;     /* targets with graph nodes: calls pair with nodes */
 	__u64 unattributed_written; /* --interval: unattributed in profiles already written */

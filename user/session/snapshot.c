@@ -189,15 +189,18 @@ static void graph_counters(struct session *s, struct counters *c)
 		g.nodes += one.nodes;
 		g.bound += one.bound;
 		g.unbound += one.unbound;
+		g.waiting += one.waiting;
 		g.refused += one.refused;
 	}
 	counters__add(c, "graph_activities", s->graph_kernels);
 	counters__add_part(c, "under_capture", s->graph_under_capture);
 	counters__add_part(c, "node_unknown", s->graph_node_unknown);
 	counters__add_part(c, "capture_unknown", s->graph_capture_unknown);
+	counters__add_part(c, "replay_unattributed", s->graph_replay_unattributed);
 	counters__add(c, "graph_nodes", g.nodes);
 	counters__add_part(c, "bound", g.bound);
 	counters__add_part(c, "unbound", g.unbound);
+	counters__add_part(c, "waiting", g.waiting);
 	counters__add_part(c, "refused", g.refused);
 }
 

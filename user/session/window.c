@@ -54,6 +54,8 @@ void session__on_sample(void *ctx, const struct join_sample *js)
 
 	if (a->aux[4] && js->reason == JOIN_OK && js->site)
 		graph_capture(s, js->pid, a->aux[4], &pa);
+	else if (a->aux[4])
+		s->graph_replay_unattributed++;
 	if (js->reason == JOIN_OK && js->site)
 		profile__add(s->prof, js->pid, js->site, launch_probe__name(js->probe), NULL, &pa);
 	else

@@ -22,6 +22,7 @@ void *grow__realloc(void *arr, size_t *cap, size_t need, size_t item, size_t fir
  * fits, but never to more than max items; *cap is set to the new capacity.
  * The new tail is left as realloc leaves it: pages not yet written cost no
  * memory (grow__array_zeroed for an array read past what was appended).
+ * (need 0 returns arr as it is: NULL for an empty array; ask for 1 or more.)
  * NULL on failure, with arr and *cap untouched and errno set: E2BIG when
  * need > max, EOVERFLOW when the capacity in bytes would not fit a size_t,
  * ENOMEM.

@@ -12,8 +12,11 @@
 #include <stdio.h>
 #include <linux/types.h>
 
-/* Locations per sample: kernel, API, frames, markers, process root. */
-#define GP_PROFILE_MAX_LOCS 160
+/*
+ * Locations per sample: kernel, API, frames, markers, process root; a graph
+ * replay's kernel has two stacks (its capture's takes at most half).
+ */
+#define GP_PROFILE_MAX_LOCS 320
 
 struct profile;
 

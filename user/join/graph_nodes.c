@@ -199,3 +199,17 @@ void graph_nodes__stats(const struct graph_nodes *gn, struct graph_nodes_stats *
 		ret->waiting += !n->orig && !n->site;
 	}
 }
+
+void graph_nodes__add_stats(const struct graph_nodes *gn, struct graph_nodes_stats *sum)
+{
+	struct graph_nodes_stats one;
+
+	if (!gn)
+		return;
+	graph_nodes__stats(gn, &one);
+	sum->nodes += one.nodes;
+	sum->bound += one.bound;
+	sum->unbound += one.unbound;
+	sum->waiting += one.waiting;
+	sum->refused += one.refused;
+}

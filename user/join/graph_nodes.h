@@ -71,5 +71,7 @@ bool graph_nodes__site(const struct graph_nodes *gn, __u32 origin, __u64 *ret_si
 void graph_nodes__visit_sites(struct graph_nodes *gn, __u64 (*fn)(void *ctx, __u64 site),
 			      void *ctx);
 void graph_nodes__stats(const struct graph_nodes *gn, struct graph_nodes_stats *ret);
+/* Adds gn's figures to *sum (NULL-safe: a process that made no node). */
+void graph_nodes__add_stats(const struct graph_nodes *gn, struct graph_nodes_stats *sum);
 
 #endif /* GP_JOIN_GRAPH_NODES_H */

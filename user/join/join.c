@@ -384,7 +384,7 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 	j->c.launches_matched++;
 	if (j->matched) {
 		struct join_matched m = { .pid = p->pid, .tid = t->tid, .start = a->start,
-					  .end = a->end, .corr = a->corr, .site = l->site,
+					  .end = a->end, .site = l->site,
 					  .probe = l->probe };
 
 		j->matched(j->matched_ctx, &m);

@@ -92,7 +92,6 @@ typedef void (*join_unrecorded_fn)(void *ctx, const struct join_unrecorded *u);
 struct join_matched {
 	__u32 pid, tid;
 	__u64 start, end;      /* the API record's, CLOCK_MONOTONIC */
-	__u64 corr;
 	__u64 site;
 	__u32 probe;
 };

@@ -131,13 +131,10 @@ void session__retire_target(struct session *s, struct target *t)
 	if (t->py)
 		launch_probe__set_python(s->lp, pid, NULL);
 	if (t->graphs) {
-		struct graph_nodes_stats gs;
-
-		graph_nodes__stats(t->graphs, &gs);
-		s->graphs_gone.nodes += gs.nodes;
-		s->graphs_gone.bound += gs.bound;
-		s->graphs_gone.unbound += gs.unbound + gs.waiting; /* none will come now */
-		s->graphs_gone.refused += gs.refused;
+		graph_nodes__add_stats(t->graphs, &s->graphs_gone);
+		/* What waited for its call is given up: none will come now. */
+		s->graphs_gone.unbound += s->graphs_gone.waiting;
+		s->graphs_gone.waiting = 0;
 		s->graph_targets--;
 	}
 	target_table__remove(&s->tt, pid);

@@ -71,7 +71,7 @@ struct session {
 	__u64 stacks_dropped, names_dropped, records_unknown, modules_settled;
 	__u64 before_window;        /* activities that ended before we attached */
 	/* CUDA graphs: replayed kernels under their capture (or not, and why) */
-	__u64 graph_kernels, graph_under_capture, graph_node_unknown, graph_capture_unknown;
+	__u64 graph_activities, graph_under_capture, graph_node_unknown, graph_capture_unknown;
 	__u64 graph_replay_unattributed;
 	struct graph_nodes_stats graphs_gone; /* of targets removed */
 	unsigned graph_targets;     /* targets with graph nodes: calls pair with nodes */

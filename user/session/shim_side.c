@@ -81,7 +81,7 @@ static __u32 graph_origin(struct session *s, struct target *t, __u64 node)
 
 	if (!node)
 		return 0;
-	s->graph_kernels++;
+	s->graph_activities++;
 	origin = t->graphs ? graph_nodes__origin(t->graphs, node) : 0;
 	if (!origin)
 		s->graph_node_unknown++;

@@ -180,19 +180,11 @@ static void hostile_counters(struct session *s, struct counters *c)
  */
 static void graph_counters(struct session *s, struct counters *c)
 {
-	struct graph_nodes_stats g = s->graphs_gone, one;
+	struct graph_nodes_stats g = s->graphs_gone;
 
-	for (size_t i = 0; i < s->tt.n; i++) {
-		if (!s->tt.t[i]->graphs)
-			continue;
-		graph_nodes__stats(s->tt.t[i]->graphs, &one);
-		g.nodes += one.nodes;
-		g.bound += one.bound;
-		g.unbound += one.unbound;
-		g.waiting += one.waiting;
-		g.refused += one.refused;
-	}
-	counters__add(c, "graph_activities", s->graph_kernels);
+	for (size_t i = 0; i < s->tt.n; i++)
+		graph_nodes__add_stats(s->tt.t[i]->graphs, &g);
+	counters__add(c, "graph_activities", s->graph_activities);
 	counters__add_part(c, "under_capture", s->graph_under_capture);
 	counters__add_part(c, "node_unknown", s->graph_node_unknown);
 	counters__add_part(c, "capture_unknown", s->graph_capture_unknown);

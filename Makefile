@@ -112,6 +112,9 @@ NOFP := $(BUILD)/tests/progs/nofp
 NOFP_LIBS := $(BUILD)/tests/progs/libgp_nofp_a.so $(BUILD)/tests/progs/libgp_nofp_b.so
 # One library built twice, for the stack cache's reload test (tests/progs/keys.c).
 KEYLIBS := $(BUILD)/tests/progs/libgp_keys_a.so $(BUILD)/tests/progs/libgp_keys_b.so
+# A stand-in autograd engine under libtorch's name, and its program (tests/progs/engine).
+ENGINE_LIB := $(BUILD)/tests/progs/libtorch_cpu.so
+ENGINE_PROG := $(BUILD)/tests/progs/autograd
 # The sandboxed CRC helper: the only program that hands cubins to CUPTI.
 CRC_HELPER := $(BUILD)/gpuprobe-crc
 CRC_HELPER_SRCS := $(wildcard nvidia/helper/*.c)
@@ -122,6 +125,7 @@ VERIFIER_STATS := $(BUILD)/gpuprobe-verifier-stats
 # The launch program's counters read from outside the loader (benchmarks, root).
 BPF_COUNTERS := $(BUILD)/gpuprobe-bpf-counters
 ALL_TARGETS := $(LOADER) $(CRC_HELPER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS) $(NOFP) $(KEYLIBS) \
+	$(ENGINE_LIB) $(ENGINE_PROG) \
 	$(TABLE_COST) $(VERIFIER_STATS) $(BPF_COUNTERS)
 
 .PHONY: all static test test-bpf test-tsan test-asan check deps demo fuzz \
@@ -249,6 +253,18 @@ $(BUILD)/tests/progs/libgp_keys_%.so: tests/progs/keylib/keylib.c $(STUB_CUDA)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -fPIC -shared -Wall -Wextra -Werror $(CUDA_CPPFLAGS) -DKEYLIB_SITE=keylib_$*_site \
 		-o $@ $< -L$(BUILD)/stub -l:libcuda.so.1
+
+ENGINE_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror $(CUDA_CPPFLAGS) \
+	$(EXTRA_CFLAGS)
+$(ENGINE_LIB): tests/progs/engine/engine.c tests/progs/engine/engine.h
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ENGINE_CFLAGS) -fPIC -shared -Wl,-soname,libtorch_cpu.so -o $@ $< -lpthread
+$(ENGINE_PROG): tests/progs/engine/main.c tests/progs/engine/engine.h tests/progs/cubin.h \
+		tests/progs/args.h $(ENGINE_LIB) $(STUB_CUDA)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ENGINE_CFLAGS) -I. $(LDFLAGS_SAN) -o $@ $< -L$(@D) -l:libtorch_cpu.so -L$(BUILD)/stub \
+		-l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../stub' -lpthread
 
 # ---------------------------------------------------------------- tests
 TEST_LIBS := -lcmocka $(LIBBPF_LIBS) $(SYS_LIBS)

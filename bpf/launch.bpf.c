@@ -76,6 +76,18 @@ struct task_memo {
 	__u32 main_n;     /* its frames */
 	__u64 main_switches; /* the main thread's context switches when it was walked */
 	__u64 main_hash;  /* and the frames' hash */
+	/*
+	 * The last node it took of a pass another thread drives
+	 * (autograd_node): its graph task, and sp at the call. A launch deeper
+	 * than that runs for the pass (autograd_of).
+	 */
+	__u64 autograd_gt, autograd_sp;
+	/*
+	 * The pass it began last (execute_with_graph_task): its graph task and
+	 * the call's return slot. Nodes of a pass the thread itself is driving
+	 * run for it: not recorded above (its launches are its own).
+	 */
+	__u64 driving_gt, driving_sp, driving_ret;
 	struct gp_py_config py; /* python: its process's entry in py_configs */
 };
 
@@ -92,6 +104,7 @@ struct scratch {
 	__u32 maps_gen;        /* and its process's mapping generation */
 	bool python;           /* and whether its process runs CPython */
 	bool py_kept;          /* its Python frames' hash is a kept walk's: frames not read */
+	__u64 ag_gt, ag_sp;    /* the thread's last autograd node (task_memo's) */
 };
 
 struct {
@@ -262,6 +275,12 @@ static __always_inline struct gp_launch_event *begin(__u32 probe)
 	e->block[0] = e->block[1] = e->block[2] = 0;
 	e->ns_tid = ns_id(own);
 	e->ns_pid = ns_id(leader);
+	e->autograd_gt = 0; /* autograd_of, once sp is known */
+	sc->ag_sp = 0;
+	if (m != &sc->memo) {
+		sc->ag_gt = m->autograd_gt;
+		sc->ag_sp = m->autograd_sp;
+	}
 	return e;
 }
 
@@ -509,8 +528,14 @@ static __always_inline __u32 python_frames(struct scratch *sc, bool keep)
 	sc->pyo.now = e->ts_ns;
 	n = py_walk(c, e->tid, key, &sc->pyo, e->sp);
 	status = sc->pyo.status;
-	/* No thread state, or one without frames (PyTorch gives its engine threads one). */
-	if (!n && (status == GP_PY_WALK_NO_THREAD || status == GP_PY_WALK_OK) &&
+	/*
+	 * No thread state, or one without frames (PyTorch gives its engine
+	 * threads one). An engine thread known to run a backward pass's node
+	 * goes under that pass's caller instead (the loader's join of
+	 * autograd_gt): borrowing the main thread's frames would name the
+	 * wrong thread when another one called backward().
+	 */
+	if (!n && !e->autograd_gt && (status == GP_PY_WALK_NO_THREAD || status == GP_PY_WALK_OK) &&
 	    c->tid_kind == GP_PY_TID_NATIVE && e->ns_tid != e->ns_pid) {
 		n = main_frames(sc, keep, &status, &sc->py_kept);
 		e->flags |= GP_EV_F_PY_MAIN;
@@ -641,6 +666,69 @@ static __always_inline void args_ex(struct pt_regs *ctx, struct gp_launch_event 
 }
 
 /*
+ * A thread takes a node of a backward pass:
+ * Engine::evaluate_function(this, std::shared_ptr<GraphTask> &task, ...),
+ * the task's pointer the shared_ptr's first word. Kept in the thread's memo
+ * with sp at the call; nothing is sent. Only for followed processes, and
+ * only for a pass the thread does not drive itself (the CPU nodes a caller
+ * runs, torch.compile's tracing of a joint graph on the main thread): its
+ * launches there are its own. Nothing clears it: an engine thread launches
+ * only inside a node or in its pass's post-processing (final callbacks,
+ * DDP's), both for that pass. No return probe: a uretprobe breaks the
+ * unwinding of a C++ exception thrown through the function (a failing
+ * backward), which would end the program.
+ */
+/* Whether a call whose return address ret was at slot is still under way at sp. */
+static __always_inline bool slot_holds(__u64 slot, __u64 ret, __u64 sp)
+{
+	__u64 now = 0;
+
+	if (!slot || sp >= slot)
+		return false;
+	return !bpf_probe_read_user(&now, sizeof(now), (void *)slot) && now == ret;
+}
+
+/* A pass begun on this thread: the thread drives it (autograd_node). */
+static __always_inline void autograd_begun(struct pt_regs *ctx, __u64 gt, __u64 ret)
+{
+	struct task_memo *m = bpf_task_storage_get(&task_memos, bpf_get_current_task_btf(), 0, 0);
+
+	if (!m)
+		return;
+	m->driving_gt = gt;
+	m->driving_sp = PT_REGS_SP(ctx);
+	m->driving_ret = ret;
+}
+
+static __always_inline int autograd_node(struct pt_regs *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_memo *m;
+	struct scratch *sc;
+	__u32 zero = 0;
+	__u64 gt = 0;
+
+	sc = bpf_map_lookup_elem(&scratch, &zero);
+	if (!sc)
+		return 0;
+	m = thread_memo(task, bpf_get_current_pid_tgid(), &sc->memo);
+	if (m == &sc->memo || !m->followed)
+		return 0;
+	bpf_probe_read_user(&gt, sizeof(gt), (void *)PT_REGS_PARM2(ctx));
+	if (gt == m->driving_gt && slot_holds(m->driving_sp, m->driving_ret, PT_REGS_SP(ctx)))
+		return 0;
+	m->autograd_gt = gt;
+	m->autograd_sp = PT_REGS_SP(ctx);
+	return 0;
+}
+
+/* The graph task the launch at sp runs for: the last node's, from below its call. */
+static __always_inline __u64 autograd_of(struct scratch *sc, __u64 sp)
+{
+	return sc->ag_sp && sp < sc->ag_sp ? sc->ag_gt : 0;
+}
+
+/*
  * Every driver entry point we probe, one program: the loader gives each
  * attachment its probe id as the cookie. One program is verified once (a
  * program per entry point cost about 70 ms of kernel time each at start).
@@ -655,13 +743,16 @@ int BPF_KPROBE(cu_call)
 	__u64 on_stack[4] = {};
 	struct gp_launch_event *e;
 
-	if (probe >= GP_PROBE_MAX)
+	if (probe == GP_PROBE_AUTOGRAD_NODE)
+		return autograd_node(ctx);
+	if (probe >= GP_PROBE_MAX && probe != GP_PROBE_AUTOGRAD_EXECUTE)
 		return 0;
 	e = begin((__u32)probe);
 	if (!e)
 		return 0;
 	bpf_probe_read_user(on_stack, sizeof(on_stack), (void *)PT_REGS_SP(ctx));
 	e->ret = on_stack[0];
+	e->autograd_gt = autograd_of((struct scratch *)e, PT_REGS_SP(ctx));
 	switch (probe) {
 	case GP_PROBE_LAUNCH_KERNEL:
 	case GP_PROBE_LAUNCH_KERNEL_PTSZ:
@@ -672,6 +763,15 @@ int BPF_KPROBE(cu_call)
 	case GP_PROBE_LAUNCH_KERNEL_EX:
 	case GP_PROBE_LAUNCH_KERNEL_EX_PTSZ:
 		args_ex(ctx, e);
+		break;
+	case GP_PROBE_AUTOGRAD_EXECUTE:
+		/*
+		 * (sret, this, const std::shared_ptr<GraphTask> &task, ...): it
+		 * returns a c10::intrusive_ptr, in memory. The task goes in
+		 * stream, not func: func is part of the stack cache's key.
+		 */
+		bpf_probe_read_user(&e->stream, sizeof(e->stream), (void *)PT_REGS_PARM3(ctx));
+		autograd_begun(ctx, e->stream, e->ret);
 		break;
 	default:
 		e->func = PT_REGS_PARM1(ctx);

@@ -85,6 +85,16 @@ struct gp_ring_event {
  */
 #define GP_PROBE_SHM_RING 0xffffu
 
+/*
+ * Probes on libtorch's autograd engine, outside the driver's table (the same
+ * program, told apart by the cookie): where a thread starts a backward pass
+ * (Engine::execute_with_graph_task: an event with its stack, the graph task
+ * in stream) and where an engine thread takes a node of one (evaluate_function:
+ * no event, the thread's graph task kept for its launches).
+ */
+#define GP_PROBE_AUTOGRAD_EXECUTE 0x100u
+#define GP_PROBE_AUTOGRAD_NODE 0x101u
+
 /* The shim's memfd name, GP_SHM_NAME of shim/gp_abi.h (user/probe/launch_probe.c checks). */
 #define GP_SHM_RING_NAME "gpuprobe-shm"
 
@@ -122,11 +132,13 @@ struct gp_launch_event {
 	__u64 py_hash;    /* 120: hash of the Python frames' (code, instr), 0 without */
 	__u32 cache_id;   /* 128: the stack cache's entry hit (CACHED, AUDIT), else 0 */
 	__u32 maps_gen;   /* 132: the process's mapping generation (maps_gens) */
-	__u64 stack[GP_MAX_STACK]; /* 136: fp[], then py[] (the BPF side's scratch layout) */
+	__u64 autograd_gt; /* 136: the graph task of the backward pass whose node the
+			      thread is inside (evaluate_function), else 0 */
+	__u64 stack[GP_MAX_STACK]; /* 144: fp[], then py[] (the BPF side's scratch layout) */
 };
-_Static_assert(sizeof(struct gp_launch_event) == 136 + 8 * GP_MAX_STACK,
+_Static_assert(sizeof(struct gp_launch_event) == 144 + 8 * GP_MAX_STACK,
 	       "gp_launch_event ABI");
-#define GP_LAUNCH_EVENT_HDR 136u
+#define GP_LAUNCH_EVENT_HDR 144u
 
 /*
  * The stack cache's key: what the launch program reads cheaply at the

@@ -32,6 +32,11 @@
       API that captured it, frames down to CAPTURE, ..., "[graph captured
       at]", cuGraphLaunch, frames down to REPLAY, ..., a root; both halves
       whole.
+  stack_check.py FILE under KERNEL COUNT NS INNER MARK OUTER_API OUTER
+      the same shape for any inner and outer stack: cuLaunchKernel, frames
+      down to INNER, ..., a root, the frame MARK, OUTER_API, frames down to
+      OUTER, ..., a root (an autograd thread's launch under the caller of
+      its backward pass).
 """
 import os
 import re
@@ -197,31 +202,31 @@ def check_split(samples, kernel, want, rooted=True):
     print("%s: %s" % (kernel, ", ".join("%d under %s" % (v, k) for k, v in want.items())))
 
 
-def check_graph(samples, kernel, count, ns_want, capture, replay):
-    """Each replay of kernel under its capture-time stack, then the marker,
-    then the replay's stack (see the usage)."""
+def check_under(samples, kernel, count, ns_want, inner, mark, outer_api, outer):
+    """Each launch of kernel under an inner stack, then the marker, then an
+    outer stack (see the usage: graph and under)."""
     got_n = got_ns = 0
     for ns, n, frames in samples:
         if not frames or frames[0][0] != kernel:
             continue
         names = [f[0] for f in frames]
-        if MARK not in names:
-            fail("%s: %d launches not under their capture: %s" % (kernel, n, names), FRAMES_DIFFER)
-        cut = names.index(MARK)
+        if mark not in names:
+            fail("%s: %d launches not under %s: %s" % (kernel, n, mark, names), FRAMES_DIFFER)
+        cut = names.index(mark)
         cap, rep = names[1:cut], names[cut + 1:]
         short = ("[truncated", "[native frames", "[stack unknown", "[python:", "[unattributed")
-        if not cap or not cap[0].startswith("cuLaunchKernel") or capture not in cap or \
+        if not cap or not cap[0].startswith("cuLaunchKernel") or inner not in cap or \
                 not is_root(cap[-1]) or \
-                not rep or not rep[0].startswith("cuGraphLaunch") or replay not in rep or \
+                not rep or not rep[0].startswith(outer_api) or outer not in rep or \
                 not is_root(rep[-2]) or any(x.startswith(short) for x in cap + rep):
-            fail("%s: want capture %s, then %s, then cuGraphLaunch and %s to a root: %s" %
-                 (kernel, capture, MARK, replay, names), FRAMES_DIFFER)
+            fail("%s: want %s, then %s, then %s and %s to a root: %s" %
+                 (kernel, inner, mark, outer_api, outer, names), FRAMES_DIFFER)
         got_n += n
         got_ns += ns
     if (got_n, got_ns) != (count, ns_want):
-        fail("%s: %d launches for %d ns under their capture, want %d for %d" %
-             (kernel, got_n, got_ns, count, ns_want))
-    print("%s: %d launches, %d ns, each under %s, %s, %s" % (kernel, count, ns_want, capture, MARK, replay))
+        fail("%s: %d launches for %d ns under %s, want %d for %d" %
+             (kernel, got_n, got_ns, mark, count, ns_want))
+    print("%s: %d launches, %d ns, each under %s, %s, %s" % (kernel, count, ns_want, inner, mark, outer))
 
 
 MARK = "[graph captured at]"
@@ -239,7 +244,11 @@ def main():
     elif mode == "chain-short":
         check_chain(samples, sys.argv[3], int(sys.argv[4]), sys.argv[6:], int(sys.argv[5]))
     elif mode == "graph":  # KERNEL COUNT NS CAPTURE REPLAY
-        check_graph(samples, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7])
+        check_under(samples, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], MARK,
+                    "cuGraphLaunch", sys.argv[7])
+    elif mode == "under":  # KERNEL COUNT NS INNER MARK OUTER_API OUTER
+        check_under(samples, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7],
+                    sys.argv[8], sys.argv[9])
     elif mode in ("split", "split-fp"):  # KERNEL NAME=COUNT...
         check_split(samples, sys.argv[3], {a.split("=")[0]: int(a.split("=")[1]) for a in sys.argv[4:]},
                     mode == "split")

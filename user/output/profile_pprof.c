@@ -32,7 +32,6 @@ struct writer {
 	struct u64map unattr_loc;  /* string id of a reason -> its [unattributed: ...] location */
 	struct u64map root_loc;    /* pid -> its root's location */
 	uint64_t truncated_loc;    /* [truncated stack], 0 until used */
-	uint64_t captured_loc;     /* [graph captured at], 0 until used */
 	struct u64map frame_loc;   /* frame id -> location id */
 	struct u64map file_map;    /* file string id -> mapping id */
 	struct u64map cubin_map;   /* cubin index -> mapping id */
@@ -227,9 +226,10 @@ static int count_exe(struct writer *w, const struct profile_sample *s)
 }
 
 /*
- * A graph replay's kernel: the launch that captured its node (API, frames,
- * leaf first, at most half the locations), then the marker the replay's
- * own API and frames follow.
+ * The inner stack (a graph replay's kernel: the launch that captured its
+ * node; an autograd thread's launch: that thread's): API, frames, leaf
+ * first, at most half the locations, then the marker the sample's own API
+ * and frames follow.
  */
 static int under_locs(struct writer *w, const struct profile_sample *s, uint64_t *locs,
 		      size_t *n)
@@ -247,10 +247,9 @@ static int under_locs(struct writer *w, const struct profile_sample *s, uint64_t
 			err = synthetic_loc(w, "[truncated stack]", &w->truncated_loc);
 		locs[(*n)++] = w->truncated_loc;
 	}
-	if (!err && !w->captured_loc)
-		err = synthetic_loc(w, "[graph captured at]", &w->captured_loc);
 	if (!err)
-		locs[(*n)++] = w->captured_loc;
+		err = synthetic_loc_by(w, &w->fn_loc, s->under_marker_id,
+				       s->under_marker ? s->under_marker : "[under]", &locs[(*n)++]);
 	return err;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The driver entry points the launch probes attach to (entry_points.h). */
+#include <stddef.h>
 #include "user/probe/entry_points.h"
-#include "user/probe/launch_probe.h"
 
 const struct entry_point entry_points[GP_PROBE_MAX] = {
 	[GP_PROBE_LAUNCH_KERNEL] = { "cuLaunchKernel", NULL, true, false },
@@ -53,19 +53,30 @@ const struct entry_point entry_points[GP_PROBE_MAX] = {
 	[GP_PROBE_MEMSET_D2_D32_V2] = { "cuMemsetD2D32_v2", NULL, false, true },
 };
 
-const char *launch_probe__name(__u32 probe)
+const struct engine_point autograd_points[NR_AUTOGRAD_POINTS] = {
+	/* Engine::execute_with_graph_task(shared_ptr<GraphTask> const&, shared_ptr<Node>, InputBuffer&&) */
+	{ "_ZN5torch8autograd6Engine23execute_with_graph_taskERKSt10shared_ptrINS0_9GraphTaskEES2_INS0_4NodeEEONS0_11InputBufferE",
+	  GP_PROBE_AUTOGRAD_EXECUTE },
+	/* Engine::evaluate_function(shared_ptr<GraphTask>&, Node*, InputBuffer&, shared_ptr<ReadyQueue> const&) */
+	{ "_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_11InputBufferERKS2_INS0_10ReadyQueueEE",
+	  GP_PROBE_AUTOGRAD_NODE },
+};
+
+const char *entry_point__name(__u32 probe)
 {
+	if (probe == GP_PROBE_AUTOGRAD_EXECUTE)
+		return "torch::autograd::Engine::execute_with_graph_task";
 	if (probe >= GP_PROBE_MAX)
 		return "?";
 	return entry_points[probe].symbol;
 }
 
-bool launch_probe__is_launch(__u32 probe)
+bool entry_point__is_launch(__u32 probe)
 {
 	return probe < GP_PROBE_MAX && entry_points[probe].launch;
 }
 
-bool launch_probe__is_copy(__u32 probe)
+bool entry_point__is_copy(__u32 probe)
 {
 	return probe < GP_PROBE_MAX && entry_points[probe].copy;
 }

@@ -21,4 +21,22 @@ struct entry_point {
 
 extern const struct entry_point entry_points[GP_PROBE_MAX];
 
+/*
+ * libtorch's autograd engine (libtorch_cpu.so), probed so that a backward
+ * pass's launches go under the thread that called it: its symbols (C++
+ * names as the Itanium ABI mangles them, stable across PyTorch 2.x) and
+ * probe ids (bpf/launch.h says what each reads).
+ */
+struct engine_point {
+	const char *symbol;
+	__u32 probe;
+};
+#define NR_AUTOGRAD_POINTS 2
+extern const struct engine_point autograd_points[NR_AUTOGRAD_POINTS];
+
+/* A probe id's entry point name ("?" out of range), and whether it launches or copies. */
+const char *entry_point__name(__u32 probe);
+bool entry_point__is_launch(__u32 probe);
+bool entry_point__is_copy(__u32 probe);
+
 #endif /* GP_PROBE_ENTRY_POINTS_H */

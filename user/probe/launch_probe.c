@@ -257,13 +257,19 @@ err_free:
 int launch_probe__attach_file(struct launch_probe *lp, const char *path,
 			      struct launch_attach_result *ret_res)
 {
-	return probe_files__attach(&lp->pf, path, false, ret_res);
+	return probe_files__attach(&lp->pf, path, PROBE_FILE_CUDA, ret_res);
 }
 
 int launch_probe__attach_driver(struct launch_probe *lp, const char *path,
 				struct launch_attach_result *ret_res)
 {
-	return probe_files__attach(&lp->pf, path, true, ret_res);
+	return probe_files__attach(&lp->pf, path, PROBE_FILE_DRIVER, ret_res);
+}
+
+int launch_probe__attach_autograd(struct launch_probe *lp, const char *path,
+				  struct launch_attach_result *ret_res)
+{
+	return probe_files__attach(&lp->pf, path, PROBE_FILE_AUTOGRAD, ret_res);
 }
 
 void launch_probe__file_stats(const struct launch_probe *lp, struct launch_file_stats *ret_stats)

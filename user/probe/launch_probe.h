@@ -61,6 +61,14 @@ int launch_probe__attach_file(struct launch_probe *lp, const char *path,
 int launch_probe__attach_driver(struct launch_probe *lp, const char *path,
 				struct launch_attach_result *ret_res);
 /*
+ * libtorch_cpu.so's autograd engine at path (a file a target maps, opened
+ * in its root): its two points (entry_points.h's autograd_points) or none,
+ * -ENOENT when it does not export both. It stays attached, like a file
+ * given (no sweep): it holds no driver slot's worth of probes.
+ */
+int launch_probe__attach_autograd(struct launch_probe *lp, const char *path,
+				  struct launch_attach_result *ret_res);
+/*
  * A scan found a target mapping the file (dev, ino): 1 when it is attached
  * (noted for the sweep), -ENOEXEC when it was refused, 0 when unknown.
  */
@@ -113,9 +121,5 @@ int launch_probe__poll_rings(struct launch_probe *lp, int timeout_ms, ring_event
 int launch_probe__counters(struct launch_probe *lp, __u64 ret_counters[GP_BPF_COUNTER_MAX]);
 unsigned launch_probe__nr_files(const struct launch_probe *lp);
 void launch_probe__destroy(struct launch_probe *lp);
-
-const char *launch_probe__name(__u32 probe);
-bool launch_probe__is_launch(__u32 probe);
-bool launch_probe__is_copy(__u32 probe);
 
 #endif

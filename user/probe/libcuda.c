@@ -42,6 +42,20 @@ static void refusal__note(struct libcuda_refusal *ref, int err, pid_t pid, const
 }
 
 /*
+ * The file mapped, not whatever its path names now (a tty, a FIFO, another
+ * file): by path when it is that file, else (overlayfs, or the path
+ * replaced) the mapping's own file.
+ */
+int libcuda__open_mapped(pid_t pid, const struct proc_lib *lib, int *ret_fd)
+{
+	struct proc_file_id id = { .dev = lib->dev, .ino = lib->ino };
+
+	if (!proc__open_file(pid, lib->path, &id, ret_fd))
+		return 0;
+	return proc__open_mapped(pid, lib->start, lib->end, &id, O_RDONLY, ret_fd);
+}
+
+/*
  * The file is opened inside the target's root without leaving it (a
  * container could plant an absolute symlink pointing at a host file), only
  * if it is the regular file the maps line names (proc__open_file), and the
@@ -58,20 +72,13 @@ int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, struct libcuda_refus
 	if (proc__find_libs(pid, "libcuda.so", &libs, &n))
 		return 0;
 	for (size_t i = 0; i < n; i++) {
-		struct proc_file_id id = { .dev = libs[i].dev, .ino = libs[i].ino };
 		struct launch_attach_result res;
 		char fdpath[64];
 		int fd, err;
 
-		if (launch_probe__file_seen(lp, id.dev, id.ino))
+		if (launch_probe__file_seen(lp, libs[i].dev, libs[i].ino))
 			continue;
-		/*
-		 * The file mapped, not whatever its path names now (a tty, a FIFO,
-		 * another file): by path when it is that file, else (overlayfs,
-		 * or the path replaced) the mapping's own file.
-		 */
-		if (proc__open_file(pid, libs[i].path, &id, &fd) &&
-		    proc__open_mapped(pid, libs[i].start, libs[i].end, &id, O_RDONLY, &fd))
+		if (libcuda__open_mapped(pid, &libs[i], &fd))
 			continue;
 		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 		err = launch_probe__attach_driver(lp, fdpath, &res);

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 struct launch_probe;
+struct proc_lib;
 
 /* A file a scan refused to attach: the first one, for the loader to say. */
 struct libcuda_refusal {
@@ -32,6 +33,11 @@ int libcuda__attach_path(struct launch_probe *lp, const char *path, bool given);
  * be NULL) unless one is there already.
  */
 int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, struct libcuda_refusal *ret_ref);
+/*
+ * Opens the file a target maps at lib, read-only, in its root (libcuda's,
+ * libtorch's): 0 and *ret_fd, or -errno.
+ */
+int libcuda__open_mapped(pid_t pid, const struct proc_lib *lib, int *ret_fd);
 /* The same for every process; -errno when the processes cannot be listed. */
 int libcuda__attach_all(struct launch_probe *lp, struct libcuda_refusal *ret_ref);
 /* The dirs of ld_library_path (may be NULL), then the usual driver dirs. */

@@ -93,16 +93,40 @@ static int push_link(struct probe_files *pf, struct bpf_link *link)
 	return 0;
 }
 
-static int attach_one(struct probe_files *pf, int probe, const char *path, bool *ret_found)
+/* One probe to attach: its symbol (or the alternative name), cookie, and whether it launches. */
+struct probe_row {
+	const char *name[2];
+	__u32 probe;
+	bool launch;
+};
+
+/* The rows of a file of kind: the driver's entry points, or the autograd engine's. */
+static size_t probe_rows(enum probe_file_kind kind, struct probe_row *rows)
 {
-	const struct entry_point *d = &entry_points[probe];
-	const char *names[2] = { d->symbol, d->alt_symbol };
+	size_t n = 0;
+
+	if (kind == PROBE_FILE_AUTOGRAD) {
+		for (size_t i = 0; i < NR_AUTOGRAD_POINTS; i++)
+			rows[n++] = (struct probe_row){ .name = { autograd_points[i].symbol, NULL },
+							.probe = autograd_points[i].probe };
+		return n;
+	}
+	for (__u32 p = 0; p < GP_PROBE_MAX; p++)
+		rows[n++] = (struct probe_row){ .name = { entry_points[p].symbol,
+							  entry_points[p].alt_symbol },
+						.probe = p, .launch = entry_points[p].launch };
+	return n;
+}
+
+static int attach_one(struct probe_files *pf, const struct probe_row *r, const char *path,
+		      bool *ret_found)
+{
 	int err = 0;
 
 	*ret_found = false;
-	for (int i = 0; i < 2 && names[i]; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = names[i], .retprobe = false,
-			    .bpf_cookie = (__u64)probe);
+	for (int i = 0; i < 2 && r->name[i]; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = r->name[i], .retprobe = false,
+			    .bpf_cookie = (__u64)r->probe);
 		struct bpf_link *link;
 
 		libbpf_log__quiet(true);
@@ -125,19 +149,19 @@ static int attach_one(struct probe_files *pf, int probe, const char *path, bool 
 	return 0;
 }
 
-/* A perf-event uprobe for each entry point the file defines. */
-static int attach_file_each(struct probe_files *pf, const char *path,
-			    struct launch_attach_result *res, unsigned *launches)
+/* A perf-event uprobe for each row the file defines. */
+static int attach_file_each(struct probe_files *pf, const char *path, const struct probe_row *rows,
+			    size_t nrows, struct launch_attach_result *res, unsigned *launches)
 {
-	for (int p = 0; p < GP_PROBE_MAX; p++) {
+	for (size_t i = 0; i < nrows; i++) {
 		bool found;
-		int err = attach_one(pf, p, path, &found);
+		int err = attach_one(pf, &rows[i], path, &found);
 
 		if (err)
 			return err;
 		if (found) {
 			res->attached++;
-			*launches += entry_points[p].launch;
+			*launches += rows[i].launch;
 		} else {
 			res->missing++;
 		}
@@ -145,35 +169,35 @@ static int attach_file_each(struct probe_files *pf, const char *path,
 	return 0;
 }
 
-/* Every entry point the file defines in one uprobe_multi link (cookie: probe id). */
-static int attach_file_multi(struct probe_files *pf, const char *path,
-			     struct launch_attach_result *res, unsigned *launches)
+/* Every row the file defines in one uprobe_multi link (cookie: probe id). */
+static int attach_file_multi(struct probe_files *pf, const char *path, const struct probe_row *rows,
+			     size_t nrows, struct launch_attach_result *res, unsigned *launches)
 {
 	const char *names[2 * GP_PROBE_MAX];
 	__u64 off[2 * GP_PROBE_MAX], offsets[GP_PROBE_MAX], cookies[GP_PROBE_MAX];
 	size_t n = 0;
 	int err, fd;
 
-	for (int p = 0; p < GP_PROBE_MAX; p++) {
-		names[p] = entry_points[p].symbol;
-		names[GP_PROBE_MAX + p] = entry_points[p].alt_symbol;
+	for (size_t i = 0; i < nrows; i++) {
+		names[i] = rows[i].name[0];
+		names[nrows + i] = rows[i].name[1];
 	}
-	err = uprobe_multi__offsets(path, names, 2 * GP_PROBE_MAX, off);
+	err = uprobe_multi__offsets(path, names, 2 * nrows, off);
 	if (err < 0)
 		return err;
-	for (int p = 0; p < GP_PROBE_MAX; p++) {
-		__u64 o = off[p] ? off[p] : off[GP_PROBE_MAX + p];
+	for (size_t i = 0; i < nrows; i++) {
+		__u64 o = off[i] ? off[i] : off[nrows + i];
 
 		if (!o) {
 			res->missing++;
 			continue;
 		}
 		offsets[n] = o;
-		cookies[n++] = (__u64)p;
+		cookies[n++] = rows[i].probe;
 		res->attached++;
-		*launches += entry_points[p].launch;
+		*launches += rows[i].launch;
 	}
-	if (!*launches)
+	if (!n)
 		return -ENOENT;
 	fd = uprobe_multi__attach(bpf_program__fd(pf->prog), path, offsets, cookies, n);
 	if (fd < 0)
@@ -243,10 +267,13 @@ static bool is_driver(const char *path)
 	return true;
 }
 
-int probe_files__attach(struct probe_files *pf, const char *path, bool driver_only,
+int probe_files__attach(struct probe_files *pf, const char *path, enum probe_file_kind kind,
 			struct launch_attach_result *ret_res)
 {
 	struct launch_attach_result res = {};
+	struct probe_row rows[GP_PROBE_MAX];
+	bool driver_only = kind == PROBE_FILE_DRIVER;
+	size_t nrows = probe_rows(kind, rows);
 	struct attached_file *f;
 	struct stat st;
 	unsigned launches = 0;
@@ -263,7 +290,8 @@ int probe_files__attach(struct probe_files *pf, const char *path, bool driver_on
 	if (driver_only && file__refused(pf, st.st_dev, st.st_ino))
 		return -ENOEXEC;
 	/* Before reading its symbols: a full table costs no ELF read per scan. */
-	if (pf->nr_files == PROBE_FILES_MAX) {
+	if (pf->nr_files == PROBE_FILES_MAX ||
+	    (kind == PROBE_FILE_AUTOGRAD && pf->nr_autograd == PROBE_FILES_AUTOGRAD_MAX)) {
 		pf->fst.no_slot++;
 		return -E2BIG;
 	}
@@ -274,17 +302,20 @@ int probe_files__attach(struct probe_files *pf, const char *path, bool driver_on
 	f = &pf->files[pf->nr_files];
 	*f = (struct attached_file){ .dev = st.st_dev, .ino = st.st_ino, .multi_fd = -1,
 				     .first_link = pf->nr_links, .swept = driver_only, .seen = true };
-	err = pf->multi ? attach_file_multi(pf, path, &res, &launches)
-			: attach_file_each(pf, path, &res, &launches);
+	err = pf->multi ? attach_file_multi(pf, path, rows, nrows, &res, &launches)
+			: attach_file_each(pf, path, rows, nrows, &res, &launches);
 	f->nr_links = pf->nr_links - f->first_link;
-	if (!err && !launches)
+	if (!err && kind != PROBE_FILE_AUTOGRAD && !launches)
 		err = -ENOENT; /* not a CUDA driver: nothing launches through it */
+	if (!err && kind == PROBE_FILE_AUTOGRAD && res.missing)
+		err = -ENOENT; /* not the engine we know: half of it would mislead */
 	if (err) {
 		pf->nr_files++;
 		file__detach(pf, pf->nr_files - 1); /* what attached before the failure */
 		return err;
 	}
 	pf->nr_files++;
+	pf->nr_autograd += kind == PROBE_FILE_AUTOGRAD;
 	*ret_res = res;
 	return 0;
 }
@@ -337,4 +368,5 @@ void probe_files__fini(struct probe_files *pf)
 		if (pf->files[i].multi_fd >= 0)
 			close(pf->files[i].multi_fd);
 	pf->nr_files = 0;
+	pf->nr_autograd = 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The libcuda files the launch probes are attached to: the part of the
+ * The libcuda (and libtorch) files the launch probes are attached to: the part of the
  * probe family that needs the uprobe program but not the skeleton (which
  * stays inside launch_probe.c). One set of probes per distinct file (dev,
  * inode): a uprobe on a file covers every process that maps it. Not an
@@ -17,6 +17,11 @@
 
 /* Files attached at once, at most (each costs the kernel a set of uprobes). */
 #define PROBE_FILES_MAX 64
+/*
+ * Of them, autograd engines at most: never swept, so that files a process
+ * makes up cannot take the drivers' slots.
+ */
+#define PROBE_FILES_AUTOGRAD_MAX 16
 /* Files refused as no driver, remembered (dev, inode) so that no scan reads them again. */
 #define PROBE_FILES_REFUSED_MAX 1024
 
@@ -45,15 +50,22 @@ struct probe_files {
 	size_t nr_links, cap_links;
 	struct attached_file files[PROBE_FILES_MAX];
 	unsigned nr_files;
+	unsigned nr_autograd;         /* autograd engine files among them */
 	struct probe_file_id refused[PROBE_FILES_REFUSED_MAX]; /* a ring, the oldest forgotten */
 	unsigned nr_refused, next_refused;
 	struct launch_file_stats fst;
 };
 
+enum probe_file_kind {
+	PROBE_FILE_CUDA,     /* a libcuda the user or the system named (launch_probe__attach_file) */
+	PROBE_FILE_DRIVER,   /* one a target maps: only if a CUDA driver (__attach_driver) */
+	PROBE_FILE_AUTOGRAD, /* libtorch's autograd engine, both its points or none (__attach_autograd) */
+};
+
 /* multi: prog was loaded for multi links (uprobe_multi.h). */
 void probe_files__init(struct probe_files *pf, struct bpf_program *prog, bool multi);
-/* launch_probe__attach_file (driver_only false) and __attach_driver (true). */
-int probe_files__attach(struct probe_files *pf, const char *path, bool driver_only,
+/* launch_probe__attach_file, __attach_driver and __attach_autograd, by kind. */
+int probe_files__attach(struct probe_files *pf, const char *path, enum probe_file_kind kind,
 			struct launch_attach_result *ret_res);
 /* launch_probe__file_seen. */
 int probe_files__seen(struct probe_files *pf, dev_t dev, ino_t ino);

@@ -175,8 +175,9 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 	struct agg_key k = { .pid = pid, .stack_id = stack_id, .api = profile__intern(p, api),
 			     .reason = profile__intern(p, reason), .name = profile__intern(p, act->name),
 			     .device = act->device, .stream = act->stream, .graph_id = act->graph_id,
-			     .under = act->under_stack,
-			     .under_api = act->under_stack ? profile__intern(p, act->under_api) : 0 };
+			     .under = act->under.stack,
+			     .under_api = act->under.stack ? profile__intern(p, act->under.api) : 0,
+			     .under_marker = act->under.stack ? profile__intern(p, act->under.marker) : 0 };
 
 	p->t.activities++;
 	if (!stack_id) {
@@ -187,12 +188,17 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 	return add_to(p, &k, act->ns);
 }
 
-int profile__add_launch(struct profile *p, __u32 pid, __u32 stack_id, const char *api)
+int profile__add_launch(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
+			const struct profile_under *under)
 {
+	bool in = stack_id && under && under->stack;
 	struct agg_key k = { .pid = pid, .stack_id = stack_id, .api = profile__intern(p, api),
 			     .reason = profile__intern(p, stack_id ? NULL : "stack table full"),
 			     .name = profile__intern(p, GP_PROFILE_NO_RECORD),
-			     .device = NO_DEVICE, .stream = NO_DEVICE };
+			     .device = NO_DEVICE, .stream = NO_DEVICE,
+			     .under = in ? under->stack : 0,
+			     .under_api = in ? profile__intern(p, under->api) : 0,
+			     .under_marker = in ? profile__intern(p, under->marker) : 0 };
 
 	p->t.launches_unrecorded++;
 	return add_to(p, &k, 0);

@@ -20,17 +20,27 @@
 
 struct profile;
 
+/* The inner stack of a sample (profile_activity's under): its stack id, launch API, marker. */
+struct profile_under {
+	__u32 stack;           /* 0: none */
+	const char *api;
+	const char *marker;
+};
+
 /* What ran on the GPU, as the activity record says. */
 struct profile_activity {
 	const char *name;      /* kernel name (mangled) or a [memcpy ...] label */
 	__u64 ns;              /* duration */
 	__u32 device, stream, graph_id;
 	/*
-	 * A kernel of a CUDA-graph replay: the stack (and launch API) that
-	 * captured its node, 0 when unknown. The sample's stack is the replay's.
+	 * A second stack between the kernel and the sample's own, after a
+	 * marker frame: a CUDA-graph replay's kernel goes under the launch that
+	 * captured its node ("[graph captured at]", the sample's stack the
+	 * replay's); an autograd engine thread's launch goes under the call
+	 * that began its backward pass ("[autograd thread for tid N]", the
+	 * sample's stack that caller's). stack 0: none.
 	 */
-	__u32 under_stack;
-	const char *under_api;
+	struct profile_under under;
 };
 
 /* One symbolized frame; strings are copied. */
@@ -71,7 +81,8 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
  * stack_id 0: the stack table was full.
  */
 #define GP_PROFILE_NO_RECORD "[no GPU record]"
-int profile__add_launch(struct profile *p, __u32 pid, __u32 stack_id, const char *api);
+int profile__add_launch(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
+			const struct profile_under *under);
 
 /*
  * Declares that pid loaded the cubin elf (size bytes, hostile: read through
@@ -119,13 +130,15 @@ struct profile_sample {
 	__u32 nframes;
 	bool truncated;
 	/*
-	 * A graph replay's kernel under the stack that captured it: that stack
-	 * (leaf first) and its launch API go between the kernel and the
-	 * replay's frames, which follow a "[graph captured at]" marker.
+	 * The inner stack (profile_activity's under): that stack (leaf first)
+	 * and its launch API go between the kernel and the sample's own
+	 * frames, which follow the marker.
 	 */
 	__u32 under_stack;         /* 0: none */
 	__u32 under_api_id;        /* string id of its launch API */
 	const char *under_api;
+	__u32 under_marker_id;     /* string id of the marker */
+	const char *under_marker;
 	const __u32 *under_frames; /* NULL when that stack is not named */
 	__u32 under_nframes;
 	bool under_truncated;

@@ -31,7 +31,7 @@
 
 struct agg_key {
 	__u32 pid, stack_id, api, reason, name, device, stream, graph_id;
-	__u32 under, under_api; /* a graph replay's kernel: the capture-time stack and its API */
+	__u32 under, under_api, under_marker; /* profile_under: the inner stack, its API, marker */
 };
 #define NO_DEVICE UINT32_MAX /* device and stream of a launch without a GPU record */
 

@@ -62,6 +62,8 @@ static void sample__of(const struct profile *p, const struct agg_key *k, const s
 	s->under_stack = k->under;
 	s->under_api_id = k->under_api;
 	s->under_api = str_of(p, k->under_api);
+	s->under_marker_id = k->under_marker;
+	s->under_marker = str_of(p, k->under_marker);
 	if (k->under && u64map__get(&p->stack_idx, k->under, &idx)) {
 		s->under_frames = p->stacks[idx].frames;
 		s->under_nframes = p->stacks[idx].n;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <unistd.h>
 #include "user/session/session_internal.h"
+#include "user/probe/entry_points.h"
 
 static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_t size)
 {
@@ -22,13 +23,20 @@ static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_
 		session__take_held_rings(s);
 		return 0;
 	}
-	if (!launch_probe__is_launch(e->probe) && !launch_probe__is_copy(e->probe))
+	if (e->probe == GP_PROBE_AUTOGRAD_EXECUTE) {
+		/* A backward pass begun: its caller's stack, unwound as a launch's. */
+		t = session__target(s, e->pid);
+		session__autograd_begin(s, t, e, launch_stack__of(s, t, e, size));
+		return 0;
+	}
+	if (!entry_point__is_launch(e->probe) && !entry_point__is_copy(e->probe))
 		return 0; /* module loads: handles for the cubin link, not yet used */
 	s->events_seen++;
 	t = session__target(s, e->pid);
 	if (t && !t->first_launch_ns) {
 		t->first_launch_ns = e->ts_ns;
 		session__python_setup(s, t, now_ns());
+		session__autograd_setup(s, t);
 	}
 	if (t)
 		launch_stack__follow_target(s, t, e);
@@ -36,8 +44,8 @@ static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_
 	/* Threads are keyed by their own namespace's tid, as CUPTI numbers them. */
 	jl = (struct join_launch){ .pid = e->pid, .tid = e->ns_tid ? e->ns_tid : e->tid,
 				   .ts = e->ts_ns, .probe = e->probe,
-				   .cls = launch_probe__is_copy(e->probe) ? JOIN_CLASS_COPY : JOIN_CLASS_LAUNCH,
-				   .site = stack_id };
+				   .cls = entry_point__is_copy(e->probe) ? JOIN_CLASS_COPY : JOIN_CLASS_LAUNCH,
+				   .site = session__autograd_site(s, t, e, stack_id) };
 	join__add_launch(s->join, &jl);
 	return 0;
 }

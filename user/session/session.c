@@ -106,6 +106,8 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 			t->attach_ns = now_ns();
 			join__attach(s->join, t->pid, t->attach_ns);
 		}
+		if (t->first_launch_ns)
+			session__autograd_setup(s, t); /* a libtorch loaded after its first launch */
 	}
 	if (s->o->mode == GP_MODE_ALL)
 		complete = libcuda__attach_all(s->lp, &ref) >= 0;

@@ -25,6 +25,7 @@
 #include "user/probe/launch_probe.h"
 #include "user/join/join.h"
 #include "user/join/graph_nodes.h"
+#include "user/join/autograd_callers.h"
 #include "user/profile/profile.h"
 #include "user/shm/shm_reader.h"
 #include "user/util/blobtab.h"
@@ -75,6 +76,11 @@ struct session {
 	__u64 graph_replay_unattributed;
 	struct graph_nodes_stats graphs_gone; /* of targets removed */
 	unsigned graph_targets;     /* targets with graph nodes: calls pair with nodes */
+	/* Backward passes: engine threads' launches under their pass's caller (or not) */
+	__u64 autograd_launches, autograd_under_caller, autograd_caller_unknown, autograd_own_thread;
+	__u64 autograd_engines;     /* targets whose autograd engine is probed */
+	struct autograd_callers_stats autograd_gone; /* of targets removed */
+	char autograd_marker[48];   /* scratch of session__autograd_under */
 	__u64 unattributed_written; /* --interval: unattributed in profiles already written */
 	__u64 shm_ctr_gone[GP_CTR_MAX]; /* counters of targets already removed */
 	struct shm_reader_stats reader_gone;
@@ -181,6 +187,35 @@ void session__write_window(struct session *s, __u64 now);
  * -errno (said) when it could not be written.
  */
 int session__write_last(struct session *s, char *path, size_t len);
+
+/*
+ * A launch's site, the join's handle for whose launch it was: its stack id,
+ * and in the high half the autograd caller it ran for (its target's
+ * autograd_callers handle; 0: none).
+ */
+static inline __u64 site__make(__u32 stack, __u32 caller)
+{
+	return (__u64)caller << 32 | stack;
+}
+
+static inline __u32 site__stack(__u64 site)
+{
+	return (__u32)site;
+}
+
+static inline __u32 site__caller(__u64 site)
+{
+	return (__u32)(site >> 32);
+}
+
+/* autograd.c: backward passes' callers (docs/ARCHITECTURE.md, Backward passes). */
+void session__autograd_setup(struct session *s, struct target *t);
+void session__autograd_begin(struct session *s, struct target *t, const struct gp_launch_event *e,
+			     __u32 stack_id);
+__u64 session__autograd_site(struct session *s, struct target *t, const struct gp_launch_event *e,
+			     __u32 stack_id);
+bool session__autograd_under(struct session *s, __u32 pid, __u64 site, __u32 *ret_stack,
+			     struct profile_under *ret_under);
 
 /* launch_stack.c: what a launch says of its target; its stack id (0: none could be kept). */
 void launch_stack__follow_target(struct session *s, struct target *t, const struct gp_launch_event *e);

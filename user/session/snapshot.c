@@ -196,6 +196,31 @@ static void graph_counters(struct session *s, struct counters *c)
 	counters__add_part(c, "refused", g.refused);
 }
 
+/*
+ * Backward passes: launches made inside a node of a pass, put under the
+ * caller of their pass, or keeping their own stack because no caller is
+ * known (attached mid-pass, its begin lost, its caller refused) or because
+ * the thread is the caller (a pass's CPU nodes run on the thread that
+ * began it); the passes begun (nested: inside another's node), the
+ * distinct callers, those refused (docs/ARCHITECTURE.md).
+ */
+static void autograd_counters(struct session *s, struct counters *c)
+{
+	struct autograd_callers_stats a = s->autograd_gone;
+
+	for (size_t i = 0; i < s->tt.n; i++)
+		autograd_callers__add_stats(s->tt.t[i]->autograd, &a);
+	counters__add(c, "autograd_launches", s->autograd_launches);
+	counters__add_part(c, "under_caller", s->autograd_under_caller);
+	counters__add_part(c, "caller_unknown", s->autograd_caller_unknown);
+	counters__add_part(c, "own_thread", s->autograd_own_thread);
+	counters__add(c, "autograd_passes", a.passes);
+	counters__add_part(c, "nested", a.nested);
+	counters__add_part(c, "callers", a.callers);
+	counters__add_part(c, "refused", a.refused);
+	counters__add(c, "autograd_engines", s->autograd_engines);
+}
+
 void session__counters(struct session *s, struct counters *ret)
 {
 	__u64 bpf[GP_BPF_COUNTER_MAX] = {};
@@ -207,6 +232,7 @@ void session__counters(struct session *s, struct counters *ret)
 	loader_counters(s, bpf, ret);
 	hostile_counters(s, ret);
 	graph_counters(s, ret);
+	autograd_counters(s, ret);
 }
 
 static double tv_s(struct timeval tv)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "user/session/target.h"
 #include "user/join/graph_nodes.h"
+#include "user/join/autograd_callers.h"
 #include "user/proc/proc.h"
 #include "user/shm/shm_reader.h"
 #include "user/python/pycode.h"
@@ -36,6 +37,7 @@ static void target__free(struct target *t)
 	space__destroy(t->space);
 	pycode_cache__destroy(t->py);
 	graph_nodes__destroy(t->graphs);
+	autograd_callers__destroy(t->autograd);
 	free(t);
 }
 

@@ -19,6 +19,7 @@ struct shm_reader;
 struct pycode_cache;
 
 struct graph_nodes;
+struct autograd_callers;
 
 struct target {
 	pid_t pid;                 /* host pid */
@@ -33,6 +34,9 @@ struct target {
 	__u64 py_old_until_ns;     /* launches until then ran the code of before the last replacement */
 	struct pycode_cache *py;   /* its CPython's code objects, once detected */
 	struct graph_nodes *graphs; /* its CUDA-graph nodes, from its first one */
+	struct autograd_callers *autograd; /* its backward passes' callers, from its first */
+	unsigned autograd_tries;   /* looks for its autograd engine (libtorch.h) */
+	bool autograd_done;        /* its engine is probed, or will not be */
 	__u32 py_entry_kind;       /* enum gp_py_entry_kind of that CPython */
 	__u64 py_next_try_ns;      /* detection retried until then (0: try now) */
 	unsigned py_tries;         /* detections that found a half-started interpreter */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include "user/session/session_internal.h"
+#include "user/probe/entry_points.h"
 #include "user/util/log.h"
 
 /* A graph replay's kernel whose node came from origin: under the launch that captured it. */
@@ -23,8 +24,8 @@ static void graph_capture(struct session *s, __u32 pid, __u32 origin, struct pro
 		s->graph_capture_unknown++;
 		return;
 	}
-	pa->under_stack = (__u32)site;
-	pa->under_api = launch_probe__name(probe);
+	pa->under = (struct profile_under){ .stack = site__stack(site), .api = entry_point__name(probe),
+					    .marker = "[graph captured at]" };
 	s->graph_under_capture++;
 }
 
@@ -52,12 +53,21 @@ void session__on_sample(void *ctx, const struct join_sample *js)
 		.device = a->aux[1], .stream = a->aux[2], .graph_id = a->aux[3],
 	};
 
-	if (a->aux[4] && js->reason == JOIN_OK && js->site)
+	__u32 stack = site__stack(js->site);
+	const char *api = entry_point__name(js->probe);
+
+	if (a->aux[4] && js->reason == JOIN_OK && stack)
 		graph_capture(s, js->pid, a->aux[4], &pa);
 	else if (a->aux[4])
 		s->graph_replay_unattributed++;
-	if (js->reason == JOIN_OK && js->site)
-		profile__add(s->prof, js->pid, js->site, launch_probe__name(js->probe), NULL, &pa);
+	/* An autograd thread's launch: under the caller of its pass (a graph replay's stays). */
+	if (js->reason == JOIN_OK && stack && !pa.under.stack &&
+	    session__autograd_under(s, js->pid, js->site, &stack, &pa.under)) {
+		pa.under.api = api;
+		api = entry_point__name(GP_PROBE_AUTOGRAD_EXECUTE);
+	}
+	if (js->reason == JOIN_OK && stack)
+		profile__add(s->prof, js->pid, stack, api, NULL, &pa);
 	else
 		profile__add(s->prof, js->pid, 0, NULL,
 			     js->reason == JOIN_OK ? "stack table full" : join__reason_name(js->reason), &pa);
@@ -67,29 +77,42 @@ void session__on_sample(void *ctx, const struct join_sample *js)
 void session__on_unrecorded(void *ctx, const struct join_unrecorded *u)
 {
 	struct session *s = ctx;
+	struct profile_under under = { 0 };
+	__u32 stack = site__stack(u->site);
+	const char *api = entry_point__name(u->probe);
 
-	profile__add_launch(s->prof, u->pid, (__u32)u->site, launch_probe__name(u->probe));
+	if (session__autograd_under(s, u->pid, u->site, &stack, &under)) {
+		under.api = api;
+		api = entry_point__name(GP_PROBE_AUTOGRAD_EXECUTE);
+	}
+	profile__add_launch(s->prof, u->pid, stack, api, &under);
 }
 
 static __u64 site_keep(void *ctx, __u64 site)
 {
-	stack_table__keep(ctx, (__u32)site);
+	stack_table__keep(ctx, site__stack(site));
 	return site;
 }
 
+/* The stack renumbered; the caller a launch ran for stays (its own table's handle). */
 static __u64 site_remap(void *ctx, __u64 site)
 {
 	const struct stack_compaction *c = ctx;
+	__u32 stack = site__stack(site);
 
-	return site && site <= c->n ? c->remap[site] : 0;
+	stack = stack && stack <= c->n ? c->remap[stack] : 0;
+	return stack ? site__make(stack, site__caller(site)) : 0;
 }
 
-/* The capture sites every target's graph nodes hold. */
-static void graph_sites(struct session *s, __u64 (*fn)(void *ctx, __u64 site), void *ctx)
+/* The capture sites every target's graph nodes hold, and its backward passes' callers. */
+static void target_sites(struct session *s, __u64 (*fn)(void *ctx, __u64 site), void *ctx)
 {
-	for (size_t i = 0; s->graph_targets && i < s->tt.n; i++)
-		if (s->tt.t[i]->graphs)
+	for (size_t i = 0; i < s->tt.n; i++) {
+		if (s->graph_targets && s->tt.t[i]->graphs)
 			graph_nodes__visit_sites(s->tt.t[i]->graphs, fn, ctx);
+		if (s->tt.t[i]->autograd)
+			autograd_callers__visit_sites(s->tt.t[i]->autograd, fn, ctx);
+	}
 }
 
 static bool pid_followed(void *ctx, __u32 pid)
@@ -114,7 +137,7 @@ void session__forget_window(struct session *s)
 	join__visit_sites(s->join, site_keep, &s->stacks);
 	if (s->cache)
 		stack_cache__visit_stacks(s->cache, site_keep, &s->stacks);
-	graph_sites(s, site_keep, &s->stacks);
+	target_sites(s, site_keep, &s->stacks);
 	for (size_t i = 0; i < s->npending; i++)
 		stack_table__keep(&s->stacks, s->pending[i]);
 	if ((err = stack_table__compact_begin(&s->stacks, &c)) ||
@@ -127,7 +150,7 @@ void session__forget_window(struct session *s)
 	join__visit_sites(s->join, site_remap, &c);
 	if (s->cache)
 		stack_cache__visit_stacks(s->cache, site_remap, &c);
-	graph_sites(s, site_remap, &c);
+	target_sites(s, site_remap, &c);
 	for (size_t i = 0; i < s->npending; i++)
 		if ((s->pending[keep] = (__u32)site_remap(&c, s->pending[i])))
 			keep++;

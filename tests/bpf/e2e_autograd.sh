@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Backward passes on the stand-in autograd engine (tests/progs/autograd N,
+# its libtorch_cpu.so beside it): two threads each begin N passes at once,
+# whose kernels the one engine thread launches; every launch of a pass sits
+# under the engine thread's stack, then "[autograd thread for tid T]" (T the
+# thread that began it), then the call into the engine and that thread's
+# stack, counts and GPU time exact. A pass the probes never saw begin keeps
+# the engine thread's own stack, counted caller_unknown; a node main runs of
+# its own pass keeps main's stack, and so does a launch main makes after it,
+# deeper than the node ran (neither is counted: both are main's own).
+source "$(dirname "$0")/lib.sh"
+
+N=6
+env LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/a.pb.gz" --libcuda "$STUBLIB" \
+	--cupti "$B/stub/libcupti.so" -- "$PROGS/autograd" $N 2>"$WORK/a.err" >"$WORK/out" ||
+	{ cat "$WORK/a.err" "$WORK/out"; fail "loader failed"; }
+line=$(grep "^autograd: " "$WORK/out") || fail "autograd: $(cat "$WORK/out")"
+tid_a=$(echo "$line" | sed -n 's/.*tid_a=\([0-9]*\).*/\1/p')
+tid_b=$(echo "$line" | sed -n 's/.*tid_b=\([0-9]*\).*/\1/p')
+echo "$line" | grep -q "passes=$((2 * N + 1)) kernels=$((4 * N + 5))" || fail "autograd: $line"
+field() { # NAME FILE: NAME's value on the last counters line
+	grep "^counters:" "$2" | tail -n 1 | sed -n "s/.*[ (]$1=\([0-9]*\).*/\1/p"
+}
+SC="python3 $ROOT/tests/bpf/stack_check.py"
+API=torch::autograd::Engine::execute_with_graph_task
+
+$SC "$WORK/a.pb.gz" under k_a $((2 * N)) $((4000 * N)) launch_a "[autograd thread for tid $tid_a]" \
+	$API caller_a || { cat "$WORK/a.err"; fail "k_a not under caller_a"; }
+$SC "$WORK/a.pb.gz" under k_b $((2 * N)) $((6000 * N)) launch_b "[autograd thread for tid $tid_b]" \
+	$API caller_b || fail "k_b not under caller_b"
+# The engine thread's own stack, whole: launch_orphan, the engine, thread_main, a root.
+$SC "$WORK/a.pb.gz" split k_orphan thread_main=1 || fail "the pass no probe saw begin"
+python3 -c "import sys; sys.path.insert(0, '$ROOT/tests/bpf'); from stack_check import parse
+sys.exit(any(f[0].startswith('[autograd') for s in parse('$WORK/a.pb.gz') if s[2][0][0] in ('k_orphan', 'k_own', 'k_after')
+             for f in s[2]))" || fail "a launch in no other thread's pass is under a caller"
+$SC "$WORK/a.pb.gz" split k_own own_pass=1 || fail "a node of main's own pass"
+$SC "$WORK/a.pb.gz" split k_after deep_after=1 || fail "a launch after main's own pass"
+[ "$(field autograd_launches "$WORK/a.err")" = $((4 * N + 1)) ] &&
+	[ "$(field under_caller "$WORK/a.err")" = $((4 * N)) ] &&
+	[ "$(field caller_unknown "$WORK/a.err")" = 1 ] && [ "$(field own_thread "$WORK/a.err")" = 0 ] &&
+	[ "$(field autograd_passes "$WORK/a.err")" = $((2 * N + 1)) ] &&
+	[ "$(field callers "$WORK/a.err")" = 3 ] && [ "$(field autograd_engines "$WORK/a.err")" = 1 ] &&
+	[ "$(field unattributed "$WORK/a.err")" = 0 ] ||
+	{ grep "^counters:" "$WORK/a.err" | tail -1; fail "autograd counters"; }
+ok "$((4 * N)) engine-thread launches under the thread that began each pass, exact; 1 without, counted"

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Backward passes (session_internal.h, docs/ARCHITECTURE.md): a target's
+ * autograd engine probed once it launches; each pass begun noted with its
+ * caller's stack; each engine thread's launch given, in its site, the
+ * caller of its pass; each such sample put under that caller's stack.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "user/session/session_internal.h"
+#include "user/probe/entry_points.h"
+#include "user/probe/libtorch.h"
+#include "user/util/log.h"
+
+/* Scans (SCAN_NS apart) that look for a target's libtorch after its first launch. */
+#define AUTOGRAD_TRIES 15
+
+void session__autograd_setup(struct session *s, struct target *t)
+{
+	int r;
+
+	if (t->autograd_done)
+		return;
+	r = libtorch__attach_pid(s->lp, t->pid);
+	if (r == 1) {
+		t->autograd_done = true;
+		s->autograd_engines++;
+		log_debug("pid %d (%s): autograd engine probed", t->pid, t->comm);
+		return;
+	}
+	if (r < 0 || ++t->autograd_tries >= AUTOGRAD_TRIES) {
+		t->autograd_done = true;
+		if (r < 0)
+			log_debug("pid %d (%s): autograd engine not probed: %s", t->pid, t->comm,
+				  strerror(-r));
+	}
+}
+
+/* The thread as the process numbers it (the marker names it so). */
+static __u32 event_tid(const struct gp_launch_event *e)
+{
+	return e->ns_tid ? e->ns_tid : e->tid;
+}
+
+/*
+ * The caller of the pass whose node e's thread is inside, when another
+ * thread began it (a thread running a node of its own pass launches for
+ * itself: its own stack is the caller's).
+ */
+static __u32 caller_of(const struct target *t, const struct gp_launch_event *e, bool *ret_own)
+{
+	__u32 h, tid, site;
+
+	*ret_own = false;
+	h = t && t->autograd ? autograd_callers__of(t->autograd, e->autograd_gt) : 0;
+	if (!h || !autograd_callers__get(t->autograd, h, &tid, &site))
+		return 0;
+	*ret_own = tid == event_tid(e);
+	return *ret_own ? 0 : h;
+}
+
+void session__autograd_begin(struct session *s, struct target *t, const struct gp_launch_event *e,
+			     __u32 stack_id)
+{
+	__u32 outer;
+	bool own;
+
+	(void)s;
+	if (!t || (!t->autograd && autograd_callers__new(&t->autograd)))
+		return;
+	/* Begun inside another thread's pass (a reentrant backward): under that pass's caller. */
+	if (e->autograd_gt && (outer = caller_of(t, e, &own))) {
+		autograd_callers__nest(t->autograd, e->stream, outer);
+		return;
+	}
+	autograd_callers__begin(t->autograd, e->stream, event_tid(e), stack_id);
+}
+
+__u64 session__autograd_site(struct session *s, struct target *t, const struct gp_launch_event *e,
+			     __u32 stack_id)
+{
+	__u32 caller;
+	bool own;
+
+	if (!e->autograd_gt)
+		return stack_id;
+	s->autograd_launches++;
+	caller = caller_of(t, e, &own);
+	if (own) {
+		s->autograd_own_thread++;
+		return stack_id;
+	}
+	if (!caller || !stack_id) {
+		s->autograd_caller_unknown++;
+		return stack_id;
+	}
+	s->autograd_under_caller++;
+	return site__make(stack_id, caller);
+}
+
+bool session__autograd_under(struct session *s, __u32 pid, __u64 site, __u32 *ret_stack,
+			     struct profile_under *ret_under)
+{
+	struct target *t;
+	__u32 tid, caller_stack;
+
+	if (!site__caller(site) || !site__stack(site))
+		return false;
+	t = target_table__find(&s->tt, (pid_t)pid);
+	if (!t || !t->autograd ||
+	    !autograd_callers__get(t->autograd, site__caller(site), &tid, &caller_stack) ||
+	    !caller_stack)
+		return false;
+	snprintf(s->autograd_marker, sizeof(s->autograd_marker), "[autograd thread for tid %u]", tid);
+	*ret_under = (struct profile_under){ .stack = site__stack(site), .marker = s->autograd_marker };
+	*ret_stack = caller_stack;
+	return true;
+}

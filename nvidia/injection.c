@@ -229,6 +229,20 @@ static const CUpti_CallbackId driver_cbids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D8_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D32_v2,
 };
 
+/* Calls that add a graph node: their records let a node take the call's stack. */
+static const CUpti_CallbackId driver_node_cbids[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode, CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemcpyNode, CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemsetNode,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode, CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2,
+};
+
+static const CUpti_CallbackId runtime_node_cbids[] = {
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNode_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemsetNode_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddNode_v12020, CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddNode_v12030,
+};
+
 static const CUpti_CallbackId runtime_cbids[] = {
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
@@ -258,12 +272,20 @@ static const CUpti_CallbackId runtime_cbids[] = {
 _Static_assert(ARRAY_LEN(driver_cbids) > LAUNCH_CBIDS && ARRAY_LEN(runtime_cbids) > LAUNCH_CBIDS,
 	       "each cbid list starts with the launch calls");
 
-/* -1: not wanted, 0: a launch, 1: a copy or memset. */
-static int cbid__class(const CUpti_CallbackId *ids, size_t n, CUpti_CallbackId cbid)
+/* -1: not wanted, 0: a launch, 1: a copy or memset, 2: adds a graph node. */
+static int cbid__class(bool driver, CUpti_CallbackId cbid)
 {
+	const CUpti_CallbackId *ids = driver ? driver_cbids : runtime_cbids;
+	const CUpti_CallbackId *nodes = driver ? driver_node_cbids : runtime_node_cbids;
+	size_t n = driver ? ARRAY_LEN(driver_cbids) : ARRAY_LEN(runtime_cbids);
+	size_t nn = driver ? ARRAY_LEN(driver_node_cbids) : ARRAY_LEN(runtime_node_cbids);
+
 	for (size_t i = 0; i < n; i++)
 		if (ids[i] == cbid)
 			return i >= LAUNCH_CBIDS;
+	for (size_t i = 0; i < nn; i++)
+		if (nodes[i] == cbid)
+			return 2;
 	return -1;
 }
 
@@ -368,13 +390,12 @@ static bool decode__api(const CUpti_Activity *a, struct gp_record *r)
 	const CUpti_ActivityAPI *api = (const CUpti_ActivityAPI *)a;
 	bool driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
 
-	int cls = driver ? cbid__class(driver_cbids, ARRAY_LEN(driver_cbids), api->cbid)
-			 : cbid__class(runtime_cbids, ARRAY_LEN(runtime_cbids), api->cbid);
+	int cls = cbid__class(driver, api->cbid);
 
 	if (cls < 0 && g.api_filter)
 		return false;
 	r->type = GP_REC_API;
-	r->flags = cls == 1 ? GP_REC_F_COPY : 0;
+	r->flags = cls == 1 ? GP_REC_F_COPY : cls == 2 ? GP_REC_F_NODE : 0;
 	r->tid = api->threadId;
 	r->corr = corr__widen(api->correlationId);
 	r->start_ns = api->start;
@@ -637,6 +658,10 @@ static void api__enable(void)
 		ok = g.api.cuptiActivityEnableDriverApi(driver_cbids[i], 1) == CUPTI_SUCCESS;
 	for (size_t i = 0; ok && i < ARRAY_LEN(runtime_cbids); i++)
 		ok = g.api.cuptiActivityEnableRuntimeApi(runtime_cbids[i], 1) == CUPTI_SUCCESS;
+	for (size_t i = 0; ok && i < ARRAY_LEN(driver_node_cbids); i++)
+		ok = g.api.cuptiActivityEnableDriverApi(driver_node_cbids[i], 1) == CUPTI_SUCCESS;
+	for (size_t i = 0; ok && i < ARRAY_LEN(runtime_node_cbids); i++)
+		ok = g.api.cuptiActivityEnableRuntimeApi(runtime_node_cbids[i], 1) == CUPTI_SUCCESS;
 	if (ok)
 		return;
 	/* An older CUPTI without per-call control: take all API records, keep ours. */

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CUDA graphs on the stub vendor (tests/progs/graphcap N M: graph 1 captured
 # in capture_one, two g_one launches; graph 2 in capture_two, one g_two;
-# replayed N and M times from replay_loop): every replayed kernel sits under
-# the stack that captured its node, then "[graph captured at]", then the
-# replay's stack, with its count and GPU time exact; the eager kernel keeps
+# graph 3 built in build_three by cuGraphAddKernelNode, one g_three; replayed
+# N, M and N times from replay_loop): every replayed kernel sits under the
+# stack that captured (or added) its node, then "[graph captured at]", then
+# the replay's stack, with its count and GPU time exact; the eager kernel keeps
 # its own stack. Without the shim's node records (a CUPTI without the graph
 # getters), the replays keep the replay's stack, counted by reason.
 source "$(dirname "$0")/lib.sh"
@@ -15,7 +16,7 @@ run() { # OUT ERR [ENV...]
 	env "$@" LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$out" --libcuda "$STUBLIB" \
 		--cupti "$B/stub/libcupti.so" -- "$PROGS/graphcap" $N $M 2>"$err" >"$WORK/out" ||
 		{ cat "$err"; fail "loader failed"; }
-	grep -q "graphcap: replays=$((N + M)) kernels=$((2 * N + M + 1))" "$WORK/out" ||
+	grep -q "graphcap: replays=$((2 * N + M)) kernels=$((3 * N + M + 1))" "$WORK/out" ||
 		fail "graphcap: $(cat "$WORK/out")"
 }
 field() { # NAME FILE: NAME's value on the last counters line
@@ -28,19 +29,21 @@ $SC "$WORK/g.pb.gz" graph g_one $((2 * N)) $((4000 * N)) capture_one replay_loop
 	{ cat "$WORK/g.err"; fail "g_one not under its capture"; }
 $SC "$WORK/g.pb.gz" graph g_two $M $((3000 * M)) capture_two replay_loop ||
 	fail "g_two not under its capture"
+$SC "$WORK/g.pb.gz" graph g_three $N $((4000 * N)) build_three replay_loop ||
+	fail "g_three not under the call that added its node"
 $SC "$WORK/g.pb.gz" chain g_eager 1 main || fail "the eager launch"
-[ "$(field graph_activities "$WORK/g.err")" = $((2 * N + M)) ] &&
-	[ "$(field under_capture "$WORK/g.err")" = $((2 * N + M)) ] &&
+[ "$(field graph_activities "$WORK/g.err")" = $((3 * N + M)) ] &&
+	[ "$(field under_capture "$WORK/g.err")" = $((3 * N + M)) ] &&
 	[ "$(field node_unknown "$WORK/g.err")" = 0 ] && [ "$(field capture_unknown "$WORK/g.err")" = 0 ] &&
-	[ "$(field replay_unattributed "$WORK/g.err")" = 0 ] && [ "$(field bound "$WORK/g.err")" = 3 ] &&
+	[ "$(field replay_unattributed "$WORK/g.err")" = 0 ] && [ "$(field bound "$WORK/g.err")" = 4 ] &&
 	[ "$(field unbound "$WORK/g.err")" = 0 ] && [ "$(field waiting "$WORK/g.err")" = 0 ] &&
 	[ "$(field unattributed "$WORK/g.err")" = 0 ] ||
 	{ grep "^counters:" "$WORK/g.err" | tail -1; fail "graph counters"; }
-ok "$((2 * N + M)) replayed kernels under their capture sites, exact"
+ok "$((3 * N + M)) replayed kernels under their capture (or node-adding) sites, exact"
 
 # A CUPTI that cannot name graph nodes: no node records, the replay's stack, counted.
 run "$WORK/n.pb.gz" "$WORK/n.err" GPUPROBE_STUB_NO_GRAPH_IDS=1
 $SC "$WORK/n.pb.gz" chain g_one $((2 * N)) replay_loop main || fail "g_one without node records"
-[ "$(field under_capture "$WORK/n.err")" = 0 ] && [ "$(field node_unknown "$WORK/n.err")" = $((2 * N + M)) ] ||
+[ "$(field under_capture "$WORK/n.err")" = 0 ] && [ "$(field node_unknown "$WORK/n.err")" = $((3 * N + M)) ] ||
 	{ grep "^counters:" "$WORK/n.err" | tail -1; fail "counters without node records"; }
-ok "without node records: the replay's stack, $((2 * N + M)) counted node_unknown"
+ok "without node records: the replay's stack, $((3 * N + M)) counted node_unknown"

@@ -29,7 +29,8 @@
   stack_check.py FILE graph KERNEL COUNT NS CAPTURE REPLAY
       KERNEL, replayed by a CUDA graph, ran COUNT times for NS of GPU time,
       and every one of its stacks reads, leaf first: the kernel, the launch
-      API that captured it, frames down to CAPTURE, ..., "[graph captured
+      API that captured it (or the cuGraphAdd*Node call that added its
+      node), frames down to CAPTURE, ..., "[graph captured
       at]", cuGraphLaunch, frames down to REPLAY, ..., a root; both halves
       whole.
   stack_check.py FILE under KERNEL COUNT NS INNER MARK OUTER_API OUTER
@@ -215,7 +216,7 @@ def check_under(samples, kernel, count, ns_want, inner, mark, outer_api, outer):
         cut = names.index(mark)
         cap, rep = names[1:cut], names[cut + 1:]
         short = ("[truncated", "[native frames", "[stack unknown", "[python:", "[unattributed")
-        if not cap or not cap[0].startswith("cuLaunchKernel") or inner not in cap or \
+        if not cap or not cap[0].startswith(("cuLaunchKernel", "cuGraphAdd")) or inner not in cap or \
                 not is_root(cap[-1]) or \
                 not rep or not rep[0].startswith(outer_api) or outer not in rep or \
                 not is_root(rep[-2]) or any(x.startswith(short) for x in cap + rep):

@@ -110,7 +110,7 @@ struct jorder {
 struct jproc {
 	__u32 pid;
 	__u64 attach_ts;
-	struct u64map thread_idx;   /* tid << 1 | cls -> index in threads */
+	struct u64map thread_idx;   /* tid << 2 | cls -> index in threads */
 	struct jthread *threads;
 	size_t nr_threads, cap_threads;
 	struct u64map corr_idx;     /* corr -> absolute position in corrs */
@@ -250,7 +250,7 @@ int join__attach(struct join *j, __u32 pid, __u64 attach_ts)
 
 static struct jthread *thread_get(struct join *j, struct jproc *p, __u32 tid, __u32 cls)
 {
-	__u64 key = (__u64)tid << 1 | cls, idx;
+	__u64 key = (__u64)tid << 2 | cls, idx;
 	struct jthread *t, *grown;
 
 	if (u64map__get(&p->thread_idx, key, &idx))
@@ -464,8 +464,15 @@ static bool merge_step(struct join *j, struct jproc *p, struct jthread *t, __u64
 		launch_orphan(j, p, t); /* a belongs to a later call */
 		return true;
 	}
-	if (!l2 && watermark <= a->end)
-		return false; /* a later event, closer to a, may still arrive */
+	/*
+	 * A later event, closer to a, may still arrive (l's call left no
+	 * record). Not waited for in the node class: the replays of a node's
+	 * graph, paired meanwhile in the launch class, would go out before
+	 * the node took its site; a call adding a node that leaves no record
+	 * is one CUPTI lost, counted there.
+	 */
+	if (!l2 && watermark <= a->end && t->cls != JOIN_CLASS_NODE)
+		return false;
 	match(j, p, t);
 	return true;
 }
@@ -665,22 +672,34 @@ static void expire_proc(struct join *j, struct jproc *p, bool all)
 	}
 }
 
+/*
+ * Every thread's queues. Calls that add graph nodes first: a node must have
+ * its site before the replays of its graph (another class's queue) emit.
+ */
+static void merge_proc(struct join *j, struct jproc *p, __u64 watermark)
+{
+	for (size_t k = 0; k < p->nr_threads; k++)
+		if (p->threads[k].cls == JOIN_CLASS_NODE)
+			merge_thread(j, p, &p->threads[k], watermark);
+	for (size_t k = 0; k < p->nr_threads; k++)
+		if (p->threads[k].cls != JOIN_CLASS_NODE)
+			merge_thread(j, p, &p->threads[k], watermark);
+}
+
 void join__advance(struct join *j, __u64 bpf_watermark, __u64 now)
 {
 	j->now = now;
 	for (size_t i = 0; i < j->nr_procs; i++) {
 		struct jproc *p = j->procs[i];
 
-		for (size_t k = 0; k < p->nr_threads; k++)
-			merge_thread(j, p, &p->threads[k], bpf_watermark);
+		merge_proc(j, p, bpf_watermark);
 		expire_proc(j, p, false);
 	}
 }
 
 static void finish_proc(struct join *j, struct jproc *p)
 {
-	for (size_t k = 0; k < p->nr_threads; k++)
-		merge_thread(j, p, &p->threads[k], UINT64_MAX);
+	merge_proc(j, p, UINT64_MAX);
 	expire_proc(j, p, true);
 }
 

@@ -25,6 +25,7 @@
 enum join_class {
 	JOIN_CLASS_LAUNCH = 0, /* kernel launches and graph launches */
 	JOIN_CLASS_COPY = 1,   /* memcpy and memset calls */
+	JOIN_CLASS_NODE = 2,   /* graph nodes added by the explicit API: no activity of their own */
 	JOIN_CLASS_MAX,
 };
 

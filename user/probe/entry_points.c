@@ -51,6 +51,13 @@ const struct entry_point entry_points[GP_PROBE_MAX] = {
 	[GP_PROBE_MEMSET_D32_ASYNC_PTSZ] = { "cuMemsetD32Async_ptsz", NULL, false, true },
 	[GP_PROBE_MEMSET_D2_D8_V2] = { "cuMemsetD2D8_v2", NULL, false, true },
 	[GP_PROBE_MEMSET_D2_D32_V2] = { "cuMemsetD2D32_v2", NULL, false, true },
+	/* Two exports each (cuda.h maps the plain name to the _v2 one): both are probed. */
+	[GP_PROBE_GRAPH_ADD_KERNEL_NODE] = { "cuGraphAddKernelNode", NULL, .node = true },
+	[GP_PROBE_GRAPH_ADD_KERNEL_NODE_V2] = { "cuGraphAddKernelNode_v2", NULL, .node = true },
+	[GP_PROBE_GRAPH_ADD_MEMCPY_NODE] = { "cuGraphAddMemcpyNode", NULL, .node = true },
+	[GP_PROBE_GRAPH_ADD_MEMSET_NODE] = { "cuGraphAddMemsetNode", NULL, .node = true },
+	[GP_PROBE_GRAPH_ADD_NODE] = { "cuGraphAddNode", NULL, .node = true },
+	[GP_PROBE_GRAPH_ADD_NODE_V2] = { "cuGraphAddNode_v2", NULL, .node = true },
 };
 
 const struct engine_point autograd_points[NR_AUTOGRAD_POINTS] = {
@@ -79,4 +86,9 @@ bool entry_point__is_launch(__u32 probe)
 bool entry_point__is_copy(__u32 probe)
 {
 	return probe < GP_PROBE_MAX && entry_points[probe].copy;
+}
+
+bool entry_point__is_node(__u32 probe)
+{
+	return probe < GP_PROBE_MAX && entry_points[probe].node;
 }

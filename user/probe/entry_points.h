@@ -4,7 +4,8 @@
  * the order of bpf/launch.h's enum gp_probe (the probe id is the row and
  * the attach cookie). To probe a new entry point: a GP_PROBE_* value there,
  * a row here (its exported name, the name cuda.h maps it to if any, and
- * whether it launches or copies). Module loads are probed but neither.
+ * whether it launches, copies or adds a graph node). Module loads are
+ * probed but none of these.
  */
 #ifndef GP_PROBE_ENTRY_POINTS_H
 #define GP_PROBE_ENTRY_POINTS_H
@@ -17,6 +18,7 @@ struct entry_point {
 	const char *alt_symbol;  /* the _v2 name cuda.h maps it to, if any */
 	bool launch;             /* a kernel launch: joined to kernel records */
 	bool copy;               /* a copy or memset: joined to memcpy/memset records */
+	bool node;               /* adds a graph node: joined to its API record, no GPU work */
 };
 
 extern const struct entry_point entry_points[GP_PROBE_MAX];
@@ -38,5 +40,6 @@ extern const struct engine_point autograd_points[NR_AUTOGRAD_POINTS];
 const char *entry_point__name(__u32 probe);
 bool entry_point__is_launch(__u32 probe);
 bool entry_point__is_copy(__u32 probe);
+bool entry_point__is_node(__u32 probe);
 
 #endif /* GP_PROBE_ENTRY_POINTS_H */

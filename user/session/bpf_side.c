@@ -29,7 +29,8 @@ static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_
 		session__autograd_begin(s, t, e, launch_stack__of(s, t, e, size));
 		return 0;
 	}
-	if (!entry_point__is_launch(e->probe) && !entry_point__is_copy(e->probe))
+	if (!entry_point__is_launch(e->probe) && !entry_point__is_copy(e->probe) &&
+	    !entry_point__is_node(e->probe))
 		return 0; /* module loads: handles for the cubin link, not yet used */
 	s->events_seen++;
 	t = session__target(s, e->pid);
@@ -44,7 +45,8 @@ static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_
 	/* Threads are keyed by their own namespace's tid, as CUPTI numbers them. */
 	jl = (struct join_launch){ .pid = e->pid, .tid = e->ns_tid ? e->ns_tid : e->tid,
 				   .ts = e->ts_ns, .probe = e->probe,
-				   .cls = entry_point__is_copy(e->probe) ? JOIN_CLASS_COPY : JOIN_CLASS_LAUNCH,
+				   .cls = entry_point__is_copy(e->probe) ? JOIN_CLASS_COPY :
+					  entry_point__is_node(e->probe) ? JOIN_CLASS_NODE : JOIN_CLASS_LAUNCH,
 				   .site = session__autograd_site(s, t, e, stack_id) };
 	join__add_launch(s->join, &jl);
 	return 0;

@@ -96,7 +96,8 @@ static void ingest_record(struct session *s, struct target *t, const struct gp_r
 			.start = fix_clock(t, r->start_ns), .end = fix_clock(t, r->end_ns),
 			.corr = r->corr,
 			.domain = r->api.domain == GP_API_RUNTIME ? JOIN_DOMAIN_RUNTIME : JOIN_DOMAIN_DRIVER,
-			.cls = r->flags & GP_REC_F_COPY ? JOIN_CLASS_COPY : JOIN_CLASS_LAUNCH,
+			.cls = r->flags & GP_REC_F_COPY ? JOIN_CLASS_COPY :
+			       r->flags & GP_REC_F_NODE ? JOIN_CLASS_NODE : JOIN_CLASS_LAUNCH,
 		};
 
 		join__add_api(s->join, &a);

@@ -81,6 +81,8 @@ void session__on_unrecorded(void *ctx, const struct join_unrecorded *u)
 	__u32 stack = site__stack(u->site);
 	const char *api = entry_point__name(u->probe);
 
+	if (entry_point__is_node(u->probe))
+		return; /* a node added, no launch */
 	if (session__autograd_under(s, u->pid, u->site, &stack, &under)) {
 		under.api = api;
 		api = entry_point__name(GP_PROBE_AUTOGRAD_EXECUTE);

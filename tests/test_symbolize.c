@@ -7,6 +7,7 @@
  * out of it, hostile ELF bytes, /proc/<pid>/maps corner cases, demangling.
  */
 #include <dlfcn.h>
+#include <gnu/libc-version.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -26,6 +27,7 @@
 #include "tests/skip.h"
 #include "user/symbolize/demangle.h"
 #include "user/symbolize/elf_syms.h"
+#include "user/symbolize/elf_symtab.h"
 #include "user/proc/proc_maps.h"
 #include "user/proc/proc.h"
 #include "user/proc/proc_internal.h"
@@ -738,6 +740,90 @@ static void test_symbols_are_found_whatever_their_order_and_aliases(void **state
 	free(img);
 }
 
+/* libc's file, and where it is loaded: vaddr = address - base (a shared object's vaddrs start at 0). */
+static const char *libc_file(uintptr_t *ret_base)
+{
+	Dl_info info;
+
+	assert_true(dladdr((void *)gnu_get_libc_version, &info) && info.dli_fname);
+	*ret_base = (uintptr_t)info.dli_fbase;
+	return info.dli_fname;
+}
+
+/*
+ * A few exported names, through .gnu.hash: the values the dynamic linker
+ * resolved; a name not there is 0. The same file with its hash table
+ * garbled (every byte after the header, then the header too): nothing
+ * wrong comes back, and the lookup that scans still finds every name.
+ */
+static void test_exported_names_are_found_through_the_hash_table_and_a_lying_one_is_survived(void **state)
+{
+	static const char *const names[] = { "gnu_get_libc_version", "getauxval", "sysconf",
+					      "confstr", "no_such_symbol_in_libc" };
+	enum { N = sizeof(names) / sizeof(names[0]) };
+	uint64_t got[N], scanned[N], want[N] = { 0 };
+	char copy[] = "/tmp/gpuprobe-libc.XXXXXX";
+	const char *path;
+	Elf64_Shdr sh;
+	Elf64_Ehdr eh;
+	uintptr_t base;
+	int fd, out;
+
+	void *libc;
+
+	path = libc_file(&base);
+	libc = dlopen(path, RTLD_NOW | RTLD_NOLOAD); /* its own definitions, not a sanitizer's */
+	assert_non_null(libc);
+	for (size_t k = 0; k + 1 < N; k++)
+		want[k] = (uintptr_t)dlsym(libc, names[k]) - base;
+	dlclose(libc);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(elf_symtab__lookup_hashed(fd, names, N, ELF_TYPE(STT_FUNC), got), N - 1);
+	for (size_t k = 0; k < N; k++)
+		assert_int_equal(got[k], want[k]);
+	/* A copy whose .gnu.hash lies. */
+	out = mkstemp(copy);
+	assert_true(out >= 0);
+	{
+		char buf[65536];
+		ssize_t r;
+		off_t at = 0;
+
+		while ((r = pread(fd, buf, sizeof(buf), at)) > 0) {
+			assert_int_equal(pwrite(out, buf, (size_t)r, at), r);
+			at += r;
+		}
+	}
+	assert_int_equal(pread(fd, &eh, sizeof(eh), 0), sizeof(eh));
+	for (unsigned i = 0; i < eh.e_shnum; i++) {
+		assert_int_equal(pread(fd, &sh, sizeof(sh), (off_t)(eh.e_shoff + (uint64_t)i * sizeof(sh))),
+				 sizeof(sh));
+		if (sh.sh_type != SHT_GNU_HASH)
+			continue;
+		for (int round = 0; round < 2; round++) {
+			uint64_t from = round ? 0 : 16;
+
+			srand(7 + round);
+			for (uint64_t b = from; b < sh.sh_size; b++) {
+				unsigned char x = (unsigned char)rand();
+
+				assert_int_equal(pwrite(out, &x, 1, (off_t)(sh.sh_offset + b)), 1);
+			}
+			assert_true(elf_symtab__lookup_hashed(out, names, N, ELF_TYPE(STT_FUNC), got) >= 0);
+			for (size_t k = 0; k < N; k++)
+				assert_true(got[k] == 0 || got[k] == want[k]);
+			assert_int_equal(elf_symtab__lookup_names(out, names, N, ELF_TYPE(STT_FUNC), scanned,
+								  NULL), N - 1);
+			for (size_t k = 0; k < N; k++)
+				assert_int_equal(scanned[k], want[k]);
+		}
+	}
+	close(out);
+	unlink(copy);
+	close(fd);
+}
+
 /* A file cut short after loading: its names are gone, the lookup says so. */
 static void test_names_of_a_file_truncated_after_loading_are_not_found(void **state)
 {
@@ -881,6 +967,7 @@ int main(void)
 		cmocka_unit_test(test_function_names_stay_in_the_file),
 		cmocka_unit_test(test_symbols_are_found_whatever_their_order_and_aliases),
 		cmocka_unit_test(test_names_of_a_file_truncated_after_loading_are_not_found),
+		cmocka_unit_test(test_exported_names_are_found_through_the_hash_table_and_a_lying_one_is_survived),
 		cmocka_unit_test(test_proc_maps_keep_executable_mappings_with_their_kinds),
 		cmocka_unit_test(test_cxx_names_are_demangled_and_others_pass_through),
 	};

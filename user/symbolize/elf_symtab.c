@@ -4,8 +4,9 @@
  * (ELF_C_READ); the tables themselves are read here with pread, so that
  * neither a symbol table nor (for elf_syms.c's million-symbol C++
  * libraries) its string table is ever held whole. Looking a few names up
- * does hold one string table, bounded by ELF_SYMTAB_MAX_SECTION like the
- * rest: its callers search small ones (a driver's .dynstr, CPython's).
+ * goes through .gnu.hash first (a few preads a name); only names it does
+ * not find (not exported, or no such table) make a scan, which holds one
+ * string table, bounded by ELF_SYMTAB_MAX_SECTION like the rest.
  */
 #include "user/symbolize/elf_symtab.h"
 
@@ -191,6 +192,149 @@ static int names__visit(void *ctx, const Elf64_Sym *sym)
 	return 0;
 }
 
+/* ---------------------------------------------------------------- by hash */
+
+/* The .gnu.hash section that indexes the dynamic symbols, as found in the file. */
+struct gnu_hash {
+	uint64_t off, size;       /* the section */
+	uint32_t nbuckets, symoffset, bloom_words;
+};
+
+#define GNU_HASH_MAX_CHAIN 4096 /* symbols followed in one chain, at most */
+
+static uint32_t gnu_hash__of(const char *name)
+{
+	uint32_t h = 5381;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = h * 33 + *p;
+	return h;
+}
+
+static bool read_u32(int fd, uint64_t off, uint32_t *ret)
+{
+	return pread(fd, ret, sizeof(*ret), (off_t)off) == (ssize_t)sizeof(*ret);
+}
+
+/* The file's .gnu.hash, when it has one whose header fits the section. */
+static bool gnu_hash__open(Elf *e, int fd, uint64_t file_size, struct gnu_hash *ret)
+{
+	Elf_Scn *scn = NULL;
+	size_t count = 0;
+	uint32_t hdr[4];
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(e, scn)) && count++ < ELF_MAX_SCNS) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_GNU_HASH || !shdr__fits(&sh, file_size))
+			continue;
+		if (sh.sh_size < sizeof(hdr) ||
+		    pread(fd, hdr, sizeof(hdr), (off_t)sh.sh_offset) != (ssize_t)sizeof(hdr))
+			return false;
+		*ret = (struct gnu_hash){ .off = sh.sh_offset, .size = sh.sh_size, .nbuckets = hdr[0],
+					  .symoffset = hdr[1], .bloom_words = hdr[2] };
+		/* Header, bloom words (8 bytes each), buckets: all inside the section. */
+		return ret->nbuckets && (uint64_t)ret->bloom_words * 8 + (uint64_t)ret->nbuckets * 4 <=
+							  ret->size - sizeof(hdr);
+	}
+	return false;
+}
+
+/* Whether dynamic symbol i is a wanted one named name: read, checked, its value in *ret. */
+static bool gnu_hash__sym_is(const struct elf_symtab *t, uint64_t i, const char *name,
+			     unsigned types, uint64_t *ret)
+{
+	size_t len = strlen(name);
+	char buf[len + 2];
+	Elf64_Sym sym;
+
+	if (i >= t->count || pread(t->fd, &sym, sizeof(sym), (off_t)(t->off + i * sizeof(sym))) !=
+				     (ssize_t)sizeof(sym))
+		return false;
+	if (sym.st_shndx == SHN_UNDEF || !sym.st_value || !(types & ELF_TYPE(ELF64_ST_TYPE(sym.st_info))))
+		return false;
+	/* len + 1 bytes read: the name and the NUL that ends it in the table. */
+	if (elf_symtab__name(t, sym.st_name, buf, sizeof(buf)) != (ssize_t)len + 1 || buf[len] ||
+	    memcmp(buf, name, len))
+		return false;
+	*ret = sym.st_value;
+	return true;
+}
+
+/*
+ * One name through the hash table: its bucket, then its chain (entries
+ * whose hash matches but for the low bit, the last one marked by it),
+ * a few preads in all, where a scan reads the whole table. 0 when not
+ * there (or the table lies: the caller scans).
+ */
+static uint64_t gnu_hash__lookup(const struct gnu_hash *g, const struct elf_symtab *dyn,
+				 const char *name, unsigned types)
+{
+	uint32_t h = gnu_hash__of(name), sym_i, cw;
+	uint64_t buckets = g->off + 16 + (uint64_t)g->bloom_words * 8;
+	uint64_t chain = buckets + (uint64_t)g->nbuckets * 4, value;
+
+	if (!read_u32(dyn->fd, buckets + (uint64_t)(h % g->nbuckets) * 4, &sym_i) ||
+	    sym_i < g->symoffset)
+		return 0;
+	for (unsigned n = 0; n < GNU_HASH_MAX_CHAIN; n++, sym_i++) {
+		uint64_t at = chain + (uint64_t)(sym_i - g->symoffset) * 4;
+
+		if (at + 4 > g->off + g->size || !read_u32(dyn->fd, at, &cw))
+			return 0;
+		if ((cw | 1) == (h | 1) && gnu_hash__sym_is(dyn, sym_i, name, types, &value))
+			return value;
+		if (cw & 1)
+			return 0;
+	}
+	return 0;
+}
+
+/* The names the dynamic symbols' hash table finds. */
+static void names__by_hash(Elf *e, int fd, uint64_t file_size, struct names_ctx *c)
+{
+	struct elf_symtab dyn;
+	struct gnu_hash g;
+
+	if (elf_symtab__open(e, fd, file_size, SHT_DYNSYM, &dyn) || !gnu_hash__open(e, fd, file_size, &g))
+		return;
+	for (size_t k = 0; k < c->n; k++)
+		if (c->names[k] && !c->vaddr[k])
+			c->vaddr[k] = gnu_hash__lookup(&g, &dyn, c->names[k], c->types);
+}
+
+int elf_symtab__lookup_hashed(int fd, const char *const *names, size_t n, unsigned types,
+			      uint64_t *ret_vaddr)
+{
+	struct names_ctx c = { .names = names, .n = n, .types = types, .vaddr = ret_vaddr };
+	struct stat st;
+	size_t found = 0;
+	Elf *e;
+
+	memset(ret_vaddr, 0, n * sizeof(*ret_vaddr));
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode) || elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		elf_end(e);
+		return -ENOEXEC;
+	}
+	names__by_hash(e, fd, (uint64_t)st.st_size, &c);
+	elf_end(e);
+	for (size_t k = 0; k < n; k++)
+		found += ret_vaddr[k] != 0;
+	return (int)found;
+}
+
+static bool names__all_found(const struct names_ctx *c)
+{
+	for (size_t k = 0; k < c->n; k++)
+		if (c->names[k] && !c->vaddr[k])
+			return false;
+	return true;
+}
+
 static int names__in_table(const struct elf_symtab *t, struct names_ctx *c)
 {
 	char *str = malloc(t->str_len);
@@ -233,7 +377,9 @@ int elf_symtab__lookup_names(int fd, const char *const *names, size_t n, unsigne
 	}
 	if (ret_loads)
 		elf_loads__read(e, ret_loads);
-	for (size_t i = 0; i < 2 && !err; i++)
+	/* Exported names through the hash table: a 30 MB .dynstr (libtorch's) is not read whole. */
+	names__by_hash(e, fd, (uint64_t)st.st_size, &c);
+	for (size_t i = 0; i < 2 && !err && !names__all_found(&c); i++)
 		if (elf_symtab__open(e, fd, (uint64_t)st.st_size, order[i], &t) == 0)
 			err = names__in_table(&t, &c);
 	elf_end(e);

@@ -83,5 +83,13 @@ int elf_loads__to_offset(const struct elf_loads *l, uint64_t vaddr, uint32_t fla
  */
 int elf_symtab__lookup_names(int fd, const char *const *names, size_t n, unsigned types,
 			     uint64_t *ret_vaddr, struct elf_loads *ret_loads);
+/*
+ * The same through the dynamic symbols' .gnu.hash alone (what
+ * lookup_names tries first): a few preads a name, never a table held
+ * whole. 0 where the table has no such name (or no table, or one that
+ * lies: a value is given only for a symbol read and named as asked).
+ */
+int elf_symtab__lookup_hashed(int fd, const char *const *names, size_t n, unsigned types,
+			      uint64_t *ret_vaddr);
 
 #endif /* GP_SYMBOLIZE_ELF_SYMTAB_H */

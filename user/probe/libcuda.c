@@ -49,7 +49,8 @@ static void refusal__note(struct libcuda_refusal *ref, int err, pid_t pid, const
  * process may map any number of look-alikes named libcuda.so.1). A file
  * known, attached or refused, is only noted as mapped: not read again.
  */
-int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, struct libcuda_refusal *ret_ref)
+int libcuda__attach_pid(struct launch_probe *lp, struct bounded *b, pid_t pid,
+			struct libcuda_refusal *ret_ref)
 {
 	struct proc_lib *libs = NULL;
 	size_t n = 0;
@@ -70,8 +71,8 @@ int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, struct libcuda_refus
 		 * another file): by path when it is that file, else (overlayfs,
 		 * or the path replaced) the mapping's own file.
 		 */
-		if (proc__open_file(pid, libs[i].path, &id, &fd) &&
-		    proc__open_mapped(pid, libs[i].start, libs[i].end, &id, O_RDONLY, &fd))
+		if (proc__open_file(b, pid, libs[i].path, &id, &fd) &&
+		    proc__open_mapped(b, pid, libs[i].start, libs[i].end, &id, O_RDONLY, &fd))
 			continue;
 		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 		err = launch_probe__attach_driver(lp, fdpath, &res);
@@ -87,7 +88,8 @@ int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, struct libcuda_refus
 	return added;
 }
 
-int libcuda__attach_all(struct launch_probe *lp, struct libcuda_refusal *ret_ref)
+int libcuda__attach_all(struct launch_probe *lp, struct bounded *b,
+			struct libcuda_refusal *ret_ref)
 {
 	pid_t *pids = NULL, self = getpid();
 	size_t n = 0;
@@ -97,7 +99,7 @@ int libcuda__attach_all(struct launch_probe *lp, struct libcuda_refusal *ret_ref
 		return err;
 	for (size_t i = 0; i < n; i++)
 		if (pids[i] != self)
-			added += libcuda__attach_pid(lp, pids[i], ret_ref);
+			added += libcuda__attach_pid(lp, b, pids[i], ret_ref);
 	free(pids);
 	return added;
 }

@@ -5,7 +5,8 @@
  * one writes, as a FUSE daemon that never answers would hold a walk) is
  * given up at its deadline, its process refused at once afterwards, the
  * worker killed and reaped; a worker that dies costs its call only, and it
- * holds none of the caller's fds.
+ * holds none of the caller's fds. Each test has its own struct bounded (its
+ * *state); two are as independent as two loaders would be.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -67,15 +69,51 @@ static void look_at_fd(void *p, int in_fd, int *ret_fd)
 	j->probe_errno = fcntl(j->probe_fd, F_GETFD) < 0 ? errno : 0;
 }
 
+/* A process for calls to be "about": it waits to be killed. */
+static pid_t victim__start(void)
+{
+	pid_t victim = fork();
+
+	assert_true(victim >= 0);
+	if (victim == 0) {
+		/* Gone with the test, even one that fails before it kills it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
+	}
+	return victim;
+}
+
+static void victim__stop(pid_t victim)
+{
+	kill(victim, SIGKILL);
+	waitpid(victim, NULL, 0);
+}
+
+/* A FIFO no one writes at j->path, in a directory of its own (dir). */
+static void fifo__make(char *dir, struct job *j)
+{
+	assert_non_null(mkdtemp(dir));
+	snprintf(j->path, sizeof(j->path), "%s/fifo", dir);
+	assert_int_equal(mkfifo(j->path, 0600), 0);
+}
+
+static void fifo__remove(const char *dir, const struct job *j)
+{
+	unlink(j->path);
+	rmdir(dir);
+}
+
 static void test_a_call_answered_in_time_gives_its_job_and_fd_back(void **state)
 {
+	struct bounded *b = *state;
 	struct job j = { .value = 41 };
 	struct stat st;
 	char c;
 	int p[2], fd = -1;
 
 	assert_int_equal(pipe(p), 0);
-	assert_int_equal(bounded__call(0, add_one, &j, sizeof(j), p[1], &fd), 0);
+	assert_int_equal(bounded__call(b, 0, add_one, &j, sizeof(j), p[1], &fd), 0);
 	assert_int_equal(j.ran, 1);
 	assert_int_equal(j.value, 42);
 	assert_true(fd >= 0);
@@ -89,6 +127,7 @@ static void test_a_call_answered_in_time_gives_its_job_and_fd_back(void **state)
 
 static void test_a_call_that_blocks_is_given_up_and_its_process_refused_after(void **state)
 {
+	struct bounded *b = *state;
 	char dir[] = "/tmp/gp-bounded-XXXXXX";
 	struct bounded_stats before, after;
 	struct job j = { 0 };
@@ -96,51 +135,85 @@ static void test_a_call_that_blocks_is_given_up_and_its_process_refused_after(vo
 	pid_t victim;
 	int fd = -1;
 
-	assert_non_null(mkdtemp(dir));
-	snprintf(j.path, sizeof(j.path), "%s/fifo", dir);
-	assert_int_equal(mkfifo(j.path, 0600), 0);
-	victim = fork(); /* the process the call is "about" */
-	assert_true(victim >= 0);
-	if (victim == 0) {
-		pause();
-		_exit(0);
-	}
-	bounded__stats(&before);
+	fifo__make(dir, &j);
+	victim = victim__start(); /* the process the call is "about" */
+	bounded__stats(b, &before);
 	t0 = clock_ns(CLOCK_MONOTONIC);
-	assert_int_equal(bounded__call(victim, open_fifo, &j, sizeof(j), -1, &fd), -ETIMEDOUT);
+	assert_int_equal(bounded__call(b, victim, open_fifo, &j, sizeof(j), -1, &fd), -ETIMEDOUT);
 	elapsed = clock_ns(CLOCK_MONOTONIC) - t0;
 	assert_true(elapsed < 10ull * 1000000000);
 	assert_int_equal(j.ran, 0); /* nothing came back */
 	assert_int_equal(fd, -1);
 	/* That process again: refused at once, without running. */
-	assert_int_equal(bounded__call(victim, add_one, &j, sizeof(j), -1, &fd), -EDEADLK);
+	assert_int_equal(bounded__call(b, victim, add_one, &j, sizeof(j), -1, &fd), -EDEADLK);
 	assert_int_equal(j.ran, 0);
 	/* Another: a fresh worker. */
-	assert_int_equal(bounded__call(0, add_one, &j, sizeof(j), -1, &fd), 0);
+	assert_int_equal(bounded__call(b, 0, add_one, &j, sizeof(j), -1, &fd), 0);
 	assert_int_equal(j.ran, 1);
 	close(fd);
-	bounded__stats(&after);
+	bounded__stats(b, &after);
 	assert_int_equal(after.timeouts, before.timeouts + 1);
 	assert_int_equal(after.refused, before.refused + 1);
 	/* The stuck worker was killed (a FIFO open dies of it): reaped, not stuck any more. */
 	for (int i = 0; i < 1000 && after.stuck; i++) {
 		usleep(10000);
-		bounded__stats(&after);
+		bounded__stats(b, &after);
 	}
 	assert_int_equal(after.stuck, 0);
-	kill(victim, SIGKILL);
-	waitpid(victim, NULL, 0);
-	unlink(j.path);
-	rmdir(dir);
+	victim__stop(victim);
+	fifo__remove(dir, &j);
+}
+
+/*
+ * What one struct bounded learnt is its own: a process that stalled a call
+ * through one is refused by it, not by another, which runs the same call
+ * in its own worker and counts nothing it did not do.
+ */
+static void test_a_process_stalled_in_one_bounded_is_not_refused_by_another(void **state)
+{
+	struct bounded *b = *state, *other = bounded__new();
+	char dir[] = "/tmp/gp-bounded-XXXXXX";
+	struct bounded_stats st;
+	struct job j = { 0 };
+	pid_t victim;
+	int fd = -1;
+
+	assert_non_null(other);
+	fifo__make(dir, &j);
+	victim = victim__start();
+	assert_int_equal(bounded__call(b, victim, open_fifo, &j, sizeof(j), -1, &fd), -ETIMEDOUT);
+	assert_int_equal(bounded__call(b, victim, add_one, &j, sizeof(j), -1, &fd), -EDEADLK);
+	assert_int_equal(j.ran, 0);
+	/* The other one has never seen it stall: the call runs. */
+	assert_int_equal(bounded__call(other, victim, add_one, &j, sizeof(j), -1, &fd), 0);
+	assert_int_equal(j.ran, 1);
+	close(fd);
+	bounded__stats(other, &st);
+	assert_int_equal(st.calls, 1);
+	assert_int_equal(st.timeouts, 0);
+	assert_int_equal(st.refused, 0);
+	assert_int_equal(st.stuck, 0);
+	bounded__stats(b, &st);
+	assert_int_equal(st.calls, 2);
+	assert_int_equal(st.timeouts, 1);
+	assert_int_equal(st.refused, 1);
+	/* Still refused where it stalled. */
+	j.ran = 0;
+	assert_int_equal(bounded__call(b, victim, add_one, &j, sizeof(j), -1, &fd), -EDEADLK);
+	assert_int_equal(j.ran, 0);
+	bounded__free(other);
+	victim__stop(victim);
+	fifo__remove(dir, &j);
 }
 
 static void test_a_worker_that_dies_in_a_call_costs_that_call_only(void **state)
 {
+	struct bounded *b = *state;
 	struct job j = { .value = 1 };
 	int fd = -1;
 
-	assert_int_equal(bounded__call(0, die_now, &j, sizeof(j), -1, &fd), -EIO);
-	assert_int_equal(bounded__call(0, add_one, &j, sizeof(j), -1, &fd), 0);
+	assert_int_equal(bounded__call(b, 0, die_now, &j, sizeof(j), -1, &fd), -EIO);
+	assert_int_equal(bounded__call(b, 0, add_one, &j, sizeof(j), -1, &fd), 0);
 	assert_int_equal(j.value, 2);
 	close(fd);
 }
@@ -148,26 +221,43 @@ static void test_a_worker_that_dies_in_a_call_costs_that_call_only(void **state)
 /* A worker started while the caller held a pipe's write end keeps no copy of it. */
 static void test_the_worker_holds_none_of_the_callers_fds(void **state)
 {
+	struct bounded *b = *state;
 	struct job j = { 0 };
 	int p[2], fd = -1;
 
 	assert_int_equal(pipe(p), 0);
-	assert_int_equal(bounded__call(0, die_now, &j, sizeof(j), -1, &fd), -EIO); /* a fresh worker next */
+	/* A fresh worker next. */
+	assert_int_equal(bounded__call(b, 0, die_now, &j, sizeof(j), -1, &fd), -EIO);
 	j.probe_fd = p[1];
-	assert_int_equal(bounded__call(0, look_at_fd, &j, sizeof(j), -1, &fd), 0);
+	assert_int_equal(bounded__call(b, 0, look_at_fd, &j, sizeof(j), -1, &fd), 0);
 	assert_int_equal(j.ran, 1);
 	assert_int_equal(j.probe_errno, EBADF);
 	close(p[0]);
 	close(p[1]);
 }
 
+static int bounded_setup(void **state)
+{
+	*state = bounded__new();
+	return *state ? 0 : -1;
+}
+
+static int bounded_teardown(void **state)
+{
+	bounded__free(*state);
+	return 0;
+}
+
+#define BOUNDED_TEST(fn) cmocka_unit_test_setup_teardown(fn, bounded_setup, bounded_teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_a_call_answered_in_time_gives_its_job_and_fd_back),
-		cmocka_unit_test(test_a_call_that_blocks_is_given_up_and_its_process_refused_after),
-		cmocka_unit_test(test_a_worker_that_dies_in_a_call_costs_that_call_only),
-		cmocka_unit_test(test_the_worker_holds_none_of_the_callers_fds),
+		BOUNDED_TEST(test_a_call_answered_in_time_gives_its_job_and_fd_back),
+		BOUNDED_TEST(test_a_call_that_blocks_is_given_up_and_its_process_refused_after),
+		BOUNDED_TEST(test_a_process_stalled_in_one_bounded_is_not_refused_by_another),
+		BOUNDED_TEST(test_a_worker_that_dies_in_a_call_costs_that_call_only),
+		BOUNDED_TEST(test_the_worker_holds_none_of_the_callers_fds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

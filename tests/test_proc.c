@@ -32,6 +32,7 @@
 #include <linux/magic.h>
 #include "user/proc/proc.h"
 #include "user/proc/proc_internal.h"
+#include "user/util/bounded.h"
 
 #include "tests/skip.h"
 
@@ -817,11 +818,13 @@ static long own_tty_nr(void)
 static void test_open_file_opens_only_the_regular_file_it_was_told_of(void **state)
 {
 	char dir[] = "/tmp/gp-proc-open-XXXXXX", p[PATH_MAX], *slave;
+	struct bounded *b = bounded__new();
 	struct proc_file_id id;
 	struct stat st;
 	int rootfd, fd, master, status;
 	pid_t child;
 
+	assert_non_null(b);
 	assert_non_null(mkdtemp(dir));
 	snprintf(p, sizeof(p), "%s/f", dir);
 	fd = open(p, O_CREAT | O_WRONLY, 0644);
@@ -843,14 +846,14 @@ static void test_open_file_opens_only_the_regular_file_it_was_told_of(void **sta
 	assert_true(rootfd >= 0);
 
 	snprintf(p, sizeof(p), "%s/f", dir);
-	assert_int_equal(proc__open_file_at(0, rootfd, p, &id, &fd), 0);
+	assert_int_equal(proc__open_file_at(b, 0, rootfd, p, &id, &fd), 0);
 	close(fd);
 	snprintf(p, sizeof(p), "%s/fifo", dir);
-	assert_int_equal(proc__open_file_at(0, rootfd, p, NULL, &fd), -EINVAL);
-	assert_int_equal(proc__open_file_at(0, rootfd, dir, NULL, &fd), -EISDIR);
+	assert_int_equal(proc__open_file_at(b, 0, rootfd, p, NULL, &fd), -EINVAL);
+	assert_int_equal(proc__open_file_at(b, 0, rootfd, dir, NULL, &fd), -EISDIR);
 	id.ino++;
 	snprintf(p, sizeof(p), "%s/f", dir);
-	assert_int_equal(proc__open_file_at(0, rootfd, p, &id, &fd), -ESTALE);
+	assert_int_equal(proc__open_file_at(b, 0, rootfd, p, &id, &fd), -ESTALE);
 	/* A session leader without a terminal, as a daemon loader is. */
 	child = fork();
 	assert_true(child >= 0);
@@ -860,9 +863,9 @@ static void test_open_file_opens_only_the_regular_file_it_was_told_of(void **sta
 		if (setsid() < 0 || own_tty_nr() != 0)
 			_exit(2);
 		snprintf(p, sizeof(p), "%s/tty", dir);
-		if (proc__open_file_at(0, rootfd, p, NULL, &cfd) != -EINVAL)
+		if (proc__open_file_at(b, 0, rootfd, p, NULL, &cfd) != -EINVAL)
 			_exit(3);
-		if (proc__open_file(getpid(), p, NULL, &cfd) != -EINVAL)
+		if (proc__open_file(b, getpid(), p, NULL, &cfd) != -EINVAL)
 			_exit(4);
 		_exit(own_tty_nr() == 0 ? 0 : 5);
 	}
@@ -872,6 +875,7 @@ static void test_open_file_opens_only_the_regular_file_it_was_told_of(void **sta
 	close(master);
 	close(rootfd);
 	rm_tree(dir);
+	bounded__free(b);
 }
 
 /* map_files reaches the mapped file itself, with the same checks. */
@@ -880,11 +884,14 @@ static void test_open_mapped_reaches_the_mapped_file_whatever_its_path_names(voi
 	char dir[] = "/tmp/gp-proc-mapped-XXXXXX", p[PATH_MAX], q[PATH_MAX];
 	struct proc_file_id id;
 	struct stat st, got;
+	struct bounded *b;
 	void *map;
 	int fd;
 
 	if (geteuid() != 0)
 		SKIP_BECAUSE("map_files needs CAP_SYS_ADMIN");
+	b = bounded__new();
+	assert_non_null(b);
 	assert_non_null(mkdtemp(dir));
 	snprintf(p, sizeof(p), "%s/lib.so", dir);
 	fd = open(p, O_CREAT | O_RDWR, 0644);
@@ -899,17 +906,18 @@ static void test_open_mapped_reaches_the_mapped_file_whatever_its_path_names(voi
 	assert_int_equal(rename(p, q), 0);
 	assert_int_equal(mkfifo(p, 0644), 0);
 	id = (struct proc_file_id){ .dev = st.st_dev, .ino = st.st_ino };
-	assert_int_equal(proc__open_file(getpid(), p, &id, &fd), -EINVAL);
-	assert_int_equal(proc__open_mapped(getpid(), (uintptr_t)map, (uintptr_t)map + 4096, &id,
+	assert_int_equal(proc__open_file(b, getpid(), p, &id, &fd), -EINVAL);
+	assert_int_equal(proc__open_mapped(b, getpid(), (uintptr_t)map, (uintptr_t)map + 4096, &id,
 					   O_RDONLY, &fd), 0);
 	assert_int_equal(fstat(fd, &got), 0);
 	assert_true(got.st_ino == st.st_ino && got.st_dev == st.st_dev);
 	close(fd);
 	id.ino++;
-	assert_int_equal(proc__open_mapped(getpid(), (uintptr_t)map, (uintptr_t)map + 4096, &id,
+	assert_int_equal(proc__open_mapped(b, getpid(), (uintptr_t)map, (uintptr_t)map + 4096, &id,
 					   O_RDONLY, &fd), -ESTALE);
 	munmap(map, 4096);
 	rm_tree(dir);
+	bounded__free(b);
 }
 
 int main(void)

@@ -30,6 +30,7 @@
 
 #include "user/python/pycode.h"
 #include "user/python/pyruntime.h"
+#include "user/util/bounded.h"
 
 #include "tests/skip.h"
 
@@ -55,6 +56,7 @@ static const char script[] =
 	"outer()  # L:module\n";
 
 struct fixture {
+	struct bounded *bounded;  /* every test's reads, as the loader's one */
 	bool have_python;
 	bool start_failed; /* python is there, the script did not start: a failure */
 	char why[256];
@@ -148,6 +150,8 @@ static int setup(void **state)
 
 	assert_non_null(f);
 	*state = f;
+	f->bounded = bounded__new();
+	assert_non_null(f->bounded);
 	if (access(py, X_OK)) {
 		snprintf(f->why, sizeof(f->why), "no python at %s (set GP_TEST_PYTHON)", py);
 		return 0;
@@ -179,7 +183,7 @@ static int setup(void **state)
 	}
 	f->worker_tid = find_worker(f->pid);
 	f->have_python = true;
-	f->detect_err = pyruntime__detect(f->pid, &f->rt);
+	f->detect_err = pyruntime__detect(f->bounded, f->pid, &f->rt);
 	return 0;
 }
 
@@ -195,6 +199,7 @@ static int teardown(void **state)
 		unlink(f->path);
 	if (f->dir[0])
 		rmdir(f->dir);
+	bounded__free(f->bounded);
 	free(f);
 	return 0;
 }
@@ -256,7 +261,7 @@ static void walk_resolved(struct fixture *f, pid_t tid, struct pycode_cache *c,
 	/* Sleeping in inner() is where the thread spends its time: 30 s only fails a broken walk. */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (now = t0; now.tv_sec - t0.tv_sec < 30; clock_gettime(CLOCK_MONOTONIC, &now)) {
-		assert_int_equal(pyruntime__walk_thread(f->pid, &f->rt.config, tid, fr,
+		assert_int_equal(pyruntime__walk_thread(f->bounded, f->pid, &f->rt.config, tid, fr,
 							GP_PY_MAX_FRAMES, &n, &st), 0);
 		assert_int_equal(st, GP_PY_WALK_OK);
 		resolve(f, c, fr, n, out);
@@ -311,11 +316,12 @@ static bool wait_for_comm(pid_t pid, const char *want, int secs)
 
 static void test_a_process_without_python_is_reported_as_no_cpython(void **state)
 {
+	struct fixture *f = *state;
 	struct pyruntime rt;
 	pid_t pid;
 	int err;
 
-	err = pyruntime__detect(getpid(), &rt);
+	err = pyruntime__detect(f->bounded, getpid(), &rt);
 	assert_int_equal(err, -ENOENT);
 	assert_non_null(strstr(pyruntime__strerror(err), "no CPython"));
 	if (access("/bin/sleep", X_OK))
@@ -328,7 +334,7 @@ static void test_a_process_without_python_is_reported_as_no_cpython(void **state
 	}
 	/* A copy of us until exec (no CPython either): look once it runs sleep. */
 	assert_true(wait_for_comm(pid, "sleep", 30));
-	assert_int_equal(pyruntime__detect(pid, &rt), -ENOENT);
+	assert_int_equal(pyruntime__detect(f->bounded, pid, &rt), -ENOENT);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 }
@@ -358,7 +364,7 @@ static void test_the_main_thread_resolves_to_names_files_and_lines_in_order(void
 
 	NEED_PYTHON(f);
 	assert_non_null(r);
-	assert_int_equal(pycode_cache__new(f->pid, &f->rt.code, &c), 0);
+	assert_int_equal(pycode_cache__new(f->bounded, f->pid, &f->rt.code, &c), 0);
 	walk_resolved(f, f->pid, c, r);
 	/* Without the boundaries: exactly these frames, in this order. */
 	snprintf(want[0], 64, "inner:%d", line_of("inner"));
@@ -394,7 +400,7 @@ static void test_the_c_call_inside_sorted_is_marked_as_an_entry(void **state)
 		free(r);
 		SKIP_BECAUSE("CPython 3.10 frames do not record C boundaries");
 	}
-	assert_int_equal(pycode_cache__new(f->pid, &f->rt.code, &c), 0);
+	assert_int_equal(pycode_cache__new(f->bounded, f->pid, &f->rt.code, &c), 0);
 	walk_resolved(f, f->pid, c, r);
 	snprintf(w[0], 64, "inner:%d", line_of("inner"));
 	snprintf(w[1], 64, "cl\xc3\xa9:%d", line_of("cle"));
@@ -423,7 +429,7 @@ static void test_a_second_thread_has_its_own_chain(void **state)
 	NEED_PYTHON(f);
 	assert_non_null(r);
 	assert_true(f->worker_tid > 0);
-	assert_int_equal(pycode_cache__new(f->pid, &f->rt.code, &c), 0);
+	assert_int_equal(pycode_cache__new(f->bounded, f->pid, &f->rt.code, &c), 0);
 	walk_resolved(f, f->worker_tid, c, r);
 	snprintf(w0, 64, "inner:%d", line_of("inner"));
 	/* qualname (3.11+) names the class; 3.10 has only co_name. */
@@ -458,7 +464,7 @@ static void test_each_code_object_is_read_once(void **state)
 
 	NEED_PYTHON(f);
 	assert_non_null(r);
-	assert_int_equal(pycode_cache__new(f->pid, &f->rt.code, &c), 0);
+	assert_int_equal(pycode_cache__new(f->bounded, f->pid, &f->rt.code, &c), 0);
 	walk_resolved(f, f->pid, c, r);
 	pycode_cache__stats(c, &hits, &misses);
 	assert_true(misses >= 5);
@@ -477,7 +483,7 @@ static void test_a_garbage_code_address_is_an_error_not_a_crash(void **state)
 	struct pycode_frame pf;
 
 	NEED_PYTHON(f);
-	assert_int_equal(pycode_cache__new(f->pid, &f->rt.code, &c), 0);
+	assert_int_equal(pycode_cache__new(f->bounded, f->pid, &f->rt.code, &c), 0);
 	assert_int_equal(pycode_cache__lookup(c, 0, 0, &pf), -EINVAL);
 	assert_int_equal(pycode_cache__lookup(c, 0x1001, 0, &pf), -EINVAL);  /* misaligned */
 	assert_int_equal(pycode_cache__lookup(c, 0x1000, 0, &pf), -EFAULT);  /* unmapped */
@@ -499,17 +505,19 @@ static void test_a_wrong_thread_offset_walks_to_no_thread_not_to_garbage(void **
 	uint32_t n;
 
 	NEED_PYTHON(f);
-	assert_int_equal(pyruntime__thread_key(f->pid, &f->rt.config, &key), 0);
+	assert_int_equal(pyruntime__thread_key(f->bounded, f->pid, &f->rt.config, &key), 0);
 	bad.tstate_thread_id += 8;
-	assert_int_equal(pyruntime__walk_key(f->pid, &bad, key, fr, GP_PY_MAX_FRAMES, &n, &st), 0);
+	assert_int_equal(pyruntime__walk_key(f->bounded, f->pid, &bad, key, fr, GP_PY_MAX_FRAMES,
+					     &n, &st), 0);
 	assert_int_not_equal(st, GP_PY_WALK_OK);
 	/* Nobody's thread: found by no key. */
-	assert_int_equal(pyruntime__walk_key(f->pid, &f->rt.config, 0xdead0000beefull, fr,
-					     GP_PY_MAX_FRAMES, &n, &st), 0);
+	assert_int_equal(pyruntime__walk_key(f->bounded, f->pid, &f->rt.config, 0xdead0000beefull,
+					     fr, GP_PY_MAX_FRAMES, &n, &st), 0);
 	assert_int_equal(st, GP_PY_WALK_NO_THREAD);
 	assert_int_equal(n, 0);
 	/* The bound holds: two frames asked, two copied, truncated. */
-	assert_int_equal(pyruntime__walk_key(f->pid, &f->rt.config, key, fr, 2, &n, &st), 0);
+	assert_int_equal(pyruntime__walk_key(f->bounded, f->pid, &f->rt.config, key, fr, 2, &n,
+					     &st), 0);
 	assert_int_equal(st, GP_PY_WALK_TRUNCATED);
 	assert_int_equal(n, 2);
 }

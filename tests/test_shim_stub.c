@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "tests/skip.h"
 #include "user/shm/shm_reader.h"
+#include "user/util/bounded.h"
 
 static char build[4096];
 
@@ -110,7 +111,7 @@ static void test_flushing_every_millisecond_never_stalls_the_program(void **stat
 	unlink(err);
 }
 
-static pid_t find_child_ready(pid_t pid, const char *err)
+static pid_t find_child_ready(struct bounded *b, pid_t pid, const char *err)
 {
 	double t0 = now_s();
 
@@ -119,7 +120,7 @@ static pid_t find_child_ready(pid_t pid, const char *err)
 	while (now_s() - t0 < 30) {
 		struct shm_reader *r;
 
-		if (shm_reader__open_pid(pid, &r) == 0) {
+		if (shm_reader__open_pid(b, pid, &r) == 0) {
 			shm_reader__destroy(r);
 			return pid;
 		}
@@ -150,6 +151,7 @@ static void test_a_late_reader_that_leaves_early_loses_nothing_uncounted(void **
 	static struct gp_record recs[4096];
 	struct shm_reader_stats st;
 	struct shm_reader *r;
+	struct bounded *b;
 	size_t n, got = 0;
 	int fd = mkstemp(err);
 	double t0, bare;
@@ -157,14 +159,16 @@ static void test_a_late_reader_that_leaves_early_loses_nothing_uncounted(void **
 
 	if (geteuid() != 0)
 		SKIP_BECAUSE("opening map_files needs root (CAP_SYS_ADMIN)");
+	b = bounded__new();
+	assert_non_null(b);
 	assert_true(fd >= 0);
 	close(fd);
 	bare = run_time(argv, err); /* the same program, no reader */
 	t0 = now_s();
 	pid = start(err, argv, "100");
-	assert_int_equal(find_child_ready(pid, err), pid);
+	assert_int_equal(find_child_ready(b, pid, err), pid);
 	usleep(200000); /* attach late: records are likely waiting (nothing below depends on it) */
-	assert_int_equal(shm_reader__open_pid(pid, &r), 0);
+	assert_int_equal(shm_reader__open_pid(b, pid, &r), 0);
 	/* Read a while: until a thousand records came (30 s only fails a stuck program). */
 	for (double until = now_s() + 30; got <= 1000 && now_s() < until;) {
 		assert_int_equal(shm_reader__read(r, recs, 4096, &n), 0);
@@ -181,6 +185,7 @@ static void test_a_late_reader_that_leaves_early_loses_nothing_uncounted(void **
 	assert_true(got + ctr[GP_CTR_RING_DROPPED] >= ctr[GP_CTR_RECORDS_WRITTEN]);
 	assert_int_equal(st.records_bad, 0);
 	shm_reader__destroy(r); /* leave early: the program runs on */
+	bounded__free(b);
 	assert_int_equal(finish(pid, 30), 0);
 	/*
 	 * A wait on the departed reader would show against the bare run; twice

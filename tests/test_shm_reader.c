@@ -25,6 +25,7 @@
 #include "shim/shm.h"
 #include "shim/cubin_queue.h"
 #include "user/shm/shm_reader.h"
+#include "user/util/bounded.h"
 
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
@@ -482,6 +483,7 @@ static void test_a_writer_scribbling_everywhere_cannot_crash_the_reader(void **s
 
 static void test_a_pid_that_is_gone_gives_esrch(void **state)
 {
+	struct bounded *b = bounded__new();
 	struct shm_reader *r;
 	pid_t child = fork();
 
@@ -489,17 +491,21 @@ static void test_a_pid_that_is_gone_gives_esrch(void **state)
 	if (child == 0)
 		_exit(0);
 	waitpid(child, NULL, 0);
-	assert_int_equal(shm_reader__open_pid(child, &r), -ESRCH);
+	assert_non_null(b);
+	assert_int_equal(shm_reader__open_pid(b, child, &r), -ESRCH);
+	bounded__free(b);
 }
 
 static void test_a_fork_child_does_not_inherit_the_mapping(void **state)
 {
 	struct shm *shm = small_shm();
+	struct bounded *b = bounded__new();
 	struct shm_reader *r;
 	int pipefd[2];
 	pid_t child;
 	char c;
 
+	assert_non_null(b);
 	assert_int_equal(pipe(pipefd), 0);
 	child = fork();
 	assert_true(child >= 0);
@@ -509,18 +515,23 @@ static void test_a_fork_child_does_not_inherit_the_mapping(void **state)
 		_exit(0);
 	}
 	close(pipefd[0]);
-	assert_int_equal(shm_reader__open_pid(child, &r), -ENOENT);
+	assert_int_equal(shm_reader__open_pid(b, child, &r), -ENOENT);
 	close(pipefd[1]);
 	waitpid(child, NULL, 0);
 	shm__destroy(shm);
+	bounded__free(b);
 }
 
 static void test_open_pid_finds_this_process_memfd(void **state)
 {
 	struct shm *shm = small_shm();
+	struct bounded *b = bounded__new();
 	struct shm_reader *r = NULL;
-	int err = shm_reader__open_pid(getpid(), &r);
+	int err;
 
+	assert_non_null(b);
+	err = shm_reader__open_pid(b, getpid(), &r);
+	bounded__free(b); /* the reader keeps no handle */
 	/* map_files needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN: the loader is root. */
 	if (err == -EPERM || err == -EACCES) {
 		shm__destroy(shm);

@@ -33,6 +33,7 @@
 #include "user/proc/proc_internal.h"
 #include "user/space/space.h"
 #include "user/symbolize/symbolize.h"
+#include "user/util/bounded.h"
 #include "user/util/clock.h"
 
 static char tmp_dir[PATH_MAX];
@@ -68,11 +69,11 @@ static uint64_t vaddr_in_exe(const void *addr)
 }
 
 /* The tables processes share, as a session makes them. */
-static struct space_caches *caches(void)
+static struct space_caches *caches(struct bounded *b)
 {
 	struct space_caches *c = NULL;
 
-	assert_int_equal(space_caches__new(&c), 0);
+	assert_int_equal(space_caches__new(b, &c), 0);
 	return c;
 }
 
@@ -83,13 +84,14 @@ static int run(const char *cmd)
 
 static void test_function_of_this_binary_is_named_with_build_id(void **state)
 {
-	struct space_caches *s = caches();
+	struct bounded *bounded = *state;
+	struct space_caches *s = caches(bounded);
 	struct space_gen *sp;
 	struct symbolized_frame f;
 	uintptr_t addr = (uintptr_t)&gp_test_target_fn + 1;
 
 	assert_non_null(s);
-	assert_int_equal(space_gen__open(s, getpid(), "/", &sp), 0);
+	assert_int_equal(space_gen__open(s, bounded, getpid(), "/", &sp), 0);
 	assert_int_equal(space_gen__name(sp, addr, &f), 0);
 	assert_string_equal(f.name, "gp_test_target_fn");
 	assert_true(f.has_symbol);
@@ -104,8 +106,9 @@ static void test_function_of_this_binary_is_named_with_build_id(void **state)
 
 static void test_libc_function_is_named_as_the_dynamic_linker_names_it(void **state)
 {
+	struct bounded *bounded = *state;
 	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-	struct space_caches *s = caches();
+	struct space_caches *s = caches(bounded);
 	struct space_gen *sp;
 	struct symbolized_frame f;
 	void *fn;
@@ -113,7 +116,7 @@ static void test_libc_function_is_named_as_the_dynamic_linker_names_it(void **st
 	assert_non_null(libc);
 	fn = dlsym(libc, "getpid");
 	assert_non_null(fn);
-	assert_int_equal(space_gen__open(s, getpid(), NULL, &sp), 0);
+	assert_int_equal(space_gen__open(s, bounded, getpid(), NULL, &sp), 0);
 	assert_int_equal(space_gen__name(sp, (uintptr_t)fn, &f), 0);
 	assert_true(f.has_symbol);
 	assert_non_null(strstr(f.file, "libc"));
@@ -127,13 +130,14 @@ static void test_libc_function_is_named_as_the_dynamic_linker_names_it(void **st
 
 static void test_address_past_a_symbols_size_gives_lib_plus_offset(void **state)
 {
-	struct space_caches *s = caches();
+	struct bounded *bounded = *state;
+	struct space_caches *s = caches(bounded);
 	struct space_gen *sp;
 	struct symbolized_frame f;
 	uintptr_t addr = (uintptr_t)&gp_test_gap_fn + 16;
 	char expect[128];
 
-	assert_int_equal(space_gen__open(s, getpid(), "/", &sp), 0);
+	assert_int_equal(space_gen__open(s, bounded, getpid(), "/", &sp), 0);
 	assert_int_equal(space_gen__name(sp, (uintptr_t)&gp_test_gap_fn, &f), 0);
 	assert_string_equal(f.name, "gp_test_gap_fn");
 	assert_int_equal(space_gen__name(sp, addr, &f), 0);
@@ -147,11 +151,12 @@ static void test_address_past_a_symbols_size_gives_lib_plus_offset(void **state)
 
 static void test_address_in_no_mapping_is_not_found(void **state)
 {
-	struct space_caches *s = caches();
+	struct bounded *bounded = *state;
+	struct space_caches *s = caches(bounded);
 	struct space_gen *sp;
 	struct symbolized_frame f;
 
-	assert_int_equal(space_gen__open(s, getpid(), "/", &sp), 0);
+	assert_int_equal(space_gen__open(s, bounded, getpid(), "/", &sp), 0);
 	assert_int_equal(space_gen__name(sp, 16, &f), -ENOENT);
 	space_gen__destroy(sp);
 	space_caches__destroy(s);
@@ -159,7 +164,8 @@ static void test_address_in_no_mapping_is_not_found(void **state)
 
 static void test_python_frames_come_from_the_perf_map(void **state)
 {
-	struct space_caches *s = caches();
+	struct bounded *bounded = *state;
+	struct space_caches *s = caches(bounded);
 	struct space_gen *sp;
 	struct symbolized_frame f;
 	char path[64];
@@ -171,7 +177,7 @@ static void test_python_frames_come_from_the_perf_map(void **state)
 	/* CPython's format: hex without 0x. Addresses no mapping covers. */
 	fprintf(pm, "1000 40 py::train_step:/app/train.py\n0x2000 0x10 some_jit_fn\n");
 	fclose(pm);
-	assert_int_equal(space_gen__open(s, getpid(), "/", &sp), 0);
+	assert_int_equal(space_gen__open(s, bounded, getpid(), "/", &sp), 0);
 	assert_int_equal(space_gen__name(sp, 0x1010, &f), 0);
 	assert_true(f.is_python);
 	assert_string_equal(f.name, "train_step");
@@ -187,12 +193,13 @@ static void test_python_frames_come_from_the_perf_map(void **state)
 
 static void test_per_process_handles_share_one_cache_and_miss_cleanly(void **state)
 {
-	struct space_caches *c = caches();
+	struct bounded *bounded = *state;
+	struct space_caches *c = caches(bounded);
 	struct space_gen *a, *b;
 	struct symbolized_frame f;
 
-	assert_int_equal(space_gen__open(c, getpid(), NULL, &a), 0);
-	assert_int_equal(space_gen__open(c, getpid(), NULL, &b), 0);
+	assert_int_equal(space_gen__open(c, bounded, getpid(), NULL, &a), 0);
+	assert_int_equal(space_gen__open(c, bounded, getpid(), NULL, &b), 0);
 	assert_int_equal(space_gen__name(a, (uintptr_t)&gp_test_target_fn, &f), 0);
 	assert_string_equal(f.name, "gp_test_target_fn");
 	assert_int_equal(f.addr, vaddr_in_exe((void *)&gp_test_target_fn));
@@ -202,7 +209,7 @@ static void test_per_process_handles_share_one_cache_and_miss_cleanly(void **sta
 	assert_int_equal(space_gen__name(b, 16, &f), -ENOENT);
 	space_gen__destroy(b);
 	space_gen__destroy(NULL);
-	assert_int_equal(space_gen__open(c, -1, NULL, &a), -EINVAL);
+	assert_int_equal(space_gen__open(c, bounded, -1, NULL, &a), -EINVAL);
 	space_caches__destroy(c);
 }
 
@@ -214,12 +221,13 @@ static void test_per_process_handles_share_one_cache_and_miss_cleanly(void **sta
  */
 static void test_maps_rereads_of_one_process_are_rate_limited(void **state)
 {
-	struct space_caches *c = caches();
+	struct bounded *bounded = *state;
+	struct space_caches *c = caches(bounded);
 	struct space_gen *sym;
 	unsigned long reads;
 	uint64_t t0, elapsed;
 
-	assert_int_equal(space_gen__open(c, getpid(), NULL, &sym), 0);
+	assert_int_equal(space_gen__open(c, bounded, getpid(), NULL, &sym), 0);
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < 200; i++)
 		space_gen__refresh_if_older(sym, UINT64_MAX); /* always older than the launch */
@@ -235,7 +243,8 @@ static void test_maps_rereads_of_one_process_are_rate_limited(void **state)
 
 static void test_stripped_copy_has_no_names_but_the_same_build_id(void **state)
 {
-	struct elf_cache *c = elf_cache__new(8);
+	struct bounded *bounded = *state;
+	struct elf_cache *c = elf_cache__new(bounded, 8);
 	struct elf_syms *full, *stripped;
 	uint64_t vaddr = vaddr_in_exe((void *)&gp_test_target_fn), off;
 	const char *name;
@@ -277,9 +286,10 @@ static int debug_root(const char *dir, const char *build_id, const char *extra)
  * /bin/exe's symbols, as a process whose root is dir sees it, by a new cache
  * whose debug files are looked for under debug_dir ("": none).
  */
-static struct elf_syms *syms_in_root(const char *dir, const char *debug_dir)
+static struct elf_syms *syms_in_root(struct bounded *bounded, const char *dir,
+				     const char *debug_dir)
 {
-	struct elf_cache *c = elf_cache__new(8);
+	struct elf_cache *c = elf_cache__new(bounded, 8);
 	struct elf_syms *s = NULL;
 	int fd = open(dir, O_PATH | O_DIRECTORY), dfd = -1;
 
@@ -298,10 +308,11 @@ static struct elf_syms *syms_in_root(const char *dir, const char *debug_dir)
 
 static void test_a_stripped_file_takes_names_from_its_debug_file_of_the_same_build(void **state)
 {
+	struct bounded *bounded = *state;
 	static const uint8_t other_id[36] = { 4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0,
 		0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa,
 		0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa };
-	struct elf_cache *c = elf_cache__new(8);
+	struct elf_cache *c = elf_cache__new(bounded, 8);
 	uint64_t vaddr = vaddr_in_exe((void *)&gp_test_target_fn), off;
 	char same[PATH_MAX], other[PATH_MAX], note[PATH_MAX], extra[PATH_MAX * 2], id[64];
 	struct elf_syms *full, *s;
@@ -321,7 +332,7 @@ static void test_a_stripped_file_takes_names_from_its_debug_file_of_the_same_bui
 
 	snprintf(same, sizeof(same), "%s/dbg-same", tmp_dir);
 	assert_int_equal(debug_root(same, id, ""), 0);
-	s = syms_in_root(same, same);
+	s = syms_in_root(bounded, same, same);
 	assert_int_equal(elf_syms__lookup(s, vaddr + 1, &name, &off), 0);
 	assert_string_equal(name, "gp_test_target_fn");
 	assert_int_equal(off, 1);
@@ -329,10 +340,10 @@ static void test_a_stripped_file_takes_names_from_its_debug_file_of_the_same_bui
 	elf_syms__put(s);
 
 	/* The debug file inside the process's root is not read: only the loader's. */
-	s = syms_in_root(same, "");
+	s = syms_in_root(bounded, same, "");
 	assert_int_equal(elf_syms__lookup(s, vaddr + 1, &name, &off), -ENOENT);
 	elf_syms__put(s);
-	s = syms_in_root(same, tmp_dir);
+	s = syms_in_root(bounded, same, tmp_dir);
 	assert_int_equal(elf_syms__lookup(s, vaddr + 1, &name, &off), -ENOENT);
 	elf_syms__put(s);
 
@@ -345,7 +356,7 @@ static void test_a_stripped_file_takes_names_from_its_debug_file_of_the_same_bui
 	snprintf(extra, sizeof(extra), "--update-section .note.gnu.build-id='%s'", note);
 	snprintf(other, sizeof(other), "%s/dbg-other", tmp_dir);
 	assert_int_equal(debug_root(other, id, extra), 0);
-	s = syms_in_root(same, other);
+	s = syms_in_root(bounded, same, other);
 	assert_int_equal(elf_syms__lookup(s, vaddr + 1, &name, &off), -ENOENT);
 	assert_string_equal(elf_syms__build_id(s), id);
 	elf_syms__put(s);
@@ -353,7 +364,8 @@ static void test_a_stripped_file_takes_names_from_its_debug_file_of_the_same_bui
 
 static void test_replaced_file_is_reloaded_and_unchanged_one_is_cached(void **state)
 {
-	struct elf_cache *c = elf_cache__new(8);
+	struct bounded *bounded = *state;
+	struct elf_cache *c = elf_cache__new(bounded, 8);
 	struct elf_syms *a, *b, *d;
 	char path[PATH_MAX], cmd[PATH_MAX * 3];
 	uint64_t vaddr = vaddr_in_exe((void *)&gp_test_target_fn), off;
@@ -391,9 +403,9 @@ static void test_replaced_file_is_reloaded_and_unchanged_one_is_cached(void **st
 	close(root);
 }
 
-typedef int (*open_fn)(int, const char *, int *);
+typedef int (*open_fn)(struct bounded *, int, const char *, int *);
 
-static void check_fake_root(open_fn fn)
+static void check_fake_root(struct bounded *bounded, open_fn fn)
 {
 	char root[PATH_MAX], p[PATH_MAX * 2];
 	static const char *escapes[] = {
@@ -414,7 +426,7 @@ static void check_fake_root(open_fn fn)
 		rfd = open(root, O_PATH | O_DIRECTORY);
 		assert_true(rfd >= 0);
 		fd = -1;
-		if (fn(rfd, escapes[i], &fd) == 0)
+		if (fn(bounded, rfd, escapes[i], &fd) == 0)
 			fail_msg("opened %s outside the root (fd %d)", escapes[i], fd);
 		close(rfd);
 	}
@@ -422,24 +434,24 @@ static void check_fake_root(open_fn fn)
 	rfd = open(root, O_PATH | O_DIRECTORY);
 	snprintf(p, sizeof(p), "%s/real/lib.so", root);
 	assert_int_equal(stat(p, &st_in), 0);
-	assert_int_equal(fn(rfd, "/inlink/lib.so", &fd), 0);
+	assert_int_equal(fn(bounded, rfd, "/inlink/lib.so", &fd), 0);
 	assert_int_equal(fstat(fd, &st_got), 0);
 	assert_int_equal(st_got.st_ino, st_in.st_ino);
 	close(fd);
-	assert_int_equal(fn(rfd, "/real/../inlink/./lib.so", &fd), 0);
+	assert_int_equal(fn(bounded, rfd, "/real/../inlink/./lib.so", &fd), 0);
 	close(fd);
-	assert_int_equal(fn(rfd, "/rel/lib.so", &fd), 0);
+	assert_int_equal(fn(bounded, rfd, "/rel/lib.so", &fd), 0);
 	close(fd);
 	close(rfd);
 }
 
-static int open_in_root(int root_fd, const char *path, int *ret_fd)
+static int open_in_root(struct bounded *bounded, int root_fd, const char *path, int *ret_fd)
 {
-	return proc__open_file_at(0, root_fd, path, NULL, ret_fd);
+	return proc__open_file_at(bounded, 0, root_fd, path, NULL, ret_fd);
 }
 
 /* The kernels without openat2: the walk, then the same checks as above. */
-static int walk_in_root(int root_fd, const char *path, int *ret_fd)
+static int walk_in_root(struct bounded *bounded, int root_fd, const char *path, int *ret_fd)
 {
 	int pfd = proc__root_walk(root_fd, path, O_PATH), err;
 	struct stat st;
@@ -460,17 +472,18 @@ static int walk_in_root(int root_fd, const char *path, int *ret_fd)
 
 static void test_symlinks_out_of_the_root_are_not_followed(void **state)
 {
-	check_fake_root(open_in_root);
+	check_fake_root(*state, open_in_root);
 }
 
 static void test_symlinks_out_of_the_root_are_not_followed_by_the_fallback(void **state)
 {
-	check_fake_root(walk_in_root);
+	check_fake_root(*state, walk_in_root);
 }
 
 static void test_elf_cache_refuses_a_link_out_of_the_root(void **state)
 {
-	struct elf_cache *c = elf_cache__new(4);
+	struct bounded *bounded = *state;
+	struct elf_cache *c = elf_cache__new(bounded, 4);
 	struct elf_syms *s;
 	char root[PATH_MAX], cmd[PATH_MAX * 3];
 	int rfd;
@@ -911,10 +924,15 @@ static void test_cxx_names_are_demangled_and_others_pass_through(void **state)
 	free(out);
 }
 
+/* The bounded calls every test's opens go through, as the loader's one (each test's *state). */
 static int setup(void **state)
 {
 	char cmd[PATH_MAX * 4], root[PATH_MAX];
 	int rc = 0;
+
+	*state = bounded__new();
+	if (!*state)
+		return -1;
 
 	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/gp_sym.XXXXXX");
 	if (!mkdtemp(tmp_dir))
@@ -942,6 +960,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	char cmd[PATH_MAX + 16];
+
+	bounded__free(*state);
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_dir);
 	return system(cmd) == 0 ? 0 : -1;

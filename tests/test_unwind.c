@@ -34,6 +34,7 @@
 #include "user/session/target.h"
 #include "user/space/space.h"
 #include "user/symbolize/symbolize.h"
+#include "user/util/bounded.h"
 
 /* ---------------------------------------------------------------- a chain without frame pointers */
 
@@ -537,6 +538,7 @@ static void *map_exe_page(void)
 static void memo_across_a_reread(bool gone_before_reread, __u64 *hits, __u64 *misses,
 				 __u64 *reread)
 {
+	struct bounded *b = bounded__new();
 	struct target_table tt;
 	struct target *t;
 	struct unwind_memo *memo;
@@ -547,7 +549,8 @@ static void memo_across_a_reread(bool gone_before_reread, __u64 *hits, __u64 *mi
 	struct symbolized_frame frame;
 	struct space_stats ts;
 
-	assert_int_equal(target_table__init(&tt), 0);
+	assert_non_null(b);
+	assert_int_equal(target_table__init(&tt, b), 0);
 	assert_int_equal(target_table__add(&tt, getpid(), 1, &t), 0);
 	memo = space__memo(t->space); /* reads the maps: known is in them */
 	assert_non_null(memo);
@@ -575,6 +578,7 @@ static void memo_across_a_reread(bool gone_before_reread, __u64 *hits, __u64 *mi
 	*misses = ts.memo_misses;
 	*reread = ts.maps_reread;
 	target_table__fini(&tt);
+	bounded__free(b);
 	if (!gone_before_reread) {
 		munmap(known, 4096);
 		munmap(added, 4096);
@@ -643,6 +647,7 @@ static struct gp_launch_event *entry_event(__u64 ip, __u64 ts, size_t *ret_size)
  */
 static void test_an_entry_point_mapped_after_the_maps_were_read_is_found(void **state)
 {
+	struct bounded *b = bounded__new();
 	struct target_table tt;
 	struct space_stats ts;
 	struct raw_stack raw;
@@ -654,7 +659,8 @@ static void test_an_entry_point_mapped_after_the_maps_were_read_is_found(void **
 	bool fast;
 
 	(void)state;
-	assert_int_equal(target_table__init(&tt), 0);
+	assert_non_null(b);
+	assert_int_equal(target_table__init(&tt, b), 0);
 	assert_int_equal(target_table__add(&tt, getpid(), 1, &t), 0);
 	assert_non_null(space__memo(t->space)); /* its space, opened now, reads the maps */
 	e = entry_event(0x1000, 1, &size); /* older than the maps, unmapped */
@@ -688,6 +694,7 @@ static void test_an_entry_point_mapped_after_the_maps_were_read_is_found(void **
 	else
 		print_message("  slower than 40 ms: re-read counts not checked\n");
 	target_table__fini(&tt);
+	bounded__free(b);
 	munmap(page, 4096);
 }
 

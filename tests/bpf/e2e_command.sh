@@ -27,8 +27,8 @@ for loading in LAZY EAGER; do
 	grep -q "unattributed=0 " "$WORK/err-$loading" || fail "unattributed activities ($loading)"
 	grep -q "modules_captured=5 modules_settled=5 " "$WORK/err-$loading" || {
 		grep counters "$WORK/err-$loading"; fail "not every module captured and settled ($loading)"; }
-	# events: 6 launch calls per (thread, iteration), 3 copies per thread, 5 loads
-	grep -q "launch_events=$((6 * 200 + 12 + 5)) " "$WORK/err-$loading" || {
+	# events: 6 launch calls per (thread, iteration), 3 copies and 2 graph node adds per thread, 5 loads
+	grep -q "launch_events=$((6 * 200 + 12 + 8 + 5)) " "$WORK/err-$loading" || {
 		grep counters "$WORK/err-$loading"; fail "launch event count ($loading)"; }
 	ok "exact profile with $loading loading"
 done

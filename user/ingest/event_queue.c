@@ -24,13 +24,9 @@ struct eq_block {
 	uint64_t entries[];
 };
 
-static size_t page_up(size_t n)
+static size_t page_up(const struct event_queue *q, size_t n)
 {
-	static size_t page;
-
-	if (!page)
-		page = (size_t)sysconf(_SC_PAGESIZE);
-	return (n + page - 1) & ~(page - 1);
+	return (n + q->page - 1) & ~(q->page - 1);
 }
 
 static size_t entry_size(size_t len)
@@ -51,6 +47,7 @@ void event_queue__init(struct event_queue *q, size_t max_bytes)
 
 	memset(q, 0, sizeof(*q));
 	q->max_bytes = max_bytes;
+	q->page = (size_t)sysconf(_SC_PAGESIZE);
 	pthread_mutex_init(&q->spare_lock, NULL);
 	region = mmap(NULL, EQ_SPARE_BYTES, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -76,7 +73,7 @@ static void note_peak(struct event_queue *q, size_t now)
 /* Grows the block's resident count to cover what has been written. */
 static void touch(struct event_queue *q, struct eq_block *b)
 {
-	size_t now = page_up(b->used);
+	size_t now = page_up(q, b->used);
 
 	if (now > b->touched) {
 		note_peak(q, __atomic_add_fetch(&q->resident, now - b->touched, __ATOMIC_RELAXED));
@@ -94,7 +91,7 @@ static void block_unmap(struct event_queue *q, struct eq_block *b)
 static struct eq_block *block_get(struct event_queue *q, size_t need)
 {
 	size_t cap = need + sizeof(struct eq_block) > EQ_BLOCK_BYTES
-			     ? page_up(need + sizeof(struct eq_block))
+			     ? page_up(q, need + sizeof(struct eq_block))
 			     : EQ_BLOCK_BYTES;
 	struct eq_block *b = NULL;
 

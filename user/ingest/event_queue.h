@@ -24,6 +24,7 @@ struct eq_block;
 struct event_queue {
 	struct eq_block *head, *tail;
 	size_t bytes, max_bytes, peak_bytes; /* event bytes queued */
+	size_t page; /* the system's page size: blocks and residency are counted in pages */
 	size_t resident; /* atomic: bytes of block pages written and not yet unmapped */
 	size_t resident_peak; /* atomic: the most resident since the last peak read */
 	pthread_mutex_t spare_lock; /* leaf: guards the two below */

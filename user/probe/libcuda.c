@@ -46,13 +46,13 @@ static void refusal__note(struct libcuda_refusal *ref, int err, pid_t pid, const
  * file): by path when it is that file, else (overlayfs, or the path
  * replaced) the mapping's own file.
  */
-int libcuda__open_mapped(pid_t pid, const struct proc_lib *lib, int *ret_fd)
+int libcuda__open_mapped(struct bounded *b, pid_t pid, const struct proc_lib *lib, int *ret_fd)
 {
 	struct proc_file_id id = { .dev = lib->dev, .ino = lib->ino };
 
-	if (!proc__open_file(pid, lib->path, &id, ret_fd))
+	if (!proc__open_file(b, pid, lib->path, &id, ret_fd))
 		return 0;
-	return proc__open_mapped(pid, lib->start, lib->end, &id, O_RDONLY, ret_fd);
+	return proc__open_mapped(b, pid, lib->start, lib->end, &id, O_RDONLY, ret_fd);
 }
 
 /*
@@ -63,7 +63,8 @@ int libcuda__open_mapped(pid_t pid, const struct proc_lib *lib, int *ret_fd)
  * process may map any number of look-alikes named libcuda.so.1). A file
  * known, attached or refused, is only noted as mapped: not read again.
  */
-int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, struct libcuda_refusal *ret_ref)
+int libcuda__attach_pid(struct launch_probe *lp, struct bounded *b, pid_t pid,
+			struct libcuda_refusal *ret_ref)
 {
 	struct proc_lib *libs = NULL;
 	size_t n = 0;
@@ -78,7 +79,7 @@ int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, struct libcuda_refus
 
 		if (launch_probe__file_seen(lp, libs[i].dev, libs[i].ino))
 			continue;
-		if (libcuda__open_mapped(pid, &libs[i], &fd))
+		if (libcuda__open_mapped(b, pid, &libs[i], &fd))
 			continue;
 		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 		err = launch_probe__attach_driver(lp, fdpath, &res);
@@ -94,7 +95,8 @@ int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, struct libcuda_refus
 	return added;
 }
 
-int libcuda__attach_all(struct launch_probe *lp, struct libcuda_refusal *ret_ref)
+int libcuda__attach_all(struct launch_probe *lp, struct bounded *b,
+			struct libcuda_refusal *ret_ref)
 {
 	pid_t *pids = NULL, self = getpid();
 	size_t n = 0;
@@ -104,7 +106,7 @@ int libcuda__attach_all(struct launch_probe *lp, struct libcuda_refusal *ret_ref
 		return err;
 	for (size_t i = 0; i < n; i++)
 		if (pids[i] != self)
-			added += libcuda__attach_pid(lp, pids[i], ret_ref);
+			added += libcuda__attach_pid(lp, b, pids[i], ret_ref);
 	free(pids);
 	return added;
 }

@@ -13,6 +13,7 @@
 
 struct launch_probe;
 struct proc_lib;
+struct bounded;
 
 /* A file a scan refused to attach: the first one, for the loader to say. */
 struct libcuda_refusal {
@@ -28,18 +29,21 @@ struct libcuda_refusal {
  */
 int libcuda__attach_path(struct launch_probe *lp, const char *path, bool given);
 /*
- * Attaches every CUDA driver the process maps (launch_probe__attach_driver);
+ * Attaches every CUDA driver the process maps (launch_probe__attach_driver),
+ * each file opened as a bounded call through b (user/util/bounded.h);
  * returns how many are new. The first refusal met is noted in *ret_ref (may
  * be NULL) unless one is there already.
  */
-int libcuda__attach_pid(struct launch_probe *lp, pid_t pid, struct libcuda_refusal *ret_ref);
+int libcuda__attach_pid(struct launch_probe *lp, struct bounded *b, pid_t pid,
+			struct libcuda_refusal *ret_ref);
 /*
  * Opens the file a target maps at lib, read-only, in its root (libcuda's,
  * libtorch's): 0 and *ret_fd, or -errno.
  */
-int libcuda__open_mapped(pid_t pid, const struct proc_lib *lib, int *ret_fd);
+int libcuda__open_mapped(struct bounded *b, pid_t pid, const struct proc_lib *lib, int *ret_fd);
 /* The same for every process; -errno when the processes cannot be listed. */
-int libcuda__attach_all(struct launch_probe *lp, struct libcuda_refusal *ret_ref);
+int libcuda__attach_all(struct launch_probe *lp, struct bounded *b,
+			struct libcuda_refusal *ret_ref);
 /* The dirs of ld_library_path (may be NULL), then the usual driver dirs. */
 int libcuda__attach_system(struct launch_probe *lp, const char *ld_library_path);
 

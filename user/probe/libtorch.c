@@ -9,7 +9,7 @@
 #include "user/probe/libcuda.h"
 #include "user/proc/proc.h"
 
-int libtorch__attach_pid(struct launch_probe *lp, pid_t pid)
+int libtorch__attach_pid(struct launch_probe *lp, struct bounded *b, pid_t pid)
 {
 	struct proc_lib *libs = NULL;
 	size_t n = 0;
@@ -26,7 +26,7 @@ int libtorch__attach_pid(struct launch_probe *lp, pid_t pid)
 			ret = 1;
 			break;
 		}
-		if ((err = libcuda__open_mapped(pid, &libs[i], &fd))) {
+		if ((err = libcuda__open_mapped(b, pid, &libs[i], &fd))) {
 			ret = ret ? ret : err;
 			continue;
 		}

@@ -13,12 +13,13 @@
 #include <sys/types.h>
 
 struct launch_probe;
+struct bounded;
 
 /*
  * Attaches the autograd engine of every libtorch_cpu the process maps.
  * 1 when one is attached (now or before), 0 when it maps none, -errno
  * (-ENOENT: not an engine we know; -E2BIG: no slot) for the first failure.
  */
-int libtorch__attach_pid(struct launch_probe *lp, pid_t pid);
+int libtorch__attach_pid(struct launch_probe *lp, struct bounded *b, pid_t pid);
 
 #endif /* GP_PROBE_LIBTORCH_H */

@@ -53,6 +53,8 @@ struct proc_mapping {
 
 /* Innermost-namespace tid -> host tid for every thread of one process. */
 struct proc_tid_map;
+/* The bounded calls the in-root opens run as (user/util/bounded.h). */
+struct bounded;
 
 /* Most distinct libraries proc__find_libs returns (-E2BIG beyond). */
 #define PROC_LIBS_MAX 256
@@ -134,20 +136,22 @@ struct proc_file_id {
  * the path names another file than the one mapped), refused on a FUSE mount
  * (-EREMOTE: its daemon, maybe the target, could hold every later read), and
  * only then reopened O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC. All of it
- * runs as a bounded call (user/util/bounded.h), keyed by pid (0: none): a
- * walk or an open that blocks gives -ETIMEDOUT after BOUNDED_TIMEOUT_MS, and
- * that process's later opens -ETIMEDOUT at once. 0 and *ret_fd, or -errno.
+ * runs as a bounded call through b (user/util/bounded.h), keyed by pid (0:
+ * none): a walk or an open that blocks gives -ETIMEDOUT after
+ * BOUNDED_TIMEOUT_MS, and that process's later opens through b -ETIMEDOUT at
+ * once. 0 and *ret_fd, or -errno.
  */
-int proc__open_file_at(pid_t pid, int root_fd, const char *path, const struct proc_file_id *id,
-		       int *ret_fd);
+int proc__open_file_at(struct bounded *b, pid_t pid, int root_fd, const char *path,
+		       const struct proc_file_id *id, int *ret_fd);
 /* The same inside the root of pid. */
-int proc__open_file(pid_t pid, const char *path, const struct proc_file_id *id, int *ret_fd);
+int proc__open_file(struct bounded *b, pid_t pid, const char *path, const struct proc_file_id *id,
+		    int *ret_fd);
 /*
  * The file mapped at [start, end) in pid through /proc/<pid>/map_files
  * (needs CAP_SYS_ADMIN), whatever its path names now, with the same checks;
  * flags: O_RDONLY or O_RDWR (O_NOCTTY, O_NONBLOCK, O_CLOEXEC are added).
  */
-int proc__open_mapped(pid_t pid, __u64 start, __u64 end, const struct proc_file_id *id,
-		      int flags, int *ret_fd);
+int proc__open_mapped(struct bounded *b, pid_t pid, __u64 start, __u64 end,
+		      const struct proc_file_id *id, int flags, int *ret_fd);
 
 #endif /* GP_PROC_H */

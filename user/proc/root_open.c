@@ -378,11 +378,11 @@ static void open_job__run(void *p, int root_fd, int *ret_fd)
  * statfs, the open): in the bounded worker, the caller waiting at most
  * BOUNDED_TIMEOUT_MS (user/util/bounded.h).
  */
-static int open_job__call(struct open_job *j, int root_fd, int *ret_fd)
+static int open_job__call(struct bounded *b, struct open_job *j, int root_fd, int *ret_fd)
 {
 	int fd = -1, err;
 
-	err = bounded__call(j->pid, open_job__run, j, offsetof(struct open_job, path) +
+	err = bounded__call(b, j->pid, open_job__run, j, offsetof(struct open_job, path) +
 			    strlen(j->path) + 1, root_fd, &fd);
 	if (err)
 		return err == -EDEADLK ? -ETIMEDOUT : err;
@@ -411,8 +411,8 @@ static int open_job__init(struct open_job *j, enum open_how_kind how, pid_t pid,
 	return 0;
 }
 
-int proc__open_file_at(pid_t pid, int root_fd, const char *path, const struct proc_file_id *id,
-		       int *ret_fd)
+int proc__open_file_at(struct bounded *b, pid_t pid, int root_fd, const char *path,
+		       const struct proc_file_id *id, int *ret_fd)
 {
 	struct open_job j;
 	int err;
@@ -421,10 +421,11 @@ int proc__open_file_at(pid_t pid, int root_fd, const char *path, const struct pr
 		return -EINVAL;
 	if ((err = open_job__init(&j, OPEN_IN_ROOT, pid, path, id, O_RDONLY)))
 		return err;
-	return open_job__call(&j, root_fd, ret_fd);
+	return open_job__call(b, &j, root_fd, ret_fd);
 }
 
-int proc__open_file(pid_t pid, const char *path, const struct proc_file_id *id, int *ret_fd)
+int proc__open_file(struct bounded *b, pid_t pid, const char *path, const struct proc_file_id *id,
+		    int *ret_fd)
 {
 	struct open_job j;
 	int err;
@@ -433,11 +434,11 @@ int proc__open_file(pid_t pid, const char *path, const struct proc_file_id *id, 
 		return -EINVAL;
 	if ((err = open_job__init(&j, OPEN_IN_PID_ROOT, pid, path, id, O_RDONLY)))
 		return err;
-	return open_job__call(&j, -1, ret_fd);
+	return open_job__call(b, &j, -1, ret_fd);
 }
 
-int proc__open_mapped(pid_t pid, __u64 start, __u64 end, const struct proc_file_id *id,
-		      int flags, int *ret_fd)
+int proc__open_mapped(struct bounded *b, pid_t pid, __u64 start, __u64 end,
+		      const struct proc_file_id *id, int flags, int *ret_fd)
 {
 	struct open_job j;
 
@@ -446,5 +447,5 @@ int proc__open_mapped(pid_t pid, __u64 start, __u64 end, const struct proc_file_
 	open_job__init(&j, OPEN_MAPPED, pid, NULL, id, flags);
 	j.start = start;
 	j.end = end;
-	return open_job__call(&j, -1, ret_fd);
+	return open_job__call(b, &j, -1, ret_fd);
 }

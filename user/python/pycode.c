@@ -48,6 +48,7 @@ struct pycode_entry {
 };
 
 struct pycode_cache {
+	struct bounded *b;  /* the reads' bounded calls */
 	pid_t pid;
 	struct pycode_layout l;
 	size_t header_len; /* bytes of a code object holding every field we read */
@@ -161,7 +162,7 @@ static int pycode__read_str(const struct pycode_cache *c, uint64_t addr, size_t 
 
 	if (!addr || (addr & 7))
 		return -EINVAL;
-	err = pymem__read(c->pid, addr, hdr, l->unicode_compact_size);
+	err = pymem__read(c->b, c->pid, addr, hdr, l->unicode_compact_size);
 	if (err)
 		return err;
 	if (l->unicode_type && rd64(hdr, l->ob_type) != l->unicode_type)
@@ -180,8 +181,9 @@ static int pycode__read_str(const struct pycode_cache *c, uint64_t addr, size_t 
 		err = -ENOMEM;
 		goto out_free;
 	}
-	err = pymem__read(c->pid, addr + (ascii ? l->unicode_ascii_size : l->unicode_compact_size),
-			  data, n * kind);
+	err = pymem__read(c->b, c->pid,
+			  addr + (ascii ? l->unicode_ascii_size : l->unicode_compact_size), data,
+			  n * kind);
 	if (!err)
 		err = pycode__unicode_to_utf8(data, n, kind, ascii, out, cap, &len);
 	if (!err && ret_sig) {
@@ -211,7 +213,7 @@ static int pycode__read_bytes(const struct pycode_cache *c, uint64_t addr, uint8
 
 	if (!addr || (addr & 7))
 		return -EINVAL;
-	err = pymem__read(c->pid, addr, hdr, l->bytes_ob_sval);
+	err = pymem__read(c->b, c->pid, addr, hdr, l->bytes_ob_sval);
 	if (err)
 		return err;
 	if (l->bytes_type && rd64(hdr, l->ob_type) != l->bytes_type)
@@ -222,7 +224,7 @@ static int pycode__read_bytes(const struct pycode_cache *c, uint64_t addr, uint8
 	buf = malloc(size ? (size_t)size : 1);
 	if (!buf)
 		return -ENOMEM;
-	err = pymem__read(c->pid, addr + l->bytes_ob_sval, buf, (size_t)size);
+	err = pymem__read(c->b, c->pid, addr + l->bytes_ob_sval, buf, (size_t)size);
 	if (err) {
 		free(buf);
 		return err;
@@ -251,7 +253,7 @@ static int pycode__read(const struct pycode_cache *c, uint64_t code, struct pyco
 
 	if (!code || (code & 7))
 		return -EINVAL;
-	err = pymem__read(c->pid, code, hdr, c->header_len);
+	err = pymem__read(c->b, c->pid, code, hdr, c->header_len);
 	if (err)
 		return err;
 	if (l->code_type && rd64(hdr, l->ob_type) != l->code_type)
@@ -283,12 +285,12 @@ static int pycode__read(const struct pycode_cache *c, uint64_t code, struct pyco
 
 /* ---------------------------------------------------------------- cache */
 
-int pycode_cache__new(pid_t pid, const struct pycode_layout *layout,
+int pycode_cache__new(struct bounded *b, pid_t pid, const struct pycode_layout *layout,
 		      struct pycode_cache **ret_cache)
 {
 	struct pycode_cache *c;
 
-	if (pid <= 0 || !layout || !ret_cache || !layout__fits(layout))
+	if (!b || pid <= 0 || !layout || !ret_cache || !layout__fits(layout))
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -299,6 +301,7 @@ int pycode_cache__new(pid_t pid, const struct pycode_layout *layout,
 		free(c);
 		return -ENOMEM;
 	}
+	c->b = b;
 	c->pid = pid;
 	c->l = *layout;
 	c->header_len = layout__header_len(layout);
@@ -593,7 +596,7 @@ int pycode_cache__check(struct pycode_cache *c, uint32_t next_epoch, size_t max,
 	for (size_t k = 0; k < n; k++)
 		seg[k] = (struct pymem_seg){ .addr = c->slots[slots[k]].code,
 					     .buf = buf + k * c->header_len, .len = c->header_len };
-	pymem__readv(c->pid, seg, n);
+	pymem__readv(c->b, c->pid, seg, n);
 	for (size_t k = 0; k < n; k++)
 		if (seg[k].err == -ESRCH)
 			goto out; /* the process is gone: nothing was replaced */
@@ -606,7 +609,7 @@ int pycode_cache__check(struct pycode_cache *c, uint32_t next_epoch, size_t max,
 						    k * (PYCODE_UNICODE_HEADER_MAX + PYCODE_SIG_DATA),
 					     .err = same ? 0 : -ESTALE };
 	}
-	pymem__readv(c->pid, seg, n);
+	pymem__readv(c->b, c->pid, seg, n);
 	for (size_t k = 0; k < n; k++) {
 		struct pycode_entry *e = &c->slots[slots[k]];
 

@@ -59,9 +59,10 @@ struct pycode_frame {
 };
 
 struct pycode_cache;
+struct bounded;
 
-/* A cache of the code objects of one process. */
-int pycode_cache__new(pid_t pid, const struct pycode_layout *layout,
+/* A cache of the code objects of one process, read through b's bounded calls (kept). */
+int pycode_cache__new(struct bounded *b, pid_t pid, const struct pycode_layout *layout,
 		      struct pycode_cache **ret_cache);
 void pycode_cache__destroy(struct pycode_cache *c);
 /*

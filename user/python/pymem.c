@@ -8,7 +8,8 @@
  *
  * Either can block as long as the process wants (a page of its memory that a
  * FUSE daemon or a userfaultfd it runs must provide): every read is a
- * bounded call (user/util/bounded.h) keyed by the pid.
+ * bounded call (user/util/bounded.h) through the caller's struct bounded,
+ * keyed by the pid.
  */
 #include "user/python/pymem.h"
 
@@ -73,7 +74,7 @@ static void read_job__run(void *p, int in_fd, int *ret_fd)
 	j->err = pymem__read_now(j->pid, j->addr, j->buf, j->len);
 }
 
-int pymem__read(pid_t pid, uint64_t addr, void *buf, size_t len)
+int pymem__read(struct bounded *b, pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct read_job *j;
 	int err;
@@ -88,17 +89,17 @@ int pymem__read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	if (!j)
 		return -ENOMEM;
 	*j = (struct read_job){ .pid = pid, .addr = addr, .len = len };
-	err = bounded__call(pid, read_job__run, j, sizeof(*j) + len, -1, NULL);
+	err = bounded__call(b, pid, read_job__run, j, sizeof(*j) + len, -1, NULL);
 	if (!err && !(err = j->err))
 		memcpy(buf, j->buf, len);
 	free(j);
 	return err == -EDEADLK ? -ETIMEDOUT : err;
 }
 
-int pymem__read_u64(pid_t pid, uint64_t addr, uint64_t *ret)
+int pymem__read_u64(struct bounded *b, pid_t pid, uint64_t addr, uint64_t *ret)
 {
 	uint64_t v;
-	int err = pymem__read(pid, addr, &v, sizeof(v));
+	int err = pymem__read(b, pid, addr, &v, sizeof(v));
 
 	if (err)
 		return err;
@@ -210,7 +211,7 @@ static size_t readv_fits(const struct pymem_seg *segs, size_t n, size_t *ret_byt
 	return k;
 }
 
-void pymem__readv(pid_t pid, struct pymem_seg *segs, size_t n)
+void pymem__readv(struct bounded *b, pid_t pid, struct pymem_seg *segs, size_t n)
 {
 	while (n) {
 		size_t bytes, k = readv_fits(segs, n, &bytes), off = 0;
@@ -237,7 +238,7 @@ void pymem__readv(pid_t pid, struct pymem_seg *segs, size_t n)
 							.off = (uint32_t)off };
 			off += segs[i].len;
 		}
-		err = bounded__call(pid, readv_job__run, j, bytes, -1, NULL);
+		err = bounded__call(b, pid, readv_job__run, j, bytes, -1, NULL);
 		data = (unsigned char *)&j->seg[k];
 		for (size_t i = 0; i < k; i++) {
 			segs[i].err = err ? (err == -EDEADLK ? -ETIMEDOUT : err) : j->seg[i].err;

@@ -229,11 +229,11 @@ static int name__minor(const char *path, unsigned *ret_minor)
 
 /* Opens the mapped file inside the target's root, only if it is the file
  * that is mapped (same dev and inode) and a regular file. */
-static int map__open(pid_t pid, const struct proc_map *m, int *ret_fd)
+static int map__open(struct bounded *b, pid_t pid, const struct proc_map *m, int *ret_fd)
 {
 	struct proc_file_id id = { .dev = m->dev, .ino = m->inode };
 
-	return proc__open_file(pid, m->path, &id, ret_fd);
+	return proc__open_file(b, pid, m->path, &id, ret_fd);
 }
 
 struct pyrt_found {
@@ -242,7 +242,7 @@ struct pyrt_found {
 	char path[PATH_MAX];
 };
 
-static int pyrt__find(pid_t pid, struct pyrt_found *ret)
+static int pyrt__find(struct bounded *b, pid_t pid, struct pyrt_found *ret)
 {
 	struct { uint64_t dev, ino; } seen[PYRT_MAX_CANDIDATES];
 	size_t n_seen = 0, i, j;
@@ -266,7 +266,7 @@ static int pyrt__find(pid_t pid, struct pyrt_found *ret)
 		seen[n_seen].dev = m->dev;
 		seen[n_seen].ino = m->inode;
 		n_seen++;
-		err = map__open(pid, m, &fd);
+		err = map__open(b, pid, m, &fd);
 		if (err) {
 			last = err;
 			continue;
@@ -313,7 +313,7 @@ static int dbg__get(const uint8_t *dbg, uint32_t pos, uint32_t *ret)
 }
 
 /* 3.13: the runtime describes itself. */
-static int pyrt__from_debug(pid_t pid, uint64_t runtime, uint32_t version,
+static int pyrt__from_debug(struct bounded *b, pid_t pid, uint64_t runtime, uint32_t version,
 			    struct gp_py_config *cfg, struct pycode_layout *code,
 			    uint32_t *ret_interp_id)
 {
@@ -349,7 +349,7 @@ static int pyrt__from_debug(pid_t pid, uint64_t runtime, uint32_t version,
 	size_t i;
 	int err;
 
-	err = pymem__read(pid, runtime, dbg, sizeof(dbg));
+	err = pymem__read(b, pid, runtime, dbg, sizeof(dbg));
 	if (err)
 		return err;
 	if (memcmp(dbg, "xdebugpy", 8))
@@ -389,7 +389,8 @@ static int pyrt__from_debug(pid_t pid, uint64_t runtime, uint32_t version,
 
 /* ---------------------------------------------------------------- validation */
 
-static int pyrt__validate(pid_t pid, const struct gp_py_config *c, uint32_t interp_id_off)
+static int pyrt__validate(struct bounded *b, pid_t pid, const struct gp_py_config *c,
+			  uint32_t interp_id_off)
 {
 	uint64_t interp, last = 0, ts, back, tid, id;
 	pid_t host;
@@ -397,7 +398,7 @@ static int pyrt__validate(pid_t pid, const struct gp_py_config *c, uint32_t inte
 	bool any_thread = false, tid_matched = false;
 	int i, j, err;
 
-	err = pymem__read_u64(pid, c->interp_head_addr, &interp);
+	err = pymem__read_u64(b, pid, c->interp_head_addr, &interp);
 	if (err)
 		return err == -EFAULT ? -EUCLEAN : err;
 	if (!interp)
@@ -412,24 +413,24 @@ static int pyrt__validate(pid_t pid, const struct gp_py_config *c, uint32_t inte
 			err = -EUCLEAN;
 			goto out;
 		}
-		err = pymem__read_u64(pid, interp + c->interp_threads_head, &ts);
+		err = pymem__read_u64(b, pid, interp + c->interp_threads_head, &ts);
 		for (j = 0; !err && ts && j < GP_PY_MAX_THREADS; j++) {
-			err = pymem__read_u64(pid, ts + c->tstate_interp, &back);
+			err = pymem__read_u64(b, pid, ts + c->tstate_interp, &back);
 			if (!err && back != interp)
 				err = -EUCLEAN; /* every thread state points at its interpreter */
 			if (!err && tids) {
-				err = pymem__read_u64(pid, ts + c->tstate_thread_id, &tid);
+				err = pymem__read_u64(b, pid, ts + c->tstate_thread_id, &tid);
 				if (!err && tid > 0 && tid <= INT32_MAX &&
 				    proc_tid_map__lookup(tids, (pid_t)tid, &host))
 					tid_matched = true;
 			}
 			any_thread = true;
 			if (!err)
-				err = pymem__read_u64(pid, ts + c->tstate_next, &ts);
+				err = pymem__read_u64(b, pid, ts + c->tstate_next, &ts);
 		}
 		last = interp;
 		if (!err)
-			err = pymem__read_u64(pid, interp + c->interp_next, &interp);
+			err = pymem__read_u64(b, pid, interp + c->interp_next, &interp);
 		if (err) {
 			err = err == -EFAULT ? -EUCLEAN : err;
 			goto out;
@@ -437,7 +438,7 @@ static int pyrt__validate(pid_t pid, const struct gp_py_config *c, uint32_t inte
 	}
 	/* The main interpreter (id 0) is the oldest, so the last one. */
 	if (!interp) {
-		err = pymem__read_u64(pid, last + interp_id_off, &id);
+		err = pymem__read_u64(b, pid, last + interp_id_off, &id);
 		if (err || id != 0) {
 			err = err && err != -EFAULT ? err : -EUCLEAN;
 			goto out;
@@ -454,7 +455,7 @@ out:
 
 /* ---------------------------------------------------------------- detect */
 
-int pyruntime__detect(pid_t pid, struct pyruntime *ret)
+int pyruntime__detect(struct bounded *b, pid_t pid, struct pyruntime *ret)
 {
 	struct pyruntime rt = { .pid = pid };
 	struct pyrt_found *f;
@@ -463,19 +464,19 @@ int pyruntime__detect(pid_t pid, struct pyruntime *ret)
 	size_t i;
 	int err;
 
-	if (pid <= 0 || !ret)
+	if (!b || pid <= 0 || !ret)
 		return -EINVAL;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	err = pyrt__find(pid, f);
+	err = pyrt__find(b, pid, f);
 	if (err)
 		goto out;
 	rt.load_bias = f->bias;
 	rt.runtime_addr = f->elf.sym[SYM_RUNTIME] + f->bias;
 	snprintf(rt.path, sizeof(rt.path), "%s", f->path);
 	if (f->elf.sym[SYM_VERSION]) {
-		err = pymem__read(pid, f->elf.sym[SYM_VERSION] + f->bias, &pyv, sizeof(pyv));
+		err = pymem__read(b, pid, f->elf.sym[SYM_VERSION] + f->bias, &pyv, sizeof(pyv));
 		if (err)
 			goto out;
 		if ((pyv >> 24) != 3) {
@@ -494,7 +495,8 @@ int pyruntime__detect(pid_t pid, struct pyruntime *ret)
 	rt.minor = (pyv >> 16) & 0xff;
 	rt.micro = (pyv >> 8) & 0xff;
 	if (rt.minor == 13) {
-		err = pyrt__from_debug(pid, rt.runtime_addr, pyv, &rt.config, &rt.code, &interp_id);
+		err = pyrt__from_debug(b, pid, rt.runtime_addr, pyv, &rt.config, &rt.code,
+				       &interp_id);
 	} else {
 		err = -EPROTONOSUPPORT;
 		for (i = 0; i < sizeof(pyrt_tables) / sizeof(pyrt_tables[0]); i++)
@@ -510,7 +512,7 @@ int pyruntime__detect(pid_t pid, struct pyruntime *ret)
 	rt.code.unicode_type =
 		f->elf.sym[SYM_UNICODE_TYPE] ? f->elf.sym[SYM_UNICODE_TYPE] + f->bias : 0;
 	rt.code.bytes_type = f->elf.sym[SYM_BYTES_TYPE] ? f->elf.sym[SYM_BYTES_TYPE] + f->bias : 0;
-	err = pyrt__validate(pid, &rt.config, interp_id);
+	err = pyrt__validate(b, pid, &rt.config, interp_id);
 	if (err)
 		goto out;
 	*ret = rt;
@@ -601,10 +603,10 @@ static void fs_base_job__run(void *p, int in_fd, int *ret_fd)
  * process likes. A bounded call (user/util/bounded.h), in the worker that
  * traces it: a worker given up is killed, which detaches the thread.
  */
-static int thread__fs_base_bounded(pid_t tid, uint64_t *ret)
+static int thread__fs_base_bounded(struct bounded *b, pid_t tid, uint64_t *ret)
 {
 	struct fs_base_job j = { .tid = tid };
-	int err = bounded__call(tid, fs_base_job__run, &j, sizeof(j), -1, NULL);
+	int err = bounded__call(b, tid, fs_base_job__run, &j, sizeof(j), -1, NULL);
 
 	if (err)
 		return err == -EDEADLK ? -ETIMEDOUT : err;
@@ -614,7 +616,8 @@ static int thread__fs_base_bounded(pid_t tid, uint64_t *ret)
 	return 0;
 }
 
-int pyruntime__thread_key(pid_t host_tid, const struct gp_py_config *cfg, uint64_t *ret_key)
+int pyruntime__thread_key(struct bounded *b, pid_t host_tid, const struct gp_py_config *cfg,
+			  uint64_t *ret_key)
 {
 	pid_t ns_tid;
 	uint64_t key;
@@ -631,33 +634,33 @@ int pyruntime__thread_key(pid_t host_tid, const struct gp_py_config *cfg, uint64
 	}
 	if (cfg->tid_kind != GP_PY_TID_PTHREAD)
 		return -EINVAL;
-	err = thread__fs_base_bounded(host_tid, &key);
+	err = thread__fs_base_bounded(b, host_tid, &key);
 	if (err)
 		return err;
 	*ret_key = key;
 	return 0;
 }
 
-static int rd(pid_t pid, uint64_t addr, uint32_t size, uint64_t *ret)
+static int rd(struct bounded *b, pid_t pid, uint64_t addr, uint32_t size, uint64_t *ret)
 {
 	uint64_t v = 0;
 	int err;
 
 	if (size != 1 && size != 4 && size != 8)
 		return -EINVAL;
-	err = pymem__read(pid, addr, &v, size); /* little endian: zero-extended */
+	err = pymem__read(b, pid, addr, &v, size); /* little endian: zero-extended */
 	if (err)
 		return err;
 	*ret = v;
 	return 0;
 }
 
-int pyruntime__walk_key(pid_t pid, const struct gp_py_config *c, uint64_t key,
+int pyruntime__walk_key(struct bounded *b, pid_t pid, const struct gp_py_config *c, uint64_t key,
 			struct gp_py_frame *frames, uint32_t max, uint32_t *ret_n,
 			enum gp_py_walk_status *ret_status)
 {
 	enum gp_py_walk_status st = GP_PY_WALK_OK;
-	uint64_t interp, ts = 0, f, code, instr, b, id;
+	uint64_t interp, ts = 0, f, code, instr, entry, id;
 	uint32_t n = 0;
 	bool found = false;
 	int i, j;
@@ -665,7 +668,7 @@ int pyruntime__walk_key(pid_t pid, const struct gp_py_config *c, uint64_t key,
 	if (!c || (!frames && max) || !ret_n || !ret_status)
 		return -EINVAL;
 	/* 1 */
-	if (rd(pid, c->interp_head_addr, 8, &interp)) {
+	if (rd(b, pid, c->interp_head_addr, 8, &interp)) {
 		st = GP_PY_WALK_FAULT;
 		goto out;
 	}
@@ -675,19 +678,19 @@ int pyruntime__walk_key(pid_t pid, const struct gp_py_config *c, uint64_t key,
 	}
 	/* 2 */
 	for (i = 0; !found && interp && i < GP_PY_MAX_INTERPS; i++) {
-		if (rd(pid, interp + c->interp_threads_head, 8, &ts))
+		if (rd(b, pid, interp + c->interp_threads_head, 8, &ts))
 			goto fault;
 		for (j = 0; ts && j < GP_PY_MAX_THREADS; j++) {
-			if (rd(pid, ts + c->tstate_thread_id, 8, &id))
+			if (rd(b, pid, ts + c->tstate_thread_id, 8, &id))
 				goto fault;
 			if (id == key) {
 				found = true;
 				break;
 			}
-			if (rd(pid, ts + c->tstate_next, 8, &ts))
+			if (rd(b, pid, ts + c->tstate_next, 8, &ts))
 				goto fault;
 		}
-		if (!found && rd(pid, interp + c->interp_next, 8, &interp))
+		if (!found && rd(b, pid, interp + c->interp_next, 8, &interp))
 			goto fault;
 	}
 	if (!found) {
@@ -695,10 +698,10 @@ int pyruntime__walk_key(pid_t pid, const struct gp_py_config *c, uint64_t key,
 		goto out;
 	}
 	/* 3 */
-	if (rd(pid, ts + c->tstate_frame, 8, &f))
+	if (rd(b, pid, ts + c->tstate_frame, 8, &f))
 		goto fault;
 	if (c->cframe_current_frame != GP_PY_NO_OFFSET && f &&
-	    rd(pid, f + c->cframe_current_frame, 8, &f))
+	    rd(b, pid, f + c->cframe_current_frame, 8, &f))
 		goto fault;
 	/* 4 */
 	while (f) {
@@ -706,19 +709,19 @@ int pyruntime__walk_key(pid_t pid, const struct gp_py_config *c, uint64_t key,
 			st = GP_PY_WALK_TRUNCATED;
 			goto out;
 		}
-		if (rd(pid, f + c->frame_code, 8, &code) ||
-		    rd(pid, f + c->frame_instr, c->instr_size, &instr))
+		if (rd(b, pid, f + c->frame_code, 8, &code) ||
+		    rd(b, pid, f + c->frame_instr, c->instr_size, &instr))
 			goto fault;
 		if (code & GP_PY_FRAME_FLAGS) {
 			st = GP_PY_WALK_BAD_FRAME;
 			goto out;
 		}
 		if (c->entry_kind == GP_PY_ENTRY_IS_ENTRY || c->entry_kind == GP_PY_ENTRY_OWNER) {
-			if (rd(pid, f + c->frame_entry, c->entry_size, &b))
+			if (rd(b, pid, f + c->frame_entry, c->entry_size, &entry))
 				goto fault;
-			if (c->entry_kind == GP_PY_ENTRY_IS_ENTRY && b) {
+			if (c->entry_kind == GP_PY_ENTRY_IS_ENTRY && entry) {
 				code |= GP_PY_FRAME_ENTRY;
-			} else if (c->entry_kind == GP_PY_ENTRY_OWNER && b == c->entry_value) {
+			} else if (c->entry_kind == GP_PY_ENTRY_OWNER && entry == c->entry_value) {
 				code = GP_PY_FRAME_SHIM;
 				instr = 0;
 			}
@@ -726,7 +729,7 @@ int pyruntime__walk_key(pid_t pid, const struct gp_py_config *c, uint64_t key,
 		frames[n].code = code;
 		frames[n].instr = instr;
 		n++;
-		if (rd(pid, f + c->frame_previous, 8, &f))
+		if (rd(b, pid, f + c->frame_previous, 8, &f))
 			goto fault;
 	}
 	goto out;
@@ -738,17 +741,17 @@ out:
 	return 0;
 }
 
-int pyruntime__walk_thread(pid_t pid, const struct gp_py_config *cfg, pid_t host_tid,
-			   struct gp_py_frame *frames, uint32_t max, uint32_t *ret_n,
-			   enum gp_py_walk_status *ret_status)
+int pyruntime__walk_thread(struct bounded *b, pid_t pid, const struct gp_py_config *cfg,
+			   pid_t host_tid, struct gp_py_frame *frames, uint32_t max,
+			   uint32_t *ret_n, enum gp_py_walk_status *ret_status)
 {
 	uint64_t key;
 	int err;
 
 	if (!cfg)
 		return -EINVAL;
-	err = pyruntime__thread_key(host_tid, cfg, &key);
+	err = pyruntime__thread_key(b, host_tid, cfg, &key);
 	if (err)
 		return err;
-	return pyruntime__walk_key(pid, cfg, key, frames, max, ret_n, ret_status);
+	return pyruntime__walk_key(b, pid, cfg, key, frames, max, ret_n, ret_status);
 }

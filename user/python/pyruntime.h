@@ -34,12 +34,18 @@ struct pyruntime {
 };
 
 /*
+ * The functions below read the target's memory, open its files and stop
+ * its threads only as bounded calls through b (user/util/bounded.h).
+ */
+struct bounded;
+
+/*
  * Finds CPython in pid and fills *ret. Errors (see pyruntime__strerror):
  * -ENOENT no CPython mapped; -EPROTONOSUPPORT a version without a table;
  * -EAGAIN the runtime has no interpreter or thread yet; -EUCLEAN the table
  * does not match what the process holds; others from /proc, ELF, reads.
  */
-int pyruntime__detect(pid_t pid, struct pyruntime *ret);
+int pyruntime__detect(struct bounded *b, pid_t pid, struct pyruntime *ret);
 
 /* A sentence for an error of pyruntime__detect (or strerror's). */
 const char *pyruntime__strerror(int err);
@@ -50,19 +56,20 @@ const char *pyruntime__strerror(int err);
  * pthread_self(), read as the FS base through a brief ptrace stop (x86-64
  * only: -EOPNOTSUPP elsewhere). host_tid as seen in our /proc.
  */
-int pyruntime__thread_key(pid_t host_tid, const struct gp_py_config *cfg, uint64_t *ret_key);
+int pyruntime__thread_key(struct bounded *b, pid_t host_tid, const struct gp_py_config *cfg,
+			  uint64_t *ret_key);
 
 /*
  * The walk of bpf/python.h, in user space: frames of the thread whose key is
  * key, youngest first, at most max. Returns 0 and the status (the frames
  * copied before a fault are kept), or -EINVAL.
  */
-int pyruntime__walk_key(pid_t pid, const struct gp_py_config *cfg, uint64_t key,
+int pyruntime__walk_key(struct bounded *b, pid_t pid, const struct gp_py_config *cfg, uint64_t key,
 			struct gp_py_frame *frames, uint32_t max, uint32_t *ret_n,
 			enum gp_py_walk_status *ret_status);
 /* pyruntime__thread_key + pyruntime__walk_key. */
-int pyruntime__walk_thread(pid_t pid, const struct gp_py_config *cfg, pid_t host_tid,
-			   struct gp_py_frame *frames, uint32_t max, uint32_t *ret_n,
-			   enum gp_py_walk_status *ret_status);
+int pyruntime__walk_thread(struct bounded *b, pid_t pid, const struct gp_py_config *cfg,
+			   pid_t host_tid, struct gp_py_frame *frames, uint32_t max,
+			   uint32_t *ret_n, enum gp_py_walk_status *ret_status);
 
 #endif /* GP_PYTHON_PYRUNTIME_H */

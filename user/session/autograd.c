@@ -21,7 +21,7 @@ void session__autograd_setup(struct session *s, struct target *t)
 
 	if (t->autograd_done)
 		return;
-	r = libtorch__attach_pid(s->lp, t->pid);
+	r = libtorch__attach_pid(s->lp, s->bounded, t->pid);
 	if (r == 1) {
 		t->autograd_done = true;
 		s->autograd_engines++;

@@ -49,7 +49,7 @@ void session__python_setup(struct session *s, struct target *t, __u64 now)
 
 	if (t->py_done || now < t->py_next_try_ns)
 		return;
-	err = pyruntime__detect(t->pid, &rt);
+	err = pyruntime__detect(s->bounded, t->pid, &rt);
 	if (err == -EAGAIN) {
 		if (!t->py_next_try_ns)
 			log_debug("pid %d (%s): CPython not ready: %s", t->pid, t->comm,
@@ -73,7 +73,7 @@ void session__python_setup(struct session *s, struct target *t, __u64 now)
 		return;
 	}
 	if (!err)
-		err = pycode_cache__new(t->pid, &rt.code, &t->py);
+		err = pycode_cache__new(s->bounded, t->pid, &rt.code, &t->py);
 	if (!err)
 		err = launch_probe__set_python(s->lp, t->pid, &rt.config);
 	if (err) {

@@ -19,6 +19,7 @@
 #include "user/probe/libcuda.h"
 #include "user/proc/proc.h"
 #include "user/session/preflight.h"
+#include "user/util/bounded.h"
 #include "user/util/log.h"
 
 /* libcuda files are looked for in every target's maps this often. */
@@ -102,7 +103,7 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 		struct target *t = s->tt.t[i];
 
 		/* Launches before its libcuda was probed cannot be joined. */
-		if (libcuda__attach_pid(s->lp, t->pid, &ref) > 0) {
+		if (libcuda__attach_pid(s->lp, s->bounded, t->pid, &ref) > 0) {
 			t->attach_ns = now_ns();
 			join__attach(s->join, t->pid, t->attach_ns);
 		}
@@ -110,7 +111,7 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 			session__autograd_setup(s, t); /* a libtorch loaded after its first launch */
 	}
 	if (s->o->mode == GP_MODE_ALL)
-		complete = libcuda__attach_all(s->lp, &ref) >= 0;
+		complete = libcuda__attach_all(s->lp, s->bounded, &ref) >= 0;
 	/* Every target's maps were read: a driver none of them maps frees its slot. */
 	if (complete)
 		launch_probe__sweep_files(s->lp);
@@ -311,7 +312,7 @@ static int setup_targets(struct session *s)
 	switch (s->o->mode) {
 	case GP_MODE_PID:
 		/* Probes first: the attach time must not precede them. */
-		libcuda__attach_pid(s->lp, s->o->pid, &ref);
+		libcuda__attach_pid(s->lp, s->bounded, s->o->pid, &ref);
 		say_refusal(s, &ref);
 		if (s->o->libcuda && (err = libcuda__attach_path(s->lp, s->o->libcuda, true)) < 0)
 			return err;
@@ -331,7 +332,7 @@ static int setup_targets(struct session *s)
 			if (libcuda__attach_path(s->lp, s->o->libcuda, true) < 0)
 				return -ENOENT;
 		} else {
-			libcuda__attach_all(s->lp, &ref);
+			libcuda__attach_all(s->lp, s->bounded, &ref);
 			say_refusal(s, &ref);
 			libcuda__attach_system(s->lp, NULL);
 		}
@@ -373,7 +374,10 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	memset(s, 0, sizeof(*s));
 	s->o = o;
 	launcher__init(&s->child);
-	if ((err = target_table__init(&s->tt)) || (err = profile__new(&s->prof)) ||
+	s->bounded = bounded__new();
+	if (!s->bounded)
+		return -ENOMEM;
+	if ((err = target_table__init(&s->tt, s->bounded)) || (err = profile__new(&s->prof)) ||
 	    (err = stack_table__init(&s->stacks, 1u << 20, 512u << 20)) ||
 	    (err = blobtab__new(1u << 18, 64u << 20, &s->names)) ||
 	    (err = join__new(&jo, session__on_sample, s, &s->join)))
@@ -418,6 +422,7 @@ static void session__fini(struct session *s)
 	free(s->pending);
 	crc_engine__destroy(s->crc);
 	launch_probe__destroy(s->lp);
+	bounded__free(s->bounded); /* after everything that holds it */
 }
 
 /*

@@ -49,6 +49,7 @@
 
 struct session {
 	const struct gp_opts *o;
+	struct bounded *bounded;    /* the loader's one: calls a target could hold (bounded.h) */
 	struct launch_probe *lp;
 	struct join *join;
 	struct profile *prof;

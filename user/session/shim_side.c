@@ -194,7 +194,7 @@ int session__open_shm(struct session *s, struct target *t, __u64 now)
 			err = -ENOENT;
 		}
 	} else {
-		err = shm_reader__open_pid(t->pid, &t->shm);
+		err = shm_reader__open_pid(s->bounded, t->pid, &t->shm);
 	}
 	if (err == 0) {
 		log_debug("reading the shim ring of pid %d", t->pid);
@@ -207,7 +207,7 @@ int session__open_shm(struct session *s, struct target *t, __u64 now)
 
 		if (!t->warned_busy) {
 			t->warned_busy = true;
-			shm_reader__holder(t->pid, &holder);
+			shm_reader__holder(s->bounded, t->pid, &holder);
 			log_warn("pid %d (%s): its shim ring is read by another gpuprobe-bpf (pid %d), "
 				 "so its GPU time goes there (launches are still counted here)",
 				 t->pid, t->comm, (int)holder);

@@ -146,7 +146,7 @@ static void hostile_counters(struct session *s, struct counters *c)
 	struct bounded_stats io;
 	struct space_stats ts;
 
-	bounded__stats(&io);
+	bounded__stats(s->bounded, &io);
 	target_table__stats(&s->tt, &ts);
 	launch_probe__file_stats(s->lp, &lf);
 	for (size_t i = 0; i < s->tt.n; i++)

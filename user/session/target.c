@@ -13,12 +13,13 @@
 #include "user/python/pycode.h"
 #include "user/util/grow.h"
 
-int target_table__init(struct target_table *tt)
+int target_table__init(struct target_table *tt, struct bounded *b)
 {
 	int err;
 
 	memset(tt, 0, sizeof(*tt));
-	err = space_caches__new(&tt->caches);
+	tt->bounded = b;
+	err = space_caches__new(b, &tt->caches);
 	if (!err && (err = u64map__init(&tt->by_pid, 0))) {
 		space_caches__destroy(tt->caches);
 		tt->caches = NULL;
@@ -89,7 +90,7 @@ int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct targ
 		free(t);
 		return -ENOMEM;
 	}
-	err = space__new(tt->caches, pid, target__reread_comm, t, &t->space);
+	err = space__new(tt->caches, tt->bounded, pid, target__reread_comm, t, &t->space);
 	if (err) {
 		target__free(t);
 		return err;

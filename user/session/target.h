@@ -17,6 +17,7 @@
 
 struct shm_reader;
 struct pycode_cache;
+struct bounded;
 
 struct graph_nodes;
 struct autograd_callers;
@@ -61,10 +62,15 @@ struct target_table {
 	struct u64map by_pid;
 	struct space_stats gone;   /* of the targets removed */
 	struct space_caches *caches; /* the symbol and CFI tables every target's space shares */
+	struct bounded *bounded;   /* the bounded calls their spaces open files through */
 };
 
-/* Makes the table and the caches its targets' address spaces share. */
-int target_table__init(struct target_table *tt);
+/*
+ * Makes the table and the caches its targets' address spaces share; the
+ * spaces and the caches open files as bounded calls through b (the
+ * session's: user/util/bounded.h).
+ */
+int target_table__init(struct target_table *tt, struct bounded *b);
 void target_table__fini(struct target_table *tt);
 struct target *target_table__find(struct target_table *tt, pid_t pid);
 /* Creates the entry (reading comm, cgroup, namespace) or returns the existing one. */

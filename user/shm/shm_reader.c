@@ -355,24 +355,24 @@ static int maps__find(pid_t pid, __u64 *ret_start, __u64 *ret_end)
  * file before it is opened (proc.h): a process could map something else
  * under the ring's name.
  */
-static int ring__open(pid_t pid, int flags, int *ret_fd)
+static int ring__open(struct bounded *b, pid_t pid, int flags, int *ret_fd)
 {
 	__u64 start, end;
 	int err = maps__find(pid, &start, &end);
 
 	if (!err)
-		err = proc__open_mapped(pid, start, end, NULL, flags, ret_fd);
+		err = proc__open_mapped(b, pid, start, end, NULL, flags, ret_fd);
 	return err ? proc__errno(pid, err) : 0;
 }
 
-int shm_reader__open_pid(pid_t pid, struct shm_reader **ret_r)
+int shm_reader__open_pid(struct bounded *b, pid_t pid, struct shm_reader **ret_r)
 {
 	struct shm_reader *r;
 	int fd, err;
 
 	if (pid <= 0 || !ret_r)
 		return -EINVAL;
-	err = ring__open(pid, O_RDWR, &fd);
+	err = ring__open(b, pid, O_RDWR, &fd);
 	if (err)
 		return err;
 	err = shm_reader__open_fd(fd, &r);
@@ -428,7 +428,7 @@ int shm_reader__grab_fd(pid_t pid, int fd, int *ret_fd)
  * names the holder after an open answered -EBUSY. Only the consumer area is
  * read (pread, nothing mapped), and only a pid's worth of it is believed.
  */
-int shm_reader__holder(pid_t pid, pid_t *ret_holder)
+int shm_reader__holder(struct bounded *b, pid_t pid, pid_t *ret_holder)
 {
 	struct gp_shm_consumer c;
 	ssize_t n;
@@ -436,7 +436,7 @@ int shm_reader__holder(pid_t pid, pid_t *ret_holder)
 
 	if (pid <= 0 || !ret_holder)
 		return -EINVAL;
-	err = ring__open(pid, O_RDONLY, &fd);
+	err = ring__open(b, pid, O_RDONLY, &fd);
 	if (err)
 		return err;
 	n = pread(fd, &c, sizeof(c), offsetof(struct gp_shm_header, consumer));

@@ -41,8 +41,10 @@ struct shm_reader_stats {
 };
 
 struct shm_reader;
+struct bounded;
 
-int shm_reader__open_pid(pid_t pid, struct shm_reader **ret_r);
+/* The ring pid maps, its file opened as a bounded call through b (user/util/bounded.h). */
+int shm_reader__open_pid(struct bounded *b, pid_t pid, struct shm_reader **ret_r);
 /* fd is not taken over; the mapping outlives it. */
 int shm_reader__open_fd(int fd, struct shm_reader **ret_r);
 /*
@@ -55,8 +57,8 @@ int shm_reader__grab_fd(pid_t pid, int fd, int *ret_fd);
 /* mem (8-byte aligned, size bytes) must outlive the reader; not freed. */
 int shm_reader__open_mem(void *mem, size_t size, struct shm_reader **ret_r);
 void shm_reader__destroy(struct shm_reader *r);
-/* The pid of the loader that last claimed pid's ring (0: none), after -EBUSY. */
-int shm_reader__holder(pid_t pid, pid_t *ret_holder);
+/* The pid of the loader that last claimed pid's ring (0: none), after -EBUSY; opened as above. */
+int shm_reader__holder(struct bounded *b, pid_t pid, pid_t *ret_holder);
 
 /* Checks a layout snapshot against the bytes really available. */
 int shm_reader__validate_layout(const struct gp_shm_layout *l, __u64 real_size);

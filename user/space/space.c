@@ -23,6 +23,7 @@ struct space_old {
 
 struct space {
 	struct space_caches *c;
+	struct bounded *b;
 	pid_t pid;
 	void (*on_open)(void *ctx);
 	void *ctx;
@@ -39,17 +40,17 @@ struct space {
 	__u64 forced_useless_ns;   /* a forced maps re-read found nothing new then */
 };
 
-int space__new(struct space_caches *c, pid_t pid, void (*on_open)(void *ctx), void *ctx,
-	       struct space **ret_space)
+int space__new(struct space_caches *c, struct bounded *b, pid_t pid, void (*on_open)(void *ctx),
+	       void *ctx, struct space **ret_space)
 {
 	struct space *s;
 
-	if (!c || !ret_space)
+	if (!c || !b || !ret_space)
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	*s = (struct space){ .c = c, .pid = pid, .on_open = on_open, .ctx = ctx };
+	*s = (struct space){ .c = c, .b = b, .pid = pid, .on_open = on_open, .ctx = ctx };
 	*ret_space = s;
 	return 0;
 }
@@ -68,7 +69,7 @@ struct space_gen *space__now(struct space *s)
 {
 	if (s->now || s->now_failed)
 		return s->now;
-	if (space_gen__open(s->c, s->pid, NULL, &s->now))
+	if (space_gen__open(s->c, s->b, s->pid, NULL, &s->now))
 		s->now_failed = true;
 	if (s->on_open)
 		s->on_open(s->ctx);

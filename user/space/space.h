@@ -29,6 +29,7 @@
 #include <sys/types.h>
 #include "user/symbolize/symbolize.h"
 
+struct bounded;
 struct cfi_table;
 struct unwind_memo;
 
@@ -46,11 +47,12 @@ struct unwind_memo;
  * The ELF symbol and CFI tables of every file any space of a session maps,
  * loaded once per file. The session makes it before its first space and
  * destroys it after its last; while no generation of any space is open it
- * holds no table (they are made again on the next use).
+ * holds no table (they are made again on the next use). A debug file
+ * (elf_syms.h) is opened as a bounded call through b (user/util/bounded.h).
  */
 struct space_caches;
 
-int space_caches__new(struct space_caches **ret);
+int space_caches__new(struct bounded *b, struct space_caches **ret);
 /* Every space made with c must be destroyed first. NULL-safe. */
 void space_caches__destroy(struct space_caches *c);
 /* Bytes held by the symbol and CFI tables now, for the loader's line. */
@@ -64,9 +66,10 @@ struct space_gen;
 
 /*
  * Opens pid's address space now: its status (the pid it knows itself by,
- * its user), its root (root NULL: /proc/<pid>/root) and its maps.
+ * its user), its root (root NULL: /proc/<pid>/root) and its maps. The files
+ * it maps are opened later as bounded calls through b (kept).
  */
-int space_gen__open(struct space_caches *c, pid_t pid, const char *root,
+int space_gen__open(struct space_caches *c, struct bounded *b, pid_t pid, const char *root,
 		    struct space_gen **ret_gen);
 void space_gen__destroy(struct space_gen *g); /* NULL-safe */
 /*
@@ -104,10 +107,11 @@ struct space;
  * pid's address space; nothing is read until its first use (a -- COMMAND
  * child is met before its exec, when its maps are still the loader's).
  * on_open(ctx), when given, is called each time the current generation is
- * opened (or fails to open): the process may have exec'd since.
+ * opened (or fails to open): the process may have exec'd since. Its
+ * generations open its files through b (space_gen__open).
  */
-int space__new(struct space_caches *c, pid_t pid, void (*on_open)(void *ctx), void *ctx,
-	       struct space **ret_space);
+int space__new(struct space_caches *c, struct bounded *b, pid_t pid, void (*on_open)(void *ctx),
+	       void *ctx, struct space **ret_space);
 void space__destroy(struct space *s); /* NULL-safe */
 
 /* The current generation, opened on first use; NULL when it cannot be. */

@@ -16,15 +16,24 @@
 #define SPACE_CFI_BYTES (256u << 20)
 
 struct space_caches {
+	struct bounded *b; /* the ELF cache's opens (debug files) */
 	struct elf_cache *elf;
 	struct cfi_cache *cfi;
 	unsigned long users; /* generations open: the tables exist while there are some */
 };
 
-int space_caches__new(struct space_caches **ret)
+int space_caches__new(struct bounded *b, struct space_caches **ret)
 {
-	*ret = calloc(1, sizeof(**ret));
-	return *ret ? 0 : -ENOMEM;
+	struct space_caches *c;
+
+	if (!b)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->b = b;
+	*ret = c;
+	return 0;
 }
 
 static void space_caches__empty(struct space_caches *c)
@@ -50,7 +59,7 @@ void space_caches__destroy(struct space_caches *c)
 int space_caches__get(struct space_caches *c)
 {
 	if (!c->users) {
-		c->elf = elf_cache__new(SPACE_MAX_FILES);
+		c->elf = elf_cache__new(c->b, SPACE_MAX_FILES);
 		c->cfi = cfi_cache__new(SPACE_MAX_FILES, SPACE_CFI_BYTES);
 		if (!c->elf || !c->cfi) {
 			space_caches__empty(c);

@@ -39,6 +39,7 @@ struct map_elf {
 
 struct space_gen {
 	struct space_caches *c;
+	struct bounded *b;         /* the opens' bounded calls */
 	pid_t pid;
 	pid_t ns_pid;              /* the pid the process knows itself by: names its perf map */
 	uid_t uid;
@@ -168,18 +169,19 @@ static int space_gen__read_maps(struct space_gen *g, bool *ret_kept)
 	return 0;
 }
 
-int space_gen__open(struct space_caches *c, pid_t pid, const char *root,
+int space_gen__open(struct space_caches *c, struct bounded *b, pid_t pid, const char *root,
 		    struct space_gen **ret_gen)
 {
 	struct space_gen *g;
 	char root_path[64];
 	int err;
 
-	if (!c || pid <= 0 || !ret_gen)
+	if (!c || !b || pid <= 0 || !ret_gen)
 		return -EINVAL;
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
+	g->b = b;
 	g->pid = pid;
 	g->root_fd = -1;
 	g->refreshed_ns = clock_ns(CLOCK_MONOTONIC);
@@ -302,9 +304,9 @@ static int space_gen__open_mapped(struct space_gen *g, const struct proc_map *m,
 	struct proc_file_id id = { .dev = m->dev, .ino = m->inode };
 
 	if (m->kind == PROC_MAP_FILE && !m->deleted &&
-	    proc__open_file_at(g->pid, g->root_fd, m->path, &id, ret_fd) == 0)
+	    proc__open_file_at(g->b, g->pid, g->root_fd, m->path, &id, ret_fd) == 0)
 		return 0;
-	return proc__open_mapped(g->pid, m->start, m->end, &id, O_RDONLY, ret_fd);
+	return proc__open_mapped(g->b, g->pid, m->start, m->end, &id, O_RDONLY, ret_fd);
 }
 
 static struct elf_syms *space_gen__elf(struct space_gen *g, size_t idx)
@@ -350,7 +352,7 @@ static struct perfmap *space_gen__perfmap(struct space_gen *g)
 		return g->perfmap;
 	g->perfmap_tried = true;
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)g->ns_pid);
-	if (proc__open_file_at(g->pid, g->root_fd, path, NULL, &fd))
+	if (proc__open_file_at(g->b, g->pid, g->root_fd, path, NULL, &fd))
 		return NULL;
 	if (fstat(fd, &st) == 0 && (st.st_uid == g->uid || st.st_uid == 0))
 		perfmap__load_fd(fd, &g->perfmap);

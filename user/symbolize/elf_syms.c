@@ -518,14 +518,16 @@ struct elf_cache {
 	size_t max;
 	uint64_t clock;
 	int debug_root; /* where /usr/lib/debug is looked for; -1: nowhere */
+	struct bounded *b; /* the opens' bounded calls */
 };
 
-struct elf_cache *elf_cache__new(size_t max_files)
+struct elf_cache *elf_cache__new(struct bounded *b, size_t max_files)
 {
 	struct elf_cache *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
+	c->b = b;
 	c->debug_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	c->max = max_files ? max_files : 256;
 	c->files = calloc(c->max, sizeof(*c->files));
@@ -569,17 +571,17 @@ static bool elf_syms__same_file(const struct elf_syms *s, const struct stat *st)
  * file of another build would name every frame wrongly). Its names are read
  * from it.
  */
-static void elf_syms__use_debug_file(struct elf_syms *s, int root_fd)
+static void elf_syms__use_debug_file(struct elf_cache *c, struct elf_syms *s)
 {
 	char path[sizeof(s->build_id) + 40];
 	struct elf_syms *d = NULL;
 	int fd;
 
-	if (root_fd < 0 || s->symtab || strlen(s->build_id) < 4)
+	if (c->debug_root < 0 || s->symtab || strlen(s->build_id) < 4)
 		return;
 	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", s->build_id,
 		 s->build_id + 2);
-	if (proc__open_file_at(0, root_fd, path, NULL, &fd))
+	if (proc__open_file_at(c->b, 0, c->debug_root, path, NULL, &fd))
 		return;
 	if (elf_syms__load_fd(fd, &d) == 0 && d->symtab && d->n_syms &&
 	    !strcmp(d->build_id, s->build_id)) {
@@ -619,7 +621,7 @@ int elf_cache__get_fd(struct elf_cache *c, int fd, struct elf_syms **ret_syms)
 	err = elf_syms__load_fd(fd, &s);
 	if (err)
 		return err;
-	elf_syms__use_debug_file(s, c->debug_root);
+	elf_syms__use_debug_file(c, s);
 	/* A replaced file (same dev+inode, new size/mtime) takes its old slot. */
 	for (i = 0; i < c->n; i++)
 		if (c->files[i]->dev == s->dev && c->files[i]->ino == s->ino)
@@ -647,7 +649,7 @@ int elf_cache__get(struct elf_cache *c, int root_fd, const char *path,
 
 	if (!c || !path || !ret_syms)
 		return -EINVAL;
-	err = proc__open_file_at(0, root_fd, path, NULL, &fd);
+	err = proc__open_file_at(c->b, 0, root_fd, path, NULL, &fd);
 	if (err)
 		return err;
 	err = elf_cache__get_fd(c, fd, ret_syms);

@@ -14,6 +14,7 @@
 
 struct elf_syms;
 struct elf_cache;
+struct bounded;
 
 /*
  * Loads from an open file (a duplicate of the fd is kept while the file has
@@ -43,7 +44,8 @@ int elf_syms__lookup(struct elf_syms *s, uint64_t vaddr, const char **ret_name,
 int elf_syms__file_to_vaddr(const struct elf_syms *s, uint64_t file_offset,
 			    uint64_t *ret_vaddr);
 
-struct elf_cache *elf_cache__new(size_t max_files);
+/* Its opens (elf_cache__get's, the debug files') are bounded calls through b (kept). */
+struct elf_cache *elf_cache__new(struct bounded *b, size_t max_files);
 void elf_cache__destroy(struct elf_cache *c);
 /*
  * Opens path inside the directory root_fd (never leaving it) and returns a

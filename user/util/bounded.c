@@ -40,7 +40,7 @@ struct stalled {
 	__u64 start;    /* the process's start time: a reused pid is another process */
 };
 
-static struct {
+struct bounded {
 	pthread_mutex_t lock;    /* one call at a time */
 	pid_t worker;            /* 0: none yet */
 	int sock;
@@ -49,7 +49,7 @@ static struct {
 	struct stalled stalled[BOUNDED_MAX_STALLED];
 	unsigned nstalled, next_stalled;
 	struct bounded_stats st;
-} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .sock = -1 };
+};
 
 /* starttime of /proc/<pid>/stat (field 22), 0 when unreadable. */
 static __u64 pid_start(pid_t pid)
@@ -75,35 +75,35 @@ static __u64 pid_start(pid_t pid)
 	return start;
 }
 
-static bool stalled__has(pid_t pid, __u64 start)
+static bool stalled__has(const struct bounded *b, pid_t pid, __u64 start)
 {
-	for (unsigned i = 0; i < g.nstalled; i++)
-		if (g.stalled[i].pid == pid && g.stalled[i].start == start)
+	for (unsigned i = 0; i < b->nstalled; i++)
+		if (b->stalled[i].pid == pid && b->stalled[i].start == start)
 			return true;
 	return false;
 }
 
-static void stalled__add(pid_t pid, __u64 start)
+static void stalled__add(struct bounded *b, pid_t pid, __u64 start)
 {
-	g.stalled[g.next_stalled] = (struct stalled){ .pid = pid, .start = start };
-	g.next_stalled = (g.next_stalled + 1) % BOUNDED_MAX_STALLED;
-	if (g.nstalled < BOUNDED_MAX_STALLED)
-		g.nstalled++;
+	b->stalled[b->next_stalled] = (struct stalled){ .pid = pid, .start = start };
+	b->next_stalled = (b->next_stalled + 1) % BOUNDED_MAX_STALLED;
+	if (b->nstalled < BOUNDED_MAX_STALLED)
+		b->nstalled++;
 }
 
 /* Abandoned workers that have gone since: reaped, no longer counted stuck. */
-static void lost__reap(void)
+static void lost__reap(struct bounded *b)
 {
-	for (unsigned i = 0; i < g.nlost;) {
-		pid_t r = waitpid(g.lost[i], NULL, WNOHANG);
+	for (unsigned i = 0; i < b->nlost;) {
+		pid_t r = waitpid(b->lost[i], NULL, WNOHANG);
 
-		if (r == g.lost[i] || (r < 0 && errno == ECHILD)) {
-			g.lost[i] = g.lost[--g.nlost];
+		if (r == b->lost[i] || (r < 0 && errno == ECHILD)) {
+			b->lost[i] = b->lost[--b->nlost];
 			continue;
 		}
 		i++;
 	}
-	g.st.stuck = g.nlost;
+	b->st.stuck = b->nlost;
 }
 
 /* One message: header and job, and an fd when fd >= 0. */
@@ -210,7 +210,7 @@ static void worker_main(int sock, pid_t parent)
 	}
 }
 
-static int worker__start(void)
+static int worker__start(struct bounded *b)
 {
 	int sv[2], bytes = SOCK_BYTES;
 	pid_t parent = getpid(), pid;
@@ -237,21 +237,21 @@ static int worker__start(void)
 		_exit(0);
 	}
 	close(sv[1]);
-	g.worker = pid;
-	g.sock = sv[0];
+	b->worker = pid;
+	b->sock = sv[0];
 	return 0;
 }
 
 /* The worker is given up: killed, never waited for; reaped once gone. */
-static void worker__abandon(void)
+static void worker__abandon(struct bounded *b)
 {
-	kill(g.worker, SIGKILL);
-	close(g.sock);
-	if (g.nlost < BOUNDED_MAX_STUCK)
-		g.lost[g.nlost++] = g.worker;
-	g.st.stuck = g.nlost;
-	g.worker = 0;
-	g.sock = -1;
+	kill(b->worker, SIGKILL);
+	close(b->sock);
+	if (b->nlost < BOUNDED_MAX_STUCK)
+		b->lost[b->nlost++] = b->worker;
+	b->st.stuck = b->nlost;
+	b->worker = 0;
+	b->sock = -1;
 }
 
 static int ms_left(const struct timespec *deadline)
@@ -265,11 +265,11 @@ static int ms_left(const struct timespec *deadline)
 }
 
 /* Sends the call and takes its answer, both before the deadline. */
-static int worker__exchange(bounded_fn fn, void *job, size_t size, int in_fd, void *answer,
-			    int *ret_fd)
+static int worker__exchange(struct bounded *b, bounded_fn fn, void *job, size_t size, int in_fd,
+			    void *answer, int *ret_fd)
 {
 	struct msg_hdr h = { .fn = (uintptr_t)fn, .size = size };
-	struct pollfd p = { .fd = g.sock };
+	struct pollfd p = { .fd = b->sock };
 	struct timespec deadline;
 	ssize_t n;
 
@@ -277,7 +277,7 @@ static int worker__exchange(bounded_fn fn, void *job, size_t size, int in_fd, vo
 	deadline.tv_nsec += (long)BOUNDED_TIMEOUT_MS * 1000000;
 	deadline.tv_sec += deadline.tv_nsec / 1000000000;
 	deadline.tv_nsec %= 1000000000;
-	while ((n = msg_send(g.sock, &h, job, in_fd, MSG_DONTWAIT)) < 0) {
+	while ((n = msg_send(b->sock, &h, job, in_fd, MSG_DONTWAIT)) < 0) {
 		if (errno != EAGAIN && errno != EINTR)
 			return -EIO;
 		p.events = POLLOUT;
@@ -285,7 +285,7 @@ static int worker__exchange(bounded_fn fn, void *job, size_t size, int in_fd, vo
 			return -ETIMEDOUT;
 	}
 	for (;;) {
-		n = msg_recv(g.sock, &h, answer, size, ret_fd, MSG_DONTWAIT);
+		n = msg_recv(b->sock, &h, answer, size, ret_fd, MSG_DONTWAIT);
 		if (n > 0)
 			return h.size == size ? 0 : -EIO;
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
@@ -296,28 +296,62 @@ static int worker__exchange(bounded_fn fn, void *job, size_t size, int in_fd, vo
 	}
 }
 
-int bounded__call(pid_t key, bounded_fn fn, void *job, size_t size, int in_fd, int *ret_fd)
+struct bounded *bounded__new(void)
+{
+	struct bounded *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	if (pthread_mutex_init(&b->lock, NULL)) {
+		free(b);
+		return NULL;
+	}
+	b->sock = -1;
+	return b;
+}
+
+/*
+ * As the loader's exit does (PR_SET_PDEATHSIG, its fds closed): the worker
+ * killed and its socket closed, the stuck ones left to the kernel, none
+ * waited for (bounded.h). Those gone already are reaped; the rest are
+ * init's once the loader exits.
+ */
+void bounded__free(struct bounded *b)
+{
+	if (!b)
+		return;
+	if (b->worker) {
+		kill(b->worker, SIGKILL);
+		close(b->sock);
+	}
+	lost__reap(b);
+	pthread_mutex_destroy(&b->lock);
+	free(b);
+}
+
+int bounded__call(struct bounded *b, pid_t key, bounded_fn fn, void *job, size_t size, int in_fd,
+		  int *ret_fd)
 {
 	__u64 start = key > 0 ? pid_start(key) : 0;
 	int err, out_fd = -1;
 	void *answer;
 
-	if (!fn || (!job && size) || size > BOUNDED_JOB_MAX)
+	if (!b || !fn || (!job && size) || size > BOUNDED_JOB_MAX)
 		return -EINVAL;
 	answer = malloc(size ? size : 1);
 	if (!answer)
 		return -ENOMEM;
-	pthread_mutex_lock(&g.lock);
-	g.st.calls++;
-	lost__reap();
-	if ((key > 0 && stalled__has(key, start)) || g.nlost >= BOUNDED_MAX_STUCK) {
-		g.st.refused++;
+	pthread_mutex_lock(&b->lock);
+	b->st.calls++;
+	lost__reap(b);
+	if ((key > 0 && stalled__has(b, key, start)) || b->nlost >= BOUNDED_MAX_STUCK) {
+		b->st.refused++;
 		err = -EDEADLK;
 		goto out_unlock;
 	}
-	if (!g.worker && (err = worker__start()))
+	if (!b->worker && (err = worker__start(b)))
 		goto out_unlock;
-	err = worker__exchange(fn, job, size, in_fd, answer, &out_fd);
+	err = worker__exchange(b, fn, job, size, in_fd, answer, &out_fd);
 	if (!err) {
 		memcpy(job, answer, size);
 		if (ret_fd)
@@ -328,22 +362,22 @@ int bounded__call(pid_t key, bounded_fn fn, void *job, size_t size, int in_fd, i
 	}
 	if (out_fd >= 0)
 		close(out_fd);
-	worker__abandon();
+	worker__abandon(b);
 	if (err == -ETIMEDOUT) {
-		g.st.timeouts++;
+		b->st.timeouts++;
 		if (key > 0)
-			stalled__add(key, start);
+			stalled__add(b, key, start);
 	}
 out_unlock:
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&b->lock);
 	free(answer);
 	return err;
 }
 
-void bounded__stats(struct bounded_stats *ret_stats)
+void bounded__stats(struct bounded *b, struct bounded_stats *ret_stats)
 {
-	pthread_mutex_lock(&g.lock);
-	lost__reap();
-	*ret_stats = g.st;
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_lock(&b->lock);
+	lost__reap(b);
+	*ret_stats = b->st;
+	pthread_mutex_unlock(&b->lock);
 }

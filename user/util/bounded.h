@@ -18,8 +18,13 @@
  * process, not one per call. At most BOUNDED_MAX_STUCK workers may be stuck
  * at a time; past that, every call is refused until one is gone.
  *
- * Process-wide on purpose: a stuck worker is a resource of the loader's
- * process, whoever made the call, so the bound on them is too.
+ * Both bounds belong to a struct bounded, as its worker does: the processes
+ * it remembers stalling and its stuck workers; another struct bounded
+ * neither sees nor counts them. The loader makes exactly one, owned by its
+ * session and handed to everything that makes bounded calls (the in-root
+ * opens, the remote reads, the ptrace stops), so the bounds are still the
+ * loader's, whoever made the call: a stuck worker is a resource of the
+ * loader's process.
  */
 #ifndef GP_UTIL_BOUNDED_H
 #define GP_UTIL_BOUNDED_H
@@ -45,16 +50,29 @@
  */
 typedef void (*bounded_fn)(void *job, int in_fd, int *ret_fd);
 
+struct bounded;
+
+/* No worker yet: the first call starts one. NULL without memory. */
+struct bounded *bounded__new(void);
 /*
- * Runs fn(job) in the worker and copies the job back when it answers in
+ * Its worker killed and its socket closed, its stuck workers left to the
+ * kernel, none waited for, as the loader's exit would. No call may be in
+ * progress. NULL-safe.
+ */
+void bounded__free(struct bounded *b);
+
+/*
+ * Runs fn(job) in b's worker and copies the job back when it answers in
  * time. key: the process the call touches (0: none). Returns 0 once fn ran
  * (its own status is in job) and *ret_fd (may be NULL when fn sends none)
  * is the fd it sent, or -1; -ETIMEDOUT when it missed the deadline;
- * -EDEADLK when it was refused without running (key stalled before, or too
- * many workers stuck); -EIO when the worker died in the call; -EINVAL,
- * -ENOMEM, -errno of starting a worker.
+ * -EDEADLK when it was refused without running (key stalled before in b, or
+ * too many of b's workers stuck); -EIO when the worker died in the call;
+ * -EINVAL, -ENOMEM, -errno of starting a worker. Calls through one b run
+ * one at a time.
  */
-int bounded__call(pid_t key, bounded_fn fn, void *job, size_t size, int in_fd, int *ret_fd);
+int bounded__call(struct bounded *b, pid_t key, bounded_fn fn, void *job, size_t size, int in_fd,
+		  int *ret_fd);
 
 struct bounded_stats {
 	__u64 calls;
@@ -62,6 +80,7 @@ struct bounded_stats {
 	__u64 refused;       /* calls refused at once: a stalled process, or too many stuck */
 	__u64 stuck;         /* abandoned workers not gone yet */
 };
-void bounded__stats(struct bounded_stats *ret_stats);
+/* b's figures; its stuck workers that have gone since are reaped first. */
+void bounded__stats(struct bounded *b, struct bounded_stats *ret_stats);
 
 #endif /* GP_UTIL_BOUNDED_H */

@@ -23,6 +23,8 @@ import time
 import torch
 import torch.nn as nn
 
+from peer import kernel_counts, profiled
+
 
 class Block(nn.Module):
     def __init__(self, d=512):
@@ -43,37 +45,33 @@ def loss_of(model, x, y):
     return nn.functional.cross_entropy(model(x).mean(dim=1), y)
 
 
-def compile_step(model, opt, x, y):
+def train_body(model, opt, x, y):
     opt.zero_grad(set_to_none=True)
     loss = loss_of(model, x, y)
     loss.backward()
     opt.step()
     return loss
+
+
+def compile_step(model, opt, x, y):
+    return train_body(model, opt, x, y)
 
 
 def compile_warmup(model, opt, x, y):
     """compile_step's twin, for the steps that compile (outside the profiled ones)."""
-    opt.zero_grad(set_to_none=True)
-    loss = loss_of(model, x, y)
-    loss.backward()
-    opt.step()
-    return loss
+    return train_body(model, opt, x, y)
 
 
 def eager_step(model, opt, x, y):
-    opt.zero_grad(set_to_none=True)
-    loss = loss_of(model, x, y)
-    loss.backward()
-    opt.step()
-    return loss
+    return train_body(model, opt, x, y)
 
 
 def step_a(model, opt, x, y):
-    return eager_step(model, opt, x, y)
+    return train_body(model, opt, x, y)
 
 
 def step_b(model, opt, x, y):
-    return eager_step(model, opt, x, y)
+    return train_body(model, opt, x, y)
 
 
 def batch():
@@ -94,23 +92,6 @@ def run_loop(step, model, steps, data, stream=None):
             times.append(time.perf_counter() - t0)
     times.sort()
     return 1000 * times[len(times) // 2]
-
-
-def profiled(path):
-    if not path:
-        return contextlib.nullcontext(None)
-    from torch.profiler import ProfilerActivity, profile
-    return profile(activities=[ProfilerActivity.CUDA])
-
-
-def kernel_counts(prof):
-    counts = {}
-    for ev in prof.events():
-        if ev.device_type == torch.autograd.DeviceType.CUDA:
-            c = counts.setdefault(ev.name, [0, 0.0])
-            c[0] += 1
-            c[1] += ev.time_range.elapsed_us()
-    return counts
 
 
 def main():

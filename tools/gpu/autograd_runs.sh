@@ -8,9 +8,7 @@ set -uo pipefail
 out=${1:?OUTDIR}; shift
 modes=${*:-compile two eager}
 mkdir -p "$out/ag"
-PY=${PY:-/opt/torch/.venv/bin/python3}
-site=$($PY -c 'import site; print(site.getsitepackages()[0])')
-CUPTI=$(ls "$site"/nvidia/cu13/lib/libcupti.so* | head -1)
+. "$(dirname "$0")/launch_tools.sh"
 for m in $modes; do
 	MODE=$m STEPS=${STEPS:-20} timeout 400 build/static/gpuprobe-bpf \
 		--shim "$PWD/build/libgpuprobe_shim.so" --cupti "$CUPTI" -o "$out/ag/$m.pb.gz" \

@@ -13,7 +13,6 @@ waits half a second after it); TORCH_PROFILE=FILE runs the training steps
 {name: [launches, GPU us]} as JSON to FILE (and the big steps' to FILE.big):
 the peer of tools/gpu/bench, and the reference of tools/completeness.py.
 """
-import contextlib
 import json
 import os
 import sys
@@ -22,6 +21,8 @@ import time
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
+
+from peer import kernel_counts, profiled  # noqa: E402
 
 
 class Net(nn.Module):
@@ -106,25 +107,6 @@ def big_phase(steps, prof_path):
             json.dump(kernel_counts(prof), f)
     times.sort()
     return 1000 * times[len(times) // 2], loss.item()
-
-
-def profiled(path):
-    """torch.profiler around the steps, when asked for: the peer."""
-    if not path:
-        return contextlib.nullcontext(None)
-    from torch.profiler import ProfilerActivity, profile
-    return profile(activities=[ProfilerActivity.CUDA])
-
-
-def kernel_counts(prof):
-    """{name: [launches, GPU microseconds]} of the CUDA events recorded."""
-    counts = {}
-    for ev in prof.events():
-        if ev.device_type == torch.autograd.DeviceType.CUDA:
-            c = counts.setdefault(ev.name, [0, 0.0])
-            c[0] += 1
-            c[1] += ev.time_range.elapsed_us()
-    return counts
 
 
 def main():

@@ -19,7 +19,6 @@ int main(int argc, char **argv)
 		cli__usage(stdout, "gpuprobe-bpf");
 		return 0;
 	}
-	log__set_verbose(o.verbose);
 	if (o.version) {
 		printf("gpuprobe-bpf %s\n", GP_VERSION);
 		return 0;

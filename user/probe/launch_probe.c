@@ -217,7 +217,7 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 	if (!is_pow2(opts->ringbuf_bytes) || opts->ringbuf_bytes < 4096 ||
 	    opts->cache_entries > GP_STACK_CACHE_MAX)
 		return -EINVAL;
-	libbpf_log__install();
+	libbpf_log__install(opts->verbose);
 	lp = calloc(1, sizeof(*lp));
 	if (!lp)
 		return -ENOMEM;
@@ -230,7 +230,7 @@ int launch_probe__open(const struct launch_probe_opts *opts, struct launch_probe
 		err = load_skel(lp, opts, false);
 	if (err)
 		goto err_free;
-	log_debug("uprobes: %s", lp->pf.multi ? "one multi link per file" :
+	log_debug(opts->verbose, "uprobes: %s", lp->pf.multi ? "one multi link per file" :
 		  "one per entry point (GPUPROBE_UPROBES=perf, or no uprobe_multi in this kernel)");
 	/* Auto-attaches only the fork tracepoint; uprobes are per file, below. */
 	err = launch_bpf__attach(lp->skel);

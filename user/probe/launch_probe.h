@@ -18,6 +18,7 @@ struct launch_probe;
 
 struct launch_probe_opts {
 	bool filter_pids;        /* only pids added with launch_probe__follow */
+	bool verbose;            /* -v: its own lines and libbpf's debug log */
 	__u32 ringbuf_bytes;     /* power of two, >= 4096 */
 	__u64 wakeup_bytes;      /* wake the reader once this much is waiting */
 	__u32 stack_copy;        /* bytes of stack copied per event (CFI); 0: frame pointers */

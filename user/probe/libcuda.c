@@ -19,17 +19,24 @@ static const char *const system_dirs[] = {
 	"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/run/nvidia/driver/usr/lib/x86_64-linux-gnu",
 };
 
-int libcuda__attach_path(struct launch_probe *lp, const char *path, bool given)
+/* given: the user named it (said, failed or attached); else a -v line, with verbose. */
+static int attach_path(struct launch_probe *lp, const char *path, bool given, bool verbose)
 {
 	struct launch_attach_result res;
 	int err = launch_probe__attach_file(lp, path, &res);
+	bool say = given || verbose;
 
-	if (err)
+	if (err && say)
 		log__say(given ? LOG_ERROR : LOG_DEBUG, "cannot attach to %s: %s%s", path, strerror(-err),
 			  err == -ENOENT ? " (no such file, or it exports no CUDA launch entry point)" : "");
-	if (!err && !res.already)
+	if (!err && !res.already && say)
 		log__say(given ? LOG_INFO : LOG_DEBUG, "attached %u probes to %s", res.attached, path);
 	return err ? err : res.already ? 0 : 1;
+}
+
+int libcuda__attach_path(struct launch_probe *lp, const char *path)
+{
+	return attach_path(lp, path, true, false);
 }
 
 static void refusal__note(struct libcuda_refusal *ref, int err, pid_t pid, const char *path)
@@ -64,7 +71,7 @@ int libcuda__open_mapped(struct bounded *b, pid_t pid, const struct proc_lib *li
  * known, attached or refused, is only noted as mapped: not read again.
  */
 int libcuda__attach_pid(struct launch_probe *lp, struct bounded *b, pid_t pid,
-			struct libcuda_refusal *ret_ref)
+			struct libcuda_refusal *ret_ref, bool verbose)
 {
 	struct proc_lib *libs = NULL;
 	size_t n = 0;
@@ -89,14 +96,14 @@ int libcuda__attach_pid(struct launch_probe *lp, struct bounded *b, pid_t pid,
 		if (err || res.already)
 			continue;
 		added++;
-		log_debug("attached to %s of pid %d", libs[i].path, pid);
+		log_debug(verbose, "attached to %s of pid %d", libs[i].path, pid);
 	}
 	free(libs);
 	return added;
 }
 
 int libcuda__attach_all(struct launch_probe *lp, struct bounded *b,
-			struct libcuda_refusal *ret_ref)
+			struct libcuda_refusal *ret_ref, bool verbose)
 {
 	pid_t *pids = NULL, self = getpid();
 	size_t n = 0;
@@ -106,12 +113,12 @@ int libcuda__attach_all(struct launch_probe *lp, struct bounded *b,
 		return err;
 	for (size_t i = 0; i < n; i++)
 		if (pids[i] != self)
-			added += libcuda__attach_pid(lp, b, pids[i], ret_ref);
+			added += libcuda__attach_pid(lp, b, pids[i], ret_ref, verbose);
 	free(pids);
 	return added;
 }
 
-static int attach_dir(struct launch_probe *lp, const char *dir)
+static int attach_dir(struct launch_probe *lp, const char *dir, bool verbose)
 {
 	char path[PATH_MAX];
 
@@ -120,10 +127,10 @@ static int attach_dir(struct launch_probe *lp, const char *dir)
 	snprintf(path, sizeof(path), "%s/libcuda.so.1", dir);
 	if (access(path, R_OK))
 		return 0;
-	return libcuda__attach_path(lp, path, false) > 0;
+	return attach_path(lp, path, false, verbose) > 0;
 }
 
-int libcuda__attach_system(struct launch_probe *lp, const char *ld_library_path)
+int libcuda__attach_system(struct launch_probe *lp, const char *ld_library_path, bool verbose)
 {
 	int added = 0;
 
@@ -131,10 +138,10 @@ int libcuda__attach_system(struct launch_probe *lp, const char *ld_library_path)
 		char *copy = strdup(ld_library_path), *save = NULL;
 
 		for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
-			added += attach_dir(lp, d);
+			added += attach_dir(lp, d, verbose);
 		free(copy);
 	}
 	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++)
-		added += attach_dir(lp, system_dirs[i]);
+		added += attach_dir(lp, system_dirs[i], verbose);
 	return added;
 }

@@ -23,11 +23,10 @@ struct libcuda_refusal {
 };
 
 /*
- * Attaches the file at path; it stays attached. 1: attached now, 0: it was
- * already, -errno. Said in one line, failed or attached, when the user gave
- * the path (given); only with -v for a path the loader looked in.
+ * Attaches the file at path the user gave; it stays attached. 1: attached
+ * now, 0: it was already, -errno. Said in one line, failed or attached.
  */
-int libcuda__attach_path(struct launch_probe *lp, const char *path, bool given);
+int libcuda__attach_path(struct launch_probe *lp, const char *path);
 /*
  * Attaches every CUDA driver the process maps (launch_probe__attach_driver),
  * each file opened as a bounded call through b (user/util/bounded.h);
@@ -35,7 +34,7 @@ int libcuda__attach_path(struct launch_probe *lp, const char *path, bool given);
  * be NULL) unless one is there already.
  */
 int libcuda__attach_pid(struct launch_probe *lp, struct bounded *b, pid_t pid,
-			struct libcuda_refusal *ret_ref);
+			struct libcuda_refusal *ret_ref, bool verbose);
 /*
  * Opens the file a target maps at lib, read-only, in its root (libcuda's,
  * libtorch's): 0 and *ret_fd, or -errno.
@@ -43,8 +42,11 @@ int libcuda__attach_pid(struct launch_probe *lp, struct bounded *b, pid_t pid,
 int libcuda__open_mapped(struct bounded *b, pid_t pid, const struct proc_lib *lib, int *ret_fd);
 /* The same for every process; -errno when the processes cannot be listed. */
 int libcuda__attach_all(struct launch_probe *lp, struct bounded *b,
-			struct libcuda_refusal *ret_ref);
-/* The dirs of ld_library_path (may be NULL), then the usual driver dirs. */
-int libcuda__attach_system(struct launch_probe *lp, const char *ld_library_path);
+			struct libcuda_refusal *ret_ref, bool verbose);
+/*
+ * The dirs of ld_library_path (may be NULL), then the usual driver dirs;
+ * each file attached or refused said with -v (verbose).
+ */
+int libcuda__attach_system(struct launch_probe *lp, const char *ld_library_path, bool verbose);
 
 #endif

@@ -25,13 +25,13 @@ void session__autograd_setup(struct session *s, struct target *t)
 	if (r == 1) {
 		t->autograd_done = true;
 		s->autograd_engines++;
-		log_debug("pid %d (%s): autograd engine probed", t->pid, t->comm);
+		log_debug(s->o->verbose, "pid %d (%s): autograd engine probed", t->pid, t->comm);
 		return;
 	}
 	if (r < 0 || ++t->autograd_tries >= AUTOGRAD_TRIES) {
 		t->autograd_done = true;
 		if (r < 0)
-			log_debug("pid %d (%s): autograd engine not probed: %s", t->pid, t->comm,
+			log_debug(s->o->verbose, "pid %d (%s): autograd engine not probed: %s", t->pid, t->comm,
 				  strerror(-r));
 	}
 }

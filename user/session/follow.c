@@ -34,7 +34,7 @@ struct target *session__target(struct session *s, pid_t pid)
 	}
 	join__attach(s->join, pid, t->attach_ns);
 	session__declare_proc(s, t);
-	log_debug("following pid %d (%s)", pid, t->comm);
+	log_debug(s->o->verbose, "following pid %d (%s)", pid, t->comm);
 	return t;
 }
 
@@ -52,7 +52,7 @@ void session__python_setup(struct session *s, struct target *t, __u64 now)
 	err = pyruntime__detect(s->bounded, t->pid, &rt);
 	if (err == -EAGAIN) {
 		if (!t->py_next_try_ns)
-			log_debug("pid %d (%s): CPython not ready: %s", t->pid, t->comm,
+			log_debug(s->o->verbose, "pid %d (%s): CPython not ready: %s", t->pid, t->comm,
 				  pyruntime__strerror(err));
 		t->py_next_try_ns = now + PY_RETRY_NS;
 		return;
@@ -69,7 +69,7 @@ void session__python_setup(struct session *s, struct target *t, __u64 now)
 	}
 	t->py_done = true;
 	if (err == -ENOENT || err == -ESRCH) {
-		log_debug("pid %d (%s): not CPython: %s", t->pid, t->comm, pyruntime__strerror(err));
+		log_debug(s->o->verbose, "pid %d (%s): not CPython: %s", t->pid, t->comm, pyruntime__strerror(err));
 		return;
 	}
 	if (!err)
@@ -83,7 +83,7 @@ void session__python_setup(struct session *s, struct target *t, __u64 now)
 		return;
 	}
 	t->py_entry_kind = rt.config.entry_kind;
-	log_debug("pid %d: CPython %u.%u.%u in %s", t->pid, rt.major, rt.minor, rt.micro, rt.path);
+	log_debug(s->o->verbose, "pid %d: CPython %u.%u.%u in %s", t->pid, rt.major, rt.minor, rt.micro, rt.path);
 }
 
 /*
@@ -105,7 +105,7 @@ void session__take_held_rings(struct session *s)
 					close(h[i].fd);
 				if (!t) {
 					s->rings_missed++;
-					log_debug("pid %d: its new shim ring could not be held: %s",
+					log_debug(s->o->verbose, "pid %d: its new shim ring could not be held: %s",
 						  h[i].pid, strerror(h[i].fd < 0 ? -h[i].fd : ENOMEM));
 				}
 				continue;
@@ -139,5 +139,5 @@ void session__retire_target(struct session *s, struct target *t)
 		s->graph_targets--;
 	}
 	target_table__remove(&s->tt, pid);
-	log_debug("pid %d exited", pid);
+	log_debug(s->o->verbose, "pid %d exited", pid);
 }

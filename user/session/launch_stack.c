@@ -180,13 +180,13 @@ static void say_parting(struct cache_launch_ctx *c, __u32 i, __u64 a, __u64 b)
 	struct symbolized_frame fa, fb;
 	struct space_gen *sym = c->t ? space__now(c->t->space) : NULL;
 
-	if (!log__verbose())
+	if (!c->s->o->verbose)
 		return;
 	if (!sym || space_gen__name(sym, a - 1, &fa))
 		snprintf(fa.name, sizeof(fa.name), "?");
 	if (!sym || space_gen__name(sym, b - 1, &fb))
 		snprintf(fb.name, sizeof(fb.name), "?");
-	log_debug("pid %u: two stacks under one stack-cache key (sp 0x%llx, kernel 0x%llx): "
+	log_debug(true, "pid %u: two stacks under one stack-cache key (sp 0x%llx, kernel 0x%llx): "
 		  "native frame %u, read at sp+%u, is %s (0x%llx) in one and %s (0x%llx) in the other",
 		  c->e->pid, (unsigned long long)c->e->sp, (unsigned long long)c->e->func, i,
 		  c->info->ra_off[i], fa.name, (unsigned long long)a, fb.name, (unsigned long long)b);

@@ -103,7 +103,7 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 		struct target *t = s->tt.t[i];
 
 		/* Launches before its libcuda was probed cannot be joined. */
-		if (libcuda__attach_pid(s->lp, s->bounded, t->pid, &ref) > 0) {
+		if (libcuda__attach_pid(s->lp, s->bounded, t->pid, &ref, s->o->verbose) > 0) {
 			t->attach_ns = now_ns();
 			join__attach(s->join, t->pid, t->attach_ns);
 		}
@@ -111,7 +111,7 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 			session__autograd_setup(s, t); /* a libtorch loaded after its first launch */
 	}
 	if (s->o->mode == GP_MODE_ALL)
-		complete = libcuda__attach_all(s->lp, s->bounded, &ref) >= 0;
+		complete = libcuda__attach_all(s->lp, s->bounded, &ref, s->o->verbose) >= 0;
 	/* Every target's maps were read: a driver none of them maps frees its slot. */
 	if (complete)
 		launch_probe__sweep_files(s->lp);
@@ -274,6 +274,7 @@ static int open_probe(struct session *s)
 {
 	struct launch_probe_opts lo = {
 		.filter_pids = s->o->mode != GP_MODE_ALL,
+		.verbose = s->o->verbose,
 		.ringbuf_bytes = s->o->ringbuf_mb << 20,
 		.wakeup_bytes = (__u64)(s->o->ringbuf_mb << 20) / 4,
 		.stack_copy = s->o->unwind_fp ? 0 : s->o->stack_kib ? s->o->stack_kib * 1024
@@ -287,7 +288,7 @@ static int open_probe(struct session *s)
 
 	if (err) {
 		log_error("cannot load the BPF programs: %s%s", strerror(-err),
-			  log__verbose() ? "" : " (run with -v for libbpf's log)");
+			  s->o->verbose ? "" : " (run with -v for libbpf's log)");
 		return err;
 	}
 	if (!s->o->unwind_fp && !s->o->stack_kib)
@@ -312,9 +313,9 @@ static int setup_targets(struct session *s)
 	switch (s->o->mode) {
 	case GP_MODE_PID:
 		/* Probes first: the attach time must not precede them. */
-		libcuda__attach_pid(s->lp, s->bounded, s->o->pid, &ref);
+		libcuda__attach_pid(s->lp, s->bounded, s->o->pid, &ref, s->o->verbose);
 		say_refusal(s, &ref);
-		if (s->o->libcuda && (err = libcuda__attach_path(s->lp, s->o->libcuda, true)) < 0)
+		if (s->o->libcuda && (err = libcuda__attach_path(s->lp, s->o->libcuda)) < 0)
 			return err;
 		err = launch_probe__follow(s->lp, s->o->pid);
 		if (err)
@@ -329,12 +330,12 @@ static int setup_targets(struct session *s)
 		return 0;
 	case GP_MODE_ALL:
 		if (s->o->libcuda) {
-			if (libcuda__attach_path(s->lp, s->o->libcuda, true) < 0)
+			if (libcuda__attach_path(s->lp, s->o->libcuda) < 0)
 				return -ENOENT;
 		} else {
-			libcuda__attach_all(s->lp, s->bounded, &ref);
+			libcuda__attach_all(s->lp, s->bounded, &ref, s->o->verbose);
 			say_refusal(s, &ref);
-			libcuda__attach_system(s->lp, NULL);
+			libcuda__attach_system(s->lp, NULL, s->o->verbose);
 		}
 		/*
 		 * Running processes were watched from here on, not from our start:
@@ -345,11 +346,11 @@ static int setup_targets(struct session *s)
 		return 0;
 	case GP_MODE_COMMAND:
 		if (s->o->libcuda) {
-			err = libcuda__attach_path(s->lp, s->o->libcuda, true);
+			err = libcuda__attach_path(s->lp, s->o->libcuda);
 			if (err < 0)
 				return err;
 		} else {
-			libcuda__attach_system(s->lp, getenv("LD_LIBRARY_PATH"));
+			libcuda__attach_system(s->lp, getenv("LD_LIBRARY_PATH"), s->o->verbose);
 		}
 		err = launcher__start(&s->child, s->o->argv, s->o->shim, s->lp);
 		if (err)
@@ -457,7 +458,7 @@ static void finish(struct session *s)
 static void say_crc_engine(const struct session *s)
 {
 	if (crc_engine__is_cupti(s->crc))
-		log_debug("cubin CRCs by CUPTI in gpuprobe-crc (pid %d, unprivileged, seccomp)",
+		log_debug(s->o->verbose, "cubin CRCs by CUPTI in gpuprobe-crc (pid %d, unprivileged, seccomp)",
 			  (int)crc_engine__helper_pid(s->crc));
 	else
 		log_warn("cubin CRCs are zlib CRC-32 | 1<<63, not CUPTI's: gpuprobe-crc %s",
@@ -493,7 +494,7 @@ static void run_ticks(struct session *s)
 
 		tick_sliced(s);
 		now = now_ns();
-		if (log__verbose()) {
+		if (s->o->verbose) {
 			session__counters_line(s, stderr);
 			session__loader_line(s, stderr);
 		}

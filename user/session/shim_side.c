@@ -197,7 +197,7 @@ int session__open_shm(struct session *s, struct target *t, __u64 now)
 		err = shm_reader__open_pid(s->bounded, t->pid, &t->shm);
 	}
 	if (err == 0) {
-		log_debug("reading the shim ring of pid %d", t->pid);
+		log_debug(s->o->verbose, "reading the shim ring of pid %d", t->pid);
 		return 0;
 	}
 	t->shm = NULL;

@@ -158,7 +158,7 @@ void session__forget_window(struct session *s)
 			keep++;
 	s->npending = keep;
 	stack_compaction__free(&c);
-	if (log__verbose())
+	if (s->o->verbose)
 		session__tables_line(s, stderr);
 }
 

@@ -6,23 +6,6 @@
 #include "user/util/log.h"
 
 /*
- * The one place verbosity lives: libbpf's print callback takes no context,
- * so it cannot be a field of some object handed around. Written once at
- * start, read by every thread after.
- */
-static bool log_verbose;
-
-void log__set_verbose(bool verbose)
-{
-	__atomic_store_n(&log_verbose, verbose, __ATOMIC_RELAXED);
-}
-
-bool log__verbose(void)
-{
-	return __atomic_load_n(&log_verbose, __ATOMIC_RELAXED);
-}
-
-/*
  * One write(2) per line where it fits (stderr is unbuffered: a line printed
  * in parts is seen in parts by whoever reads the file meanwhile).
  */
@@ -33,8 +16,6 @@ void log__say(enum log_level level, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if (level == LOG_DEBUG && !log__verbose())
-		return;
 	memcpy(line, LOG_PREFIX, pre);
 	va_start(ap, fmt);
 	n = vsnprintf(line + pre, sizeof(line) - pre - 1, fmt, ap);

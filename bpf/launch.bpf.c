@@ -665,19 +665,6 @@ static __always_inline void args_ex(struct pt_regs *ctx, struct gp_launch_event 
 	e->stream = cfg.stream;
 }
 
-/*
- * A thread takes a node of a backward pass:
- * Engine::evaluate_function(this, std::shared_ptr<GraphTask> &task, ...),
- * the task's pointer the shared_ptr's first word. Kept in the thread's memo
- * with sp at the call; nothing is sent. Only for followed processes, and
- * only for a pass the thread does not drive itself (the CPU nodes a caller
- * runs, torch.compile's tracing of a joint graph on the main thread): its
- * launches there are its own. Nothing clears it: an engine thread launches
- * only inside a node or in its pass's post-processing (final callbacks,
- * DDP's), both for that pass. No return probe: a uretprobe breaks the
- * unwinding of a C++ exception thrown through the function (a failing
- * backward), which would end the program.
- */
 /* Whether a call whose return address ret was at slot is still under way at sp. */
 static __always_inline bool slot_holds(__u64 slot, __u64 ret, __u64 sp)
 {
@@ -700,6 +687,19 @@ static __always_inline void autograd_begun(struct pt_regs *ctx, __u64 gt, __u64 
 	m->driving_ret = ret;
 }
 
+/*
+ * A thread takes a node of a backward pass:
+ * Engine::evaluate_function(this, std::shared_ptr<GraphTask> &task, ...),
+ * the task's pointer the shared_ptr's first word. Kept in the thread's memo
+ * with sp at the call; nothing is sent. Only for followed processes, and
+ * only for a pass the thread does not drive itself (the CPU nodes a caller
+ * runs, torch.compile's tracing of a joint graph on the main thread): its
+ * launches there are its own. Nothing clears it: an engine thread launches
+ * only inside a node or in its pass's post-processing (final callbacks,
+ * DDP's), both for that pass. No return probe: a uretprobe breaks the
+ * unwinding of a C++ exception thrown through the function (a failing
+ * backward), which would end the program.
+ */
 static __always_inline int autograd_node(struct pt_regs *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();

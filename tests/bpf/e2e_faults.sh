@@ -40,6 +40,10 @@ v=$("$LOADER" --version); rc=$?
 [ $rc = 2 ] || fail "bad duration exit $rc"
 "$LOADER" -o /nonexistent-dir/x.pb.gz --all-cgroups 2>"$WORK/err"; rc=$?
 [ $rc = 1 ] && grep -q "cannot write the output" "$WORK/err" || fail "unwritable output: $rc $(cat "$WORK/err")"
+# An output that is a directory: refused before the command runs (it would have run, then failed).
+"$LOADER" -o "$WORK" -- sh -c "touch $WORK/ran" 2>"$WORK/err"; rc=$?
+[ $rc = 1 ] && grep -q "it is a directory" "$WORK/err" && [ ! -e "$WORK/ran" ] ||
+	fail "a directory as the output: $rc $(cat "$WORK/err")"
 if command -v setpriv >/dev/null; then
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$LOADER" --all-cgroups -o /tmp/x.pb.gz 2>"$WORK/err"; rc=$?
 	[ $rc = 1 ] && grep -q "needs root" "$WORK/err" || fail "non-root: $rc $(cat "$WORK/err")"

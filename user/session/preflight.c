@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include "user/session/preflight.h"
 #include "user/proc/proc.h"
@@ -55,10 +57,25 @@ int preflight__check(const struct gp_opts *o)
 	return 0;
 }
 
+int preflight__output_space(const char *path, const char *dir, uint64_t need)
+{
+	struct statvfs vfs;
+
+	if (statvfs(dir, &vfs))
+		return 0; /* unknown: the write will say */
+	if ((uint64_t)vfs.f_bavail * vfs.f_frsize >= need)
+		return 0;
+	log_error("cannot write the output %s: no space left on %s (%llu bytes free; at least %llu "
+		  "wanted before a run)", path, dir,
+		  (unsigned long long)((uint64_t)vfs.f_bavail * vfs.f_frsize), (unsigned long long)need);
+	return -ENOSPC;
+}
+
 int preflight__output(const char *path)
 {
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
+	struct stat st;
 
 	if (slash == path)
 		snprintf(dir, sizeof(dir), "/");
@@ -72,5 +89,22 @@ int preflight__output(const char *path)
 		log_error("cannot write the output %s: directory %s: %s", path, dir, strerror(-err));
 		return err;
 	}
-	return 0;
+	/* What is there already: a directory, or a file we may not replace, fails now, not at the end. */
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			log_error("cannot write the output %s: it is a directory (name a file in it)", path);
+			return -EISDIR;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			log_error("cannot write the output %s: not a regular file", path);
+			return -EINVAL;
+		}
+		if (access(path, W_OK)) {
+			int err = -errno;
+
+			log_error("cannot write the output %s: %s", path, strerror(-err));
+			return err;
+		}
+	}
+	return preflight__output_space(path, dir, PREFLIGHT_OUTPUT_MIN_FREE);
 }

@@ -7,10 +7,20 @@
 #ifndef GP_SESSION_PREFLIGHT_H
 #define GP_SESSION_PREFLIGHT_H
 
+#include <stdint.h>
 #include "user/cli.h"
 
 int preflight__check(const struct gp_opts *o);
+/*
+ * The output's directory writable, the output itself not a directory, nor
+ * anything but a regular file we may replace, and its filesystem not full:
+ * refused at once (exit 1) rather than after the whole run.
+ */
 int preflight__output(const char *path);
+/* At least this much free where the output goes, before a run. */
+#define PREFLIGHT_OUTPUT_MIN_FREE (1ull << 20)
+/* -ENOSPC (said) when dir's filesystem has less than need bytes free for path. */
+int preflight__output_space(const char *path, const char *dir, uint64_t need);
 /*
  * One malloc arena for all the loader's threads. A helper thread that
  * allocates (the event pump's BPF ring reader keeps a buffer for records

@@ -833,7 +833,7 @@ static void test_launches_without_a_record_count_apart_with_no_device(void **sta
 	for (at = raw; (at = strstr(at, "device:[")); at++)
 		devices++;
 	assert_int_equal(devices, 1); /* the kernel's sample only */
-	assert_contains(raw, "stream:[7]");
+	assert_contains(raw, "stream:[7 id]");
 	free(raw);
 }
 

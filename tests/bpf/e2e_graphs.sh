@@ -40,6 +40,10 @@ $SC "$WORK/g.pb.gz" chain g_eager 1 main || fail "the eager launch"
 	[ "$(field unattributed "$WORK/g.err")" = 0 ] ||
 	{ grep "^counters:" "$WORK/g.err" | tail -1; fail "graph counters"; }
 ok "$((3 * N + M)) replayed kernels under their capture (or node-adding) sites, exact"
+# Device 0 shows as a tag: a numeric label 0 without a unit, pprof's readers drop.
+go tool pprof -tags "$WORK/g.pb.gz" 2>/dev/null | grep -A1 "^ device:" | grep -qE "\(  100%\): 0$" ||
+	fail "device 0 not among the profile's tags: $(go tool pprof -tags "$WORK/g.pb.gz" 2>&1 | head -20)"
+ok "device 0 shown by go tool pprof -tags"
 
 # A CUPTI that cannot name graph nodes: no node records, the replay's stack, counted.
 run "$WORK/n.pb.gz" "$WORK/n.err" GPUPROBE_STUB_NO_GRAPH_IDS=1

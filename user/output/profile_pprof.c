@@ -302,8 +302,13 @@ static int write_sample(void *ctx, const struct profile_sample *s)
 	if (s->comm)
 		labels[nl++] = (struct pprof_label){ .key = "comm", .str = s->comm };
 	if (s->has_device) {
-		labels[nl++] = (struct pprof_label){ .key = "device", .num = s->device };
-		labels[nl++] = (struct pprof_label){ .key = "stream", .num = s->stream };
+		/*
+		 * With a unit: pprof's readers drop a numeric label that has
+		 * neither a value nor a unit, so device 0 and the null stream
+		 * would not show.
+		 */
+		labels[nl++] = (struct pprof_label){ .key = "device", .num = s->device, .num_unit = "index" };
+		labels[nl++] = (struct pprof_label){ .key = "stream", .num = s->stream, .num_unit = "id" };
 	}
 	if (s->graph_id)
 		labels[nl++] = (struct pprof_label){ .key = "graph", .num = s->graph_id };

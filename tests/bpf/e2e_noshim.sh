@@ -35,4 +35,6 @@ nosite=$(awk '$1 == "?" {n += $NF} END {print n + 0}' "$WORK/totals")
 [ "$site" -gt 0 ] || fail "no launch under spin_site"
 [ "$(val launches_without_record)" = "$made" ] || fail "launches_without_record != $made: $ctr"
 [ "$(val queue_full)" = 0 ] || fail "the join refused launches: $ctr"
+grep -q "^verdict: $made launch events, no GPU activity: .*without the shim" "$WORK/err" ||
+	fail "the verdict does not say why there is no GPU time: $(grep verdict "$WORK/err")"
 ok "a process without the shim: all $made launches in the profile ($site under spin_site, $nosite without a stack copy), no GPU time"

@@ -2,6 +2,9 @@
 /* The loader's report lines (report.h), from snapshots of its figures. */
 #include "user/session/report.h"
 
+#include <stdarg.h>
+#include <stdbool.h>
+
 static const char *const stage_names[STAGE_MAX] = { "start", "events", "shim", "settle", "join",
 						      "scan", "name", "write" };
 
@@ -66,4 +69,92 @@ void report__loader_line(const struct loader_costs *c, FILE *f)
 	fprintf(f, " helper_cpu_s=%.3f helper_rss_mb=%.1f", c->helper_cpu_s, c->helper_rss_mb);
 	cache_fields(&c->cache, f);
 	fputc('\n', f);
+}
+
+/*
+ * The counters whose moving means something is missing from, or less
+ * exact in, the profile (the rest count what went well, or are figures).
+ */
+static const char *const loss_names[] = {
+	"ringbuf_full", "stack_errors", "copy_errors", "copy_skipped", "ring_dropped",
+	"cupti_dropped", "buffers_exhausted", "cubin_too_large", "cubin_pending_full",
+	"strings_full", "records_bad", "ring_resyncs", "api_without_launch",
+	"launches_without_record", "unattributed", "queue_full", "stacks_dropped",
+	"names_dropped", "records_unknown", "symbolize_failed", "stacks_short", "python_short",
+	"python_unresolved", "crc_helper_lost", "rings_missed", "notices_lost", "events_bad",
+	"before_window", "stack_cache_mismatch", "stack_cache_lost", "io_timeouts", "io_refused",
+	"maps_reread_limited", "libcuda_refused", "libcuda_no_slot", "cubin_over_limit",
+	"cubin_crc_failed", "cubin_garbage", "cubin_nomem", "cubin_offer_full", "cubin_dedup_full",
+	"shim_visits_cut", "settle_cut", "ring_notices_dropped", "records_left_at_exit",
+	"node_unknown", "capture_unknown", "replay_unattributed", "caller_unknown",
+};
+
+static __u64 counter_of(const struct counters *c, const char *name)
+{
+	__u64 v = 0;
+
+	return counters__get(c, name, &v) ? 0 : v;
+}
+
+/* No GPU activity: what was captured, if anything, and the likeliest reason. */
+static void say_no_activity(__u64 events, __u64 records, FILE *f)
+{
+	if (!events && !records)
+		fprintf(f, "verdict: nothing captured: no launch and no GPU record (the target launched "
+			   "nothing while the loader was attached, or its libcuda is not the one probed: "
+			   "--libcuda PATH; -v lists the files attached)\n");
+	else if (events)
+		fprintf(f, "verdict: %llu launch events, no GPU activity: the profile counts launches, "
+			   "with no GPU time (the target runs without the shim: start it with "
+			   "CUDA_INJECTION64_PATH=<libgpuprobe_shim.so>, or as gpuprobe-bpf -- COMMAND)\n",
+			(unsigned long long)events);
+	else
+		fprintf(f, "verdict: nothing captured: %llu GPU records but no launch event (its "
+			   "libcuda is not the one probed: --libcuda PATH)\n", (unsigned long long)records);
+}
+
+/* Appends to line (len bytes, *n used), never past its end. */
+__attribute__((format(printf, 4, 5)))
+static void append(char *line, size_t len, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (*n >= len - 1)
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(line + *n, len - *n, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		*n = *n + (size_t)k < len - 1 ? *n + (size_t)k : len - 1;
+}
+
+void report__verdict(const struct counters *c, __u64 gpu_ns, FILE *f)
+{
+	__u64 events = counter_of(c, "launch_events"), records = counter_of(c, "records");
+	__u64 joined = counter_of(c, "joined"), unattr = counter_of(c, "unattributed");
+	__u64 acts = joined + unattr;
+	bool lost = false;
+	char line[1024];
+	size_t n = 0;
+
+	if (!acts) {
+		say_no_activity(events, records, f);
+		return;
+	}
+	append(line, sizeof(line), &n, "verdict: %llu launch events, %llu GPU activities, %llu "
+	       "attributed (%.1f%%), GPU time %.3f ms; losses:", (unsigned long long)events,
+	       (unsigned long long)acts, (unsigned long long)joined, 100.0 * joined / acts, gpu_ns / 1e6);
+	for (size_t i = 0; i < sizeof(loss_names) / sizeof(loss_names[0]); i++) {
+		__u64 v = counter_of(c, loss_names[i]);
+
+		if (v)
+			append(line, sizeof(line), &n, " %s=%llu", loss_names[i], (unsigned long long)v);
+		lost |= v != 0;
+	}
+	if (c->refused)
+		append(line, sizeof(line), &n, " counters_refused=%u", c->refused);
+	if (!lost && !c->refused)
+		append(line, sizeof(line), &n, " none");
+	fprintf(f, "%s\n", line);
 }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <linux/types.h>
+#include "user/util/counters.h"
 
 /* The loader's stages, timed so that benchmarks can say where its time goes. */
 enum stage {
@@ -57,6 +58,15 @@ struct table_sizes {
 };
 
 void report__loader_line(const struct loader_costs *c, FILE *f);
+/*
+ * "verdict:" first at the end, for a person: what was captured (launch
+ * events, GPU activities and how many were attributed, the profile's GPU
+ * time), then "losses: none" or each loss counter that moved; or, when
+ * nothing was captured, that it was not and the likely reason. c: the
+ * counters registry (names as the counters line prints them); gpu_ns: the
+ * written profile's GPU time.
+ */
+void report__verdict(const struct counters *c, __u64 gpu_ns, FILE *f);
 void report__tables_line(const struct table_sizes *t, FILE *f);
 
 #endif /* GP_SESSION_REPORT_H */

@@ -529,6 +529,7 @@ int session__run(const struct gp_opts *o)
 	run_ticks(&s);
 	finish(&s);
 	err = session__write_last(&s, path, sizeof(path));
+	session__verdict_line(&s, stderr);
 	profile__report(s.prof, stderr, o->top);
 	session__counters_line(&s, stderr);
 	session__loader_line(&s, stderr);

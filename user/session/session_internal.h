@@ -234,6 +234,7 @@ int session__loader_costs(struct session *s, struct loader_costs *ret);
 void session__table_sizes(struct session *s, struct table_sizes *ret);
 /* Each taken and printed as its report line (report.h). */
 void session__counters_line(struct session *s, FILE *f);
+void session__verdict_line(struct session *s, FILE *f);
 void session__loader_line(struct session *s, FILE *f);
 void session__tables_line(struct session *s, FILE *f);
 /* Notes what the symbol and CFI tables hold now, for the loader line's peaks. */

@@ -340,6 +340,16 @@ void session__counters_line(struct session *s, FILE *f)
 	counters__print(&c, "counters", f);
 }
 
+void session__verdict_line(struct session *s, FILE *f)
+{
+	struct profile_totals pt;
+	struct counters c;
+
+	session__counters(s, &c);
+	profile__totals(s->prof, &pt);
+	report__verdict(&c, pt.gpu_ns, f);
+}
+
 void session__loader_line(struct session *s, FILE *f)
 {
 	struct loader_costs c;

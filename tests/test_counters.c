@@ -45,6 +45,45 @@ static void test_counters_print_in_the_order_added_with_parts_in_parentheses(voi
 	free(line);
 }
 
+/* What counters__print_moved wrote, as a string (the caller frees it). */
+static char *printed_moved(const struct counters *c, const char *label)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	counters__print_moved(c, label, f);
+	fclose(f);
+	return buf;
+}
+
+/* For a person: a counter only when it or a part moved, a part only when it did. */
+static void test_only_what_moved_is_printed_for_a_person(void **state)
+{
+	struct counters c;
+	char *line;
+
+	counters__init(&c);
+	counters__add(&c, "joined", 7);
+	counters__add(&c, "ring_dropped", 0);
+	counters__add(&c, "unattributed", 3);
+	counters__add_part(&c, "no_launch_event", 0);
+	counters__add_part(&c, "table_full", 3);
+	counters__add(&c, "graph_nodes", 0);
+	counters__add_part(&c, "refused", 2);
+	counters__add(&c, "queue_full", 0);
+	counters__add_part(&c, "x", 0);
+	line = printed_moved(&c, "counters");
+	assert_string_equal(line, "counters: joined=7 unattributed=3 (table_full=3) graph_nodes=0 (refused=2)\n");
+	free(line);
+	counters__init(&c);
+	counters__add(&c, "joined", 0);
+	line = printed_moved(&c, "counters");
+	assert_string_equal(line, "counters: none moved\n");
+	free(line);
+}
+
 static void test_parts_that_end_the_line_close_their_parenthesis(void **state)
 {
 	struct counters c;
@@ -124,6 +163,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counters_print_in_the_order_added_with_parts_in_parentheses),
 		cmocka_unit_test(test_parts_that_end_the_line_close_their_parenthesis),
+		cmocka_unit_test(test_only_what_moved_is_printed_for_a_person),
 		cmocka_unit_test(test_a_counter_or_a_part_is_found_by_its_name),
 		cmocka_unit_test(test_adds_past_the_bound_are_refused_and_said_on_the_line),
 		cmocka_unit_test(test_the_longest_line_is_printed_whole),

@@ -10,6 +10,7 @@
 # CPU is read from /proc/PID/task/*/schedstat, so no perf is needed.
 # Root, repo root, after make. Usage: tools/loader-cpu.sh ROUNDS LOADER...
 set -uo pipefail
+export GPUPROBE_COUNTERS=all # the loader's last counters line whole: read by name here
 rounds=${1:?ROUNDS}; shift
 [ $# -ge 1 ] || { echo "usage: $0 ROUNDS LOADER..." >&2; exit 2; }
 B=$PWD/build

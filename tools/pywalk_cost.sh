@@ -13,6 +13,7 @@
 # Root, repo root, after make. Usage:
 #   [PY=python3.12] [N=20000] [DEPTH=6] [LOAD=modules|worker] tools/pywalk_cost.sh ROUNDS LOADER...
 set -euo pipefail
+export GPUPROBE_COUNTERS=all # the loader's last counters line whole: read by name here
 rounds=${1:?ROUNDS}; shift
 [ $# -gt 0 ] || { echo "usage: $0 ROUNDS LOADER..." >&2; exit 2; }
 PY=${PY:-python3} N=${N:-20000} DEPTH=${DEPTH:-6}

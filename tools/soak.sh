@@ -32,6 +32,7 @@
 #     records and activities counted lost as a whole.
 # Usage: tools/soak.sh [BUILD_DIR]    (root; SOAK_MINUTES, SOAK_PROCS, SOAK_PACE, SOAK_OUT)
 set -euo pipefail
+export GPUPROBE_COUNTERS=all # the loader's last counters line whole: read by name here
 build=$(cd "${1:-build}" && pwd)
 minutes=${SOAK_MINUTES:-30}
 procs=${SOAK_PROCS:-4}

@@ -4,6 +4,7 @@
 # loaders take to exit after SIGINT when they stop at once (uprobe removal).
 # Usage (repo root, after make): tools/startstop.sh [N] (default 4)
 set -euo pipefail
+export GPUPROBE_COUNTERS=all # the loader's last counters line whole: read by name here
 n=${1:-4}
 B=build
 export LD_LIBRARY_PATH=$B/stub

@@ -5,6 +5,7 @@
 # ROUNDS rounds; prints ns per call for each and the median difference.
 # Root, repo root, after make. Usage: tools/stub_launch_cost.sh [ROUNDS] [N]
 set -euo pipefail
+export GPUPROBE_COUNTERS=all # the loader's last counters line whole: read by name here
 rounds=${1:-5} n=${2:-50000}
 B=build
 work=$(mktemp -d /tmp/gpuprobe-cost.XXXXXX)

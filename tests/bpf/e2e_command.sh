@@ -36,6 +36,14 @@ for loading in LAZY EAGER; do
 done
 $CHECK "$out" pids | grep -q " launcher " || fail "root frame/comm is not the command's"
 
+# For a person (no -v, no GPUPROBE_COUNTERS=all): the last counters line shows what moved.
+env -u GPUPROBE_COUNTERS LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/moved.pb.gz" \
+	--libcuda "$STUBLIB" -- "$PROGS/launcher" -t 2 -n 5 2>"$WORK/err-moved" || fail "loader failed (moved)"
+grep "^counters:" "$WORK/err-moved" | grep -q " joined=[1-9]" &&
+	! grep "^counters:" "$WORK/err-moved" | grep -q "ring_dropped=0" ||
+	fail "counters line without -v: $(grep "^counters:" "$WORK/err-moved")"
+ok "without -v the counters line shows only what moved"
+
 # CUPTI's u32 correlation ids wrap mid-run: the shim's epoch keeps pairs together.
 GPUPROBE_STUB_CORR_START=4294966000 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/wrap.pb.gz" \
 	--libcuda "$STUBLIB" -- "$PROGS/launcher" -t 4 -n 50 2>"$WORK/err-wrap" || fail "loader failed (wrap)"

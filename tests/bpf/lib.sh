@@ -8,6 +8,8 @@ STUBLIB="$B/stub/libcuda.so.1"
 PROGS="$B/tests/progs"
 CHECK="python3 $ROOT/tests/bpf/profile_check.py"
 WORK=$(mktemp -d /tmp/gpuprobe-test.XXXXXX)
+# Every counter on the loader's last line, zeros too: the tests read them by name.
+export GPUPROBE_COUNTERS=all
 PIDS=()
 # A failed test leaves its work directory (the loader's logs, profiles) and says where.
 # Every process it started goes with it, and their descendants first (a

@@ -5,6 +5,7 @@
 # Usage (repo root, GPU machine, after make static all):
 #   tools/gpu/autograd_runs.sh OUTDIR [MODE...]   (default: compile two eager)
 set -uo pipefail
+export GPUPROBE_COUNTERS=all # the loader's last counters line whole: read by name here
 out=${1:?OUTDIR}; shift
 modes=${*:-compile two eager}
 mkdir -p "$out/ag"

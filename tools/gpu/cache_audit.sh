@@ -9,6 +9,7 @@
 # key part).
 # Usage (repo root, GPU machine, after make static all): tools/gpu/cache_audit.sh OUTDIR
 set -uo pipefail
+export GPUPROBE_COUNTERS=all # the loader's last counters line whole: read by name here
 out=${1:?OUTDIR}
 mkdir -p "$out"
 . "$(dirname "$0")/launch_tools.sh"

@@ -5,6 +5,7 @@
 # (no shim), interleaved rounds. Prints ns per launch per mode.
 # Usage (repo root, GPU machine, after make static): tools/gpu/copy_cost.sh OUTDIR [ROUNDS]
 set -uo pipefail
+export GPUPROBE_COUNTERS=all # the loader's last counters line whole: read by name here
 out=${1:?OUTDIR}; rounds=${2:-3}
 mkdir -p "$out"
 L=$PWD/build/static/gpuprobe-bpf

@@ -4,6 +4,7 @@
 # Usage (repo root, GPU machine, after make static all):
 #   tools/gpu/fullstacks.sh OUTDIR [KIB...]      (default: 32 64)
 set -uo pipefail
+export GPUPROBE_COUNTERS=all # the loader's last counters line whole: read by name here
 out=${1:?OUTDIR}; shift
 sizes=${*:-32 64}
 mkdir -p "$out/fs"

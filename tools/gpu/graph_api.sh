@@ -4,6 +4,7 @@
 # k_api and the memset under api_site, each then replay_site).
 # Usage (repo root, GPU machine, after make static all): tools/gpu/graph_api.sh OUTDIR [R]
 set -uo pipefail
+export GPUPROBE_COUNTERS=all # the loader's last counters line whole: read by name here
 out=${1:?OUTDIR}; r=${2:-100}
 . "$(dirname "$0")/launch_tools.sh"
 nvcc -O2 -o build/graph_api tools/gpu/graph_api.cu || exit 1

@@ -4,6 +4,7 @@
 # line compared with a bare run's; then one EAGER run whose modules must all be
 # captured or counted. Usage: tools/gpu/hangs.sh OUTDIR [N] [M]
 set -uo pipefail
+export GPUPROBE_COUNTERS=all # the loader's last counters line whole: read by name here
 out=${1:?OUTDIR}; n=${2:-30}; m=${3:-10}
 mkdir -p "$out"
 PY=${PY:-/opt/torch/.venv/bin/python3}

@@ -6,6 +6,7 @@
 # Usage (repo root, GPU machine, after make static all):
 #   tools/gpu/ringsize.sh OUTDIR [ROUNDS] [MB...]     (default: 3 rounds of 8 16 32)
 set -uo pipefail
+export GPUPROBE_COUNTERS=all # the loader's last counters line whole: read by name here
 out=${1:?OUTDIR}; rounds=${2:-3}; shift $(( $# < 2 ? $# : 2 ))
 sizes=${*:-8 16 32}
 mkdir -p "$out"

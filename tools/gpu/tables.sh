@@ -7,6 +7,7 @@
 # Usage (repo root, GPU machine, after make static all):
 #   tools/gpu/tables.sh OUTDIR
 set -uo pipefail
+export GPUPROBE_COUNTERS=all # the loader's last counters line whole: read by name here
 out=${1:?OUTDIR}
 mkdir -p "$out"
 PY=${PY:-/opt/torch/.venv/bin/python3}

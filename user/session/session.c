@@ -495,7 +495,7 @@ static void run_ticks(struct session *s)
 		tick_sliced(s);
 		now = now_ns();
 		if (s->o->verbose) {
-			session__counters_line(s, stderr);
+			session__counters_line(s, stderr, true);
 			session__loader_line(s, stderr);
 		}
 		if (should_stop(s, now))
@@ -503,6 +503,14 @@ static void run_ticks(struct session *s)
 		if (s->o->interval_s && now - s->last_write_ns >= (__u64)(s->o->interval_s * NS_PER_S))
 			session__write_window(s, now);
 	}
+}
+
+/* The last counters line whole: with -v, or for a tool that parses it (GPUPROBE_COUNTERS=all). */
+static bool all_counters(const struct gp_opts *o)
+{
+	const char *e = getenv("GPUPROBE_COUNTERS");
+
+	return o->verbose || (e && !strcmp(e, "all"));
 }
 
 int session__run(const struct gp_opts *o)
@@ -531,7 +539,7 @@ int session__run(const struct gp_opts *o)
 	err = session__write_last(&s, path, sizeof(path));
 	session__verdict_line(&s, stderr);
 	profile__report(s.prof, stderr, o->top);
-	session__counters_line(&s, stderr);
+	session__counters_line(&s, stderr, all_counters(o));
 	session__loader_line(&s, stderr);
 	if (!err)
 		log_info("wrote %s (read it with: go tool pprof -top %s)", path, path);

@@ -233,7 +233,8 @@ int session__loader_costs(struct session *s, struct loader_costs *ret);
 /* ...and what its tables hold (--interval). */
 void session__table_sizes(struct session *s, struct table_sizes *ret);
 /* Each taken and printed as its report line (report.h). */
-void session__counters_line(struct session *s, FILE *f);
+/* all: every counter (-v, GPUPROBE_COUNTERS=all); else those that moved. */
+void session__counters_line(struct session *s, FILE *f, bool all);
 void session__verdict_line(struct session *s, FILE *f);
 void session__loader_line(struct session *s, FILE *f);
 void session__tables_line(struct session *s, FILE *f);

@@ -332,12 +332,15 @@ void session__table_sizes(struct session *s, struct table_sizes *ret)
 	};
 }
 
-void session__counters_line(struct session *s, FILE *f)
+void session__counters_line(struct session *s, FILE *f, bool all)
 {
 	struct counters c;
 
 	session__counters(s, &c);
-	counters__print(&c, "counters", f);
+	if (all)
+		counters__print(&c, "counters", f);
+	else
+		counters__print_moved(&c, "counters", f);
 }
 
 void session__verdict_line(struct session *s, FILE *f)

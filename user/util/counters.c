@@ -48,6 +48,50 @@ int counters__get(const struct counters *c, const char *name, __u64 *ret_value)
  * One write for the line (stderr is unbuffered): a test waiting on the file
  * never reads half of it. The buffer holds the longest line there can be.
  */
+/* Whether counter i (not a part) or one of its parts is not 0. */
+static bool group_moved(const struct counters *c, unsigned i)
+{
+	if (c->c[i].value)
+		return true;
+	for (unsigned k = i + 1; k < c->n && c->c[k].part; k++)
+		if (c->c[k].value)
+			return true;
+	return false;
+}
+
+void counters__print_moved(const struct counters *c, const char *label, FILE *f)
+{
+	char line[LINE_MAX_BYTES];
+	size_t len = 0, shown = 0;
+
+	len += snprintf(line, sizeof(line), "%.32s:", label);
+	for (unsigned i = 0; i < c->n; i++) {
+		unsigned k;
+		bool open = false;
+
+		if (c->c[i].part || !group_moved(c, i))
+			continue;
+		len += snprintf(line + len, sizeof(line) - len, " %s=%llu", c->c[i].name,
+				(unsigned long long)c->c[i].value);
+		for (k = i + 1; k < c->n && c->c[k].part; k++) {
+			if (!c->c[k].value)
+				continue;
+			len += snprintf(line + len, sizeof(line) - len, " %s%s=%llu", open ? "" : "(",
+					c->c[k].name, (unsigned long long)c->c[k].value);
+			open = true;
+		}
+		if (open)
+			len += snprintf(line + len, sizeof(line) - len, ")");
+		shown++;
+	}
+	if (c->refused)
+		len += snprintf(line + len, sizeof(line) - len, " counters_refused=%u", c->refused);
+	else if (!shown)
+		len += snprintf(line + len, sizeof(line) - len, " none moved");
+	line[len++] = '\n';
+	fwrite(line, 1, len, f);
+}
+
 void counters__print(const struct counters *c, const char *label, FILE *f)
 {
 	char line[LINE_MAX_BYTES];

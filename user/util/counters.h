@@ -44,5 +44,11 @@ int counters__get(const struct counters *c, const char *name, __u64 *ret_value);
  * " counters_refused=N" at the end.
  */
 void counters__print(const struct counters *c, const char *label, FILE *f);
+/*
+ * The same with only what moved, for a person: a counter shown when it or
+ * one of its parts is not 0, a part only when it is not 0; " none moved"
+ * when nothing did.
+ */
+void counters__print_moved(const struct counters *c, const char *label, FILE *f);
 
 #endif /* GP_UTIL_COUNTERS_H */

@@ -115,6 +115,7 @@ KEYLIBS := $(BUILD)/tests/progs/libgp_keys_a.so $(BUILD)/tests/progs/libgp_keys_
 # A stand-in autograd engine under libtorch's name, and its program (tests/progs/engine).
 ENGINE_LIB := $(BUILD)/tests/progs/libtorch_cpu.so
 ENGINE_PROG := $(BUILD)/tests/progs/autograd
+ENGINE_CASES := $(BUILD)/tests/progs/autograd_cases
 # The sandboxed CRC helper: the only program that hands cubins to CUPTI.
 CRC_HELPER := $(BUILD)/gpuprobe-crc
 CRC_HELPER_SRCS := $(wildcard nvidia/helper/*.c)
@@ -125,7 +126,7 @@ VERIFIER_STATS := $(BUILD)/gpuprobe-verifier-stats
 # The launch program's counters read from outside the loader (benchmarks, root).
 BPF_COUNTERS := $(BUILD)/gpuprobe-bpf-counters
 ALL_TARGETS := $(LOADER) $(CRC_HELPER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS) $(NOFP) $(KEYLIBS) \
-	$(ENGINE_LIB) $(ENGINE_PROG) \
+	$(ENGINE_LIB) $(ENGINE_PROG) $(ENGINE_CASES) \
 	$(TABLE_COST) $(VERIFIER_STATS) $(BPF_COUNTERS)
 
 .PHONY: all static test test-bpf test-tsan test-asan check deps demo fuzz \
@@ -262,6 +263,11 @@ $(ENGINE_LIB): tests/progs/engine/engine.c tests/progs/engine/engine.h
 	$(Q)$(CC) $(ENGINE_CFLAGS) -fPIC -shared -Wl,-soname,libtorch_cpu.so -o $@ $< -lpthread
 $(ENGINE_PROG): tests/progs/engine/main.c tests/progs/engine/engine.h tests/progs/cubin.h \
 		tests/progs/args.h $(ENGINE_LIB) $(STUB_CUDA)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ENGINE_CFLAGS) -I. $(LDFLAGS_SAN) -o $@ $< -L$(@D) -l:libtorch_cpu.so -L$(BUILD)/stub \
+		-l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../stub' -lpthread
+$(ENGINE_CASES): tests/progs/engine/cases.c tests/progs/engine/engine.h tests/progs/cubin.h \
+		$(ENGINE_LIB) $(STUB_CUDA)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ENGINE_CFLAGS) -I. $(LDFLAGS_SAN) -o $@ $< -L$(@D) -l:libtorch_cpu.so -L$(BUILD)/stub \
 		-l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../stub' -lpthread

@@ -66,6 +66,11 @@ struct {
  * looked up: every launch looked them up again, three hash lookups the
  * answers of which change a few times a run.
  */
+/* A node's call: the pass it runs for, and its return slot. */
+struct ag_node {
+	__u64 pass, sp, ret;
+};
+
 struct task_memo {
 	__u32 gen;  /* memo_gen * 2 + 1 when filled (never 0); 0: never filled */
 	__u32 copy; /* the thread's copy size: its hint, or stack_copy */
@@ -77,17 +82,19 @@ struct task_memo {
 	__u64 main_switches; /* the main thread's context switches when it was walked */
 	__u64 main_hash;  /* and the frames' hash */
 	/*
-	 * The last node it took of a pass another thread drives
-	 * (autograd_node): its graph task, and sp at the call. A launch deeper
-	 * than that runs for the pass (autograd_of).
+	 * The last node it took (autograd_node): the pass it runs for
+	 * (autograd_pass; 0: its own), and the call's return slot (sp at the
+	 * call, and the address there). A launch deeper than the slot, the
+	 * address still in it, runs for that pass (autograd_of). ag2: the
+	 * node it was inside when it began a pass itself (a reentrant
+	 * backward), for its launches once that pass returned.
 	 */
-	__u64 autograd_gt, autograd_sp;
+	struct ag_node ag, ag2;
 	/*
-	 * The pass it began last (execute_with_graph_task): its graph task and
-	 * the call's return slot. Nodes of a pass the thread itself is driving
-	 * run for it: not recorded above (its launches are its own).
+	 * The pass it began last (execute_with_graph_task): its graph task,
+	 * the call's return slot, and the pass it was running for then.
 	 */
-	__u64 driving_gt, driving_sp, driving_ret;
+	__u64 driving_gt, driving_sp, driving_ret, driving_outer, driving_pass;
 	struct gp_py_config py; /* python: its process's entry in py_configs */
 };
 
@@ -104,7 +111,7 @@ struct scratch {
 	__u32 maps_gen;        /* and its process's mapping generation */
 	bool python;           /* and whether its process runs CPython */
 	bool py_kept;          /* its Python frames' hash is a kept walk's: frames not read */
-	__u64 ag_gt, ag_sp;    /* the thread's last autograd node (task_memo's) */
+	struct ag_node ag, ag2; /* the thread's autograd nodes (task_memo's) */
 };
 
 struct {
@@ -275,11 +282,11 @@ static __always_inline struct gp_launch_event *begin(__u32 probe)
 	e->block[0] = e->block[1] = e->block[2] = 0;
 	e->ns_tid = ns_id(own);
 	e->ns_pid = ns_id(leader);
-	e->autograd_gt = 0; /* autograd_of, once sp is known */
-	sc->ag_sp = 0;
+	e->autograd_pass = 0; /* autograd_of, once sp is known */
+	sc->ag.sp = sc->ag2.sp = 0;
 	if (m != &sc->memo) {
-		sc->ag_gt = m->autograd_gt;
-		sc->ag_sp = m->autograd_sp;
+		sc->ag = m->ag;
+		sc->ag2 = m->ag2;
 	}
 	return e;
 }
@@ -532,10 +539,10 @@ static __always_inline __u32 python_frames(struct scratch *sc, bool keep)
 	 * No thread state, or one without frames (PyTorch gives its engine
 	 * threads one). An engine thread known to run a backward pass's node
 	 * goes under that pass's caller instead (the loader's join of
-	 * autograd_gt): borrowing the main thread's frames would name the
+	 * autograd_pass): borrowing the main thread's frames would name the
 	 * wrong thread when another one called backward().
 	 */
-	if (!n && !e->autograd_gt && (status == GP_PY_WALK_NO_THREAD || status == GP_PY_WALK_OK) &&
+	if (!n && !e->autograd_pass && (status == GP_PY_WALK_NO_THREAD || status == GP_PY_WALK_OK) &&
 	    c->tid_kind == GP_PY_TID_NATIVE && e->ns_tid != e->ns_pid) {
 		n = main_frames(sc, keep, &status, &sc->py_kept);
 		e->flags |= GP_EV_F_PY_MAIN;
@@ -675,57 +682,115 @@ static __always_inline bool slot_holds(__u64 slot, __u64 ret, __u64 sp)
 	return !bpf_probe_read_user(&now, sizeof(now), (void *)slot) && now == ret;
 }
 
-/* A pass begun on this thread: the thread drives it (autograd_node). */
-static __always_inline void autograd_begun(struct pt_regs *ctx, __u64 gt, __u64 ret)
+/*
+ * The pass a launch at sp runs for: the node the thread is inside (the
+ * last one's call still under way below it), else the one it was inside
+ * when it began a pass of its own; 0: none (or the thread's own pass).
+ */
+static __always_inline __u64 autograd_of(struct scratch *sc, __u64 sp)
 {
-	struct task_memo *m = bpf_task_storage_get(&task_memos, bpf_get_current_task_btf(), 0, 0);
+	if (slot_holds(sc->ag.sp, sc->ag.ret, sp))
+		return sc->ag.pass;
+	if (slot_holds(sc->ag2.sp, sc->ag2.ret, sp))
+		return sc->ag2.pass;
+	return 0;
+}
 
+/* (process, graph task) -> the pass begun on it last: that begin's time, its id. */
+struct ag_task_key {
+	__u32 tgid, pad;
+	__u64 task;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct ag_task_key);
+	__type(value, __u64);
+} autograd_tasks SEC(".maps");
+
+/*
+ * A pass begun on this thread (e, its event: e->ts_ns names the pass,
+ * e->autograd_pass the pass it was running for when it began it). The
+ * task's pass goes in autograd_tasks for the nodes other threads take; the
+ * thread drives it (autograd_node); the node it was inside is kept (ag2)
+ * for its launches after this pass.
+ */
+static __always_inline void autograd_begun(struct pt_regs *ctx, struct gp_launch_event *e, __u64 task)
+{
+	struct scratch *sc = (struct scratch *)e;
+	struct task_memo *m = bpf_task_storage_get(&task_memos, bpf_get_current_task_btf(), 0, 0);
+	struct ag_task_key k = { .tgid = e->pid, .task = task };
+	__u64 pass = e->ts_ns;
+
+	if (m && m->driving_gt && !slot_holds(m->driving_sp, m->driving_ret, PT_REGS_SP(ctx))) {
+		/*
+		 * The pass it drove before has ended (its call returned): its
+		 * task's entry goes, unless another pass took the address
+		 * since, so that a pass begun there unseen is not taken for it.
+		 */
+		struct ag_task_key old = { .tgid = e->pid, .task = m->driving_gt };
+		__u64 *was = bpf_map_lookup_elem(&autograd_tasks, &old);
+
+		if (was && *was == m->driving_pass)
+			bpf_map_delete_elem(&autograd_tasks, &old);
+	}
+	bpf_map_update_elem(&autograd_tasks, &k, &pass, BPF_ANY);
 	if (!m)
 		return;
-	m->driving_gt = gt;
+	m->driving_gt = task;
+	m->driving_pass = pass;
 	m->driving_sp = PT_REGS_SP(ctx);
-	m->driving_ret = ret;
+	m->driving_ret = e->ret;
+	m->driving_outer = e->autograd_pass;
+	if (!e->autograd_pass)
+		m->ag2.sp = 0;
+	else if (slot_holds(sc->ag.sp, sc->ag.ret, PT_REGS_SP(ctx)))
+		m->ag2 = sc->ag;
 }
 
 /*
  * A thread takes a node of a backward pass:
  * Engine::evaluate_function(this, std::shared_ptr<GraphTask> &task, ...),
  * the task's pointer the shared_ptr's first word. Kept in the thread's memo
- * with sp at the call; nothing is sent. Only for followed processes, and
- * only for a pass the thread does not drive itself (the CPU nodes a caller
- * runs, torch.compile's tracing of a joint graph on the main thread): its
- * launches there are its own. Nothing clears it: an engine thread launches
- * only inside a node or in its pass's post-processing (final callbacks,
- * DDP's), both for that pass. No return probe: a uretprobe breaks the
- * unwinding of a C++ exception thrown through the function (a failing
- * backward), which would end the program.
+ * with the call's return slot; nothing is sent. Only for followed
+ * processes. The pass is the one begun on that task last
+ * (autograd_tasks), or AUTOGRAD_PASS_UNSEEN (begun before the probes, or
+ * without the call they see): never an older pass at the same address. A
+ * node of the pass the thread drives runs for the pass it was running for
+ * when it began it: its own (0), or, in a reentrant backward, the outer
+ * one. No return probe: a uretprobe breaks the unwinding of a C++
+ * exception thrown through the function (a failing backward), which would
+ * end the program; the return slot tells a call under way from one that
+ * returned.
  */
 static __always_inline int autograd_node(struct pt_regs *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx), gt = 0, *pass;
+	struct ag_task_key k = { .tgid = id >> 32 };
 	struct task_memo *m;
 	struct scratch *sc;
 	__u32 zero = 0;
-	__u64 gt = 0;
 
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	if (!sc)
 		return 0;
-	m = thread_memo(task, bpf_get_current_pid_tgid(), &sc->memo);
+	m = thread_memo(task, id, &sc->memo);
 	if (m == &sc->memo || !m->followed)
 		return 0;
 	bpf_probe_read_user(&gt, sizeof(gt), (void *)PT_REGS_PARM2(ctx));
-	if (gt == m->driving_gt && slot_holds(m->driving_sp, m->driving_ret, PT_REGS_SP(ctx)))
+	m->ag.sp = sp;
+	m->ag.ret = 0;
+	bpf_probe_read_user(&m->ag.ret, sizeof(m->ag.ret), (void *)sp);
+	if (gt == m->driving_gt && slot_holds(m->driving_sp, m->driving_ret, sp)) {
+		m->ag.pass = m->driving_outer;
 		return 0;
-	m->autograd_gt = gt;
-	m->autograd_sp = PT_REGS_SP(ctx);
+	}
+	k.task = gt;
+	pass = bpf_map_lookup_elem(&autograd_tasks, &k);
+	m->ag.pass = pass ? *pass : AUTOGRAD_PASS_UNSEEN;
 	return 0;
-}
-
-/* The graph task the launch at sp runs for: the last node's, from below its call. */
-static __always_inline __u64 autograd_of(struct scratch *sc, __u64 sp)
-{
-	return sc->ag_sp && sp < sc->ag_sp ? sc->ag_gt : 0;
 }
 
 /*
@@ -752,7 +817,7 @@ int BPF_KPROBE(cu_call)
 		return 0;
 	bpf_probe_read_user(on_stack, sizeof(on_stack), (void *)PT_REGS_SP(ctx));
 	e->ret = on_stack[0];
-	e->autograd_gt = autograd_of((struct scratch *)e, PT_REGS_SP(ctx));
+	e->autograd_pass = autograd_of((struct scratch *)e, PT_REGS_SP(ctx));
 	switch (probe) {
 	case GP_PROBE_LAUNCH_KERNEL:
 	case GP_PROBE_LAUNCH_KERNEL_PTSZ:
@@ -771,7 +836,7 @@ int BPF_KPROBE(cu_call)
 		 * stream, not func: func is part of the stack cache's key.
 		 */
 		bpf_probe_read_user(&e->stream, sizeof(e->stream), (void *)PT_REGS_PARM3(ctx));
-		autograd_begun(ctx, e->stream, e->ret);
+		autograd_begun(ctx, e, e->stream);
 		break;
 	default:
 		e->func = PT_REGS_PARM1(ctx);

@@ -101,6 +101,8 @@ struct gp_ring_event {
  */
 #define GP_PROBE_AUTOGRAD_EXECUTE 0x100u
 #define GP_PROBE_AUTOGRAD_NODE 0x101u
+/* autograd_pass of a node whose pass's begin was never seen (no begin event has this ts_ns). */
+#define AUTOGRAD_PASS_UNSEEN 1ull
 
 /* The shim's memfd name, GP_SHM_NAME of shim/gp_abi.h (user/probe/launch_probe.c checks). */
 #define GP_SHM_RING_NAME "gpuprobe-shm"
@@ -139,8 +141,9 @@ struct gp_launch_event {
 	__u64 py_hash;    /* 120: hash of the Python frames' (code, instr), 0 without */
 	__u32 cache_id;   /* 128: the stack cache's entry hit (CACHED, AUDIT), else 0 */
 	__u32 maps_gen;   /* 132: the process's mapping generation (maps_gens) */
-	__u64 autograd_gt; /* 136: the graph task of the backward pass whose node the
-			      thread is inside (evaluate_function), else 0 */
+	__u64 autograd_pass; /* 136: the backward pass whose node the thread is inside
+				(evaluate_function): its begin event's ts_ns, or
+				AUTOGRAD_PASS_UNSEEN; 0: none, or the thread's own */
 	__u64 stack[GP_MAX_STACK]; /* 144: fp[], then py[] (the BPF side's scratch layout) */
 };
 _Static_assert(sizeof(struct gp_launch_event) == 144 + 8 * GP_MAX_STACK,

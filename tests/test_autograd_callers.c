@@ -25,7 +25,7 @@ static __u64 caller_of(const struct autograd_callers *ac, __u64 gt)
 	return (__u64)tid << 32 | site;
 }
 
-/* Two threads' passes at once: each task names its own caller; a reused address the latest. */
+/* Two threads' passes at once: each names its own caller; a pass named again takes the latest. */
 static void test_each_pass_names_the_thread_that_began_it(void **state)
 {
 	struct autograd_callers *ac = fresh();
@@ -36,7 +36,7 @@ static void test_each_pass_names_the_thread_that_began_it(void **state)
 	assert_int_not_equal(autograd_callers__begin(ac, 0x2000, 12, 6), 0);
 	assert_int_equal(caller_of(ac, 0x1000), (11ull << 32) | 5);
 	assert_int_equal(caller_of(ac, 0x2000), (12ull << 32) | 6);
-	/* The engine freed 0x1000; thread 12 begins a pass there from another line. */
+	/* Named again (the loader never does: a pass is its begin's time): the latest wins. */
 	autograd_callers__begin(ac, 0x1000, 12, 7);
 	assert_int_equal(caller_of(ac, 0x1000), (12ull << 32) | 7);
 	assert_int_equal(autograd_callers__of(ac, 0), 0); /* no task: none */
@@ -63,44 +63,52 @@ static void test_one_line_is_one_caller(void **state)
 }
 
 /*
- * A process making up callers without end fills the table: later passes are
- * refused, counted, and name no caller (not an older pass's at that address);
- * the callers held still answer.
+ * A process making up callers without end fills the table: a later pass
+ * from a new caller is refused, counted, and names no caller; the callers
+ * held still answer, and a pass of one of them is still given.
  */
-static void test_a_full_table_refuses_and_forgets_the_task(void **state)
+static void test_a_full_table_refuses_new_callers(void **state)
 {
 	struct autograd_callers *ac = fresh();
 	struct autograd_callers_stats st;
 
 	for (__u32 i = 0; i < AUTOGRAD_CALLERS_MAX; i++)
 		assert_int_not_equal(autograd_callers__begin(ac, 0x1000 + i, 1, i + 1), 0);
-	assert_int_equal(caller_of(ac, 0x1000), (1ull << 32) | 1);
-	assert_int_equal(autograd_callers__begin(ac, 0x1000, 2, 99999), 0);
-	assert_int_equal(caller_of(ac, 0x1000), 0);
+	assert_int_equal(autograd_callers__begin(ac, 0x9000, 2, 99999), 0);
+	assert_int_equal(caller_of(ac, 0x9000), 0);
 	assert_int_equal(caller_of(ac, 0x1001), (1ull << 32) | 2);
-	/* A caller already held is still given. */
-	assert_int_not_equal(autograd_callers__begin(ac, 0x1000, 1, 1), 0);
-	assert_int_equal(caller_of(ac, 0x1000), (1ull << 32) | 1);
+	assert_int_not_equal(autograd_callers__begin(ac, 0x9001, 1, 1), 0);
+	assert_int_equal(caller_of(ac, 0x9001), (1ull << 32) | 1);
 	/* No stack (the stack table was full): refused too. */
-	assert_int_equal(autograd_callers__begin(ac, 0x1000, 1, 0), 0);
+	assert_int_equal(autograd_callers__begin(ac, 0x9002, 1, 0), 0);
+	assert_int_equal(caller_of(ac, 0x9002), 0);
 	autograd_callers__stats(ac, &st);
 	assert_int_equal(st.callers, AUTOGRAD_CALLERS_MAX);
 	assert_int_equal(st.refused, 2);
 	autograd_callers__destroy(ac);
 }
 
-/* Graph tasks at new addresses without end: the task table starts over, the latest pass still answers. */
-static void test_the_task_table_starts_over(void **state)
+/*
+ * Passes without end (one a training step): a pass is known for at least
+ * AUTOGRAD_PASSES_MAX begins after its own, in two generations; older
+ * ones are forgotten, counted, and their launches would name no caller.
+ */
+static void test_passes_are_kept_two_generations(void **state)
 {
 	struct autograd_callers *ac = fresh();
 	struct autograd_callers_stats st;
+	__u64 first = 1000;
 
-	for (__u64 i = 0; i <= AUTOGRAD_TASKS_MAX; i++)
-		assert_int_not_equal(autograd_callers__begin(ac, 0x10000 + 16 * i, 3, 4), 0);
-	assert_int_equal(caller_of(ac, 0x10000 + 16 * AUTOGRAD_TASKS_MAX), (3ull << 32) | 4);
-	assert_int_equal(caller_of(ac, 0x10000), 0); /* long over */
+	for (__u64 i = 0; i <= AUTOGRAD_PASSES_MAX; i++)
+		assert_int_not_equal(autograd_callers__begin(ac, first + i, 3, 4), 0);
+	assert_int_equal(caller_of(ac, first), (3ull << 32) | 4);          /* the older generation */
+	assert_int_equal(caller_of(ac, first + AUTOGRAD_PASSES_MAX), (3ull << 32) | 4);
+	for (__u64 i = AUTOGRAD_PASSES_MAX + 1; i <= 2 * AUTOGRAD_PASSES_MAX; i++)
+		autograd_callers__begin(ac, first + i, 3, 4);
+	assert_int_equal(caller_of(ac, first), 0);                         /* forgotten */
+	assert_int_equal(caller_of(ac, first + AUTOGRAD_PASSES_MAX), (3ull << 32) | 4);
 	autograd_callers__stats(ac, &st);
-	assert_int_equal(st.restarts, 1);
+	assert_int_equal(st.restarts, 2);
 	assert_int_equal(st.callers, 1);
 	autograd_callers__destroy(ac);
 }
@@ -128,8 +136,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_each_pass_names_the_thread_that_began_it),
 		cmocka_unit_test(test_one_line_is_one_caller),
-		cmocka_unit_test(test_a_full_table_refuses_and_forgets_the_task),
-		cmocka_unit_test(test_the_task_table_starts_over),
+		cmocka_unit_test(test_a_full_table_refuses_new_callers),
+		cmocka_unit_test(test_passes_are_kept_two_generations),
 		cmocka_unit_test(test_callers_follow_renumbered_stacks),
 	};
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The u64 -> u64 map (user/util/u64map.c): keys a hostile process chooses. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -71,9 +72,32 @@ static void test_keys_made_to_collide_do_not_share_a_probe_run(void **state)
 	u64map__fini(&m);
 }
 
+/* Cleared: nothing found, the length 0, the bound whole again; nothing allocated. */
+static void test_a_cleared_map_is_empty_and_takes_entries_again(void **state)
+{
+	struct u64map m;
+	__u64 v;
+
+	(void)state;
+	assert_int_equal(u64map__init(&m, 64), 0);
+	for (__u64 k = 1; k <= 64; k++)
+		assert_int_equal(u64map__put(&m, k, k * 10), 0);
+	assert_int_equal(u64map__put(&m, 65, 1), -E2BIG);
+	u64map__clear(&m);
+	assert_int_equal(u64map__len(&m), 0);
+	for (__u64 k = 1; k <= 64; k++)
+		assert_false(u64map__get(&m, k, &v));
+	for (__u64 k = 101; k <= 164; k++)
+		assert_int_equal(u64map__put(&m, k, k), 0);
+	assert_true(u64map__get(&m, 164, &v));
+	assert_int_equal(v, 164);
+	u64map__fini(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_cleared_map_is_empty_and_takes_entries_again),
 		cmocka_unit_test(test_keys_made_to_collide_do_not_share_a_probe_run),
 	};
 

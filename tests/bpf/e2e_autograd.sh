@@ -43,3 +43,38 @@ $SC "$WORK/a.pb.gz" split k_after deep_after=1 || fail "a launch after main's ow
 	[ "$(field unattributed "$WORK/a.err")" = 0 ] ||
 	{ grep "^counters:" "$WORK/a.err" | tail -1; fail "autograd counters"; }
 ok "$((4 * N)) engine-thread launches under the thread that began each pass, exact; 1 without, counted"
+
+# The cases that are easy to get wrong (tests/progs/engine/cases.c).
+cases() { # MODE: runs it, sets tid_a tid_b
+	env LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/$1.pb.gz" --libcuda "$STUBLIB" \
+		--cupti "$B/stub/libcupti.so" -- "$PROGS/autograd_cases" "$1" 2>"$WORK/$1.err" >"$WORK/$1.out" ||
+		{ cat "$WORK/$1.err" "$WORK/$1.out"; fail "loader failed ($1)"; }
+	line=$(grep "^autograd_cases: $1 " "$WORK/$1.out") || fail "autograd_cases $1: $(cat "$WORK/$1.out")"
+	tid_a=$(echo "$line" | sed -n 's/.*tid_a=\([0-9]*\).*/\1/p')
+	tid_b=$(echo "$line" | sed -n 's/.*tid_b=\([0-9]*\).*/\1/p')
+}
+no_marker() { # MODE KERNEL: none of KERNEL's stacks is under a caller
+	python3 -c "import sys; sys.path.insert(0, '$ROOT/tests/bpf'); from stack_check import parse
+sys.exit(any(f[0].startswith('[autograd') for s in parse('$WORK/$1.pb.gz') if s[2][0][0] == '$2'
+             for f in s[2]))" || fail "$1: $2 is under a caller"
+}
+cases reent
+$SC "$WORK/reent.pb.gz" under k_inner 1 1000 launch_inner "[autograd thread for tid $tid_a]" $API caller_a ||
+	fail "reent: the reentrant pass's launch not under caller_a"
+$SC "$WORK/reent.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_b]" $API caller_b ||
+	fail "reent: the node it took of b's pass not under caller_b"
+[ "$(field nested "$WORK/reent.err")" = 1 ] || fail "reent: nested passes $(field nested "$WORK/reent.err")"
+ok "a reentrant backward on the engine thread: its launches under its outer caller, the node it took under its own"
+cases lost
+$SC "$WORK/lost.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_b]" $API caller_b_reuse ||
+	fail "lost: b's pass"
+$SC "$WORK/lost.pb.gz" split k_inner thread_main=1 || fail "lost: the unseen pass's launch"
+no_marker lost k_inner
+[ "$(field caller_unknown "$WORK/lost.err")" = 1 ] || fail "lost: caller_unknown $(field caller_unknown "$WORK/lost.err")"
+ok "a pass never seen to begin at a finished pass's address: its own stack, counted, not the old caller"
+cases stale
+$SC "$WORK/stale.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_b]" $API caller_b_reuse ||
+	fail "stale: b's pass"
+$SC "$WORK/stale.pb.gz" split k_after deep_after=1 || fail "stale: main's launch after its passes"
+no_marker stale k_after
+ok "main's own reentrant pass, its address reused by another thread: main's later launch stays its own"

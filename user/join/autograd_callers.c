@@ -13,7 +13,9 @@ struct caller {
 
 struct autograd_callers {
 	struct u64map by_caller; /* tid << 32 | site -> handle */
-	struct u64map by_task;   /* graph task -> handle of its latest begin */
+	/* pass -> its caller's handle: the passes begun lately, and those before them */
+	struct u64map by_pass[2];
+	unsigned cur;            /* by_pass[cur] takes new passes */
 	struct caller c[AUTOGRAD_CALLERS_MAX]; /* handle h is c[h - 1] */
 	__u32 n;
 	struct autograd_callers_stats st;
@@ -26,7 +28,8 @@ int autograd_callers__new(struct autograd_callers **ret)
 	if (!ac)
 		return -ENOMEM;
 	if (u64map__init(&ac->by_caller, AUTOGRAD_CALLERS_MAX) ||
-	    u64map__init(&ac->by_task, AUTOGRAD_TASKS_MAX)) {
+	    u64map__init(&ac->by_pass[0], AUTOGRAD_PASSES_MAX) ||
+	    u64map__init(&ac->by_pass[1], AUTOGRAD_PASSES_MAX)) {
 		autograd_callers__destroy(ac);
 		return -ENOMEM;
 	}
@@ -39,7 +42,8 @@ void autograd_callers__destroy(struct autograd_callers *ac)
 	if (!ac)
 		return;
 	u64map__fini(&ac->by_caller);
-	u64map__fini(&ac->by_task);
+	u64map__fini(&ac->by_pass[0]);
+	u64map__fini(&ac->by_pass[1]);
 	free(ac);
 }
 
@@ -63,19 +67,22 @@ static __u32 caller__hold(struct autograd_callers *ac, __u32 tid, __u32 site)
 	return ac->n;
 }
 
-/* gt's launches go under h from now on. */
-static void task__set(struct autograd_callers *ac, __u64 gt, __u32 h)
+/*
+ * pass's launches go under h. A full generation becomes the older one, the
+ * older one forgotten: a pass is known for at least AUTOGRAD_PASSES_MAX
+ * begins after its own.
+ */
+static void pass__set(struct autograd_callers *ac, __u64 pass, __u32 h)
 {
-	if (u64map__put(&ac->by_task, gt, h) == -E2BIG) {
-		/* Tasks of passes long over, mostly (the engine reuses few addresses). */
-		u64map__fini(&ac->by_task);
-		ac->st.restarts++;
-		if (!u64map__init(&ac->by_task, AUTOGRAD_TASKS_MAX))
-			u64map__put(&ac->by_task, gt, h);
-	}
+	if (u64map__put(&ac->by_pass[ac->cur], pass, h) != -E2BIG)
+		return;
+	ac->cur ^= 1;
+	u64map__clear(&ac->by_pass[ac->cur]);
+	ac->st.restarts++;
+	u64map__put(&ac->by_pass[ac->cur], pass, h);
 }
 
-__u32 autograd_callers__begin(struct autograd_callers *ac, __u64 gt, __u32 tid, __u32 site)
+__u32 autograd_callers__begin(struct autograd_callers *ac, __u64 pass, __u32 tid, __u32 site)
 {
 	__u32 h;
 
@@ -83,25 +90,27 @@ __u32 autograd_callers__begin(struct autograd_callers *ac, __u64 gt, __u32 tid, 
 	h = site ? caller__hold(ac, tid, site) : 0;
 	if (!h) {
 		ac->st.refused++;
-		u64map__del(&ac->by_task, gt, NULL); /* not an older pass's caller either */
 		return 0;
 	}
-	task__set(ac, gt, h);
+	pass__set(ac, pass, h);
 	return h;
 }
 
-void autograd_callers__nest(struct autograd_callers *ac, __u64 gt, __u32 handle)
+void autograd_callers__nest(struct autograd_callers *ac, __u64 pass, __u32 handle)
 {
 	ac->st.passes++;
 	ac->st.nested++;
-	task__set(ac, gt, handle);
+	pass__set(ac, pass, handle);
 }
 
-__u32 autograd_callers__of(const struct autograd_callers *ac, __u64 gt)
+__u32 autograd_callers__of(const struct autograd_callers *ac, __u64 pass)
 {
 	__u64 h;
 
-	return gt && u64map__get(&ac->by_task, gt, &h) ? (__u32)h : 0;
+	if (pass && (u64map__get(&ac->by_pass[ac->cur], pass, &h) ||
+		     u64map__get(&ac->by_pass[ac->cur ^ 1], pass, &h)))
+		return (__u32)h;
+	return 0;
 }
 
 bool autograd_callers__get(const struct autograd_callers *ac, __u32 handle, __u32 *ret_tid,

@@ -52,7 +52,7 @@ static __u32 caller_of(const struct target *t, const struct gp_launch_event *e, 
 	__u32 h, tid, site;
 
 	*ret_own = false;
-	h = t && t->autograd ? autograd_callers__of(t->autograd, e->autograd_gt) : 0;
+	h = t && t->autograd ? autograd_callers__of(t->autograd, e->autograd_pass) : 0;
 	if (!h || !autograd_callers__get(t->autograd, h, &tid, &site))
 		return 0;
 	*ret_own = tid == event_tid(e);
@@ -68,12 +68,16 @@ void session__autograd_begin(struct session *s, struct target *t, const struct g
 	(void)s;
 	if (!t || (!t->autograd && autograd_callers__new(&t->autograd)))
 		return;
-	/* Begun inside another thread's pass (a reentrant backward): under that pass's caller. */
-	if (e->autograd_gt && (outer = caller_of(t, e, &own))) {
-		autograd_callers__nest(t->autograd, e->stream, outer);
+	/*
+	 * The pass is named by its begin's time (the BPF program gives its
+	 * nodes that name). Begun inside another thread's pass (a reentrant
+	 * backward): under that pass's caller.
+	 */
+	if (e->autograd_pass && (outer = caller_of(t, e, &own))) {
+		autograd_callers__nest(t->autograd, e->ts_ns, outer);
 		return;
 	}
-	autograd_callers__begin(t->autograd, e->stream, event_tid(e), stack_id);
+	autograd_callers__begin(t->autograd, e->ts_ns, event_tid(e), stack_id);
 }
 
 __u64 session__autograd_site(struct session *s, struct target *t, const struct gp_launch_event *e,
@@ -82,7 +86,7 @@ __u64 session__autograd_site(struct session *s, struct target *t, const struct g
 	__u32 caller;
 	bool own;
 
-	if (!e->autograd_gt)
+	if (!e->autograd_pass)
 		return stack_id;
 	s->autograd_launches++;
 	caller = caller_of(t, e, &own);

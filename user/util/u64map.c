@@ -192,3 +192,10 @@ bool u64map__next(const struct u64map *m, size_t *iter, __u64 *ret_key, __u64 *r
 	*iter = m->cap;
 	return false;
 }
+
+void u64map__clear(struct u64map *m)
+{
+	if (m->used)
+		memset(m->used, 0, m->cap * sizeof(*m->used));
+	m->len = 0;
+}

@@ -29,6 +29,8 @@ int u64map__put(struct u64map *m, __u64 key, __u64 val);
 bool u64map__get(const struct u64map *m, __u64 key, __u64 *ret_val);
 bool u64map__del(struct u64map *m, __u64 key, __u64 *ret_val);
 size_t u64map__len(const struct u64map *m);
+/* Forgets every entry, keeping the slots (allocates nothing: cannot fail). */
+void u64map__clear(struct u64map *m);
 
 /* Iteration: for (size_t i = 0; u64map__next(m, &i, &k, &v);) */
 bool u64map__next(const struct u64map *m, size_t *iter, __u64 *ret_key, __u64 *ret_val);

@@ -28,6 +28,8 @@ static pthread_cond_t more = PTHREAD_COND_INITIALIZER, ran = PTHREAD_COND_INITIA
 static struct node *head, *tail;
 static char engine_obj[64]; /* "this" */
 static char engine_here[64]; /* "this" of a pass the caller runs itself */
+static char engine_mixed[64]; /* "this" of a reentrant pass: the device queue's next node first */
+static struct node *pop_one(void);
 
 /* Engine::evaluate_function(this, std::shared_ptr<GraphTask> &, Node *, InputBuffer &, ...) */
 __attribute__((noinline, visibility("default"))) void
@@ -81,7 +83,29 @@ _ZN5torch8autograd6Engine23execute_with_graph_taskERKSt10shared_ptrINS0_9GraphTa
 	struct engine_task *t = task->obj;
 
 	(void)root, (void)input;
-	if (self == engine_here) {
+	if (self == engine_mixed) {
+		/*
+		 * A reentrant backward on the engine thread (PyTorch's inner
+		 * thread_main): it takes whatever the device queue holds next,
+		 * another thread's node, before its own pass's nodes.
+		 */
+		struct shared_ptr sp = *task, fsp = { 0 };
+		struct node *n = pop_one();
+
+		if (n) {
+			fsp.obj = n->task;
+			_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_11InputBufferERKS2_INS0_10ReadyQueueEE(
+				engine_obj, &fsp, n, NULL, NULL);
+			pthread_mutex_lock(&lock);
+			n->task->done++;
+			pthread_mutex_unlock(&lock);
+			pthread_cond_broadcast(&ran);
+		}
+		for (int i = 0; i < t->nodes; i++)
+			_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_11InputBufferERKS2_INS0_10ReadyQueueEE(
+				self, &sp, NULL, NULL, NULL);
+		t->done = t->nodes;
+	} else if (self == engine_here) {
 		struct shared_ptr sp = *task;
 
 		for (int i = 0; i < t->nodes; i++)
@@ -151,6 +175,41 @@ void engine__backward_here(struct engine_task *task)
 	task->done = 0;
 	_ZN5torch8autograd6Engine23execute_with_graph_taskERKSt10shared_ptrINS0_9GraphTaskEES2_INS0_4NodeEEONS0_11InputBufferE(
 		&ret, engine_here, &sp, NULL, NULL);
+}
+
+void engine__backward_mixed(struct engine_task *task)
+{
+	struct shared_ptr sp = { .obj = task };
+	void *ret;
+
+	task->done = 0;
+	_ZN5torch8autograd6Engine23execute_with_graph_taskERKSt10shared_ptrINS0_9GraphTaskEES2_INS0_4NodeEEONS0_11InputBufferE(
+		&ret, engine_mixed, &sp, NULL, NULL);
+}
+
+int engine__queued(void)
+{
+	int q;
+
+	pthread_mutex_lock(&lock);
+	q = head != NULL;
+	pthread_mutex_unlock(&lock);
+	return q;
+}
+
+static struct node *pop_one(void)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&lock);
+	n = head;
+	if (n) {
+		head = n->next;
+		if (!head)
+			tail = NULL;
+	}
+	pthread_mutex_unlock(&lock);
+	return n;
 }
 
 void engine__backward_unannounced(struct engine_task *task)

@@ -33,6 +33,14 @@ void engine__backward_unannounced(struct engine_task *task);
  * a pass's CPU nodes run on the thread that began it).
  */
 void engine__backward_here(struct engine_task *task);
+/*
+ * A reentrant backward, called from inside a node on the engine thread:
+ * the device queue's next node (another thread's, if one waits) first,
+ * then task's nodes, all on this thread (PyTorch's reentrant thread_main).
+ */
+void engine__backward_mixed(struct engine_task *task);
+/* Whether a node waits in the device queue. */
+int engine__queued(void);
 /* Whether the first byte of both engine functions is a breakpoint (uprobes installed). */
 int engine__probed(void);
 

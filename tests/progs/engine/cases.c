@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * autograd_cases: backward passes whose caller is easy to get wrong, on the
+ * stand-in engine (engine.h; exits 0 on success, 1 on a CUDA failure, 2 on
+ * bad arguments, 3 when the engine's probes never appeared).
+ *
+ *   autograd_cases reent|lost|stale
+ *
+ * reent  caller_a's pass has one node, reentrant_node, which (on the engine
+ *        thread) begins a pass of its own once caller_b's node waits in the
+ *        device queue: the engine takes b's node first (launch_b: k_b),
+ *        then its own (launch_inner: k_inner). k_inner belongs to
+ *        caller_a's backward, k_b to caller_b's.
+ * lost   caller_b_reuse runs a pass on a task at one address (k_b), then
+ *        one on another (nothing launched: its pass at the first address
+ *        is over); then main hands the engine a pass at the first address
+ *        without the call a pass begins with (launch_inner: k_inner): no
+ *        caller, not caller_b_reuse's old one.
+ * stale  main runs a pass itself whose first node begins a second pass
+ *        there (a reentrant backward on the calling thread); then
+ *        caller_b_reuse's pass reuses the first task's address (k_b); then
+ *        main launches k_after 16 frames deep, in no pass: main's own.
+ * Prints "autograd_cases: MODE main=<tid> tid_a=<tid> tid_b=<tid>".
+ */
+#define _GNU_SOURCE
+#include <cuda.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/progs/cubin.h"
+#include "engine.h"
+
+#define CHECK(call) \
+	do { \
+		CUresult r_ = (call); \
+		if (r_ != CUDA_SUCCESS) { \
+			fprintf(stderr, "autograd_cases: %s:%d: %s failed: %d\n", \
+				__FILE__, __LINE__, #call, (int)r_); \
+			exit(1); \
+		} \
+	} while (0)
+
+enum { BLOCK = 32 };
+
+static CUfunction k_warm, k_inner, k_b, k_after;
+static CUcontext ctx;
+static CUstream stream;
+static pid_t tid_a, tid_b;
+static volatile int b_may_go;
+static struct engine_task shared_task; /* one address, as an allocator reuses a GraphTask's */
+static int outer_nodes;
+
+/* Until cond() holds, a minute at most: a wait on a condition, not on time. */
+static int wait_for(int (*cond)(void))
+{
+	struct timespec ms = { 0, 1000 * 1000 };
+
+	for (int i = 0; i < 60000; i++) {
+		if (cond())
+			return 0;
+		nanosleep(&ms, NULL);
+	}
+	return -1;
+}
+
+static int b_allowed(void)
+{
+	return b_may_go;
+}
+
+static void on_engine(void)
+{
+	static __thread int set;
+
+	if (!set)
+		CHECK(cuCtxSetCurrent(ctx));
+	set = 1;
+}
+
+__attribute__((noinline)) static void launch_inner(void *arg)
+{
+	(void)arg;
+	on_engine();
+	CHECK(cuLaunchKernel(k_inner, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void launch_b(void *arg)
+{
+	(void)arg;
+	on_engine();
+	CHECK(cuLaunchKernel(k_b, 3, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
+	__asm__ volatile("" ::: "memory");
+}
+
+static void nothing(void *arg)
+{
+	(void)arg;
+}
+
+__attribute__((noinline)) static void reentrant_node(void *arg)
+{
+	struct engine_task inner = { .fn = launch_inner, .nodes = 1 };
+
+	(void)arg;
+	on_engine();
+	b_may_go = 1;
+	if (wait_for(engine__queued))
+		exit(1);
+	engine__backward_mixed(&inner);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void *caller_a(void *arg)
+{
+	struct engine_task t = { .fn = reentrant_node, .nodes = 1 };
+
+	(void)arg;
+	tid_a = gettid();
+	engine__backward(&t);
+	__asm__ volatile("" ::: "memory");
+	return NULL;
+}
+
+__attribute__((noinline)) static void *caller_b(void *arg)
+{
+	static struct engine_task t = { .fn = launch_b, .nodes = 1 };
+
+	(void)arg;
+	tid_b = gettid();
+	if (wait_for(b_allowed))
+		exit(1);
+	engine__backward(&t);
+	__asm__ volatile("" ::: "memory");
+	return NULL;
+}
+
+__attribute__((noinline)) static void *caller_b_reuse(void *arg)
+{
+	struct engine_task next = { .fn = nothing, .nodes = 1 };
+
+	tid_b = gettid();
+	shared_task = (struct engine_task){ .fn = launch_b, .nodes = 1 };
+	engine__backward(&shared_task);
+	if (arg) /* lost: one more pass, elsewhere */
+		engine__backward(&next);
+	__asm__ volatile("" ::: "memory");
+	return NULL;
+}
+
+__attribute__((noinline)) static void outer_node(void *arg)
+{
+	struct engine_task inner = { .fn = nothing, .nodes = 1 };
+
+	(void)arg;
+	if (!outer_nodes++)
+		engine__backward_here(&inner); /* a reentrant backward on the calling thread */
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void own_reentrant_pass(void)
+{
+	shared_task = (struct engine_task){ .fn = outer_node, .nodes = 2 };
+	engine__backward_here(&shared_task);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void deep_after(int depth)
+{
+	volatile char pad[4096];
+
+	pad[0] = (char)depth;
+	if (depth > 0)
+		deep_after(depth - 1);
+	else
+		CHECK(cuLaunchKernel(k_after, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
+	__asm__ volatile("" ::: "memory");
+	(void)pad[0];
+}
+
+static void run(const char *mode)
+{
+	pthread_t a, b;
+
+	if (!strcmp(mode, "reent")) {
+		if (pthread_create(&a, NULL, caller_a, NULL) || pthread_create(&b, NULL, caller_b, NULL))
+			exit(1);
+		pthread_join(a, NULL);
+		pthread_join(b, NULL);
+	} else if (!strcmp(mode, "lost")) {
+		if (pthread_create(&b, NULL, caller_b_reuse, &shared_task))
+			exit(1);
+		pthread_join(b, NULL);
+		shared_task = (struct engine_task){ .fn = launch_inner, .nodes = 1 };
+		engine__backward_unannounced(&shared_task);
+	} else {
+		own_reentrant_pass();
+		if (pthread_create(&b, NULL, caller_b_reuse, NULL))
+			exit(1);
+		pthread_join(b, NULL);
+		deep_after(16);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const kernels[] = { "k_warm", "k_inner", "k_b", "k_after" };
+	uint8_t img[2048];
+	CUmodule mod;
+
+	if (argc != 2 || (strcmp(argv[1], "reent") && strcmp(argv[1], "lost") && strcmp(argv[1], "stale"))) {
+		fprintf(stderr, "usage: autograd_cases reent|lost|stale\n");
+		return 2;
+	}
+	CHECK(cuInit(0));
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+	CHECK(cuCtxSetCurrent(ctx));
+	if (!cubin_build(img, sizeof(img), "autograd_cases", kernels, 4))
+		return 1;
+	CHECK(cuModuleLoadData(&mod, img));
+	CHECK(cuModuleGetFunction(&k_warm, mod, "k_warm"));
+	CHECK(cuModuleGetFunction(&k_inner, mod, "k_inner"));
+	CHECK(cuModuleGetFunction(&k_b, mod, "k_b"));
+	CHECK(cuModuleGetFunction(&k_after, mod, "k_after"));
+	CHECK(cuStreamCreate(&stream, 0));
+	CHECK(cuLaunchKernel(k_warm, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
+	CHECK(cuStreamSynchronize(stream));
+	if (engine__start() || wait_for(engine__probed)) {
+		fprintf(stderr, "autograd_cases: the engine's probes never appeared\n");
+		return 3;
+	}
+	run(argv[1]);
+	CHECK(cuStreamSynchronize(stream));
+	CHECK(cuModuleUnload(mod));
+	CHECK(cuDevicePrimaryCtxRelease(0));
+	printf("autograd_cases: %s main=%d tid_a=%d tid_b=%d\n", argv[1], (int)gettid(), (int)tid_a,
+	       (int)tid_b);
+	return 0;
+}

@@ -240,6 +240,9 @@ static const CUpti_CallbackId runtime_node_cbids[] = {
 	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000,
 	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNode_v10000,
 	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemsetNode_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNode1D_v11010,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNodeToSymbol_v11010,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNodeFromSymbol_v11010,
 	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddNode_v12020, CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddNode_v12030,
 };
 

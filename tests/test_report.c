@@ -38,8 +38,8 @@ static void test_a_clean_run_says_no_losses(void **state)
 			     "unattributed", (__u64)0, "ring_dropped", (__u64)0, NULL);
 
 	(void)state;
-	assert_string_equal(v, "verdict: 9 launch events, 5 GPU activities, 5 attributed (100.0%), "
-			       "GPU time 0.012 ms; losses: none\n");
+	assert_string_equal(v, "verdict: 9 launch events, 5 GPU activities, 5 joined (100.0%), "
+			       "GPU time 0.012 ms in the profile written last; losses: none\n");
 }
 
 /* Each loss that moved is named; the counts that went well are not. */
@@ -50,7 +50,7 @@ static void test_each_loss_that_moved_is_named(void **state)
 			     "queue_full", (__u64)0, "caller_unknown", (__u64)2, NULL);
 
 	(void)state;
-	assert_non_null(strstr(v, "100 GPU activities, 90 attributed (90.0%), GPU time 2.000 ms"));
+	assert_non_null(strstr(v, "100 GPU activities, 90 joined (90.0%), GPU time 2.000 ms in the profile written last"));
 	assert_non_null(strstr(v, "losses: ring_dropped=3 unattributed=10 caller_unknown=2\n"));
 	assert_null(strstr(v, "queue_full"));
 	assert_null(strstr(v, "none"));

@@ -30,7 +30,7 @@ for loading in LAZY EAGER; do
 	# events: 6 launch calls per (thread, iteration), 3 copies and 2 graph node adds per thread, 5 loads
 	grep -q "launch_events=$((6 * 200 + 12 + 8 + 5)) " "$WORK/err-$loading" || {
 		grep counters "$WORK/err-$loading"; fail "launch event count ($loading)"; }
-	grep -q "^verdict: $((6 * 200 + 12 + 8 + 5)) launch events, .* attributed (100.0%), .*; losses: none$" \
+	grep -q "^verdict: $((6 * 200 + 12 + 8 + 5)) launch events, .* joined (100.0%), .*; losses: none$" \
 		"$WORK/err-$loading" || fail "verdict ($loading): $(grep verdict "$WORK/err-$loading")"
 	ok "exact profile with $loading loading"
 done

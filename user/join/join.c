@@ -468,8 +468,10 @@ static bool merge_step(struct join *j, struct jproc *p, struct jthread *t, __u64
 	 * A later event, closer to a, may still arrive (l's call left no
 	 * record). Not waited for in the node class: the replays of a node's
 	 * graph, paired meanwhile in the launch class, would go out before
-	 * the node took its site; a call adding a node that leaves no record
-	 * is one CUPTI lost, counted there.
+	 * the node took its site. The price: when CUPTI lost the record of
+	 * a node call (counted cupti_dropped) and the next call's event is
+	 * not read yet, that call's record pairs with the earlier event, and
+	 * its node takes the earlier call's stack.
 	 */
 	if (!l2 && watermark <= a->end && t->cls != JOIN_CLASS_NODE)
 		return false;

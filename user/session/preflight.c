@@ -61,13 +61,17 @@ int preflight__output_space(const char *path, const char *dir, uint64_t need)
 {
 	struct statvfs vfs;
 
-	if (statvfs(dir, &vfs))
-		return 0; /* unknown: the write will say */
-	if ((uint64_t)vfs.f_bavail * vfs.f_frsize >= need)
+	uint64_t free_bytes;
+
+	if (statvfs(dir, &vfs) || !vfs.f_blocks)
+		return 0; /* unknown (a pseudo filesystem): the write will say */
+	/* Root (the loader) may write into the blocks reserved for it. */
+	free_bytes = (uint64_t)(geteuid() == 0 ? vfs.f_bfree : vfs.f_bavail) * vfs.f_frsize;
+	if (free_bytes >= need)
 		return 0;
 	log_error("cannot write the output %s: no space left on %s (%llu bytes free; at least %llu "
-		  "wanted before a run)", path, dir,
-		  (unsigned long long)((uint64_t)vfs.f_bavail * vfs.f_frsize), (unsigned long long)need);
+		  "wanted before a run)", path, dir, (unsigned long long)free_bytes,
+		  (unsigned long long)need);
 	return -ENOSPC;
 }
 

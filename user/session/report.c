@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <string.h>
 
 static const char *const stage_names[STAGE_MAX] = { "start", "events", "shim", "settle", "join",
 						      "scan", "name", "write" };
@@ -86,7 +87,8 @@ static const char *const loss_names[] = {
 	"maps_reread_limited", "libcuda_refused", "libcuda_no_slot", "cubin_over_limit",
 	"cubin_crc_failed", "cubin_garbage", "cubin_nomem", "cubin_offer_full", "cubin_dedup_full",
 	"shim_visits_cut", "settle_cut", "ring_notices_dropped", "records_left_at_exit",
-	"node_unknown", "capture_unknown", "replay_unattributed", "caller_unknown",
+	"node_unknown", "capture_unknown", "replay_unattributed", "unbound", "caller_unknown",
+	"callers_refused", "io_stuck", "cubin_bytes_left_at_exit",
 };
 
 static __u64 counter_of(const struct counters *c, const char *name)
@@ -143,8 +145,9 @@ void report__verdict(const struct counters *c, __u64 gpu_ns, FILE *f)
 		return;
 	}
 	append(line, sizeof(line), &n, "verdict: %llu launch events, %llu GPU activities, %llu "
-	       "attributed (%.1f%%), GPU time %.3f ms; losses:", (unsigned long long)events,
-	       (unsigned long long)acts, (unsigned long long)joined, 100.0 * joined / acts, gpu_ns / 1e6);
+	       "joined (%.1f%%), GPU time %.3f ms in the profile written last; losses:",
+	       (unsigned long long)events, (unsigned long long)acts, (unsigned long long)joined,
+	       100.0 * joined / acts, gpu_ns / 1e6);
 	for (size_t i = 0; i < sizeof(loss_names) / sizeof(loss_names[0]); i++) {
 		__u64 v = counter_of(c, loss_names[i]);
 
@@ -156,5 +159,7 @@ void report__verdict(const struct counters *c, __u64 gpu_ns, FILE *f)
 		append(line, sizeof(line), &n, " counters_refused=%u", c->refused);
 	if (!lost && !c->refused)
 		append(line, sizeof(line), &n, " none");
+	if (n >= sizeof(line) - 1)
+		memcpy(line + sizeof(line) - 5, " ...", 5); /* cut: says so */
 	fprintf(f, "%s\n", line);
 }

@@ -217,7 +217,7 @@ static void autograd_counters(struct session *s, struct counters *c)
 	counters__add(c, "autograd_passes", a.passes);
 	counters__add_part(c, "nested", a.nested);
 	counters__add_part(c, "callers", a.callers);
-	counters__add_part(c, "refused", a.refused);
+	counters__add_part(c, "callers_refused", a.refused);
 	counters__add(c, "autograd_engines", s->autograd_engines);
 }
 

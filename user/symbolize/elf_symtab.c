@@ -200,7 +200,14 @@ struct gnu_hash {
 	uint32_t nbuckets, symoffset, bloom_words;
 };
 
-#define GNU_HASH_MAX_CHAIN 4096 /* symbols followed in one chain, at most */
+/*
+ * One name's walk, at most: entries followed in its chain, and symbols read
+ * whose hash matched (a real table's chains are a few entries long, and
+ * two different names rarely share a 32-bit hash; a file a process made up
+ * can do anything, and then costs a scan, not seconds of preads).
+ */
+#define GNU_HASH_MAX_CHAIN 64
+#define GNU_HASH_MAX_READS 4
 
 static uint32_t gnu_hash__of(const char *name)
 {
@@ -272,6 +279,7 @@ static uint64_t gnu_hash__lookup(const struct gnu_hash *g, const struct elf_symt
 	uint32_t h = gnu_hash__of(name), sym_i, cw;
 	uint64_t buckets = g->off + 16 + (uint64_t)g->bloom_words * 8;
 	uint64_t chain = buckets + (uint64_t)g->nbuckets * 4, value;
+	unsigned reads = 0;
 
 	if (!read_u32(dyn->fd, buckets + (uint64_t)(h % g->nbuckets) * 4, &sym_i) ||
 	    sym_i < g->symoffset)
@@ -281,8 +289,12 @@ static uint64_t gnu_hash__lookup(const struct gnu_hash *g, const struct elf_symt
 
 		if (at + 4 > g->off + g->size || !read_u32(dyn->fd, at, &cw))
 			return 0;
-		if ((cw | 1) == (h | 1) && gnu_hash__sym_is(dyn, sym_i, name, types, &value))
-			return value;
+		if ((cw | 1) == (h | 1)) {
+			if (gnu_hash__sym_is(dyn, sym_i, name, types, &value))
+				return value;
+			if (++reads == GNU_HASH_MAX_READS)
+				return 0;
+		}
 		if (cw & 1)
 			return 0;
 	}

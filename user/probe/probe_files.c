@@ -211,6 +211,9 @@ static void file__detach(struct probe_files *pf, unsigned i)
 {
 	struct attached_file *f = &pf->files[i];
 
+	if (f->autograd && pf->nr_autograd)
+		pf->nr_autograd--;
+
 	if (f->multi_fd >= 0)
 		close(f->multi_fd);
 	detach_links(pf->links + f->first_link, f->nr_links);
@@ -301,7 +304,9 @@ int probe_files__attach(struct probe_files *pf, const char *path, enum probe_fil
 	}
 	f = &pf->files[pf->nr_files];
 	*f = (struct attached_file){ .dev = st.st_dev, .ino = st.st_ino, .multi_fd = -1,
-				     .first_link = pf->nr_links, .swept = driver_only, .seen = true };
+				     .first_link = pf->nr_links,
+				     .swept = driver_only || kind == PROBE_FILE_AUTOGRAD,
+				     .autograd = kind == PROBE_FILE_AUTOGRAD, .seen = true };
 	err = pf->multi ? attach_file_multi(pf, path, rows, nrows, &res, &launches)
 			: attach_file_each(pf, path, rows, nrows, &res, &launches);
 	f->nr_links = pf->nr_links - f->first_link;
@@ -310,12 +315,13 @@ int probe_files__attach(struct probe_files *pf, const char *path, enum probe_fil
 	if (!err && kind == PROBE_FILE_AUTOGRAD && res.missing)
 		err = -ENOENT; /* not the engine we know: half of it would mislead */
 	if (err) {
+		f->autograd = false; /* not counted yet */
 		pf->nr_files++;
 		file__detach(pf, pf->nr_files - 1); /* what attached before the failure */
 		return err;
 	}
 	pf->nr_files++;
-	pf->nr_autograd += kind == PROBE_FILE_AUTOGRAD;
+	pf->nr_autograd += f->autograd;
 	*ret_res = res;
 	return 0;
 }

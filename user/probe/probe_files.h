@@ -18,8 +18,9 @@
 /* Files attached at once, at most (each costs the kernel a set of uprobes). */
 #define PROBE_FILES_MAX 64
 /*
- * Of them, autograd engines at most: never swept, so that files a process
- * makes up cannot take the drivers' slots.
+ * Of them, autograd engines at most, so that files a process makes up
+ * cannot take the drivers' slots; swept like drivers when no target maps
+ * them (a scan marks the ones its targets map, launch_probe__file_seen).
  */
 #define PROBE_FILES_AUTOGRAD_MAX 16
 /* Files refused as no driver, remembered (dev, inode) so that no scan reads them again. */
@@ -38,7 +39,8 @@ struct attached_file {
 	ino_t ino;
 	int multi_fd;                 /* its uprobe_multi link, or -1 */
 	size_t first_link, nr_links;  /* its perf-event links in links */
-	bool swept;                   /* attached as a driver a target mapped: freed when none does */
+	bool swept;                   /* attached for a target that maps it: freed when none does */
+	bool autograd;                /* an autograd engine's (PROBE_FILE_AUTOGRAD) */
 	bool seen;                    /* a target mapped it since the last sweep */
 	unsigned missed;              /* sweeps in a row that found no target mapping it */
 };

@@ -5,6 +5,7 @@
  * caller's stack; each engine thread's launch given, in its site, the
  * caller of its pass; each such sample put under that caller's stack.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "user/session/session_internal.h"
@@ -15,19 +16,37 @@
 /* Scans (SCAN_NS apart) that look for a target's libtorch after its first launch. */
 #define AUTOGRAD_TRIES 15
 
+/*
+ * At a target's first launch, then on every scan: its engine probed (the
+ * file marked mapped on later scans, so that the sweep keeps it while some
+ * target maps it, and attached again if it was swept). A target that maps
+ * none is looked at AUTOGRAD_TRIES scans; one refused for want of a slot
+ * (files other processes made up took them) is looked at again each scan,
+ * and counted once.
+ */
 void session__autograd_setup(struct session *s, struct target *t)
 {
 	int r;
 
-	if (t->autograd_done)
+	if (t->autograd_done && !t->autograd_probed)
 		return;
 	r = libtorch__attach_pid(s->lp, s->bounded, t->pid);
 	if (r == 1) {
-		t->autograd_done = true;
-		s->autograd_engines++;
-		log_debug(s->o->verbose, "pid %d (%s): autograd engine probed", t->pid, t->comm);
+		if (!t->autograd_probed) {
+			s->autograd_engines++;
+			log_debug(s->o->verbose, "pid %d (%s): autograd engine probed", t->pid, t->comm);
+		}
+		t->autograd_done = t->autograd_probed = true;
 		return;
 	}
+	if (r == -E2BIG) {
+		if (!t->autograd_no_slot)
+			s->autograd_no_slot++;
+		t->autograd_no_slot = true;
+		return;
+	}
+	if (t->autograd_probed)
+		return; /* mapped no more (or for now): looked at again next scan */
 	if (r < 0 || ++t->autograd_tries >= AUTOGRAD_TRIES) {
 		t->autograd_done = true;
 		if (r < 0)

@@ -88,7 +88,7 @@ static const char *const loss_names[] = {
 	"cubin_crc_failed", "cubin_garbage", "cubin_nomem", "cubin_offer_full", "cubin_dedup_full",
 	"shim_visits_cut", "settle_cut", "ring_notices_dropped", "records_left_at_exit",
 	"node_unknown", "capture_unknown", "replay_unattributed", "unbound", "caller_unknown",
-	"callers_refused", "io_stuck", "cubin_bytes_left_at_exit",
+	"callers_refused", "no_slot", "io_stuck", "cubin_bytes_left_at_exit",
 };
 
 static __u64 counter_of(const struct counters *c, const char *name)

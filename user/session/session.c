@@ -108,7 +108,7 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 			join__attach(s->join, t->pid, t->attach_ns);
 		}
 		if (t->first_launch_ns)
-			session__autograd_setup(s, t); /* a libtorch loaded after its first launch */
+			session__autograd_setup(s, t); /* loaded after its first launch; or kept from the sweep */
 	}
 	if (s->o->mode == GP_MODE_ALL)
 		complete = libcuda__attach_all(s->lp, s->bounded, &ref, s->o->verbose) >= 0;

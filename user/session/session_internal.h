@@ -80,6 +80,7 @@ struct session {
 	/* Backward passes: engine threads' launches under their pass's caller (or not) */
 	__u64 autograd_launches, autograd_under_caller, autograd_caller_unknown, autograd_own_thread;
 	__u64 autograd_engines;     /* targets whose autograd engine is probed */
+	__u64 autograd_no_slot;     /* targets whose engine found no probe slot */
 	struct autograd_callers_stats autograd_gone; /* of targets removed */
 	char autograd_marker[48];   /* scratch of session__autograd_under */
 	__u64 unattributed_written; /* --interval: unattributed in profiles already written */

@@ -219,6 +219,7 @@ static void autograd_counters(struct session *s, struct counters *c)
 	counters__add_part(c, "callers", a.callers);
 	counters__add_part(c, "callers_refused", a.refused);
 	counters__add(c, "autograd_engines", s->autograd_engines);
+	counters__add_part(c, "no_slot", s->autograd_no_slot);
 }
 
 void session__counters(struct session *s, struct counters *ret)

@@ -38,6 +38,8 @@ struct target {
 	struct autograd_callers *autograd; /* its backward passes' callers, from its first */
 	unsigned autograd_tries;   /* looks for its autograd engine (libtorch.h) */
 	bool autograd_done;        /* its engine is probed, or will not be */
+	bool autograd_probed;      /* its engine is probed (marked mapped on each scan) */
+	bool autograd_no_slot;     /* refused for want of a slot: counted once */
 	__u32 py_entry_kind;       /* enum gp_py_entry_kind of that CPython */
 	__u64 py_next_try_ns;      /* detection retried until then (0: try now) */
 	unsigned py_tries;         /* detections that found a half-started interpreter */

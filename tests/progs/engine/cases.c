@@ -23,63 +23,26 @@
  * Prints "autograd_cases: MODE main=<tid> tid_a=<tid> tid_b=<tid>".
  */
 #define _GNU_SOURCE
-#include <cuda.h>
-
+#define PROG "autograd_cases"
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "tests/progs/cubin.h"
-#include "engine.h"
+#include "prog.h"
 
-#define CHECK(call) \
-	do { \
-		CUresult r_ = (call); \
-		if (r_ != CUDA_SUCCESS) { \
-			fprintf(stderr, "autograd_cases: %s:%d: %s failed: %d\n", \
-				__FILE__, __LINE__, #call, (int)r_); \
-			exit(1); \
-		} \
-	} while (0)
-
-enum { BLOCK = 32 };
-
-static CUfunction k_warm, k_inner, k_b, k_after;
-static CUcontext ctx;
-static CUstream stream;
+enum { K_WARM, K_INNER, K_B, K_AFTER, NK };
+static CUfunction k[NK];
+#define k_inner k[K_INNER]
+#define k_b k[K_B]
+#define k_after k[K_AFTER]
 static pid_t tid_a, tid_b;
 static volatile int b_may_go;
 static struct engine_task shared_task; /* one address, as an allocator reuses a GraphTask's */
 static int outer_nodes;
 
-/* Until cond() holds, a minute at most: a wait on a condition, not on time. */
-static int wait_for(int (*cond)(void))
-{
-	struct timespec ms = { 0, 1000 * 1000 };
-
-	for (int i = 0; i < 60000; i++) {
-		if (cond())
-			return 0;
-		nanosleep(&ms, NULL);
-	}
-	return -1;
-}
-
 static int b_allowed(void)
 {
 	return b_may_go;
-}
-
-static void on_engine(void)
-{
-	static __thread int set;
-
-	if (!set)
-		CHECK(cuCtxSetCurrent(ctx));
-	set = 1;
 }
 
 __attribute__((noinline)) static void launch_inner(void *arg)
@@ -170,19 +133,6 @@ __attribute__((noinline)) static void own_reentrant_pass(void)
 	__asm__ volatile("" ::: "memory");
 }
 
-__attribute__((noinline)) static void deep_after(int depth)
-{
-	volatile char pad[4096];
-
-	pad[0] = (char)depth;
-	if (depth > 0)
-		deep_after(depth - 1);
-	else
-		CHECK(cuLaunchKernel(k_after, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
-	__asm__ volatile("" ::: "memory");
-	(void)pad[0];
-}
-
 static void run(const char *mode)
 {
 	pthread_t a, b;
@@ -203,41 +153,23 @@ static void run(const char *mode)
 		if (pthread_create(&b, NULL, caller_b_reuse, NULL))
 			exit(1);
 		pthread_join(b, NULL);
-		deep_after(16);
+		deep_after(k_after, 16);
 	}
 }
 
 int main(int argc, char **argv)
 {
-	static const char *const kernels[] = { "k_warm", "k_inner", "k_b", "k_after" };
-	uint8_t img[2048];
-	CUmodule mod;
+	static const char *const names[NK] = { "k_warm", "k_inner", "k_b", "k_after" };
+	int err;
 
 	if (argc != 2 || (strcmp(argv[1], "reent") && strcmp(argv[1], "lost") && strcmp(argv[1], "stale"))) {
 		fprintf(stderr, "usage: autograd_cases reent|lost|stale\n");
 		return 2;
 	}
-	CHECK(cuInit(0));
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
-	CHECK(cuCtxSetCurrent(ctx));
-	if (!cubin_build(img, sizeof(img), "autograd_cases", kernels, 4))
-		return 1;
-	CHECK(cuModuleLoadData(&mod, img));
-	CHECK(cuModuleGetFunction(&k_warm, mod, "k_warm"));
-	CHECK(cuModuleGetFunction(&k_inner, mod, "k_inner"));
-	CHECK(cuModuleGetFunction(&k_b, mod, "k_b"));
-	CHECK(cuModuleGetFunction(&k_after, mod, "k_after"));
-	CHECK(cuStreamCreate(&stream, 0));
-	CHECK(cuLaunchKernel(k_warm, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
-	CHECK(cuStreamSynchronize(stream));
-	if (engine__start() || wait_for(engine__probed)) {
-		fprintf(stderr, "autograd_cases: the engine's probes never appeared\n");
-		return 3;
-	}
+	if ((err = prog__start(names, k, NK)))
+		return err;
 	run(argv[1]);
-	CHECK(cuStreamSynchronize(stream));
-	CHECK(cuModuleUnload(mod));
-	CHECK(cuDevicePrimaryCtxRelease(0));
+	prog__end();
 	printf("autograd_cases: %s main=%d tid_a=%d tid_b=%d\n", argv[1], (int)gettid(), (int)tid_a,
 	       (int)tid_b);
 	return 0;

@@ -24,45 +24,23 @@
  * Prints "autograd: tid_a=<tid> tid_b=<tid> passes=<2N+1> kernels=<4N+5>".
  */
 #define _GNU_SOURCE
-#include <cuda.h>
-
+#define PROG "autograd"
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tests/progs/args.h"
-#include "tests/progs/cubin.h"
-#include "engine.h"
+#include "prog.h"
 
-#define CHECK(call) \
-	do { \
-		CUresult r_ = (call); \
-		if (r_ != CUDA_SUCCESS) { \
-			fprintf(stderr, "autograd: %s:%d: %s failed: %d\n", \
-				__FILE__, __LINE__, #call, (int)r_); \
-			exit(1); \
-		} \
-	} while (0)
-
-enum { BLOCK = 32 };
-
-static CUfunction k_a, k_b, k_orphan, k_warm, k_own, k_after;
-static CUcontext ctx;
-static CUstream stream;
+enum { K_WARM, K_A, K_B, K_ORPHAN, K_OWN, K_AFTER, NK };
+static CUfunction k[NK];
+#define k_a k[K_A]
+#define k_b k[K_B]
+#define k_orphan k[K_ORPHAN]
+#define k_own k[K_OWN]
+#define k_after k[K_AFTER]
 static long passes;
 static pid_t tid_a, tid_b;
 static pthread_barrier_t start;
-
-static void on_engine(void)
-{
-	static __thread int set;
-
-	if (!set) /* the engine thread's first node: the context current there */
-		CHECK(cuCtxSetCurrent(ctx));
-	set = 1;
-}
 
 __attribute__((noinline)) static void launch_a(void *arg)
 {
@@ -103,20 +81,6 @@ __attribute__((noinline)) static void own_pass(void)
 	__asm__ volatile("" ::: "memory");
 }
 
-/* k_after from depth frames deeper, each with a page of its own (below the node's call). */
-__attribute__((noinline)) static void deep_after(int depth)
-{
-	volatile char pad[4096];
-
-	pad[0] = (char)depth;
-	if (depth > 0)
-		deep_after(depth - 1);
-	else
-		CHECK(cuLaunchKernel(k_after, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
-	__asm__ volatile("" ::: "memory");
-	(void)pad[0];
-}
-
 __attribute__((noinline)) static void backward_a(void)
 {
 	struct engine_task t = { .fn = launch_a, .nodes = 2 };
@@ -155,51 +119,20 @@ __attribute__((noinline)) static void *caller_b(void *arg)
 	return NULL;
 }
 
-/* Until the loader's uprobes are in both engine functions (it probes on our first launch). */
-static int wait_probed(void)
-{
-	struct timespec ms = { 0, 10 * 1000 * 1000 };
-
-	for (int i = 0; i < 6000; i++) { /* a minute, at most */
-		if (engine__probed())
-			return 0;
-		nanosleep(&ms, NULL);
-	}
-	return -1;
-}
-
 int main(int argc, char **argv)
 {
-	static const char *const kernels[] = { "k_a", "k_b", "k_orphan", "k_warm", "k_own", "k_after" };
+	static const char *const names[NK] = { "k_warm", "k_a", "k_b", "k_orphan", "k_own", "k_after" };
 	struct engine_task orphan = { .fn = launch_orphan, .nodes = 1 };
 	pthread_t a, b;
-	uint8_t img[2048];
-	CUmodule mod;
+	int err;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: autograd N\n");
 		return 2;
 	}
 	passes = parse_count("autograd", argv[1]);
-	CHECK(cuInit(0));
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
-	CHECK(cuCtxSetCurrent(ctx));
-	if (!cubin_build(img, sizeof(img), "autograd", kernels, 6))
-		return 1;
-	CHECK(cuModuleLoadData(&mod, img));
-	CHECK(cuModuleGetFunction(&k_a, mod, "k_a"));
-	CHECK(cuModuleGetFunction(&k_b, mod, "k_b"));
-	CHECK(cuModuleGetFunction(&k_orphan, mod, "k_orphan"));
-	CHECK(cuModuleGetFunction(&k_warm, mod, "k_warm"));
-	CHECK(cuModuleGetFunction(&k_own, mod, "k_own"));
-	CHECK(cuModuleGetFunction(&k_after, mod, "k_after"));
-	CHECK(cuStreamCreate(&stream, 0));
-	CHECK(cuLaunchKernel(k_warm, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
-	CHECK(cuStreamSynchronize(stream));
-	if (engine__start() || wait_probed()) {
-		fprintf(stderr, "autograd: the engine's probes never appeared\n");
-		return 3;
-	}
+	if ((err = prog__start(names, k, NK)))
+		return err;
 	pthread_barrier_init(&start, NULL, 2);
 	if (pthread_create(&a, NULL, caller_a, NULL) || pthread_create(&b, NULL, caller_b, NULL))
 		return 1;
@@ -207,10 +140,8 @@ int main(int argc, char **argv)
 	pthread_join(b, NULL);
 	engine__backward_unannounced(&orphan);
 	own_pass();
-	deep_after(16);
-	CHECK(cuStreamSynchronize(stream));
-	CHECK(cuModuleUnload(mod));
-	CHECK(cuDevicePrimaryCtxRelease(0));
+	deep_after(k_after, 16);
+	prog__end();
 	printf("autograd: tid_a=%d tid_b=%d passes=%ld kernels=%ld\n", (int)tid_a, (int)tid_b,
 	       2 * passes + 1, 4 * passes + 5);
 	return 0;

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the stand-in engine's programs share (main.c: autograd, cases.c:
+ * autograd_cases): CUDA on the stub, a module of named kernels, one
+ * stream, the engine started once the loader has probed it. Each program
+ * defines PROG (its name, for messages) before including this.
+ */
+#ifndef GP_TESTS_ENGINE_PROG_H
+#define GP_TESTS_ENGINE_PROG_H
+
+#include <cuda.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "tests/progs/cubin.h"
+#include "engine.h"
+
+#define CHECK(call) \
+	do { \
+		CUresult r_ = (call); \
+		if (r_ != CUDA_SUCCESS) { \
+			fprintf(stderr, PROG ": %s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, \
+				(int)r_); \
+			exit(1); \
+		} \
+	} while (0)
+
+enum { BLOCK = 32 };
+
+static CUcontext ctx;
+static CUstream stream;
+static CUmodule mod;
+
+/* Until cond() holds, a minute at most: a wait on a condition, not on time. */
+static int wait_for(int (*cond)(void))
+{
+	struct timespec ms = { 0, 1000 * 1000 };
+
+	for (int i = 0; i < 60000; i++) {
+		if (cond())
+			return 0;
+		nanosleep(&ms, NULL);
+	}
+	return -1;
+}
+
+/* On the engine thread, before its first launch: the context current there. */
+static void on_engine(void)
+{
+	static __thread int set;
+
+	if (!set)
+		CHECK(cuCtxSetCurrent(ctx));
+	set = 1;
+}
+
+/*
+ * CUDA up, the module of kernels[0..n) loaded into fns, the stream made,
+ * fns[0] launched (the loader meets the process and probes its engine),
+ * the engine started once both its functions carry a breakpoint. 0, or
+ * the exit status: 1 (CUDA), 3 (the probes never appeared).
+ */
+static int prog__start(const char *const *kernels, CUfunction *fns, int n)
+{
+	uint8_t img[2048];
+
+	CHECK(cuInit(0));
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+	CHECK(cuCtxSetCurrent(ctx));
+	if (!cubin_build(img, sizeof(img), PROG, kernels, n))
+		return 1;
+	CHECK(cuModuleLoadData(&mod, img));
+	for (int i = 0; i < n; i++)
+		CHECK(cuModuleGetFunction(&fns[i], mod, kernels[i]));
+	CHECK(cuStreamCreate(&stream, 0));
+	CHECK(cuLaunchKernel(fns[0], 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
+	CHECK(cuStreamSynchronize(stream));
+	if (engine__start() || wait_for(engine__probed)) {
+		fprintf(stderr, PROG ": the engine's probes never appeared\n");
+		return 3;
+	}
+	return 0;
+}
+
+static void prog__end(void)
+{
+	CHECK(cuStreamSynchronize(stream));
+	CHECK(cuModuleUnload(mod));
+	CHECK(cuDevicePrimaryCtxRelease(0));
+}
+
+/* k launched depth frames deeper, each with a page of its own (below any node's call). */
+__attribute__((noinline)) static void deep_after(CUfunction k, int depth)
+{
+	volatile char pad[4096];
+
+	pad[0] = (char)depth;
+	if (depth > 0)
+		deep_after(k, depth - 1);
+	else
+		CHECK(cuLaunchKernel(k, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
+	__asm__ volatile("" ::: "memory");
+	(void)pad[0];
+}
+
+#endif

@@ -4,7 +4,7 @@
  * stand-in engine (engine.h; exits 0 on success, 1 on a CUDA failure, 2 on
  * bad arguments, 3 when the engine's probes never appeared).
  *
- *   autograd_cases reent|lost|stale
+ *   autograd_cases reent|lost|stale|hold
  *
  * reent  caller_a's pass has one node, reentrant_node, which (on the engine
  *        thread) begins a pass of its own once caller_b's node waits in the
@@ -20,6 +20,8 @@
  *        there (a reentrant backward on the calling thread); then
  *        caller_b_reuse's pass reuses the first task's address (k_b); then
  *        main launches k_after 16 frames deep, in no pass: main's own.
+ * hold   once the engine is probed, prints "held" and waits for a signal
+ *        (tests/bpf/e2e_hostile_autograd.sh: engines that take the slots).
  * Prints "autograd_cases: MODE main=<tid> tid_a=<tid> tid_b=<tid>".
  */
 #define _GNU_SOURCE
@@ -162,12 +164,19 @@ int main(int argc, char **argv)
 	static const char *const names[NK] = { "k_warm", "k_inner", "k_b", "k_after" };
 	int err;
 
-	if (argc != 2 || (strcmp(argv[1], "reent") && strcmp(argv[1], "lost") && strcmp(argv[1], "stale"))) {
-		fprintf(stderr, "usage: autograd_cases reent|lost|stale\n");
+	if (argc != 2 || (strcmp(argv[1], "reent") && strcmp(argv[1], "lost") && strcmp(argv[1], "stale") &&
+			  strcmp(argv[1], "hold"))) {
+		fprintf(stderr, "usage: autograd_cases reent|lost|stale|hold\n");
 		return 2;
 	}
 	if ((err = prog__start(names, k, NK)))
 		return err;
+	if (!strcmp(argv[1], "hold")) {
+		printf("held\n");
+		fflush(stdout);
+		pause();
+		return 0;
+	}
 	run(argv[1]);
 	prog__end();
 	printf("autograd_cases: %s main=%d tid_a=%d tid_b=%d\n", argv[1], (int)gettid(), (int)tid_a,

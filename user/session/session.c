@@ -141,7 +141,6 @@ static void trim_when_quiet(struct session *s, __u64 now)
 static void tick(struct session *s)
 {
 	__u64 before, now;
-	bool drained_dead = false, dead_drained = false;
 	int err;
 
 	session__note_tables(s); /* before targets that exited take their tables along */
@@ -177,12 +176,13 @@ static void tick(struct session *s)
 			 * still in the ring: its records, all read now, would be
 			 * joined without them. Dead, it has committed every event;
 			 * when the pump has not caught up with them yet (a loaded
-			 * machine), it waits for the next tick, a while.
+			 * machine), it waits for the next tick, a while. A drain
+			 * for an earlier dead target of this tick does not do: this
+			 * one may have died after it (seen: a launcher's last 109
+			 * events handled after it was retired, then followed anew).
 			 */
-			if (!drained_dead) {
-				dead_drained = session__drain_events(s) == 0;
-				drained_dead = true;
-			}
+			bool dead_drained = session__drain_events(s) == 0;
+
 			if (!dead_drained && ++t->dead_visits < DEAD_VISITS_MAX) {
 				i++;
 				continue;

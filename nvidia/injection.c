@@ -42,7 +42,7 @@
 #define CUPTI_OPTIONAL(X) \
 	X(cuptiActivityRegisterTimestampCallback) X(cuptiSetThreadIdType) \
 	X(cuptiActivityEnableDriverApi) X(cuptiActivityEnableRuntimeApi) X(cuptiGetResultString) \
-	X(cuptiGetGraphNodeId) X(cuptiGetGraphId)
+	X(cuptiGetGraphNodeId) X(cuptiGetGraphId) X(cuptiActivityDisable)
 
 struct cupti_api {
 #define DECLARE(fn) __typeof__(&fn) fn;
@@ -71,6 +71,8 @@ static struct {
 	bool api_filter;      /* whole DRIVER/RUNTIME kinds enabled: filter by cbid */
 	clockid_t rec_clock;  /* the clock of CUPTI's timestamps (the loader knows which) */
 	int graphs_off;       /* atomic: this CUPTI cannot name graph nodes: asked no more */
+	bool record_always;   /* GPUPROBE_RECORD=always: activity on with no reader too */
+	bool recording;       /* the costly activity is on: the init thread, then the flush thread only */
 	int dead;             /* atomic: inert, fork child, or exited */
 	int exiting;          /* atomic */
 	__u64 corr_hw;        /* atomic: correlation high-water mark */
@@ -555,16 +557,43 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 
 /* --------------------------------------------------- flush, exit, fork */
 
-/* Holds no lock while flushing, and takes none a callback takes. */
+static void recording__follow(void);
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Holds no lock while flushing, and takes none a callback takes. Flushes
+ * every flush_ms; follows the reader at each flush, and every
+ * READER_POLL_MS in the first READER_POLL_START_MS while not recording: a
+ * loader already running (--all-cgroups) claims a new ring within a tick,
+ * and the program's first launches should find the activity on.
+ */
+#define READER_POLL_MS 5u
+#define READER_POLL_START_MS 3000u
+
 static void *flush__main(void *arg)
 {
-	struct timespec ts = { .tv_sec = g.flush_ms / 1000,
-			       .tv_nsec = (long)(g.flush_ms % 1000) * 1000000L };
+	unsigned since_flush = 0, elapsed = 0;
 
 	while (!__atomic_load_n(&g.exiting, __ATOMIC_ACQUIRE) && !shim__dead()) {
-		nanosleep(&ts, NULL);
+		bool poll = !g.recording && elapsed < READER_POLL_START_MS &&
+			    READER_POLL_MS < g.flush_ms;
+		unsigned step = poll ? READER_POLL_MS : g.flush_ms - since_flush;
+
+		sleep_ms(step);
+		elapsed += elapsed < READER_POLL_START_MS ? step : 0;
+		since_flush += step;
 		if (__atomic_load_n(&g.exiting, __ATOMIC_ACQUIRE) || shim__dead())
 			break;
+		recording__follow();
+		if (since_flush < g.flush_ms)
+			continue;
+		since_flush = 0;
 		if (g.api.cuptiActivityFlushAll(0) != CUPTI_SUCCESS)
 			shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
 	}
@@ -653,24 +682,81 @@ static void clock__setup(void)
 	shm__set_flags(g.shm, 0, GP_SHM_F_CLOCK_MONOTONIC);
 }
 
-static void api__enable(void)
+/* Per-call API records on (or off); an older CUPTI takes whole kinds, filtered. */
+static void api__switch(bool on)
 {
 	bool ok = g.api.cuptiActivityEnableDriverApi && g.api.cuptiActivityEnableRuntimeApi;
 
 	for (size_t i = 0; ok && i < ARRAY_LEN(driver_cbids); i++)
-		ok = g.api.cuptiActivityEnableDriverApi(driver_cbids[i], 1) == CUPTI_SUCCESS;
+		ok = g.api.cuptiActivityEnableDriverApi(driver_cbids[i], on) == CUPTI_SUCCESS;
 	for (size_t i = 0; ok && i < ARRAY_LEN(runtime_cbids); i++)
-		ok = g.api.cuptiActivityEnableRuntimeApi(runtime_cbids[i], 1) == CUPTI_SUCCESS;
+		ok = g.api.cuptiActivityEnableRuntimeApi(runtime_cbids[i], on) == CUPTI_SUCCESS;
 	for (size_t i = 0; ok && i < ARRAY_LEN(driver_node_cbids); i++)
-		ok = g.api.cuptiActivityEnableDriverApi(driver_node_cbids[i], 1) == CUPTI_SUCCESS;
+		ok = g.api.cuptiActivityEnableDriverApi(driver_node_cbids[i], on) == CUPTI_SUCCESS;
 	for (size_t i = 0; ok && i < ARRAY_LEN(runtime_node_cbids); i++)
-		ok = g.api.cuptiActivityEnableRuntimeApi(runtime_node_cbids[i], 1) == CUPTI_SUCCESS;
-	if (ok)
+		ok = g.api.cuptiActivityEnableRuntimeApi(runtime_node_cbids[i], on) == CUPTI_SUCCESS;
+	if (ok && !g.api_filter)
 		return;
 	/* An older CUPTI without per-call control: take all API records, keep ours. */
 	g.api_filter = true;
-	if (CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_DRIVER) ||
-	    CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_RUNTIME))
+	if (on ? CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_DRIVER) ||
+		 CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_RUNTIME)
+	       : CUPTI_CALL(cuptiActivityDisable, CUPTI_ACTIVITY_KIND_DRIVER) ||
+		 CUPTI_CALL(cuptiActivityDisable, CUPTI_ACTIVITY_KIND_RUNTIME))
+		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+}
+
+/*
+ * What costs per launch: kernel, copy and memset records and the API
+ * records of the calls (gp_abi.h, "no reader, no records"). Not GRAPH_TRACE:
+ * it suppresses the per-node kernel records. API records go on first and off
+ * last: a call at the edge may leave an API record with no kernel record
+ * (nothing to attribute), never a kernel record with no API record (GPU time
+ * with no launch). CUPTI_SUCCESS, or the status of the kernel kind's switch.
+ */
+static CUptiResult activity__switch(bool on)
+{
+	static const CUpti_ActivityKind kinds[] = { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+						    CUPTI_ACTIVITY_KIND_MEMCPY,
+						    CUPTI_ACTIVITY_KIND_MEMSET };
+	CUptiResult st = CUPTI_SUCCESS;
+
+	if (on)
+		api__switch(true);
+	for (size_t i = 0; i < ARRAY_LEN(kinds); i++) {
+		CUptiResult k = on ? CUPTI_CALL(cuptiActivityEnable, kinds[i])
+				   : CUPTI_CALL(cuptiActivityDisable, kinds[i]);
+
+		if (k && i == 0)
+			st = k;
+		else if (k)
+			shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+	}
+	if (!on)
+		api__switch(false);
+	if (st && on) {
+		api__switch(false); /* no kernel records: the API records alone are no use */
+		return st;
+	}
+	g.recording = on;
+	shm__set_recording(g.shm, on, shm__now_ns());
+	return st;
+}
+
+/* Whether activity should be on now: a reader is there (or we were told always). */
+static bool recording__wanted(void)
+{
+	/* Without cuptiActivityDisable nothing could switch it off: always on. */
+	return g.record_always || !g.api.cuptiActivityDisable ||
+	       shm__reader_live(g.shm, shm__now_ns());
+}
+
+/* On the flush thread only: follows the reader, never on an application thread. */
+static void recording__follow(void)
+{
+	bool want = recording__wanted();
+
+	if (want != g.recording && activity__switch(want))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
 }
 
@@ -702,15 +788,19 @@ static CUptiResult cupti__start(void)
 	     CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
 			CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
-	/* Not GRAPH_TRACE: it suppresses the per-node kernel records. */
-	st = CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-	if (st)
-		return st;
-	if (CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_MEMCPY) ||
-	    CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_MEMSET))
-		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
-	api__enable();
+	/* With no reader yet, the flush thread switches activity on when one comes. */
+	if (recording__wanted())
+		return activity__switch(true);
+	shm__set_recording(g.shm, false, shm__now_ns());
 	return CUPTI_SUCCESS;
+}
+
+/* GPUPROBE_RECORD=always records with no reader too; anything else: only with one. */
+static bool record__always_from_env(void)
+{
+	const char *v = getenv("GPUPROBE_RECORD");
+
+	return v && !strcmp(v, "always");
 }
 
 static int shim__setup_memory(void)
@@ -731,6 +821,7 @@ static int shim__setup_memory(void)
 	nbuf = env_uint("GPUPROBE_CUPTI_BUFFERS", 32, 2, 1024);
 	kb = env_uint("GPUPROBE_CUPTI_BUFFER_KB", 1024, 64, 65536);
 	g.flush_ms = env_uint("GPUPROBE_FLUSH_MS", 100, 1, 60000);
+	g.record_always = record__always_from_env();
 	return pool__init(&g.pool, nbuf, (size_t)kb * 1024);
 }
 

@@ -22,6 +22,17 @@
  *     heartbeat is fresh and never longer than one loader tick (at most 1 s),
  *     so the loader reads the last records and symbolizes stacks while the
  *     process still has its memory maps. A dead loader costs nothing.
+ *   - no reader, no records: the costly activity (kernels, copies, memsets,
+ *     launch and copy API records) is on only while a loader reads the ring:
+ *     a memfd the loader made (-- COMMAND), or a heartbeat fresh within
+ *     GP_RECORD_STALE_TICKS of the loader's ticks (GP_RECORD_STALE_MIN_NS at
+ *     least). A node-wide loader stamps the heartbeat of a ring the moment
+ *     it is made (before any claim, maybe before the shim sized it), so a
+ *     program's first launches are recorded; a loader that leaves zeroes it.
+ *     The shim's own thread switches activity and stamps record_on_ns /
+ *     record_off_ns (its init thread decides the first state, inside
+ *     cuInit); launches made before record_on_ns have no record.
+ *     Module, cubin and graph-node capture never stop.
  */
 #ifndef GP_ABI_H
 #define GP_ABI_H
@@ -45,6 +56,8 @@ enum gp_counter {
 	GP_CTR_UNKNOWN_ACTIVITY,     /* activity records of kinds we do not copy */
 	GP_CTR_MODULES_UNLOADED,     /* module unload records written */
 	GP_CTR_CUPTI_ERRORS,         /* CUPTI calls that failed after init */
+	GP_CTR_RECORDING_ON,         /* activity switched on (a reader came) */
+	GP_CTR_RECORDING_OFF,        /* activity switched off (no reader) */
 	GP_CTR_MAX = 16,
 };
 
@@ -52,6 +65,11 @@ enum gp_counter {
 #define GP_SHM_F_CLOCK_MONOTONIC (1u << 0) /* timestamps are CLOCK_MONOTONIC */
 #define GP_SHM_F_INERT           (1u << 1) /* shim gave up (no CUPTI, subscriber) */
 #define GP_SHM_F_TID_SYSTEM      (1u << 2) /* record tids are Linux tids */
+#define GP_SHM_F_RECORDING       (1u << 3) /* kernel, copy and API activity is on */
+
+#define GP_RECORD_STALE_TICKS 10ull
+#define GP_RECORD_STALE_MIN_NS 2000000000ull
+#define GP_RECORD_MAX_TICK_MS 1000u
 
 /* Written once by the shim before the memfd is mapped by anyone else. */
 struct gp_shm_layout {
@@ -84,7 +102,8 @@ struct gp_shm_producer {
 	__u32 reserved0;   /* 28 */
 	__u64 clock_offset_ns; /* 32: add to a CUPTI timestamp to get CLOCK_MONOTONIC, when !F_CLOCK_MONOTONIC (two's complement) */
 	__u64 exit_seq;    /* 40: bumped when the process starts exiting (see exit_ack) */
-	__u64 reserved[2]; /* 48 */
+	__u64 record_on_ns;  /* 48: CLOCK_MONOTONIC when activity was last switched on (0: never) */
+	__u64 record_off_ns; /* 56: CLOCK_MONOTONIC when it was last switched off (0: never) */
 	__u64 counters[GP_CTR_MAX]; /* 64 */
 };
 _Static_assert(sizeof(struct gp_shm_producer) == 192, "gp_shm_producer ABI");

@@ -361,6 +361,53 @@ void shm__set_flags(struct shm *shm, __u32 set, __u32 clear)
 	__atomic_fetch_and(flags, ~clear, __ATOMIC_RELEASE);
 }
 
+/*
+ * See gp_abi.h, "no reader, no records". The consumer area is hostile: a
+ * lying heartbeat or tick can switch our own activity on or off, no more.
+ */
+bool shm__reader_live(const struct shm *shm, __u64 now)
+{
+	const struct gp_shm_consumer *c;
+	__u64 beat, stale;
+	__u32 tick_ms;
+
+	if (!shm || shm__detached(shm))
+		return false;
+	c = &shm->hdr->consumer;
+	beat = __atomic_load_n(&c->heartbeat_ns, __ATOMIC_ACQUIRE);
+	tick_ms = __atomic_load_n(&c->tick_ms, __ATOMIC_RELAXED);
+	/* The loader that made our memfd reads it from its first tick. */
+	if (shm->adopted && !beat && !tick_ms)
+		return now - shm->layout.create_ns < GP_RECORD_STALE_MIN_NS * 5;
+	/* A loader's ring watch stamps the beat alone, before any claim. */
+	if (!beat || beat > now)
+		return false;
+	if (tick_ms > GP_RECORD_MAX_TICK_MS)
+		tick_ms = GP_RECORD_MAX_TICK_MS;
+	stale = GP_RECORD_STALE_TICKS * tick_ms * 1000000ull;
+	if (stale < GP_RECORD_STALE_MIN_NS)
+		stale = GP_RECORD_STALE_MIN_NS;
+	return now - beat <= stale;
+}
+
+void shm__set_recording(struct shm *shm, bool on, __u64 now)
+{
+	struct gp_shm_producer *p;
+
+	if (shm__detached(shm))
+		return;
+	p = &shm->hdr->producer;
+	/* The time first: a loader that sees the flag finds the time it was set. */
+	__atomic_store_n(on ? &p->record_on_ns : &p->record_off_ns, now, __ATOMIC_RELEASE);
+	shm__set_flags(shm, on ? GP_SHM_F_RECORDING : 0, on ? 0 : GP_SHM_F_RECORDING);
+	shm__count(shm, on ? GP_CTR_RECORDING_ON : GP_CTR_RECORDING_OFF, 1);
+}
+
+__u64 shm__now_ns(void)
+{
+	return now_ns();
+}
+
 void shm__set_clock_offset(struct shm *shm, __s64 offset_ns)
 {
 	if (shm__detached(shm))

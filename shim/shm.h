@@ -81,6 +81,15 @@ __u64 shm__counter(const struct shm *shm, enum gp_counter ctr);
 void shm__set_flags(struct shm *shm, __u32 set, __u32 clear);
 void shm__set_clock_offset(struct shm *shm, __s64 offset_ns);
 
+/*
+ * True while a loader reads this ring (gp_abi.h, "no reader, no records"):
+ * the memfd is the loader's own, or its heartbeat is fresh at now (CLOCK_MONOTONIC).
+ */
+bool shm__reader_live(const struct shm *shm, __u64 now);
+/* Publishes that activity went on (or off) at now, and counts the switch. */
+void shm__set_recording(struct shm *shm, bool on, __u64 now);
+__u64 shm__now_ns(void); /* CLOCK_MONOTONIC */
+
 /* At exit: lets a live loader read the last records, waiting one tick at most. */
 void shm__exit_handshake(struct shm *shm);
 /* Describes this memfd's cubin ring for cubin_queue__new. */

@@ -384,7 +384,7 @@ static void test_every_activity_leaves_exactly_once_when_queues_overflow(void **
 }
 
 struct unrecorded_sink {
-	unsigned n, out_of_order;
+	unsigned n, out_of_order, before;
 	__u64 next_site;
 };
 
@@ -394,7 +394,38 @@ static void on_unrecorded(void *ctx, const struct join_unrecorded *u)
 
 	us->out_of_order += u->site != us->next_site || u->pid != 100 || u->tid != 1;
 	us->next_site = u->site + 1;
+	us->before += u->before_recording;
 	us->n++;
+}
+
+/*
+ * shim/gp_abi.h, "no reader, no records": a launch made before the shim
+ * switched its recording on is labelled and counted apart, not as a lost
+ * record; one made after it is a lost record; while the shim is off, every
+ * launch is before its recording.
+ */
+static void test_launches_before_the_shim_recorded_are_labelled_not_lost(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 16);
+	struct unrecorded_sink us = { 0 };
+	struct join_counters c;
+
+	join__on_unrecorded(j, on_unrecorded, &us);
+	assert_int_equal(join__recording(j, 100, UINT64_MAX), 0); /* off */
+	launch(j, 1, 1000, 0);
+	assert_int_equal(join__recording(j, 100, 3000), 0); /* on since 3000 */
+	launch(j, 1, 2000, 1);
+	launch(j, 1, 3000, 2); /* at the switch: a record was due */
+	launch(j, 1, 4000, 3);
+	join__finish_all(j);
+	join__counters(j, &c);
+	assert_int_equal(us.n, 4);
+	assert_int_equal(us.out_of_order, 0);
+	assert_int_equal(us.before, 2);
+	assert_int_equal(c.launches_before_recording, 2);
+	assert_int_equal(c.launches_without_record, 2);
+	join__destroy(j);
 }
 
 /*
@@ -490,6 +521,7 @@ int main(void)
 		cmocka_unit_test(test_every_activity_leaves_exactly_once_when_queues_overflow),
 		cmocka_unit_test(test_visiting_sites_renumbers_queued_and_matched_launches),
 		cmocka_unit_test(test_launches_without_records_all_leave_once_past_the_queue_bound),
+		cmocka_unit_test(test_launches_before_the_shim_recorded_are_labelled_not_lost),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

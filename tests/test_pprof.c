@@ -818,7 +818,7 @@ static void test_launches_without_a_record_count_apart_with_no_device(void **sta
 	p = profile_with(procs, 1, fr, 1, 0);
 	assert_int_equal(profile__add(p, 100, 1, "cuLaunchKernel", NULL, &gemm), 0);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(profile__add_launch(p, 100, 1, "cuLaunchKernel", NULL), 0);
+		assert_int_equal(profile__add_launch(p, 100, 1, "cuLaunchKernel", NULL, NULL), 0);
 	profile__totals(p, &t);
 	assert_int_equal(t.activities, 1);
 	assert_int_equal(t.gpu_ns, 1000);

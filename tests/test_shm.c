@@ -305,10 +305,85 @@ static void test_a_concurrent_writer_and_reader_agree_on_order_and_counts(void *
 	shm__destroy(shm);
 }
 
+/* shim/gp_abi.h, "no reader, no records": live only while a heartbeat is fresh. */
+static void test_the_reader_is_live_only_while_its_heartbeat_is_fresh(void **state)
+{
+	struct shm *shm = small_shm(64);
+	struct gp_shm_consumer *c = &shm__header(shm)->consumer;
+	__u64 now = now_ns(), s = 1000000000ull;
+
+	assert_false(shm__reader_live(shm, now)); /* nobody ever came */
+	c->heartbeat_ns = now - s / 2;
+	assert_true(shm__reader_live(shm, now));
+	c->heartbeat_ns = now - 3 * s; /* no tick said: 2 s */
+	assert_false(shm__reader_live(shm, now));
+	c->tick_ms = 1000; /* ten ticks */
+	assert_true(shm__reader_live(shm, now));
+	c->tick_ms = 4000000000u; /* a lie: ten ticks of 1 s at most */
+	c->heartbeat_ns = now - 11 * s;
+	assert_false(shm__reader_live(shm, now));
+	c->heartbeat_ns = now + s; /* from the future: a lie */
+	assert_false(shm__reader_live(shm, now));
+	c->heartbeat_ns = 0; /* a loader that left */
+	assert_false(shm__reader_live(shm, now));
+	shm__destroy(shm);
+}
+
+/* The ring watch's mark: a memfd only, and the shim then sees a reader. */
+static void test_a_ring_marked_by_the_watch_has_a_live_reader(void **state)
+{
+	struct shm *shm = small_shm(64);
+	char path[] = "/tmp/gpuprobe-test-mark-XXXXXX";
+	int fd = mkstemp(path), p[2];
+
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(shm_reader__mark_watched(fd, now_ns()), -EINVAL);
+	assert_int_equal(shm_reader__mark_watched(p[1], now_ns()), -EINVAL);
+	assert_int_equal(lseek(fd, 0, SEEK_END), 0); /* nothing written */
+	assert_false(shm__reader_live(shm, now_ns()));
+	assert_int_equal(shm_reader__mark_watched(shm__fd(shm), now_ns()), 0);
+	assert_true(shm__reader_live(shm, now_ns()));
+	close(fd);
+	close(p[0]);
+	close(p[1]);
+	shm__destroy(shm);
+}
+
+/* What the loader makes of the shim's switches (join__recording's from_ns). */
+static void test_the_recording_state_reaches_the_reader(void **state)
+{
+	struct shm *shm = small_shm(64);
+	struct shm_reader *r;
+
+	assert_int_equal(shm_reader__open_fd(shm__fd(shm), &r), 0);
+	assert_int_equal(shm_reader__record_from(r), 0); /* never switched: an older shim */
+	shm__set_recording(shm, false, 100);
+	assert_int_equal(shm_reader__record_from(r), UINT64_MAX);
+	shm__set_recording(shm, true, 200);
+	assert_int_equal(shm_reader__record_from(r), 200);
+	shm__set_recording(shm, false, 300);
+	assert_int_equal(shm_reader__record_from(r), UINT64_MAX);
+	assert_int_equal(shm__counter(shm, GP_CTR_RECORDING_ON), 1);
+	assert_int_equal(shm__counter(shm, GP_CTR_RECORDING_OFF), 2);
+	shm__set_flags(shm, GP_SHM_F_INERT, 0);
+	assert_int_equal(shm_reader__record_from(r), 0); /* gave up: said otherwise */
+	/* A reader that leaves zeroes the beat: the shim switches off at once. */
+	shm__header(shm)->consumer.heartbeat_ns = now_ns();
+	shm_reader__destroy(r);
+	assert_int_equal(shm__header(shm)->consumer.heartbeat_ns, 0);
+	assert_int_equal(shm__header(shm)->consumer.reader_pid, 0);
+	shm__destroy(shm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_records_and_names_round_trip_from_writer_to_reader),
+		cmocka_unit_test(test_the_reader_is_live_only_while_its_heartbeat_is_fresh),
+		cmocka_unit_test(test_a_ring_marked_by_the_watch_has_a_live_reader),
+		cmocka_unit_test(test_the_recording_state_reaches_the_reader),
 		cmocka_unit_test(test_a_name_is_interned_once),
 		cmocka_unit_test(test_a_full_string_table_counts_and_gives_the_empty_name),
 		cmocka_unit_test(test_a_full_ring_counts_drops_and_never_blocks),

@@ -31,12 +31,17 @@
  *   (graph id << 32) | index, an exec's id is its own graph's id. With
  *   GPUPROBE_STUB_NO_GRAPH_IDS set, cuptiGetGraphNodeId answers
  *   CUPTI_ERROR_NOT_SUPPORTED.
+ * - With GPUPROBE_STUB_TOGGLE_LOG=FILE, every activity switch (a kind, or an
+ *   API cbid, on or off) appends "tid app what id on|off" to FILE, app 1 when
+ *   the switching thread has made driver calls (an application thread), so a
+ *   test can tell which thread switched activity.
  * Other activity kinds are accepted and produce nothing.
  */
 #include "stub/cupti/internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -175,8 +180,30 @@ static bool kind_on(CUpti_ActivityKind k)
 	return atomic_load(&g_cupti.kind[k]);
 }
 
+/* Set on a thread once it makes a driver call: an application thread. */
+static __thread bool tls_app;
+
+static void toggle_note(const char *what, unsigned id, bool on)
+{
+	const char *path = getenv("GPUPROBE_STUB_TOGGLE_LOG");
+	char line[96];
+	int fd, n;
+
+	if (!path || !*path)
+		return;
+	n = snprintf(line, sizeof(line), "%ld %d %s %u %s\n", (long)syscall(SYS_gettid),
+		     tls_app, what, id, on ? "on" : "off");
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, line, (size_t)n) < 0)
+		(void)0; /* a test's log: nothing to do about it */
+	close(fd);
+}
+
 static void op_api_enter(struct stub_api_call *c)
 {
+	tls_app = true;
 	c->correlation_id = take_correlation_id();
 	c->thread_id = thread_id();
 	api_callback(c, CUPTI_API_ENTER);
@@ -568,6 +595,7 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 		return CUPTI_ERROR_INVALID_KIND;
 	attach_driver();
 	atomic_store(&g_cupti.kind[kind], true);
+	toggle_note("kind", kind, true);
 	return CUPTI_SUCCESS;
 }
 
@@ -581,6 +609,7 @@ CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 	if (!kind_valid(kind))
 		return CUPTI_ERROR_INVALID_KIND;
 	atomic_store(&g_cupti.kind[kind], false);
+	toggle_note("kind", kind, false);
 	return CUPTI_SUCCESS;
 }
 
@@ -605,6 +634,7 @@ CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid,
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	attach_driver();
 	atomic_store(&g_cupti.driver_cbid[cbid], enable ? 1 : 0);
+	toggle_note("driver", cbid, enable);
 	return CUPTI_SUCCESS;
 }
 
@@ -615,6 +645,7 @@ CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid,
 	if (cbid >= CUPTI_RUNTIME_TRACE_CBID_SIZE)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	atomic_store(&g_cupti.runtime_cbid[cbid], enable ? 1 : 0);
+	toggle_note("runtime", cbid, enable);
 	return CUPTI_SUCCESS;
 }
 

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "user/ingest/ring_watch.h"
 #include "user/util/grow.h"
@@ -13,6 +14,14 @@
 #include "user/shm/shm_reader.h"
 
 #define WATCH_POLL_MS 100
+
+static __u64 mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
 #define WATCH_QUEUE_MAX 4096
 
 static void push(struct ring_watch *w, struct held_ring h)
@@ -45,6 +54,8 @@ static void on_ring(void *ctx, const struct gp_ring_event *e)
 		int err = shm_reader__grab_fd(h.pid, e->fd, &fd);
 
 		h.fd = err ? err : fd;
+		if (!err)
+			shm_reader__mark_watched(fd, mono_now());
 	}
 	push(w, h);
 }

@@ -110,6 +110,7 @@ struct jorder {
 struct jproc {
 	__u32 pid;
 	__u64 attach_ts;
+	__u64 record_from;          /* join__recording */
 	struct u64map thread_idx;   /* tid << 2 | cls -> index in threads */
 	struct jthread *threads;
 	size_t nr_threads, cap_threads;
@@ -245,6 +246,16 @@ int join__attach(struct join *j, __u32 pid, __u64 attach_ts)
 	if (!p)
 		return -ENOMEM;
 	p->attach_ts = attach_ts;
+	return 0;
+}
+
+int join__recording(struct join *j, __u32 pid, __u64 from_ns)
+{
+	struct jproc *p = proc_get(j, pid, true);
+
+	if (!p)
+		return -ENOMEM;
+	p->record_from = from_ns;
 	return 0;
 }
 
@@ -418,11 +429,15 @@ static void api_orphan(struct join *j, struct jproc *p, struct jthread *t)
 static void launch_orphan(struct join *j, struct jproc *p, struct jthread *t)
 {
 	const struct jlaunch *l = fifo__at(&t->launches, 0);
+	bool before = l->ts < p->record_from;
 
-	j->c.launches_without_record++;
+	if (before)
+		j->c.launches_before_recording++;
+	else
+		j->c.launches_without_record++;
 	if (j->unrecorded) {
 		struct join_unrecorded u = { .pid = p->pid, .tid = t->tid, .site = l->site,
-					     .probe = l->probe };
+					     .probe = l->probe, .before_recording = before };
 
 		j->unrecorded(j->unrecorded_ctx, &u);
 	}

@@ -85,6 +85,7 @@ struct join_unrecorded {
 	__u32 pid, tid;
 	__u64 site;
 	__u32 probe;
+	bool before_recording; /* made before the shim recorded (join__recording) */
 };
 
 typedef void (*join_unrecorded_fn)(void *ctx, const struct join_unrecorded *u);
@@ -109,6 +110,7 @@ struct join_opts {
 struct join_counters {
 	__u64 launches_matched;
 	__u64 launches_without_record; /* events whose API record never came */
+	__u64 launches_before_recording; /* events made before the shim recorded: no record was due */
 	__u64 api_without_launch;      /* records whose event never came */
 	__u64 api_before_attach;
 	__u64 api_at_attach;           /* records under JOIN_AT_ATTACH */
@@ -132,6 +134,13 @@ void join__on_unrecorded(struct join *j, join_unrecorded_fn fn, void *ctx);
 void join__on_matched(struct join *j, join_matched_fn fn, void *ctx);
 /* Records when the loader attached to pid: earlier calls cannot be matched. */
 int join__attach(struct join *j, __u32 pid, __u64 attach_ts);
+/*
+ * From from_ns on, pid's shim records its calls' activity (shim/gp_abi.h,
+ * "no reader, no records"): a launch made before it that no record takes is
+ * counted launches_before_recording and labelled so, not lost. UINT64_MAX:
+ * not recording now; 0 (the default): recording since before the attach.
+ */
+int join__recording(struct join *j, __u32 pid, __u64 from_ns);
 void join__add_launch(struct join *j, const struct join_launch *l);
 void join__add_api(struct join *j, const struct join_api *a);
 void join__add_activity(struct join *j, const struct join_activity *act);

@@ -189,12 +189,12 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 }
 
 int profile__add_launch(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
-			const struct profile_under *under)
+			const struct profile_under *under, const char *leaf)
 {
 	bool in = stack_id && under && under->stack;
 	struct agg_key k = { .pid = pid, .stack_id = stack_id, .api = profile__intern(p, api),
 			     .reason = profile__intern(p, stack_id ? NULL : "stack table full"),
-			     .name = profile__intern(p, GP_PROFILE_NO_RECORD),
+			     .name = profile__intern(p, leaf ? leaf : GP_PROFILE_NO_RECORD),
 			     .device = NO_DEVICE, .stream = NO_DEVICE,
 			     .under = in ? under->stack : 0,
 			     .under_api = in ? profile__intern(p, under->api) : 0,

@@ -77,12 +77,13 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 /*
  * Adds a launch whose call left no GPU record (the process runs without
  * the shim, or the record was lost): one under launches/count, no GPU
- * time, its leaf GP_PROFILE_NO_RECORD, no device or stream label.
- * stack_id 0: the stack table was full.
+ * time, its leaf `leaf` (NULL: GP_PROFILE_NO_RECORD), no device or stream
+ * label. stack_id 0: the stack table was full.
  */
 #define GP_PROFILE_NO_RECORD "[no GPU record]"
+#define GP_PROFILE_BEFORE_RECORDING "[no GPU record: before the shim recorded]"
 int profile__add_launch(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
-			const struct profile_under *under);
+			const struct profile_under *under, const char *leaf);
 
 /*
  * Declares that pid loaded the cubin elf (size bytes, hostile: read through

@@ -159,6 +159,11 @@ void report__verdict(const struct counters *c, __u64 gpu_ns, FILE *f)
 		append(line, sizeof(line), &n, " counters_refused=%u", c->refused);
 	if (!lost && !c->refused)
 		append(line, sizeof(line), &n, " none");
+	/* Not a loss: no record was due (shim/gp_abi.h, "no reader, no records"). */
+	if (counter_of(c, "launches_before_recording"))
+		append(line, sizeof(line), &n, "; %llu launches made before the shim recorded, "
+		       "labelled [no GPU record: before the shim recorded]",
+		       (unsigned long long)counter_of(c, "launches_before_recording"));
 	if (n >= sizeof(line) - 1)
 		memcpy(line + sizeof(line) - 5, " ...", 5); /* cut: says so */
 	fprintf(f, "%s\n", line);

@@ -278,6 +278,7 @@ bool session__read_target(struct session *s, struct target *t, __u64 now)
 		log_warn("pid %d (%s): the shim is inert (no CUPTI, or another CUPTI subscriber "
 			 "such as torch.profiler holds it): GPU time is missing", t->pid, t->comm);
 	}
+	join__recording(s->join, t->pid, shm_reader__record_from(t->shm));
 	TIMED(s, STAGE_SHIM, more = read_records(s, t, now));
 	t0 = thread_cpu_ns();
 	TIMED(s, STAGE_SETTLE, shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module,

@@ -88,6 +88,8 @@ static void probe_and_shim_counters(struct session *s, const __u64 *bpf, struct 
 	counters__add(c, "cubin_too_large", shm[GP_CTR_CUBIN_TOO_LARGE]);
 	counters__add(c, "cubin_pending_full", shm[GP_CTR_CUBIN_PENDING_FULL]);
 	counters__add(c, "strings_full", shm[GP_CTR_STRINGS_FULL]);
+	counters__add(c, "recording_on", shm[GP_CTR_RECORDING_ON]);
+	counters__add(c, "recording_off", shm[GP_CTR_RECORDING_OFF]);
 	counters__add(c, "records_bad", rs.records_bad);
 	counters__add(c, "ring_resyncs", rs.ring_resyncs);
 }
@@ -103,6 +105,7 @@ static void join_counters(struct session *s, struct counters *c)
 	counters__add(c, "joined", jc.activities_joined);
 	counters__add(c, "api_without_launch", jc.api_without_launch);
 	counters__add(c, "launches_without_record", jc.launches_without_record);
+	counters__add(c, "launches_before_recording", jc.launches_before_recording);
 	counters__add(c, "unattributed", s->unattributed_written + pt.unattributed);
 	counters__add_part(c, "no_launch_event", jc.activities_unattributed[JOIN_NO_LAUNCH_EVENT]);
 	counters__add_part(c, "no_api_record", jc.activities_unattributed[JOIN_NO_API_RECORD]);

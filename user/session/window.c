@@ -87,7 +87,8 @@ void session__on_unrecorded(void *ctx, const struct join_unrecorded *u)
 		under.api = api;
 		api = entry_point__name(GP_PROBE_AUTOGRAD_EXECUTE);
 	}
-	profile__add_launch(s->prof, u->pid, stack, api, &under);
+	profile__add_launch(s->prof, u->pid, stack, api, &under,
+			    u->before_recording ? GP_PROFILE_BEFORE_RECORDING : NULL);
 }
 
 static __u64 site_keep(void *ctx, __u64 site)

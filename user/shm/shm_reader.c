@@ -428,6 +428,18 @@ int shm_reader__grab_fd(pid_t pid, int fd, int *ret_fd)
  * names the holder after an open answered -EBUSY. Only the consumer area is
  * read (pread, nothing mapped), and only a pid's worth of it is believed.
  */
+int shm_reader__mark_watched(int fd, __u64 now_ns)
+{
+	off_t at = (off_t)offsetof(struct gp_shm_header, consumer.heartbeat_ns);
+
+	/* Only a memfd: seals answer for nothing else, and a memfd never blocks. */
+	if (fcntl(fd, F_GET_SEALS) < 0)
+		return -errno;
+	if (pwrite(fd, &now_ns, sizeof(now_ns), at) != (ssize_t)sizeof(now_ns))
+		return -EIO;
+	return 0;
+}
+
 int shm_reader__holder(struct bounded *b, pid_t pid, pid_t *ret_holder)
 {
 	struct gp_shm_consumer c;
@@ -450,10 +462,27 @@ int shm_reader__holder(struct bounded *b, pid_t pid, pid_t *ret_holder)
 	return 0;
 }
 
+/*
+ * Gives the ring back: the shim switches its activity off at once rather
+ * than when our heartbeat goes stale (gp_abi.h, "no reader, no records").
+ * Only our own claim: a loader that took the ring over since keeps it.
+ */
+static void consumer__release(struct gp_shm_header *hdr)
+{
+	struct gp_shm_consumer *c = &hdr->consumer;
+	__u32 me = (__u32)getpid();
+
+	if (__atomic_compare_exchange_n(&c->reader_pid, &me, 0, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		__atomic_store_n(&c->heartbeat_ns, 0, __ATOMIC_RELEASE);
+}
+
 void shm_reader__destroy(struct shm_reader *r)
 {
 	if (!r)
 		return;
+	if (r->hdr)
+		consumer__release(r->hdr);
 	cubin_queue__destroy(r->cubins);
 	if (r->owns_map)
 		munmap(r->base, r->map_size);
@@ -593,6 +622,21 @@ void shm_reader__counters(const struct shm_reader *r, __u64 ret_ctr[GP_CTR_MAX])
 __u32 shm_reader__flags(const struct shm_reader *r)
 {
 	return __atomic_load_n(&r->hdr->producer.flags, __ATOMIC_ACQUIRE);
+}
+
+__u64 shm_reader__record_from(const struct shm_reader *r)
+{
+	const struct gp_shm_producer *p = &r->hdr->producer;
+	__u32 flags = shm_reader__flags(r);
+	__u64 on = __atomic_load_n(&p->record_on_ns, __ATOMIC_ACQUIRE);
+	__u64 off = __atomic_load_n(&p->record_off_ns, __ATOMIC_ACQUIRE);
+
+	if (flags & GP_SHM_F_INERT)
+		return 0; /* said otherwise: the shim gave up */
+	if (flags & GP_SHM_F_RECORDING)
+		return on;
+	/* Never switched either way: a shim that predates switching, always on. */
+	return on || off ? UINT64_MAX : 0;
 }
 
 __s64 shm_reader__clock_offset(const struct shm_reader *r)

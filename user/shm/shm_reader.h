@@ -57,6 +57,14 @@ int shm_reader__grab_fd(pid_t pid, int fd, int *ret_fd);
 /* mem (8-byte aligned, size bytes) must outlive the reader; not freed. */
 int shm_reader__open_mem(void *mem, size_t size, struct shm_reader **ret_r);
 void shm_reader__destroy(struct shm_reader *r);
+/*
+ * Says "a loader is here" in a ring just made (fd held by the ring watch,
+ * maybe not yet sized by its shim): stamps its heartbeat, so the shim
+ * records from its first launch (shim/gp_abi.h, "no reader, no records").
+ * Claims nothing. Refuses anything but a memfd (-EINVAL): the fd number
+ * came from a hostile process, and a write to a FUSE file could block.
+ */
+int shm_reader__mark_watched(int fd, __u64 now_ns);
 /* The pid of the loader that last claimed pid's ring (0: none), after -EBUSY; opened as above. */
 int shm_reader__holder(struct bounded *b, pid_t pid, pid_t *ret_holder);
 
@@ -82,6 +90,13 @@ int shm_reader__name(struct shm_reader *r, __u32 off, char *buf, size_t len);
 
 void shm_reader__counters(const struct shm_reader *r, __u64 ret_ctr[GP_CTR_MAX]);
 __u32 shm_reader__flags(const struct shm_reader *r);
+/*
+ * Since when the shim records its calls' activity (gp_abi.h, "no reader, no
+ * records"), for join__recording: its record_on_ns while on, UINT64_MAX while
+ * off, 0 for a shim that never switched (inert, or older). Hostile: a lie
+ * only relabels the target's own launches.
+ */
+__u64 shm_reader__record_from(const struct shm_reader *r);
 __s64 shm_reader__clock_offset(const struct shm_reader *r);
 void shm_reader__stats(const struct shm_reader *r, struct shm_reader_stats *ret_stats);
 

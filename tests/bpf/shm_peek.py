@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Reads the producer half of a process's shim ring header (shim/gp_abi.h)
+without claiming the ring, as a second reader never may: through
+/proc/PID/map_files (root). Prints one line:
+
+  flags=F recording=0|1 records=N dropped=N on=N off=N recording_on=N recording_off=N
+
+  shm_peek.py PID
+"""
+import re
+import struct
+import sys
+
+PRODUCER = 128           # struct gp_shm_producer, after the 128-byte layout
+FLAGS = PRODUCER + 24
+RECORD_ON = PRODUCER + 48
+COUNTERS = PRODUCER + 64
+F_RECORDING = 1 << 3
+CTR = {"records": 3, "dropped": 4, "recording_on": 11, "recording_off": 12}
+
+
+def ring_path(pid):
+    with open(f"/proc/{pid}/maps") as maps:
+        for line in maps:
+            if "/memfd:gpuprobe-shm" in line:
+                start, end = line.split()[0].split("-")
+                return f"/proc/{pid}/map_files/{start}-{end}"
+    raise SystemExit(f"pid {pid}: no gpuprobe-shm mapping")
+
+
+def main():
+    with open(ring_path(int(sys.argv[1])), "rb") as f:
+        hdr = f.read(4096)
+    if struct.unpack_from("<I", hdr, 0)[0] != 0x42525047:
+        raise SystemExit("bad magic")
+    flags = struct.unpack_from("<I", hdr, FLAGS)[0]
+    on, off = struct.unpack_from("<QQ", hdr, RECORD_ON)
+    ctr = {k: struct.unpack_from("<Q", hdr, COUNTERS + 8 * i)[0] for k, i in CTR.items()}
+    print(f"flags={flags} recording={int(bool(flags & F_RECORDING))} records={ctr['records']} "
+          f"dropped={ctr['dropped']} on={on} off={off} recording_on={ctr['recording_on']} "
+          f"recording_off={ctr['recording_off']}")
+
+
+if __name__ == "__main__":
+    main()

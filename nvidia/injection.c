@@ -72,7 +72,10 @@ static struct {
 	clockid_t rec_clock;  /* the clock of CUPTI's timestamps (the loader knows which) */
 	int graphs_off;       /* atomic: this CUPTI cannot name graph nodes: asked no more */
 	bool record_always;   /* GPUPROBE_RECORD=always: activity on with no reader too */
-	bool recording;       /* the costly activity is on: the init thread, then the flush thread only */
+	bool recording;       /* kernel activity is on: the init thread, then the flush thread only */
+	__u64 keep_from;      /* atomic: API records of calls from here (CLOCK_MONOTONIC) are copied */
+	__u64 keep_until;     /* atomic: ... up to here; 0 while recording */
+	__s64 rec_offset;     /* add to a CUPTI timestamp for CLOCK_MONOTONIC */
 	int dead;             /* atomic: inert, fork child, or exited */
 	int exiting;          /* atomic */
 	__u64 corr_hw;        /* atomic: correlation high-water mark */
@@ -294,6 +297,16 @@ static int cbid__class(bool driver, CUpti_CallbackId cbid)
 	return -1;
 }
 
+/* Whether the API record of a call that started at start (CUPTI's clock) is copied. */
+static bool api__in_window(__u64 start)
+{
+	__u64 from = __atomic_load_n(&g.keep_from, __ATOMIC_ACQUIRE);
+	__u64 until = __atomic_load_n(&g.keep_until, __ATOMIC_ACQUIRE);
+	__u64 t = start + (__u64)g.rec_offset;
+
+	return from && t >= from && (!until || t <= until);
+}
+
 /* ---------------------------------------------------------- decoding */
 
 /*
@@ -430,7 +443,7 @@ static void activity__copy(const CUpti_Activity *a)
 		break;
 	case CUPTI_ACTIVITY_KIND_DRIVER:
 	case CUPTI_ACTIVITY_KIND_RUNTIME:
-		keep = decode__api(a, &r);
+		keep = decode__api(a, &r) && api__in_window(((const CUpti_ActivityAPI *)a)->start);
 		break;
 	default:
 		shm__count(g.shm, GP_CTR_UNKNOWN_ACTIVITY, 1);
@@ -678,41 +691,46 @@ static void clock__setup(void)
 	m1 = clock_ns(CLOCK_MONOTONIC);
 	rt = clock_ns(CLOCK_REALTIME);
 	m2 = clock_ns(CLOCK_MONOTONIC);
-	shm__set_clock_offset(g.shm, (__s64)(m1 + (m2 - m1) / 2 - rt));
+	g.rec_offset = (__s64)(m1 + (m2 - m1) / 2 - rt);
+	shm__set_clock_offset(g.shm, g.rec_offset);
 	shm__set_flags(g.shm, 0, GP_SHM_F_CLOCK_MONOTONIC);
 }
 
-/* Per-call API records on (or off); an older CUPTI takes whole kinds, filtered. */
-static void api__switch(bool on)
+/*
+ * Per-call API records, on from init for good: CUPTI takes them only when
+ * asked before CUDA starts (measured: enabled later, none came, in any
+ * order; tools/gpu/cupti_switch.cu). Outside a recording window the shim
+ * does not copy them (api__in_window). An older CUPTI without per-call
+ * control: all API records, ours kept.
+ */
+static void api__enable(void)
 {
 	bool ok = g.api.cuptiActivityEnableDriverApi && g.api.cuptiActivityEnableRuntimeApi;
 
 	for (size_t i = 0; ok && i < ARRAY_LEN(driver_cbids); i++)
-		ok = g.api.cuptiActivityEnableDriverApi(driver_cbids[i], on) == CUPTI_SUCCESS;
+		ok = g.api.cuptiActivityEnableDriverApi(driver_cbids[i], 1) == CUPTI_SUCCESS;
 	for (size_t i = 0; ok && i < ARRAY_LEN(runtime_cbids); i++)
-		ok = g.api.cuptiActivityEnableRuntimeApi(runtime_cbids[i], on) == CUPTI_SUCCESS;
+		ok = g.api.cuptiActivityEnableRuntimeApi(runtime_cbids[i], 1) == CUPTI_SUCCESS;
 	for (size_t i = 0; ok && i < ARRAY_LEN(driver_node_cbids); i++)
-		ok = g.api.cuptiActivityEnableDriverApi(driver_node_cbids[i], on) == CUPTI_SUCCESS;
+		ok = g.api.cuptiActivityEnableDriverApi(driver_node_cbids[i], 1) == CUPTI_SUCCESS;
 	for (size_t i = 0; ok && i < ARRAY_LEN(runtime_node_cbids); i++)
-		ok = g.api.cuptiActivityEnableRuntimeApi(runtime_node_cbids[i], on) == CUPTI_SUCCESS;
-	if (ok && !g.api_filter)
+		ok = g.api.cuptiActivityEnableRuntimeApi(runtime_node_cbids[i], 1) == CUPTI_SUCCESS;
+	if (ok)
 		return;
-	/* An older CUPTI without per-call control: take all API records, keep ours. */
 	g.api_filter = true;
-	if (on ? CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_DRIVER) ||
-		 CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_RUNTIME)
-	       : CUPTI_CALL(cuptiActivityDisable, CUPTI_ACTIVITY_KIND_DRIVER) ||
-		 CUPTI_CALL(cuptiActivityDisable, CUPTI_ACTIVITY_KIND_RUNTIME))
+	if (CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_DRIVER) ||
+	    CUPTI_CALL(cuptiActivityEnable, CUPTI_ACTIVITY_KIND_RUNTIME))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
 }
 
 /*
- * What costs per launch: kernel, copy and memset records and the API
- * records of the calls (gp_abi.h, "no reader, no records"). Not GRAPH_TRACE:
- * it suppresses the per-node kernel records. API records go on first and off
- * last: a call at the edge may leave an API record with no kernel record
- * (nothing to attribute), never a kernel record with no API record (GPU time
- * with no launch). CUPTI_SUCCESS, or the status of the kernel kind's switch.
+ * What costs per launch and can be switched while CUDA runs: kernel, copy
+ * and memset records (gp_abi.h, "no reader, no records"). Not GRAPH_TRACE:
+ * it suppresses the per-node kernel records. The API records' window opens
+ * before the kinds go on and closes after they went off: a call at an edge
+ * may leave an API record with no kernel record (nothing to attribute),
+ * never a kernel record with no API record (GPU time with no launch).
+ * CUPTI_SUCCESS, or the status of the kernel kind's switch.
  */
 static CUptiResult activity__switch(bool on)
 {
@@ -721,8 +739,10 @@ static CUptiResult activity__switch(bool on)
 						    CUPTI_ACTIVITY_KIND_MEMSET };
 	CUptiResult st = CUPTI_SUCCESS;
 
-	if (on)
-		api__switch(true);
+	if (on) {
+		__atomic_store_n(&g.keep_until, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&g.keep_from, shm__now_ns(), __ATOMIC_RELEASE);
+	}
 	for (size_t i = 0; i < ARRAY_LEN(kinds); i++) {
 		CUptiResult k = on ? CUPTI_CALL(cuptiActivityEnable, kinds[i])
 				   : CUPTI_CALL(cuptiActivityDisable, kinds[i]);
@@ -732,12 +752,10 @@ static CUptiResult activity__switch(bool on)
 		else if (k)
 			shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
 	}
-	if (!on)
-		api__switch(false);
-	if (st && on) {
-		api__switch(false); /* no kernel records: the API records alone are no use */
+	if (!on || st)
+		__atomic_store_n(&g.keep_until, shm__now_ns(), __ATOMIC_RELEASE);
+	if (st && on)
 		return st;
-	}
 	g.recording = on;
 	shm__set_recording(g.shm, on, shm__now_ns());
 	return st;
@@ -788,6 +806,7 @@ static CUptiResult cupti__start(void)
 	     CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
 			CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+	api__enable();
 	/* With no reader yet, the flush thread switches activity on when one comes. */
 	if (recording__wanted())
 		return activity__switch(true);

@@ -31,6 +31,10 @@
  *   (graph id << 32) | index, an exec's id is its own graph's id. With
  *   GPUPROBE_STUB_NO_GRAPH_IDS set, cuptiGetGraphNodeId answers
  *   CUPTI_ERROR_NOT_SUPPORTED.
+ * - As measured on the real driver (tools/gpu/cupti_switch.cu), per-call API
+ *   records (cuptiActivityEnableDriverApi/RuntimeApi) are taken only when
+ *   asked before CUDA starts: once a driver call has been seen, those calls
+ *   answer CUPTI_SUCCESS and change nothing.
  * - With GPUPROBE_STUB_TOGGLE_LOG=FILE, every activity switch (a kind, or an
  *   API cbid, on or off) appends "tid app what id on|off" to FILE, app 1 when
  *   the switching thread has made driver calls (an application thread), so a
@@ -201,9 +205,13 @@ static void toggle_note(const char *what, unsigned id, bool on)
 	close(fd);
 }
 
+/* A driver call was seen: per-call API record settings are fixed from now on. */
+static atomic_bool cuda_started;
+
 static void op_api_enter(struct stub_api_call *c)
 {
 	tls_app = true;
+	atomic_store(&cuda_started, true);
 	c->correlation_id = take_correlation_id();
 	c->thread_id = thread_id();
 	api_callback(c, CUPTI_API_ENTER);
@@ -633,8 +641,10 @@ CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid,
 	if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	attach_driver();
-	atomic_store(&g_cupti.driver_cbid[cbid], enable ? 1 : 0);
 	toggle_note("driver", cbid, enable);
+	if (atomic_load(&cuda_started))
+		return CUPTI_SUCCESS; /* too late, as on the real driver */
+	atomic_store(&g_cupti.driver_cbid[cbid], enable ? 1 : 0);
 	return CUPTI_SUCCESS;
 }
 
@@ -644,8 +654,10 @@ CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid,
 {
 	if (cbid >= CUPTI_RUNTIME_TRACE_CBID_SIZE)
 		return CUPTI_ERROR_INVALID_PARAMETER;
-	atomic_store(&g_cupti.runtime_cbid[cbid], enable ? 1 : 0);
 	toggle_note("runtime", cbid, enable);
+	if (atomic_load(&cuda_started))
+		return CUPTI_SUCCESS; /* too late, as on the real driver */
+	atomic_store(&g_cupti.runtime_cbid[cbid], enable ? 1 : 0);
 	return CUPTI_SUCCESS;
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # No reader, no records (shim/gp_abi.h): a shim no loader reads keeps its
-# kernel, copy and API activity off, so its ring holds nothing stale; a
+# kernel and copy activity off and copies no API record, so its ring holds
+# nothing stale; a
 # loader attaching mid-run (--pid) gets the activity switched on by the
 # shim's own thread, joins every launch made after that exactly and labels
 # those made before; once the loader has gone, the shim switches it off
@@ -32,12 +33,15 @@ start_spin() { # NAME
 	wait_line "$WORK/spin.log" "^spin: ready" 30 || fail "spin never got ready"
 	kill -USR1 "$S"
 }
-# No switch on an application thread, and kernel activity switched by the shim's thread.
+# No switch of an activity kind on an application thread, nor on the main
+# thread (its init sets the API records, for good: they are taken only when
+# asked before CUDA starts), and kernel activity switched by the shim's thread.
 check_toggles() { # NAME STATES...
 	local log="$WORK/toggles.$1" st
 	shift
-	awk '$2 == 1' "$log" | grep . && fail "activity switched on an application thread (above)"
-	grep -q "^$S " "$log" && fail "the main thread switched activity"
+	awk '$3 == "kind" && $2 == 1' "$log" | grep . && fail "activity switched on an application thread (above)"
+	awk -v s="$S" '$3 == "kind" && $1 == s' "$log" | grep . && fail "the main thread switched activity (above)"
+	awk '$3 != "kind" && $2 == 1' "$log" | grep . && fail "API records set on an application thread (above)"
 	for st in "$@"; do
 		grep -q "^[0-9]* 0 kind 10 $st$" "$log" || { cat "$log"; fail "kernel activity was not switched $st by the shim's thread"; }
 	done
@@ -53,7 +57,8 @@ echo "no reader: $h"
 [ "$(field records)" = 0 ] || fail "records written with no reader: $h"
 [ "$(field recording)" = 0 ] && [ "$(field recording_on)" = 0 ] || fail "activity on with no reader: $h"
 [ "$(field recording_off)" = 1 ] || fail "the shim did not say it started with activity off: $h"
-[ ! -s "$WORK/toggles.attach" ] || { cat "$WORK/toggles.attach"; fail "activity switched with no reader"; }
+grep " kind " "$WORK/toggles.attach" && fail "activity switched with no reader (above)"
+grep -q " driver [0-9]* on$" "$WORK/toggles.attach" || fail "API records not asked for at init"
 ok "no reader: $(progress) launches, no record written, activity off"
 
 # 2. A loader attaches: the shim's thread switches activity on; launches after it are exact.

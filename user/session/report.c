@@ -78,7 +78,7 @@ void report__loader_line(const struct loader_costs *c, FILE *f)
  */
 static const char *const loss_names[] = {
 	"ringbuf_full", "stack_errors", "copy_errors", "copy_skipped", "ring_dropped",
-	"cupti_dropped", "buffers_exhausted", "cubin_too_large", "cubin_pending_full",
+	"cupti_dropped", "cupti_errors", "buffers_exhausted", "cubin_too_large", "cubin_pending_full",
 	"strings_full", "records_bad", "ring_resyncs", "api_without_launch",
 	"launches_without_record", "unattributed", "queue_full", "stacks_dropped",
 	"names_dropped", "records_unknown", "symbolize_failed", "stacks_short", "python_short",

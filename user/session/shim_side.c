@@ -263,6 +263,26 @@ __u64 session__cubins_left(struct target *t)
 	return cs.cubin_pending_depth;
 }
 
+/*
+ * The shim's recording state (gp_abi.h, "no reader, no records") for the
+ * join; and when it switched since our last look, its process's stack-cache keys go: the
+ * runtime's own launch path differs with CUPTI's activity on and off
+ * (measured: cudaLaunchKernel's frames under one key parted at a switch).
+ */
+static void follow_recording(struct session *s, struct target *t)
+{
+	__u64 from = shm_reader__record_from(t->shm);
+
+	if (from == t->record_from && t->record_seen)
+		return;
+	/* Keys learnt before the first look were learnt in the state it shows. */
+	if (s->cache && t->record_seen)
+		stack_cache__forget_pid(s->cache, (__u32)t->pid);
+	t->record_from = from;
+	t->record_seen = true;
+	join__recording(s->join, t->pid, from);
+}
+
 /* One bounded visit to t's ring; true when it left records or cubins for the next. */
 bool session__read_target(struct session *s, struct target *t, __u64 now)
 {
@@ -278,7 +298,7 @@ bool session__read_target(struct session *s, struct target *t, __u64 now)
 		log_warn("pid %d (%s): the shim is inert (no CUPTI, or another CUPTI subscriber "
 			 "such as torch.profiler holds it): GPU time is missing", t->pid, t->comm);
 	}
-	join__recording(s->join, t->pid, shm_reader__record_from(t->shm));
+	follow_recording(s, t);
 	TIMED(s, STAGE_SHIM, more = read_records(s, t, now));
 	t0 = thread_cpu_ns();
 	TIMED(s, STAGE_SETTLE, shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module,

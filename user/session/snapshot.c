@@ -88,6 +88,7 @@ static void probe_and_shim_counters(struct session *s, const __u64 *bpf, struct 
 	counters__add(c, "cubin_too_large", shm[GP_CTR_CUBIN_TOO_LARGE]);
 	counters__add(c, "cubin_pending_full", shm[GP_CTR_CUBIN_PENDING_FULL]);
 	counters__add(c, "strings_full", shm[GP_CTR_STRINGS_FULL]);
+	counters__add(c, "cupti_errors", shm[GP_CTR_CUPTI_ERRORS]);
 	counters__add(c, "recording_on", shm[GP_CTR_RECORDING_ON]);
 	counters__add(c, "recording_off", shm[GP_CTR_RECORDING_OFF]);
 	counters__add(c, "records_bad", rs.records_bad);

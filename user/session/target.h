@@ -55,6 +55,8 @@ struct target {
 	bool warned_no_shim;
 	bool warned_busy;          /* its ring is read by another loader: said once */
 	bool shm_inert_reported;
+	__u64 record_from;         /* shm_reader__record_from at the last visit */
+	bool record_seen;          /* record_from was read once */
 	unsigned dead_visits;      /* ticks it was read after it exited (its ring had more) */
 };
 

@@ -13,22 +13,28 @@ mkdir -p "$out"
 . "$(dirname "$0")/launch_tools.sh"
 L=$PWD/build/static/gpuprobe-bpf
 SHIM=$PWD/build/libgpuprobe_shim.so
-export STEPS=${STEPS:-60} GRAPH_REPLAYS=${GRAPH_REPLAYS:-40} GPUPROBE_COUNTERS=all
+# STEPS long enough that several loaders come and go during the steps
+export STEPS=${STEPS:-1200} GRAPH_REPLAYS=${GRAPH_REPLAYS:-40} GPUPROBE_COUNTERS=all
 log="$out/toggle_hangs.log"; : >"$log"
 want=$(timeout 120 $PY tools/gpu/train.py | grep '^result')
 echo "bare: $want" >>"$log"
 ok=0
 for i in $(seq 1 "$n"); do
-	CUDA_INJECTION64_PATH=$SHIM timeout 120 $PY tools/gpu/train.py >"$out/run-$i.log" 2>&1 &
+	# the program itself (no timeout wrapper: --pid must name it); a watchdog ends a hang
+	CUDA_INJECTION64_PATH=$SHIM $PY tools/gpu/train.py >"$out/run-$i.log" 2>&1 &
 	p=$!
+	(sleep 120; kill -9 $p 2>/dev/null) &
+	dog=$!
 	k=0
 	while kill -0 $p 2>/dev/null; do
 		$L --pid $p -d 3 -o "$out/t-$i.pb.gz" >"$out/loader-$i-$k.log" 2>&1
 		k=$((k + 1))
 	done
 	wait $p; rc=$?
+	kill $dog 2>/dev/null
 	got=$(grep '^result' "$out/run-$i.log")
-	sw=$(grep -h "^counters" "$out"/loader-$i-*.log | tail -1 | grep -o "recording_on=[0-9]* recording_off=[0-9]*")
+	# the shim's own counts of its switches, as the loader that saw most of them read them
+	sw=$(grep -ho "recording_on=[0-9]* recording_off=[0-9]*" "$out"/loader-$i-*.log | sort -t= -k2 -n | tail -1)
 	if [ "$got" = "$want" ] && [ $rc = 0 ]; then ok=$((ok + 1)); fi
 	echo "run $i: rc=$rc loaders=$k $sw $([ "$got" = "$want" ] && echo same || echo "got '$got'")" >>"$log"
 done

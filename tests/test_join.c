@@ -503,6 +503,47 @@ static void test_visiting_sites_renumbers_queued_and_matched_launches(void **sta
 	join__destroy(j);
 }
 
+/*
+ * join__stop: the profile ends at the stop. A launch before it joins its
+ * records as they come after it; one after it is left out, with its API
+ * record and its kernel (whichever comes first); a call at the edge (a
+ * runtime record straddling the stop whose event came after it, an event
+ * just before it whose record came after) is left out too, never lost.
+ */
+static void test_a_stop_ends_the_profile_and_joins_what_came_before_it(void **state)
+{
+	struct sink k = { 0 };
+	struct join *j = new_join(&k, 0);
+	struct join_counters c;
+
+	launch(j, 1, 1000, 11);                           /* before the stop */
+	join__stop(j, 5000000);
+	launch(j, 1, 6000000, 12);                        /* after: left out */
+	kernel(j, 2, 2);                                  /* its kernel before its record */
+	api(j, 1, 900, 1100, 1, JOIN_DOMAIN_RUNTIME);     /* the first call's record, late */
+	kernel(j, 1, 1);
+	api(j, 1, 5900000, 6100000, 2, JOIN_DOMAIN_RUNTIME);
+	/* Thread 2: a runtime record straddling the stop, its event after it. */
+	launch(j, 2, 5000001, 13);
+	api(j, 2, 4999000, 5000500, 3, JOIN_DOMAIN_RUNTIME);
+	kernel(j, 3, 3);
+	/* Thread 3: an event just before the stop, its driver record after it. */
+	launch(j, 3, 4999900, 14);
+	api(j, 3, 5000100, 5000200, 4, JOIN_DOMAIN_DRIVER);
+	kernel(j, 4, 4);
+	join__finish_all(j);
+	join__counters(j, &c);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(find(&k, 1)->reason, JOIN_OK);
+	assert_int_equal(find(&k, 1)->site, 11);
+	assert_int_equal(c.activities_after_stop, 3);
+	assert_int_equal(c.launches_without_record, 0);
+	assert_int_equal(c.api_without_launch, 0);
+	for (int r = 0; r < JOIN_REASON_MAX; r++)
+		assert_int_equal(c.activities_unattributed[r], 0);
+	join__destroy(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -522,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_visiting_sites_renumbers_queued_and_matched_launches),
 		cmocka_unit_test(test_launches_without_records_all_leave_once_past_the_queue_bound),
 		cmocka_unit_test(test_launches_before_the_shim_recorded_are_labelled_not_lost),
+		cmocka_unit_test(test_a_stop_ends_the_profile_and_joins_what_came_before_it),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

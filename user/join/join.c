@@ -125,6 +125,7 @@ struct jproc {
 
 struct join {
 	struct join_opts o;
+	__u64 stop_ts;              /* join__stop; 0: none */
 	join_emit_fn emit;
 	void *ctx;
 	join_unrecorded_fn unrecorded;
@@ -147,6 +148,7 @@ const char *join__reason_name(enum join_reason r)
 	case JOIN_BEFORE_ATTACH: return "launched before attach";
 	case JOIN_AT_ATTACH: return "launched at attach";
 	case JOIN_TABLE_FULL: return "join table full";
+	case JOIN_AFTER_STOP: return "launched after the stop";
 	default: return "unknown";
 	}
 }
@@ -291,6 +293,10 @@ static void emit(struct join *j, const struct join_activity *act, __u32 tid, __u
 	struct join_sample s = { .act = act, .pid = act->pid, .tid = tid, .site = site,
 				 .probe = probe, .reason = reason };
 
+	if (reason == JOIN_AFTER_STOP) {
+		j->c.activities_after_stop++;
+		return;
+	}
 	if (reason == JOIN_OK)
 		j->c.activities_joined++;
 	else
@@ -414,6 +420,9 @@ static void api_orphan(struct join *j, struct jproc *p, struct jthread *t)
 	if (a->start < p->attach_ts) {
 		c.reason = JOIN_BEFORE_ATTACH;
 		j->c.api_before_attach++;
+	} else if (j->stop_ts && a->end > j->stop_ts) {
+		c.reason = JOIN_AFTER_STOP; /* its event came after the stop, left out */
+		j->c.launches_after_stop++;
 	} else if (first && a->domain == JOIN_DOMAIN_DRIVER && p->attach_ts &&
 		   a->start - p->attach_ts < ATTACH_DRIVER_SLACK_NS) {
 		c.reason = JOIN_AT_ATTACH;
@@ -431,6 +440,11 @@ static void launch_orphan(struct join *j, struct jproc *p, struct jthread *t)
 	const struct jlaunch *l = fifo__at(&t->launches, 0);
 	bool before = l->ts < p->record_from;
 
+	if (j->stop_ts && l->ts + JOIN_STOP_EDGE_NS > j->stop_ts) {
+		j->c.launches_after_stop++; /* its record, stamped after the stop, left out */
+		fifo__pop(&t->launches);
+		return;
+	}
 	if (before)
 		j->c.launches_before_recording++;
 	else
@@ -510,12 +524,21 @@ static void merge_thread(struct join *j, struct jproc *p, struct jthread *t, __u
 
 /* ------------------------------------------------------------ inputs */
 
+void join__stop(struct join *j, __u64 stop_ns)
+{
+	j->stop_ts = stop_ns;
+}
+
 void join__add_launch(struct join *j, const struct join_launch *l)
 {
 	struct jproc *p = proc_get(j, l->pid, true);
 	struct jthread *t = p && l->cls < JOIN_CLASS_MAX ? thread_get(j, p, l->tid, l->cls) : NULL;
 	struct jlaunch jl = { .ts = l->ts, .site = l->site, .probe = l->probe };
 
+	if (j->stop_ts && l->ts > j->stop_ts) {
+		j->c.launches_after_stop++;
+		return;
+	}
 	if (!t) {
 		j->c.queue_full++;
 		return;
@@ -538,6 +561,13 @@ void join__add_api(struct join *j, const struct join_api *a)
 	struct japi ja = { .start = a->start, .end = a->end, .corr = a->corr, .domain = a->domain };
 	size_t i;
 
+	if (p && j->stop_ts && a->start > j->stop_ts) {
+		struct jcorr c = { .corr = a->corr, .added = join_now(j, a->end), .tid = a->tid,
+				   .reason = JOIN_AFTER_STOP };
+
+		corr_add(j, p, &c); /* its activities are left out too */
+		return;
+	}
 	if (!t || fifo__push(&t->apis, &ja)) {
 		struct jcorr c = { .corr = a->corr, .added = join_now(j, a->end), .tid = a->tid,
 				   .reason = JOIN_TABLE_FULL };

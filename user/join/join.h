@@ -41,6 +41,7 @@ enum join_reason {
 	JOIN_BEFORE_ATTACH,    /* launched before the loader attached */
 	JOIN_AT_ATTACH,        /* entered before the attach, or its event lost: see join.c */
 	JOIN_TABLE_FULL,       /* a bounded table overflowed */
+	JOIN_AFTER_STOP,       /* launched after join__stop: outside the profile, never emitted */
 	JOIN_REASON_MAX,
 };
 
@@ -111,6 +112,8 @@ struct join_counters {
 	__u64 launches_matched;
 	__u64 launches_without_record; /* events whose API record never came */
 	__u64 launches_before_recording; /* events made before the shim recorded: no record was due */
+	__u64 launches_after_stop;     /* events, and API records, of calls after join__stop: left out */
+	__u64 activities_after_stop;   /* their activities, left out */
 	__u64 api_without_launch;      /* records whose event never came */
 	__u64 api_before_attach;
 	__u64 api_at_attach;           /* records under JOIN_AT_ATTACH */
@@ -141,6 +144,16 @@ int join__attach(struct join *j, __u32 pid, __u64 attach_ts);
  * not recording now; 0 (the default): recording since before the attach.
  */
 int join__recording(struct join *j, __u32 pid, __u64 from_ns);
+/*
+ * The profile ends at stop_ns: launch events and API records of calls made
+ * after it are left out, and so are their activities (counted
+ * launches_after_stop, activities_after_stop); what was launched before it
+ * still joins its records as they arrive. A call at the edge (its API record
+ * and its event on either side, or an event within STOP_EDGE_NS before it
+ * whose record never came) is left out the same way, not counted lost.
+ */
+void join__stop(struct join *j, __u64 stop_ns);
+#define JOIN_STOP_EDGE_NS 1000000ull
 void join__add_launch(struct join *j, const struct join_launch *l);
 void join__add_api(struct join *j, const struct join_api *a);
 void join__add_activity(struct join *j, const struct join_activity *act);

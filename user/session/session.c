@@ -28,6 +28,13 @@
 #define DEAD_VISITS_MAX 50
 /* At the end, ticks go on while exited targets have something left, this long at most. */
 #define FINISH_MAX_NS (2 * NS_PER_S)
+/*
+ * Asked to stop while targets with a shim run on (-d, a signal): the records
+ * of their last launches are still in CUPTI's buffers, flushed every 100 ms
+ * by default. The profile ends at the stop; reading goes on this long, so
+ * what was launched before it is joined (join__stop).
+ */
+#define STOP_GRACE_NS (400 * NS_PER_MS)
 #define SLICE_MS 20
 #define QUIET_NS NS_PER_S
 /*
@@ -230,7 +237,8 @@ static void tick_sliced(struct session *s)
 	__u64 end = now_ns() + s->o->tick_ms * NS_PER_MS;
 	int slice = s->o->tick_ms < SLICE_MS ? (int)s->o->tick_ms : SLICE_MS;
 
-	while (!stop_signal && now_ns() + slice * NS_PER_MS < end) {
+	/* Stopping with live rings (stop_now) reads on at the usual pace. */
+	while ((!stop_signal || s->stop_ns) && now_ns() + slice * NS_PER_MS < end) {
 		event_pump__drain(&s->pump, slice, session__on_launch_event, s);
 		session__take_held_rings(s);
 		answer_exits(s);
@@ -486,6 +494,30 @@ static int start(struct session *s)
 	return 0;
 }
 
+/* Whether a target that runs on has a ring whose last records are still to come. */
+static bool live_rings(struct session *s)
+{
+	for (size_t i = 0; i < s->tt.n; i++)
+		if (s->tt.t[i]->shm && proc__alive(s->tt.t[i]->pid))
+			return true;
+	return false;
+}
+
+/* True to stop now; at the first stop with live rings, ends the profile and reads on a while. */
+static bool stop_now(struct session *s, __u64 now)
+{
+	if (s->stop_ns)
+		return now - s->stop_ns >= STOP_GRACE_NS;
+	if (!should_stop(s, now))
+		return false;
+	if (!live_rings(s))
+		return true;
+	s->stop_ns = now;
+	join__stop(s->join, now);
+	log_debug(s->o->verbose, "stopping: reading the last records of the running targets");
+	return false;
+}
+
 /* Ticks until the run should stop, writing each --interval window as it ends. */
 static void run_ticks(struct session *s)
 {
@@ -498,9 +530,9 @@ static void run_ticks(struct session *s)
 			session__counters_line(s, stderr, true);
 			session__loader_line(s, stderr);
 		}
-		if (should_stop(s, now))
+		if (stop_now(s, now))
 			break;
-		if (s->o->interval_s && now - s->last_write_ns >= (__u64)(s->o->interval_s * NS_PER_S))
+		if (!s->stop_ns && s->o->interval_s && now - s->last_write_ns >= (__u64)(s->o->interval_s * NS_PER_S))
 			session__write_window(s, now);
 	}
 }

@@ -49,6 +49,7 @@
 
 struct session {
 	const struct gp_opts *o;
+	__u64 stop_ns;              /* the profile's end, once asked to stop with live rings (0: not yet) */
 	struct bounded *bounded;    /* the loader's one: calls a target could hold (bounded.h) */
 	struct launch_probe *lp;
 	struct join *join;

@@ -164,6 +164,7 @@ static int memfd__adopt(__u64 size, int *ret_fd)
 {
 	const char *env = getenv("GPUPROBE_SHM_FD");
 	char link[64], target[64];
+	off_t end_off;
 	long fd;
 	char *end;
 	ssize_t n;
@@ -181,8 +182,15 @@ static int memfd__adopt(__u64 size, int *ret_fd)
 	target[n] = 0;
 	if (strncmp(target, "/memfd:" GP_SHM_NAME, strlen("/memfd:" GP_SHM_NAME)) != 0)
 		return -EINVAL;
-	/* lseek, not fstat: fstat is a GLIBC_2.33 symbol, the shim stays at 2.28. */
-	if (lseek((int)fd, 0, SEEK_END) != 0 || fcntl((int)fd, F_GET_SEALS) != 0)
+	/*
+	 * lseek, not fstat: fstat is a GLIBC_2.33 symbol, the shim stays at 2.28.
+	 * Unsized, or holding no more than a node-wide loader's mark (its ring
+	 * watch stamps a heartbeat into the header of a ring just made, which
+	 * sizes an unsized memfd to the end of that field).
+	 */
+	end_off = lseek((int)fd, 0, SEEK_END);
+	if (end_off < 0 || end_off > (off_t)sizeof(struct gp_shm_header) ||
+	    fcntl((int)fd, F_GET_SEALS) != 0)
 		return -EBUSY;
 	if (ftruncate((int)fd, (off_t)size) < 0 ||
 	    fcntl((int)fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)

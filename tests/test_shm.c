@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include "shim/shm.h"
 #include "shim/cubin_queue.h"
@@ -377,6 +378,31 @@ static void test_the_recording_state_reaches_the_reader(void **state)
 	shm__destroy(shm);
 }
 
+/*
+ * A -- COMMAND ring (made by its loader, handed over in GPUPROBE_SHM_FD)
+ * that a node-wide loader's ring watch marked before the shim sized it is
+ * still the shim's to adopt: the mark made it 352 bytes long, no more.
+ */
+static void test_a_handed_over_ring_marked_before_it_was_sized_is_adopted(void **state)
+{
+	struct shm_config cfg = { .ring_records = 64, .strtab_bytes = 16 * 1024,
+		.cubin_bytes = 1 << 20, .cubin_max = 64 * 1024 };
+	int fd = memfd_create(GP_SHM_NAME, MFD_ALLOW_SEALING);
+	struct shm *shm;
+	char env[16];
+
+	assert_true(fd >= 0);
+	assert_int_equal(shm_reader__mark_watched(fd, now_ns()), 0);
+	assert_true(lseek(fd, 0, SEEK_END) > 0);
+	snprintf(env, sizeof(env), "%d", fd);
+	setenv("GPUPROBE_SHM_FD", env, 1);
+	assert_int_equal(shm__create(&cfg, &shm), 0);
+	unsetenv("GPUPROBE_SHM_FD");
+	assert_int_equal(shm__fd(shm), fd);
+	assert_true(shm__reader_live(shm, now_ns()));
+	shm__destroy(shm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_the_reader_is_live_only_while_its_heartbeat_is_fresh),
 		cmocka_unit_test(test_a_ring_marked_by_the_watch_has_a_live_reader),
 		cmocka_unit_test(test_the_recording_state_reaches_the_reader),
+		cmocka_unit_test(test_a_handed_over_ring_marked_before_it_was_sized_is_adopted),
 		cmocka_unit_test(test_a_name_is_interned_once),
 		cmocka_unit_test(test_a_full_string_table_counts_and_gives_the_empty_name),
 		cmocka_unit_test(test_a_full_ring_counts_drops_and_never_blocks),

@@ -48,7 +48,7 @@ kill -TERM "$H"
 # exit noticed at once (the hostile ring spins on for two minutes)
 LD_LIBRARY_PATH="$B/stub" "$LOADER" -v -o "$WORK/fair.pb.gz" --libcuda "$STUBLIB" \
 	--cupti "$B/stub/libcupti.so" -- \
-	sh -c "\"$PROGS/hostile_ring\" -r -c -s 120 >\"$WORK/h2.log\" & exec \"$PROGS/spin\" -s 2 -i 1000" \
+	sh -c "\"$PROGS/hostile_ring\" -r -c -t -s 120 >\"$WORK/h2.log\" & exec \"$PROGS/spin\" -s 2 -i 1000" \
 	>"$WORK/spin.log" 2>"$WORK/err2" & L=$!
 PIDS+=($L)
 wait_line "$WORK/h2.log" "ready" 20 || fail "hostile_ring (beside spin) did not start"
@@ -66,7 +66,7 @@ got=$(awk '$2=="spin_kernel" {n += $4} END {print n + 0}' "$WORK/s.totals")
 ns=$(awk '$2=="spin_kernel" {n += $3} END {print n + 0}' "$WORK/s.totals")
 [ "$got" = "$want" ] || { cat "$WORK/s.totals"; fail "spin: $got launches in the profile, it made $want"; }
 [ "$ns" = $((want * 1000)) ] || { cat "$WORK/s.totals"; fail "spin: GPU time $ns != $want x 1000 ns"; }
-ok "a program beside a hostile ring: its exit ended the run, $want launches and their GPU time exact"
+ok "a program beside a hostile ring (full, and its recording state flipped without end): its exit ended the run, $want launches and their GPU time exact"
 
 # --- bloat: one cubin claiming 1.5 GiB
 "$LOADER" -v --cupti "$B/stub/libcupti.so" -o "$WORK/giant.pb.gz" -- \

@@ -265,22 +265,30 @@ __u64 session__cubins_left(struct target *t)
 
 /*
  * The shim's recording state (gp_abi.h, "no reader, no records") for the
- * join; and when it switched since our last look, its process's stack-cache keys go: the
- * runtime's own launch path differs with CUPTI's activity on and off
- * (measured: cudaLaunchKernel's frames under one key parted at a switch).
+ * join; and when it switched since our last look, its process's stack-cache
+ * keys go: the runtime's own launch path differs with CUPTI's activity on
+ * and off (measured: cudaLaunchKernel's frames under one key parted at a
+ * switch). The state is the target's to write: a target flipping it at
+ * every visit costs a scan of the cache once a second at most.
  */
-static void follow_recording(struct session *s, struct target *t)
+#define RECORD_FORGET_EVERY_NS 1000000000ull
+
+static void follow_recording(struct session *s, struct target *t, __u64 now)
 {
 	__u64 from = shm_reader__record_from(t->shm);
 
-	if (from == t->record_from && t->record_seen)
-		return;
-	/* Keys learnt before the first look were learnt in the state it shows. */
-	if (s->cache && t->record_seen)
+	if (from != t->record_from || !t->record_seen) {
+		/* Keys learnt before the first look were learnt in the state it shows. */
+		t->record_forget = t->record_forget || t->record_seen;
+		t->record_from = from;
+		t->record_seen = true;
+		join__recording(s->join, t->pid, from);
+	}
+	if (s->cache && t->record_forget && now - t->record_forgot_ns >= RECORD_FORGET_EVERY_NS) {
 		stack_cache__forget_pid(s->cache, (__u32)t->pid);
-	t->record_from = from;
-	t->record_seen = true;
-	join__recording(s->join, t->pid, from);
+		t->record_forget = false;
+		t->record_forgot_ns = now;
+	}
 }
 
 /* One bounded visit to t's ring; true when it left records or cubins for the next. */
@@ -298,7 +306,7 @@ bool session__read_target(struct session *s, struct target *t, __u64 now)
 		log_warn("pid %d (%s): the shim is inert (no CUPTI, or another CUPTI subscriber "
 			 "such as torch.profiler holds it): GPU time is missing", t->pid, t->comm);
 	}
-	follow_recording(s, t);
+	follow_recording(s, t, now);
 	TIMED(s, STAGE_SHIM, more = read_records(s, t, now));
 	t0 = thread_cpu_ns();
 	TIMED(s, STAGE_SETTLE, shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module,

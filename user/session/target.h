@@ -57,6 +57,8 @@ struct target {
 	bool shm_inert_reported;
 	__u64 record_from;         /* shm_reader__record_from at the last visit */
 	bool record_seen;          /* record_from was read once */
+	bool record_forget;        /* its stack-cache keys are to go (follow_recording) */
+	__u64 record_forgot_ns;    /* when they last went */
 	unsigned dead_visits;      /* ticks it was read after it exited (its ring had more) */
 };
 

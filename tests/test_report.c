@@ -56,6 +56,22 @@ static void test_each_loss_that_moved_is_named(void **state)
 	assert_null(strstr(v, "none"));
 }
 
+/*
+ * Launches made before the shim recorded, and those after a stop, are
+ * not losses: the first are said with their label, the second not at all.
+ */
+static void test_launches_before_the_shim_recorded_are_said_not_lost(void **state)
+{
+	char *v = verdict_of(3000, "launch_events", (__u64)12, "joined", (__u64)7,
+			     "unattributed", (__u64)0, "launches_before_recording", (__u64)5,
+			     "launches_after_stop", (__u64)4, "activities_after_stop", (__u64)4, NULL);
+
+	(void)state;
+	assert_non_null(strstr(v, "losses: none; 5 launches made before the shim recorded, labelled "
+				  "[no GPU record: before the shim recorded]\n"));
+	assert_null(strstr(v, "after_stop"));
+}
+
 /* Nothing at all, launches without the shim, records without the probes: each says why. */
 static void test_nothing_captured_says_the_likely_reason(void **state)
 {
@@ -79,6 +95,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_clean_run_says_no_losses),
 		cmocka_unit_test(test_each_loss_that_moved_is_named),
+		cmocka_unit_test(test_launches_before_the_shim_recorded_are_said_not_lost),
 		cmocka_unit_test(test_nothing_captured_says_the_likely_reason),
 	};
 

@@ -582,9 +582,10 @@ static void sleep_ms(unsigned ms)
 /*
  * Holds no lock while flushing, and takes none a callback takes. Flushes
  * every flush_ms; follows the reader at each flush, and every
- * READER_POLL_MS in the first READER_POLL_START_MS while not recording: a
- * loader already running (--all-cgroups) claims a new ring within a tick,
- * and the program's first launches should find the activity on.
+ * READER_POLL_MS while not recording, in the first READER_POLL_START_MS or
+ * under a live reader that paused it: a loader already running
+ * (--all-cgroups) claims a new ring within a tick, and the program's first
+ * launches should find the activity on; a window should open when asked.
  */
 #define READER_POLL_MS 5u
 #define READER_POLL_START_MS 3000u
@@ -594,8 +595,8 @@ static void *flush__main(void *arg)
 	unsigned since_flush = 0, elapsed = 0;
 
 	while (!__atomic_load_n(&g.exiting, __ATOMIC_ACQUIRE) && !shim__dead()) {
-		bool poll = !g.recording && elapsed < READER_POLL_START_MS &&
-			    READER_POLL_MS < g.flush_ms;
+		bool poll = !g.recording && READER_POLL_MS < g.flush_ms &&
+			    (elapsed < READER_POLL_START_MS || shm__reader_live(g.shm, shm__now_ns()));
 		unsigned step = poll ? READER_POLL_MS : g.flush_ms - since_flush;
 
 		sleep_ms(step);
@@ -761,12 +762,15 @@ static CUptiResult activity__switch(bool on)
 	return st;
 }
 
-/* Whether activity should be on now: a reader is there (or we were told always). */
+/*
+ * Whether activity should be on now: a reader is there and has not paused
+ * it (or we were told always). Without cuptiActivityDisable nothing could
+ * switch it off: always on.
+ */
 static bool recording__wanted(void)
 {
-	/* Without cuptiActivityDisable nothing could switch it off: always on. */
 	return g.record_always || !g.api.cuptiActivityDisable ||
-	       shm__reader_live(g.shm, shm__now_ns());
+	       (shm__reader_live(g.shm, shm__now_ns()) && !shm__reader_paused(g.shm));
 }
 
 /* On the flush thread only: follows the reader, never on an application thread. */

@@ -29,6 +29,8 @@
  *     least). A node-wide loader stamps the heartbeat of a ring the moment
  *     it is made (before any claim, maybe before the shim sized it), so a
  *     program's first launches are recorded; a loader that leaves zeroes it.
+ *     A reader may pause the recording (record_pause: between the windows
+ *     of a duty cycle) without leaving.
  *     The shim's own thread switches activity and stamps record_on_ns /
  *     record_off_ns (its init thread decides the first state, inside
  *     cuInit); launches made before record_on_ns have no record.
@@ -116,7 +118,9 @@ struct gp_shm_consumer {
 	__u32 tick_ms;      /* 20: the loader's tick: the longest the shim waits at exit */
 	__u64 heartbeat_ns; /* 24: CLOCK_MONOTONIC of the loader's last visit */
 	__u64 exit_ack;     /* 32: the exit_seq the loader has read everything up to */
-	__u64 reserved[3];  /* 40 */
+	__u32 record_pause; /* 40: nonzero: the reader asks for no records now (between windows) */
+	__u32 reserved0;    /* 44 */
+	__u64 reserved[2];  /* 48 */
 };
 _Static_assert(sizeof(struct gp_shm_consumer) == 64, "gp_shm_consumer ABI");
 

@@ -398,6 +398,13 @@ bool shm__reader_live(const struct shm *shm, __u64 now)
 	return now - beat <= stale;
 }
 
+bool shm__reader_paused(const struct shm *shm)
+{
+	if (!shm || shm__detached(shm))
+		return false;
+	return __atomic_load_n(&shm->hdr->consumer.record_pause, __ATOMIC_ACQUIRE) != 0;
+}
+
 void shm__set_recording(struct shm *shm, bool on, __u64 now)
 {
 	struct gp_shm_producer *p;

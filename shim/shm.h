@@ -86,6 +86,8 @@ void shm__set_clock_offset(struct shm *shm, __s64 offset_ns);
  * the memfd is the loader's own, or its heartbeat is fresh at now (CLOCK_MONOTONIC).
  */
 bool shm__reader_live(const struct shm *shm, __u64 now);
+/* True while the reader asks for no records (gp_abi.h: record_pause). */
+bool shm__reader_paused(const struct shm *shm);
 /* Publishes that activity went on (or off) at now, and counts the switch. */
 void shm__set_recording(struct shm *shm, bool on, __u64 now);
 __u64 shm__now_ns(void); /* CLOCK_MONOTONIC */

@@ -544,6 +544,39 @@ static void test_a_stop_ends_the_profile_and_joins_what_came_before_it(void **st
 	join__destroy(j);
 }
 
+/*
+ * At a recording switch CUPTI may keep a call's API record and not its
+ * kernel: a matched launch made before the switch-on whose activity never
+ * comes is labelled, not dropped unsaid; one made after it (a launch
+ * captured into a graph has no kernel) stays silent, as before.
+ */
+static void test_a_matched_launch_at_a_switch_whose_kernel_never_came_is_labelled(void **state)
+{
+	struct sink k = { 0 };
+	struct join *j = new_join(&k, 0);
+	struct unrecorded_sink us = { .next_site = 21 };
+	struct join_counters c;
+
+	join__on_unrecorded(j, on_unrecorded, &us);
+	assert_int_equal(join__recording(j, 100, 5000), 0);
+	launch(j, 1, 4000, 21);                           /* at the edge: no kernel */
+	api(j, 1, 3900, 4100, 1, JOIN_DOMAIN_RUNTIME);
+	launch(j, 1, 6000, 22);                           /* after: captured, say */
+	api(j, 1, 5900, 6100, 2, JOIN_DOMAIN_RUNTIME);
+	launch(j, 1, 7000, 23);                           /* after, with its kernel */
+	api(j, 1, 6900, 7100, 3, JOIN_DOMAIN_RUNTIME);
+	kernel(j, 3, 3);
+	join__finish_all(j);
+	join__counters(j, &c);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(us.n, 1);
+	assert_int_equal(us.before, 1);
+	assert_int_equal(us.out_of_order, 0);
+	assert_int_equal(c.launches_before_recording, 1);
+	assert_int_equal(c.launches_without_record, 0);
+	join__destroy(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -564,6 +597,7 @@ int main(void)
 		cmocka_unit_test(test_launches_without_records_all_leave_once_past_the_queue_bound),
 		cmocka_unit_test(test_launches_before_the_shim_recorded_are_labelled_not_lost),
 		cmocka_unit_test(test_a_stop_ends_the_profile_and_joins_what_came_before_it),
+		cmocka_unit_test(test_a_matched_launch_at_a_switch_whose_kernel_never_came_is_labelled),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,8 @@ without claiming the ring, as a second reader never may: through
   flags=F recording=0|1 records=N dropped=N on=N off=N recording_on=N recording_off=N
 
   shm_peek.py PID
+  shm_peek.py PID pause 0|1   sets the reader's record_pause instead (as a
+                              duty cycle's loader does between windows)
 """
 import re
 import struct
@@ -17,6 +19,7 @@ RECORD_ON = PRODUCER + 48
 COUNTERS = PRODUCER + 64
 F_RECORDING = 1 << 3
 CTR = {"records": 3, "dropped": 4, "recording_on": 11, "recording_off": 12}
+RECORD_PAUSE = 320 + 40  # gp_shm_consumer.record_pause
 
 
 def ring_path(pid):
@@ -29,6 +32,11 @@ def ring_path(pid):
 
 
 def main():
+    if len(sys.argv) == 4 and sys.argv[2] == "pause":
+        with open(ring_path(int(sys.argv[1])), "r+b", buffering=0) as f:
+            f.seek(RECORD_PAUSE)
+            f.write(struct.pack("<I", int(sys.argv[3])))
+        return
     with open(ring_path(int(sys.argv[1])), "rb") as f:
         hdr = f.read(4096)
     if struct.unpack_from("<I", hdr, 0)[0] != 0x42525047:

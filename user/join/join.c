@@ -77,7 +77,10 @@ struct jthread {
 
 struct jcorr {
 	__u64 corr, site, added;
+	__u64 ts;       /* the launch event's, for a matched call (0: none) */
 	__u32 tid, probe, reason;
+	bool launch;    /* a matched launch or copy, not a node added */
+	bool seen;      /* an activity of it came */
 };
 
 struct jpending {
@@ -341,21 +344,44 @@ static __u64 join_now(const struct join *j, __u64 fallback)
 
 /* ------------------------------------------------------------ corr table */
 
-static void corr_drop_front(struct jproc *p)
+static void unrecorded(struct join *j, struct jproc *p, __u32 tid, __u64 site, __u32 probe,
+		       bool before);
+
+/*
+ * A matched call whose activities never came, made before the shim's
+ * latest switch-on: at a switch, CUPTI may keep the API record of a call
+ * and not its kernel (the shim opens its API window first and closes it
+ * last). Labelled as made before the shim recorded, not dropped unsaid.
+ * Later ones stay silent, as before: a launch captured into a graph has no
+ * kernel record.
+ */
+static void corr_unseen(struct join *j, struct jproc *p, const struct jcorr *c)
+{
+	if (c->seen || !c->launch || c->reason != JOIN_OK || !c->ts || c->ts >= p->record_from)
+		return;
+	j->c.launches_before_recording++;
+	unrecorded(j, p, c->tid, c->site, c->probe, true);
+}
+
+static void corr_drop_front(struct join *j, struct jproc *p)
 {
 	struct jcorr *c = fifo__at(&p->corrs, 0);
 	__u64 pos;
 
+	corr_unseen(j, p, c);
 	if (u64map__get(&p->corr_idx, c->corr, &pos) && pos == p->corr_base)
 		u64map__del(&p->corr_idx, c->corr, NULL);
 	fifo__pop(&p->corrs);
 	p->corr_base++;
 }
 
-static void corr_add(struct join *j, struct jproc *p, const struct jcorr *c)
+static void corr_add(struct join *j, struct jproc *p, const struct jcorr *c_in)
 {
+	struct jcorr cc = *c_in, *c = &cc;
+
+	cc.seen = u64map__get(&p->pending_head, cc.corr, NULL);
 	if (p->corrs.len == p->corrs.max) {
-		corr_drop_front(p);
+		corr_drop_front(j, p);
 		j->c.corr_evicted++;
 	}
 	if (fifo__push(&p->corrs, c) == 0 &&
@@ -364,7 +390,7 @@ static void corr_add(struct join *j, struct jproc *p, const struct jcorr *c)
 	resolve_pending(j, p, c);
 }
 
-static const struct jcorr *corr_find(struct jproc *p, __u64 corr)
+static struct jcorr *corr_find(struct jproc *p, __u64 corr)
 {
 	__u64 pos;
 
@@ -395,7 +421,8 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 	const struct jlaunch *l = fifo__at(&t->launches, 0);
 	const struct japi *a = fifo__at(&t->apis, 0);
 	struct jcorr c = { .corr = a->corr, .site = l->site, .added = j->now, .tid = t->tid,
-			   .probe = l->probe, .reason = JOIN_OK };
+			   .probe = l->probe, .reason = JOIN_OK, .ts = l->ts,
+			   .launch = t->cls != JOIN_CLASS_NODE };
 
 	first_after_attach(p, t, a);
 	j->c.launches_matched++;
@@ -449,13 +476,18 @@ static void launch_orphan(struct join *j, struct jproc *p, struct jthread *t)
 		j->c.launches_before_recording++;
 	else
 		j->c.launches_without_record++;
-	if (j->unrecorded) {
-		struct join_unrecorded u = { .pid = p->pid, .tid = t->tid, .site = l->site,
-					     .probe = l->probe, .before_recording = before };
-
-		j->unrecorded(j->unrecorded_ctx, &u);
-	}
+	unrecorded(j, p, t->tid, l->site, l->probe, before);
 	fifo__pop(&t->launches);
+}
+
+static void unrecorded(struct join *j, struct jproc *p, __u32 tid, __u64 site, __u32 probe,
+		       bool before)
+{
+	struct join_unrecorded u = { .pid = p->pid, .tid = tid, .site = site, .probe = probe,
+				     .before_recording = before };
+
+	if (j->unrecorded)
+		j->unrecorded(j->unrecorded_ctx, &u);
 }
 
 /*
@@ -655,7 +687,7 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 void join__add_activity(struct join *j, const struct join_activity *act)
 {
 	struct jproc *p = proc_get(j, act->pid, true);
-	const struct jcorr *c;
+	struct jcorr *c;
 
 	if (!p) {
 		emit(j, act, 0, 0, 0, JOIN_TABLE_FULL);
@@ -663,6 +695,7 @@ void join__add_activity(struct join *j, const struct join_activity *act)
 	}
 	c = corr_find(p, act->corr);
 	if (c) {
+		c->seen = true;
 		emit(j, act, c->tid, c->site, c->probe, c->reason);
 		return;
 	}
@@ -715,7 +748,7 @@ static void expire_proc(struct join *j, struct jproc *p, bool all)
 
 		if (!all && c->added + j->o.horizon_ns > j->now)
 			break;
-		corr_drop_front(p);
+		corr_drop_front(j, p);
 	}
 }
 

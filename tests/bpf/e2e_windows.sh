@@ -39,11 +39,15 @@ wait_exit "$L" 60 || { cat "$WORK/err"; fail "the loader failed"; }
 wait_exit "$S" 30 || fail "spin failed"
 made=$(sed -n 's/^spin: launches=//p' "$WORK/spin.log")
 grep "^counters: " "$WORK/err" | tail -1 >"$WORK/ctr"
-# One switch on at the reader's first visit, then one off and one on per window;
-# the shim started off (no reader then).
-for c in recording_on=$((WINDOWS + 1)) recording_off=$((WINDOWS + 1)) ring_dropped=0 \
-	launches_without_record=0 unattributed=0 api_without_launch=0; do
+# One switch on at the reader's first visit, then one off and one on per window
+# (the shim started off: no reader then); more only if the loader stalled
+# for seconds on a loaded machine (its heartbeat gone stale), never fewer.
+for c in ring_dropped=0 launches_without_record=0 unattributed=0 api_without_launch=0; do
 	grep -q " $c " "$WORK/ctr" || { cat "$WORK/ctr"; fail "counters: want $c"; }
+done
+for c in recording_on recording_off; do
+	v=$(sed -n "s/.* $c=\([0-9]*\) .*/\1/p" "$WORK/ctr")
+	[ "${v:-0}" -ge $((WINDOWS + 1)) ] || { cat "$WORK/ctr"; fail "counters: $c=$v, want $((WINDOWS + 1)) at least"; }
 done
 $CHECK "$WORK/w.pb.gz" totals >"$WORK/totals"
 n=$(awk '$1=="spin_site" && $2=="spin_kernel" {print $4}' "$WORK/totals")
@@ -55,6 +59,6 @@ grep -v "^spin_site spin_kernel \|^spin_site \[no GPU record: before the shim re
 	fail "samples other than spin_kernel's and the labelled launches (above)"
 awk '$3 == "kind" && $2 == 1' "$WORK/toggles" | grep . && fail "activity switched on an application thread (above)"
 awk -v s="$S" '$3 == "kind" && $1 == s' "$WORK/toggles" | grep . && fail "the main thread switched activity (above)"
-[ "$(grep -c "^[0-9]* 0 kind 10 on$" "$WORK/toggles")" = $((WINDOWS + 1)) ] ||
+[ "$(grep -c "^[0-9]* 0 kind 10 on$" "$WORK/toggles")" -ge $((WINDOWS + 1)) ] ||
 	{ tail "$WORK/toggles"; fail "kernel activity not switched on $((WINDOWS + 1)) times by the shim's thread"; }
 ok "every one of spin's $made launches: $n joined exactly, $labelled made between windows labelled; every switch on the shim's thread"

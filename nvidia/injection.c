@@ -728,11 +728,15 @@ static void api__enable(void)
  * What costs per launch and can be switched while CUDA runs: kernel, copy
  * and memset records (gp_abi.h, "no reader, no records"). Not GRAPH_TRACE:
  * it suppresses the per-node kernel records. The API records' window opens
- * before the kinds go on and closes after they went off: a call at an edge
- * may leave an API record with no kernel record (nothing to attribute),
- * never a kernel record with no API record (GPU time with no launch).
- * CUPTI_SUCCESS, or the status of the kernel kind's switch.
+ * before the kinds go on, reaching API_EARLY_NS back (a call under way at
+ * the switch, begun before it, may still have its kernel recorded: a lazy
+ * module load inside a launch takes long), and closes after they went off:
+ * a call at an edge may leave an API record with no kernel record (the
+ * loader labels it), never a kernel record with no API record (GPU time
+ * with no launch). CUPTI_SUCCESS, or the status of the kernel kind's switch.
  */
+#define API_EARLY_NS 1000000000ull
+
 static CUptiResult activity__switch(bool on)
 {
 	static const CUpti_ActivityKind kinds[] = { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -741,8 +745,11 @@ static CUptiResult activity__switch(bool on)
 	CUptiResult st = CUPTI_SUCCESS;
 
 	if (on) {
+		__u64 now = shm__now_ns();
+
 		__atomic_store_n(&g.keep_until, 0, __ATOMIC_RELEASE);
-		__atomic_store_n(&g.keep_from, shm__now_ns(), __ATOMIC_RELEASE);
+		__atomic_store_n(&g.keep_from, now > API_EARLY_NS ? now - API_EARLY_NS : 1,
+				 __ATOMIC_RELEASE);
 	}
 	for (size_t i = 0; i < ARRAY_LEN(kinds); i++) {
 		CUptiResult k = on ? CUPTI_CALL(cuptiActivityEnable, kinds[i])

@@ -8,10 +8,14 @@ without claiming the ring, as a second reader never may: through
   shm_peek.py PID
   shm_peek.py PID pause 0|1   sets the reader's record_pause instead (as a
                               duty cycle's loader does between windows)
+  shm_peek.py PID windows N   N windows: pause, wait until the shim stopped
+                              recording, resume, wait until it records again
+                              (10 s each at most: exits 1 saying which)
 """
-import re
+import os
 import struct
 import sys
+import time
 
 PRODUCER = 128           # struct gp_shm_producer, after the 128-byte layout
 FLAGS = PRODUCER + 24
@@ -31,7 +35,30 @@ def ring_path(pid):
     raise SystemExit(f"pid {pid}: no gpuprobe-shm mapping")
 
 
+def windows(path, n):
+    fd = os.open(path, os.O_RDWR)
+
+    def recording():
+        return bool(struct.unpack("<I", os.pread(fd, 4, FLAGS))[0] & F_RECORDING)
+
+    def wait(want, what):
+        end = time.monotonic() + 10
+        while recording() != want:
+            if time.monotonic() > end:
+                raise SystemExit(f"window {i}: {what} after 10 s")
+            time.sleep(0.002)
+
+    for i in range(1, n + 1):
+        os.pwrite(fd, struct.pack("<I", 1), RECORD_PAUSE)
+        wait(False, "still recording, paused")
+        os.pwrite(fd, struct.pack("<I", 0), RECORD_PAUSE)
+        wait(True, "not recording, resumed")
+    print(f"windows={n}")
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[2] == "windows":
+        return windows(ring_path(int(sys.argv[1])), int(sys.argv[3]))
     if len(sys.argv) == 4 and sys.argv[2] == "pause":
         with open(ring_path(int(sys.argv[1])), "r+b", buffering=0) as f:
             f.seek(RECORD_PAUSE)

@@ -35,6 +35,14 @@ const volatile __u32 audit_max = 256;
 bool stack_cache_on = false;
 
 /*
+ * Between the duty cycle's windows (the loader sets it): launches, copies
+ * and graph-node calls send nothing. Module and library loads, and the
+ * autograd engine's points, still do. Where the launch probes can be
+ * detached (uprobe_multi links) they are too; this is the rest of it.
+ */
+bool launches_paused = false;
+
+/*
  * Bumped by the loader after every change to pids, copy_hints or
  * py_configs: a thread's memo (below) filled under another value is stale.
  */
@@ -811,6 +819,9 @@ int BPF_KPROBE(cu_call)
 	if (probe == GP_PROBE_AUTOGRAD_NODE)
 		return autograd_node(ctx);
 	if (probe >= GP_PROBE_MAX && probe != GP_PROBE_AUTOGRAD_EXECUTE)
+		return 0;
+	if (launches_paused && probe < GP_PROBE_MAX &&
+	    (probe < GP_PROBE_MODULE_LOAD || probe > GP_PROBE_LIBRARY_LOAD_FROM_FILE))
 		return 0;
 	e = begin((__u32)probe);
 	if (!e)

@@ -57,6 +57,43 @@ static void test_defaults_are_sane(void **state)
 	assert_int_equal(o.stack_young, 0);
 }
 
+/*
+ * The duty cycle: exact by default, except node-wide continuous mode; a
+ * fraction as 0.1 or 10%; windows of at least 1 s, never longer than the
+ * period (--interval, else -d, else 60 s).
+ */
+static void test_the_duty_cycle_defaults_and_bounds(void **state)
+{
+	struct gp_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(&o, err, "--pid", "42", NULL), 0);
+	assert_true(o.duty == 1.0 && o.window_s == 1.0);
+	assert_true(cli__duty_period(&o) == GP_DUTY_PERIOD_S);
+	assert_int_equal(parse(&o, err, "--all-cgroups", NULL), 0);
+	assert_true(o.duty == 1.0);
+	assert_int_equal(parse(&o, err, "--all-cgroups", "--interval", "30", NULL), 0);
+	assert_true(o.duty == GP_DUTY_DEFAULT_ALL && cli__duty_period(&o) == 30);
+	/* Too short an interval for a window of the default share: exact, not an error. */
+	assert_int_equal(parse(&o, err, "--all-cgroups", "--interval", "0.5", NULL), 0);
+	assert_true(o.duty == 1.0);
+	assert_int_equal(parse(&o, err, "--duty", "1", "--all-cgroups", "--interval", "30", NULL), 0);
+	assert_true(o.duty == 1.0);
+	assert_int_equal(parse(&o, err, "--duty", "25%", "-d", "20", "--window", "2", "--pid", "1",
+			       NULL), 0);
+	assert_true(o.duty == 0.25 && o.window_s == 2 && cli__duty_period(&o) == 20);
+	assert_int_equal(parse(&o, err, "--duty", "0", "--pid", "1", NULL), -EINVAL);
+	assert_non_null(strstr(err, "--duty: '0'"));
+	assert_int_equal(parse(&o, err, "--duty", "1.5", "--pid", "1", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, "--duty", "10%x", "--pid", "1", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, "--window", "0.5", "--pid", "1", NULL), -EINVAL);
+	assert_non_null(strstr(err, "at least 1"));
+	assert_int_equal(parse(&o, err, "--duty", "0.5", "--window", "20", "-d", "10", "--pid", "1",
+			       NULL), -EINVAL);
+	assert_non_null(strstr(err, "longer than the duty cycle's period"));
+}
+
 static void test_bad_numbers_are_usage_errors(void **state)
 {
 	const char *bad[][2] = {
@@ -120,6 +157,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_command_after_double_dash_keeps_its_own_flags),
 		cmocka_unit_test(test_defaults_are_sane),
+		cmocka_unit_test(test_the_duty_cycle_defaults_and_bounds),
 		cmocka_unit_test(test_bad_numbers_are_usage_errors),
 		cmocka_unit_test(test_targets_are_exclusive_and_required),
 		cmocka_unit_test(test_help_needs_no_target),

@@ -536,11 +536,76 @@ static void test_a_stop_ends_the_profile_and_joins_what_came_before_it(void **st
 	assert_int_equal(k.n, 1);
 	assert_int_equal(find(&k, 1)->reason, JOIN_OK);
 	assert_int_equal(find(&k, 1)->site, 11);
-	assert_int_equal(c.activities_after_stop, 3);
+	assert_int_equal(c.activities_outside, 3);
 	assert_int_equal(c.launches_without_record, 0);
 	assert_int_equal(c.api_without_launch, 0);
 	for (int r = 0; r < JOIN_REASON_MAX; r++)
 		assert_int_equal(c.activities_unattributed[r], 0);
+	join__destroy(j);
+}
+
+/*
+ * Duty-cycle windows: a launch in a window joins its records even when they
+ * come after it closed; calls between windows are left out with their
+ * activities, whichever side comes first; a driver record just after an
+ * opening whose event came before it is left out, not lost; a second
+ * window joins as the first did.
+ */
+static void test_windows_keep_what_was_launched_inside_them(void **state)
+{
+	struct sink k = { 0 };
+	struct join *j = new_join(&k, 0);
+	struct join_counters c;
+
+	join__pause(j, 0);
+	join__resume(j, 10 * MS);                              /* window 1: [10, 20) ms */
+	launch(j, 1, 11 * MS, 11);
+	join__pause(j, 20 * MS);
+	launch(j, 1, 25 * MS, 12);                             /* between: left out */
+	api(j, 1, 11 * MS - 100, 11 * MS + 100, 1, JOIN_DOMAIN_RUNTIME); /* late */
+	kernel(j, 1, 1);
+	kernel(j, 2, 2);                                       /* before its record */
+	api(j, 1, 25 * MS - 100, 25 * MS + 100, 2, JOIN_DOMAIN_RUNTIME);
+	join__resume(j, 30 * MS);                              /* window 2: [30, ...) */
+	/* Thread 2: an event before the opening, its driver record just after. */
+	launch(j, 2, 30 * MS - 100, 13);
+	api(j, 2, 30 * MS + 100, 30 * MS + 200, 3, JOIN_DOMAIN_DRIVER);
+	kernel(j, 3, 3);
+	launch(j, 1, 31 * MS, 14);
+	api(j, 1, 31 * MS + 10, 31 * MS + 20, 4, JOIN_DOMAIN_DRIVER);
+	kernel(j, 4, 4);
+	join__finish_all(j);
+	join__counters(j, &c);
+	assert_int_equal(k.n, 2);
+	assert_int_equal(find(&k, 1)->reason, JOIN_OK);
+	assert_int_equal(find(&k, 1)->site, 11);
+	assert_int_equal(find(&k, 4)->reason, JOIN_OK);
+	assert_int_equal(find(&k, 4)->site, 14);
+	assert_int_equal(c.activities_outside, 2);
+	assert_int_equal(c.launches_matched, 2);
+	assert_int_equal(c.launches_without_record, 0);
+	assert_int_equal(c.api_without_launch, 0);
+	for (int r = 0; r < JOIN_REASON_MAX; r++)
+		assert_int_equal(c.activities_unattributed[r], 0);
+	join__destroy(j);
+}
+
+/* Only the last JOIN_WINDOWS_MAX windows are kept: a call in an older one is outside. */
+static void test_windows_older_than_the_last_kept_are_outside(void **state)
+{
+	struct sink k = { 0 };
+	struct join *j = new_join(&k, 0);
+	struct join_counters c;
+
+	join__pause(j, 0);
+	for (unsigned w = 0; w <= JOIN_WINDOWS_MAX; w++) {
+		join__resume(j, (10 * w + 10) * MS);
+		join__pause(j, (10 * w + 15) * MS);
+	}
+	launch(j, 1, 11 * MS, 1);                    /* in the first window, forgotten */
+	launch(j, 2, (10 * JOIN_WINDOWS_MAX + 11) * MS, 2); /* in the last */
+	join__counters(j, &c);
+	assert_int_equal(c.launches_outside, 1);
 	join__destroy(j);
 }
 
@@ -597,6 +662,8 @@ int main(void)
 		cmocka_unit_test(test_launches_without_records_all_leave_once_past_the_queue_bound),
 		cmocka_unit_test(test_launches_before_the_shim_recorded_are_labelled_not_lost),
 		cmocka_unit_test(test_a_stop_ends_the_profile_and_joins_what_came_before_it),
+		cmocka_unit_test(test_windows_keep_what_was_launched_inside_them),
+		cmocka_unit_test(test_windows_older_than_the_last_kept_are_outside),
 		cmocka_unit_test(test_a_matched_launch_at_a_switch_whose_kernel_never_came_is_labelled),
 	};
 

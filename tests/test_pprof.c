@@ -609,7 +609,7 @@ static void test_profile_puts_each_kernel_in_the_mapping_of_its_cubin(void **sta
 	add_kernel(p, 200, "softmax");
 	add_kernel(p, 200, "relu");
 	path_in_tmp(path, sizeof(path), "cubins.pb.gz");
-	assert_int_equal(profile__write_pprof(p, path, 1, 1), 0);
+	assert_int_equal(profile__write_pprof(p, path, 1, 1, NULL, 0), 0);
 	profile__destroy(p);
 
 	decode_profile(path, &d);
@@ -706,7 +706,7 @@ static void test_compact_forgets_gone_processes_and_renumbers_kept_stacks(void *
 
 	add_kernel(p, 100, "gemm"); /* stack 1: the old stack 2, worker */
 	path_in_tmp(path, sizeof(path), "compact.pb.gz");
-	assert_int_equal(profile__write_pprof(p, path, 1, 1), 0);
+	assert_int_equal(profile__write_pprof(p, path, 1, 1, NULL, 0), 0);
 	profile__destroy(p);
 	decode_profile(path, &d);
 	assert_int_equal(d.nsample, 1);
@@ -740,7 +740,7 @@ static const struct dec_mapping *main_binary(const char *path, struct decoded *d
 	assert_int_equal(profile__add(p, 100, 1, "cuLaunchKernel", NULL, &act), 0);
 	act.ns = b_ns;
 	assert_int_equal(profile__add(p, 200, 2, "cuLaunchKernel", NULL, &act), 0);
-	assert_int_equal(profile__write_pprof(p, path, 1, 1), 0);
+	assert_int_equal(profile__write_pprof(p, path, 1, 1, NULL, 0), 0);
 	profile__destroy(p);
 	decode_profile(path, d);
 	assert_true(d->nmap > 0);
@@ -824,7 +824,7 @@ static void test_launches_without_a_record_count_apart_with_no_device(void **sta
 	assert_int_equal(t.gpu_ns, 1000);
 	assert_int_equal(t.launches_unrecorded, 3);
 	path_in_tmp(path, sizeof(path), "unrecorded.pb.gz");
-	assert_int_equal(profile__write_pprof(p, path, 1, 1), 0);
+	assert_int_equal(profile__write_pprof(p, path, 1, 1, NULL, 0), 0);
 	profile__destroy(p);
 	raw = go_pprof("-raw", path);
 	assert_contains(raw, "       1000          1: ");

@@ -64,12 +64,12 @@ static void test_launches_before_the_shim_recorded_are_said_not_lost(void **stat
 {
 	char *v = verdict_of(3000, "launch_events", (__u64)12, "joined", (__u64)7,
 			     "unattributed", (__u64)0, "launches_before_recording", (__u64)5,
-			     "launches_after_stop", (__u64)4, "activities_after_stop", (__u64)4, NULL);
+			     "launches_outside", (__u64)4, "activities_outside", (__u64)4, NULL);
 
 	(void)state;
 	assert_non_null(strstr(v, "losses: none; 5 launches made before the shim recorded, labelled "
 				  "[no GPU record: before the shim recorded]\n"));
-	assert_null(strstr(v, "after_stop"));
+	assert_null(strstr(v, "_outside"));
 }
 
 /* Nothing at all, launches without the shim, records without the probes: each says why. */

@@ -340,11 +340,11 @@ static void test_a_ring_marked_by_the_watch_has_a_live_reader(void **state)
 	assert_true(fd >= 0);
 	unlink(path);
 	assert_int_equal(pipe(p), 0);
-	assert_int_equal(shm_reader__mark_watched(fd, now_ns()), -EINVAL);
-	assert_int_equal(shm_reader__mark_watched(p[1], now_ns()), -EINVAL);
+	assert_int_equal(shm_reader__mark_watched(fd, now_ns(), false), -EINVAL);
+	assert_int_equal(shm_reader__mark_watched(p[1], now_ns(), false), -EINVAL);
 	assert_int_equal(lseek(fd, 0, SEEK_END), 0); /* nothing written */
 	assert_false(shm__reader_live(shm, now_ns()));
-	assert_int_equal(shm_reader__mark_watched(shm__fd(shm), now_ns()), 0);
+	assert_int_equal(shm_reader__mark_watched(shm__fd(shm), now_ns(), false), 0);
 	assert_true(shm__reader_live(shm, now_ns()));
 	close(fd);
 	close(p[0]);
@@ -392,7 +392,7 @@ static void test_a_handed_over_ring_marked_before_it_was_sized_is_adopted(void *
 	char env[16];
 
 	assert_true(fd >= 0);
-	assert_int_equal(shm_reader__mark_watched(fd, now_ns()), 0);
+	assert_int_equal(shm_reader__mark_watched(fd, now_ns(), false), 0);
 	assert_true(lseek(fd, 0, SEEK_END) > 0);
 	snprintf(env, sizeof(env), "%d", fd);
 	setenv("GPUPROBE_SHM_FD", env, 1);

@@ -28,6 +28,8 @@ enum {
 	OPT_STACK_CACHE,
 	OPT_STACK_AUDIT,
 	OPT_STACK_YOUNG,
+	OPT_DUTY,
+	OPT_WINDOW,
 };
 
 static const struct option long_opts[] = {
@@ -36,6 +38,8 @@ static const struct option long_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "duty", required_argument, NULL, OPT_DUTY },
+	{ "window", required_argument, NULL, OPT_WINDOW },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "libcuda", required_argument, NULL, OPT_LIBCUDA },
 	{ "shim", required_argument, NULL, OPT_SHIM },
@@ -80,6 +84,14 @@ void cli__usage(FILE *f, const char *prog)
 		"                        or SIGINT/SIGTERM/SIGHUP)\n"
 		"      --interval SECS   continuous mode: write one profile every SECS seconds,\n"
 		"                        named FILE with a timestamp inserted\n"
+		"      --duty FRACTION   record only that fraction of the time (0.1 or 10%%), in\n"
+		"                        windows at random offsets within each period (the\n"
+		"                        --interval, else -d, else 60 s); outside them the launch\n"
+		"                        probes are detached and CUPTI's records are off, inside\n"
+		"                        every launch is exact. Default: 1 (always), and %2$g\n"
+		"                        for --all-cgroups --interval when a --window is no\n"
+		"                        more than that share of the interval\n"
+		"      --window SECS     a window's least length (default 1, at least 1)\n"
 		"  -v, --verbose         the counters and loader lines every tick, and libbpf's\n"
 		"                        debug output\n"
 		"      --libcuda PATH    attach to this libcuda.so.1 (default: found in the\n"
@@ -116,14 +128,16 @@ void cli__usage(FILE *f, const char *prog)
 		"Examples:\n"
 		"  sudo %1$s -- python3 train.py             profile a training script\n"
 		"  sudo %1$s -o step.pb.gz -d 30 --pid 4242  30 s of a running process\n"
-		"  sudo %1$s --all-cgroups --interval 60     one profile a minute, whole node\n"
+		"  sudo %1$s --all-cgroups --interval 60     one profile a minute, whole node,\n"
+		"                                              recording 10%% of it in windows\n"
+		"  sudo %1$s --duty 1 --all-cgroups --interval 60   the same, every launch\n"
 		"  go tool pprof -top gpuprobe.pb.gz           read the result\n"
 		"\n"
 		"Environment: GPUPROBE_UPROBES=perf attaches a perf-event uprobe per entry point\n"
 		"instead of one uprobe_multi link per libcuda file (the default on Linux 6.6+).\n\n"
 		"Exit status: 0 success (with --, the command's own status), 1 runtime error,\n"
 		"2 usage error.\n",
-		prog);
+		prog, GP_DUTY_DEFAULT_ALL);
 }
 
 __attribute__((format(printf, 3, 4)))
@@ -145,6 +159,26 @@ static int parse_seconds(const char *s, double *ret)
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > 365.0 * 24 * 3600)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+/* A fraction in (0, 1]: "0.25" or "25%". */
+static int parse_fraction(const char *s, double *ret)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v))
+		return -EINVAL;
+	if (*end == '%' && !end[1])
+		v /= 100;
+	else if (*end)
+		return -EINVAL;
+	if (v <= 0 || v > 1)
 		return -EINVAL;
 	*ret = v;
 	return 0;
@@ -197,6 +231,14 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 	case OPT_INTERVAL:
 		if (parse_seconds(arg, &o->interval_s))
 			return usage_error(err, len, "--interval: '%s' is not a positive number of seconds", arg);
+		return 0;
+	case OPT_DUTY:
+		if (parse_fraction(arg, &o->duty))
+			return usage_error(err, len, "--duty: '%s' is not a fraction in (0, 1] (0.1 or 10%%)", arg);
+		return 0;
+	case OPT_WINDOW:
+		if (parse_seconds(arg, &o->window_s) || o->window_s < 1)
+			return usage_error(err, len, "--window: '%s' is not a number of seconds, at least 1", arg);
 		return 0;
 	case 'v':
 		o->verbose = true;
@@ -271,6 +313,7 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_t errlen)
 {
 	struct gp_opts o = { .output = "gpuprobe.pb.gz", .ringbuf_mb = 16, .tick_ms = 100, .top = 15,
+			     .window_s = 1,
 			     .stack_kib = 0, .stack_cache = 16384, .stack_audit = 64,
 			     .stack_young = 2 };
 	int c, e;
@@ -310,6 +353,18 @@ int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_
 		return usage_error(err, errlen, "no target: give --pid PID, --all-cgroups or -- COMMAND; see --help");
 	if (o.interval_s && o.duration_s && o.interval_s > o.duration_s)
 		return usage_error(err, errlen, "--interval is longer than --duration");
+	/* The default fraction only where a window of its share fits each interval. */
+	if (!o.duty)
+		o.duty = o.mode == GP_MODE_ALL && o.interval_s * GP_DUTY_DEFAULT_ALL >= o.window_s
+				 ? GP_DUTY_DEFAULT_ALL : 1.0;
+	if (o.duty < 1 && o.window_s > cli__duty_period(&o))
+		return usage_error(err, errlen, "--window is longer than the duty cycle's period (%g s)",
+				   cli__duty_period(&o));
 	*ret_opts = o;
 	return 0;
+}
+
+double cli__duty_period(const struct gp_opts *o)
+{
+	return o->interval_s ? o->interval_s : o->duration_s ? o->duration_s : GP_DUTY_PERIOD_S;
 }

@@ -21,6 +21,8 @@ struct gp_opts {
 	const char *output;     /* -o */
 	double duration_s;      /* -d; 0 = until the target exits or a signal */
 	double interval_s;      /* --interval; 0 = one profile at the end */
+	double duty;            /* --duty: the fraction recorded, in windows (cli__parse resolves it: 1 = all) */
+	double window_s;        /* --window: a window's least length */
 	bool verbose;           /* -v */
 	const char *libcuda;    /* --libcuda */
 	const char *shim;       /* --shim */
@@ -36,6 +38,13 @@ struct gp_opts {
 	bool help;
 	bool version;         /* -V: print the version and exit */
 };
+
+/* --duty's default for --all-cgroups --interval (README, "Duty cycle": measured). */
+#define GP_DUTY_DEFAULT_ALL 0.1
+/* The duty cycle's period without --interval or -d. */
+#define GP_DUTY_PERIOD_S 60.0
+/* The duty cycle's period for these options: --interval, else -d, else GP_DUTY_PERIOD_S. */
+double cli__duty_period(const struct gp_opts *o);
 
 /* --stack-young's bound: audits a new key may need before its hits go without a copy. */
 #define STACK_YOUNG_MAX 16u

@@ -3,7 +3,7 @@
  * spin: launches one kernel in a loop until killed or for a while, for the
  * "program started before the loader" and "program exits mid-run" tests.
  *
- *   spin [-s SECONDS] [-w FILE] [-S] [-g GRID] [-i INTERVAL_US] [-v]
+ *   spin [-s SECONDS] [-w FILE] [-S] [-g GRID] [-i INTERVAL_US] [-t TIMES] [-v]
  *
  * It initialises CUDA and loads its module ("spin_mod", kernel "spin_kernel")
  * first, prints "spin: ready pid=PID" (flushed), then waits, if asked, until
@@ -12,7 +12,10 @@
  * block 32) on its own stream every INTERVAL_US microseconds (default 1000),
  * from a noinline spin_site(), for SECONDS (0, the default: until SIGTERM or
  * SIGINT). On the stub each launch is GRID*1000 GPU ns. On SIGUSR2 it prints
- * "spin: progress launches=N" (flushed), its count so far. It ends with
+ * "spin: progress launches=N" (flushed), its count so far. With -t, each
+ * launch's CLOCK_MONOTONIC ns (read just before the call, the clock of the
+ * probes) goes to TIMES, a line each, for tests of the duty cycle's window
+ * edges. It ends with
  * "spin: launches=N" and exit status 0 (1 on a CUDA failure, 2 on bad flags).
  * Under lazy loading the module-loaded callback fires inside the first launch,
  * so after the wait.
@@ -84,6 +87,14 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
 static void sleep_us(long us)
 {
 	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
@@ -126,6 +137,7 @@ int main(int argc, char **argv)
 	long seconds = 0, grid = 1, interval = 1000;
 	unsigned long long launches = 0;
 	const char *file = NULL;
+	FILE *times = NULL;
 	bool want_signal = false, verbose = false;
 	uint8_t img[1024];
 	CUcontext ctx;
@@ -135,17 +147,24 @@ int main(int argc, char **argv)
 	double end;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "s:w:Sg:i:v")) != -1) {
+	while ((opt = getopt(argc, argv, "s:w:Sg:i:t:v")) != -1) {
 		switch (opt) {
 		case 's': seconds = parse_long(optarg, 0, 86400, "-s SECONDS"); break;
 		case 'w': file = optarg; break;
 		case 'S': want_signal = true; break;
 		case 'g': grid = parse_long(optarg, 1, 1000000, "-g GRID"); break;
 		case 'i': interval = parse_long(optarg, 0, 10000000, "-i INTERVAL_US"); break;
+		case 't':
+			times = fopen(optarg, "w");
+			if (!times) {
+				fprintf(stderr, "spin: %s: %s\n", optarg, strerror(errno));
+				return 2;
+			}
+			break;
 		case 'v': verbose = true; break;
 		default:
 			fprintf(stderr, "usage: spin [-s SECONDS] [-w FILE] [-S] [-g GRID] "
-				"[-i INTERVAL_US] [-v]\n");
+				"[-i INTERVAL_US] [-t TIMES] [-v]\n");
 			return 2;
 		}
 	}
@@ -168,6 +187,8 @@ int main(int argc, char **argv)
 	wait_to_start(file, want_signal);
 	end = now_s() + (double)seconds;
 	while (!stop_flag && (seconds == 0 || now_s() < end)) {
+		if (times)
+			fprintf(times, "%llu\n", now_ns());
 		spin_site(f, (unsigned int)grid, s);
 		launches++;
 		if (progress_flag) {
@@ -180,6 +201,10 @@ int main(int argc, char **argv)
 	}
 	CHECK(cuStreamSynchronize(s));
 	CHECK(cuModuleUnload(mod));
+	if (times && fclose(times)) {
+		fprintf(stderr, "spin: cannot write the launch times\n");
+		return 1;
+	}
 	printf("spin: launches=%llu\n", launches);
 	if (verbose)
 		printf("spin: gpu_ns=%llu\n", launches * (unsigned long long)grid * 1000ull);

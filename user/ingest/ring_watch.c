@@ -55,7 +55,8 @@ static void on_ring(void *ctx, const struct gp_ring_event *e)
 
 		h.fd = err ? err : fd;
 		if (!err)
-			shm_reader__mark_watched(fd, mono_now());
+			shm_reader__mark_watched(fd, mono_now(),
+						 __atomic_load_n(&w->paused, __ATOMIC_ACQUIRE) != 0);
 	}
 	push(w, h);
 }

@@ -33,6 +33,7 @@ struct ring_watch {
 	struct held_ring *q;
 	size_t n, cap;
 	__u64 dropped;             /* queue full: closed, counted missed */
+	int paused;                /* atomic: between the duty cycle's windows (rings marked paused) */
 };
 
 /* Starts the thread when lp watches rings; 0 also when it does not. */

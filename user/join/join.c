@@ -5,6 +5,7 @@
  * record. Everything is bounded and every activity leaves exactly once.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "user/join/join.h"
@@ -128,7 +129,10 @@ struct jproc {
 
 struct join {
 	struct join_opts o;
-	__u64 stop_ts;              /* join__stop; 0: none */
+	/* join__pause/__resume: the last windows [from, to), oldest first (none: all time). */
+	__u64 win_from[JOIN_WINDOWS_MAX], win_to[JOIN_WINDOWS_MAX];
+	unsigned nr_win;
+	bool windowed;
 	join_emit_fn emit;
 	void *ctx;
 	join_unrecorded_fn unrecorded;
@@ -151,7 +155,7 @@ const char *join__reason_name(enum join_reason r)
 	case JOIN_BEFORE_ATTACH: return "launched before attach";
 	case JOIN_AT_ATTACH: return "launched at attach";
 	case JOIN_TABLE_FULL: return "join table full";
-	case JOIN_AFTER_STOP: return "launched after the stop";
+	case JOIN_OUTSIDE: return "launched outside the windows";
 	default: return "unknown";
 	}
 }
@@ -288,6 +292,77 @@ static struct jthread *thread_get(struct join *j, struct jproc *p, __u32 tid, __
 	return t;
 }
 
+/* ------------------------------------------------------------ windows */
+
+/* The window ts falls in, as its index; -1: outside every window kept. */
+static int window_of(const struct join *j, __u64 ts)
+{
+	for (int i = (int)j->nr_win - 1; i >= 0; i--)
+		if (ts >= j->win_from[i])
+			return ts < j->win_to[i] ? i : -1;
+	return -1;
+}
+
+static bool inside(const struct join *j, __u64 ts)
+{
+	return !j->windowed || window_of(j, ts) >= 0;
+}
+
+/* Whether ts is outside, or inside within JOIN_EDGE_NS of its window's close. */
+static bool at_close(const struct join *j, __u64 ts)
+{
+	int w;
+
+	if (!j->windowed)
+		return false;
+	w = window_of(j, ts);
+	return w < 0 || j->win_to[w] - ts < JOIN_EDGE_NS;
+}
+
+/* Whether ts is outside, or inside within JOIN_EDGE_NS after its window opened. */
+static bool at_open(const struct join *j, __u64 ts)
+{
+	int w;
+
+	if (!j->windowed)
+		return false;
+	w = window_of(j, ts);
+	return w < 0 || (j->win_from[w] && ts - j->win_from[w] < JOIN_EDGE_NS);
+}
+
+void join__pause(struct join *j, __u64 ts)
+{
+	if (!j->windowed) {
+		j->windowed = true;
+		j->win_from[0] = 0;
+		j->win_to[0] = ts;
+		j->nr_win = 1;
+		return;
+	}
+	if (j->nr_win && j->win_to[j->nr_win - 1] == UINT64_MAX)
+		j->win_to[j->nr_win - 1] = ts > j->win_from[j->nr_win - 1] ? ts : j->win_from[j->nr_win - 1];
+}
+
+void join__resume(struct join *j, __u64 ts)
+{
+	if (!j->windowed || (j->nr_win && j->win_to[j->nr_win - 1] == UINT64_MAX))
+		return; /* open already */
+	if (j->nr_win && ts < j->win_to[j->nr_win - 1])
+		ts = j->win_to[j->nr_win - 1]; /* windows never overlap */
+	if (j->nr_win == JOIN_WINDOWS_MAX) {
+		memmove(j->win_from, j->win_from + 1, (JOIN_WINDOWS_MAX - 1) * sizeof(*j->win_from));
+		memmove(j->win_to, j->win_to + 1, (JOIN_WINDOWS_MAX - 1) * sizeof(*j->win_to));
+		j->nr_win--;
+	}
+	j->win_from[j->nr_win] = ts;
+	j->win_to[j->nr_win++] = UINT64_MAX;
+}
+
+void join__stop(struct join *j, __u64 stop_ns)
+{
+	join__pause(j, stop_ns);
+}
+
 /* ------------------------------------------------------------ emission */
 
 static void emit(struct join *j, const struct join_activity *act, __u32 tid, __u64 site,
@@ -296,8 +371,8 @@ static void emit(struct join *j, const struct join_activity *act, __u32 tid, __u
 	struct join_sample s = { .act = act, .pid = act->pid, .tid = tid, .site = site,
 				 .probe = probe, .reason = reason };
 
-	if (reason == JOIN_AFTER_STOP) {
-		j->c.activities_after_stop++;
+	if (reason == JOIN_OUTSIDE) {
+		j->c.activities_outside++;
 		return;
 	}
 	if (reason == JOIN_OK)
@@ -447,9 +522,9 @@ static void api_orphan(struct join *j, struct jproc *p, struct jthread *t)
 	if (a->start < p->attach_ts) {
 		c.reason = JOIN_BEFORE_ATTACH;
 		j->c.api_before_attach++;
-	} else if (j->stop_ts && a->end > j->stop_ts) {
-		c.reason = JOIN_AFTER_STOP; /* its event came after the stop, left out */
-		j->c.launches_after_stop++;
+	} else if (at_close(j, a->end) || at_open(j, a->start)) {
+		c.reason = JOIN_OUTSIDE; /* its event came outside the window, left out */
+		j->c.launches_outside++;
 	} else if (first && a->domain == JOIN_DOMAIN_DRIVER && p->attach_ts &&
 		   a->start - p->attach_ts < ATTACH_DRIVER_SLACK_NS) {
 		c.reason = JOIN_AT_ATTACH;
@@ -467,8 +542,8 @@ static void launch_orphan(struct join *j, struct jproc *p, struct jthread *t)
 	const struct jlaunch *l = fifo__at(&t->launches, 0);
 	bool before = l->ts < p->record_from;
 
-	if (j->stop_ts && l->ts + JOIN_STOP_EDGE_NS > j->stop_ts) {
-		j->c.launches_after_stop++; /* its record, stamped after the stop, left out */
+	if (at_close(j, l->ts)) {
+		j->c.launches_outside++; /* its record, stamped after the close, left out */
 		fifo__pop(&t->launches);
 		return;
 	}
@@ -556,19 +631,14 @@ static void merge_thread(struct join *j, struct jproc *p, struct jthread *t, __u
 
 /* ------------------------------------------------------------ inputs */
 
-void join__stop(struct join *j, __u64 stop_ns)
-{
-	j->stop_ts = stop_ns;
-}
-
 void join__add_launch(struct join *j, const struct join_launch *l)
 {
 	struct jproc *p = proc_get(j, l->pid, true);
 	struct jthread *t = p && l->cls < JOIN_CLASS_MAX ? thread_get(j, p, l->tid, l->cls) : NULL;
 	struct jlaunch jl = { .ts = l->ts, .site = l->site, .probe = l->probe };
 
-	if (j->stop_ts && l->ts > j->stop_ts) {
-		j->c.launches_after_stop++;
+	if (!inside(j, l->ts)) {
+		j->c.launches_outside++;
 		return;
 	}
 	if (!t) {
@@ -593,9 +663,9 @@ void join__add_api(struct join *j, const struct join_api *a)
 	struct japi ja = { .start = a->start, .end = a->end, .corr = a->corr, .domain = a->domain };
 	size_t i;
 
-	if (p && j->stop_ts && a->start > j->stop_ts) {
+	if (p && !inside(j, a->start)) {
 		struct jcorr c = { .corr = a->corr, .added = join_now(j, a->end), .tid = a->tid,
-				   .reason = JOIN_AFTER_STOP };
+				   .reason = JOIN_OUTSIDE };
 
 		corr_add(j, p, &c); /* its activities are left out too */
 		return;

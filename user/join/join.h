@@ -41,7 +41,7 @@ enum join_reason {
 	JOIN_BEFORE_ATTACH,    /* launched before the loader attached */
 	JOIN_AT_ATTACH,        /* entered before the attach, or its event lost: see join.c */
 	JOIN_TABLE_FULL,       /* a bounded table overflowed */
-	JOIN_AFTER_STOP,       /* launched after join__stop: outside the profile, never emitted */
+	JOIN_OUTSIDE,          /* launched outside the profile's windows: never emitted */
 	JOIN_REASON_MAX,
 };
 
@@ -112,8 +112,8 @@ struct join_counters {
 	__u64 launches_matched;
 	__u64 launches_without_record; /* events whose API record never came */
 	__u64 launches_before_recording; /* events made before the shim recorded: no record was due */
-	__u64 launches_after_stop;     /* events, and API records, of calls after join__stop: left out */
-	__u64 activities_after_stop;   /* their activities, left out */
+	__u64 launches_outside;        /* events, and API records, of calls outside the windows: left out */
+	__u64 activities_outside;      /* their activities, left out */
 	__u64 api_without_launch;      /* records whose event never came */
 	__u64 api_before_attach;
 	__u64 api_at_attach;           /* records under JOIN_AT_ATTACH */
@@ -145,15 +145,24 @@ int join__attach(struct join *j, __u32 pid, __u64 attach_ts);
  */
 int join__recording(struct join *j, __u32 pid, __u64 from_ns);
 /*
- * The profile ends at stop_ns: launch events and API records of calls made
- * after it are left out, and so are their activities (counted
- * launches_after_stop, activities_after_stop); what was launched before it
- * still joins its records as they arrive. A call at the edge (its API record
- * and its event on either side, or an event within STOP_EDGE_NS before it
- * whose record never came) is left out the same way, not counted lost.
+ * The windows the profile covers (the duty cycle; a stop ends the last):
+ * join__pause ends the open window at ts, join__resume opens another from
+ * ts (by default one window covers all time). Launch events and API records
+ * of calls made outside every window are left out, and so are their
+ * activities (counted launches_outside, activities_outside); what was
+ * launched inside one still joins its records as they arrive, after it
+ * closed. A call at an edge (its API record and its event on either side,
+ * or an event within JOIN_EDGE_NS of a close whose record never came, or a
+ * record within JOIN_EDGE_NS of an opening whose event never came) is left
+ * out the same way, not counted lost. The last JOIN_WINDOWS_MAX windows are
+ * kept: anything older is outside.
  */
+void join__pause(struct join *j, __u64 ts);
+void join__resume(struct join *j, __u64 ts);
+/* The profile ends at stop_ns: join__pause, for good. */
 void join__stop(struct join *j, __u64 stop_ns);
-#define JOIN_STOP_EDGE_NS 1000000ull
+#define JOIN_WINDOWS_MAX 32
+#define JOIN_EDGE_NS 1000000ull
 void join__add_launch(struct join *j, const struct join_launch *l);
 void join__add_api(struct join *j, const struct join_api *a);
 void join__add_activity(struct join *j, const struct join_activity *act);

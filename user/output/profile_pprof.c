@@ -342,7 +342,7 @@ static void writer__fini(struct writer *w)
 }
 
 int profile__write_pprof(const struct profile *p, const char *path, __u64 time_ns,
-			 __u64 duration_ns)
+			 __u64 duration_ns, const char *const *comments, size_t nr_comments)
 {
 	struct writer w;
 	int err;
@@ -353,6 +353,10 @@ int profile__write_pprof(const struct profile *p, const char *path, __u64 time_n
 		err = pprof__set_default_sample_type(w.pp, "gpu_time");
 	if (!err) {
 		pprof__set_time(w.pp, (int64_t)time_ns, (int64_t)duration_ns);
+		for (size_t i = 0; i < nr_comments && !err; i++)
+			err = pprof__add_comment(w.pp, comments[i]);
+	}
+	if (!err) {
 		err = profile__each_sample(p, write_sample, &w);
 	}
 	if (!err) {

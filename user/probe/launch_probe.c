@@ -287,6 +287,23 @@ unsigned launch_probe__sweep_files(struct launch_probe *lp)
 	return probe_files__sweep(&lp->pf);
 }
 
+unsigned launch_probe__pause(struct launch_probe *lp, bool paused)
+{
+	unsigned failed;
+
+	if (paused)
+		__atomic_store_n(&lp->skel->bss->launches_paused, true, __ATOMIC_RELEASE);
+	failed = probe_files__pause(&lp->pf, paused);
+	if (!paused)
+		__atomic_store_n(&lp->skel->bss->launches_paused, false, __ATOMIC_RELEASE);
+	return failed;
+}
+
+__u64 launch_probe__pause_errors(const struct launch_probe *lp)
+{
+	return lp->pf.win_errors;
+}
+
 bool launch_probe__uses_multi(const struct launch_probe *lp)
 {
 	return lp->pf.multi;

@@ -80,6 +80,16 @@ int launch_probe__file_seen(struct launch_probe *lp, dev_t dev, ino_t ino);
  */
 unsigned launch_probe__sweep_files(struct launch_probe *lp);
 void launch_probe__file_stats(const struct launch_probe *lp, struct launch_file_stats *ret_stats);
+/*
+ * Between the duty cycle's windows (paused): launches, copies and graph-node
+ * calls send nothing (their links detached where they are uprobe_multi
+ * links, the rest told by a flag); module loads and the autograd engine's
+ * points stay. Returns how many files' links could not be made again on
+ * resuming (their probes still answer to the flag).
+ */
+unsigned launch_probe__pause(struct launch_probe *lp, bool paused);
+/* Windowed links that could not be made again, so far. */
+__u64 launch_probe__pause_errors(const struct launch_probe *lp);
 /* Whether each file's probes are one uprobe_multi link (else a perf uprobe each). */
 bool launch_probe__uses_multi(const struct launch_probe *lp);
 int launch_probe__follow(struct launch_probe *lp, __u32 tgid);

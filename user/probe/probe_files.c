@@ -6,7 +6,9 @@
  * and remembered; slots of files no target maps any more are freed.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -98,6 +100,7 @@ struct probe_row {
 	const char *name[2];
 	__u32 probe;
 	bool launch;
+	bool windowed; /* off between the duty cycle's windows (bpf/launch.bpf.c: launches_paused) */
 };
 
 /* The rows of a file of kind: the driver's entry points, or the autograd engine's. */
@@ -114,7 +117,9 @@ static size_t probe_rows(enum probe_file_kind kind, struct probe_row *rows)
 	for (__u32 p = 0; p < GP_PROBE_MAX; p++)
 		rows[n++] = (struct probe_row){ .name = { entry_points[p].symbol,
 							  entry_points[p].alt_symbol },
-						.probe = p, .launch = entry_points[p].launch };
+						.probe = p, .launch = entry_points[p].launch,
+						.windowed = entry_points[p].launch || entry_points[p].copy ||
+							    entry_points[p].node };
 	return n;
 }
 
@@ -169,10 +174,32 @@ static int attach_file_each(struct probe_files *pf, const char *path, const stru
 	return 0;
 }
 
-/* Every row the file defines in one uprobe_multi link (cookie: probe id). */
+/* The windowed link of f, made from its file again (the path it was found by may be gone). */
+static int attach_windowed(struct probe_files *pf, struct attached_file *f)
+{
+	char path[64];
+	int fd;
+
+	if (!f->nr_win || f->win_fd >= 0 || f->file_fd < 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->file_fd);
+	fd = uprobe_multi__attach(bpf_program__fd(pf->prog), path, f->win_off, f->win_cookie,
+				  f->nr_win);
+	if (fd < 0)
+		return fd;
+	f->win_fd = fd;
+	return 0;
+}
+
+/*
+ * Every row the file defines in uprobe_multi links (cookie: probe id): the
+ * windowed rows in one of their own (made now unless paused), the rest in
+ * another.
+ */
 static int attach_file_multi(struct probe_files *pf, const char *path, const struct probe_row *rows,
 			     size_t nrows, struct launch_attach_result *res, unsigned *launches)
 {
+	struct attached_file *f = &pf->files[pf->nr_files];
 	const char *names[2 * GP_PROBE_MAX];
 	__u64 off[2 * GP_PROBE_MAX], offsets[GP_PROBE_MAX], cookies[GP_PROBE_MAX];
 	size_t n = 0;
@@ -192,18 +219,53 @@ static int attach_file_multi(struct probe_files *pf, const char *path, const str
 			res->missing++;
 			continue;
 		}
-		offsets[n] = o;
-		cookies[n++] = rows[i].probe;
 		res->attached++;
 		*launches += rows[i].launch;
+		if (rows[i].windowed) {
+			f->win_off[f->nr_win] = o;
+			f->win_cookie[f->nr_win++] = rows[i].probe;
+			continue;
+		}
+		offsets[n] = o;
+		cookies[n++] = rows[i].probe;
+	}
+	if (!n && !f->nr_win)
+		return -ENOENT;
+	if (f->nr_win) {
+		f->file_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (f->file_fd < 0)
+			return -errno;
+		if (!pf->paused && (err = attach_windowed(pf, f)))
+			return err;
 	}
 	if (!n)
-		return -ENOENT;
+		return 0;
 	fd = uprobe_multi__attach(bpf_program__fd(pf->prog), path, offsets, cookies, n);
 	if (fd < 0)
 		return fd;
-	pf->files[pf->nr_files].multi_fd = fd;
+	f->multi_fd = fd;
 	return 0;
+}
+
+unsigned probe_files__pause(struct probe_files *pf, bool paused)
+{
+	unsigned failed = 0;
+
+	if (pf->paused == paused)
+		return 0;
+	pf->paused = paused;
+	for (unsigned i = 0; i < pf->nr_files; i++) {
+		struct attached_file *f = &pf->files[i];
+
+		if (paused && f->win_fd >= 0) {
+			close(f->win_fd);
+			f->win_fd = -1;
+		} else if (!paused && attach_windowed(pf, f)) {
+			failed++;
+		}
+	}
+	pf->win_errors += failed;
+	return failed;
 }
 
 /* Undoes what attaching file i did, and frees its slot. */
@@ -216,6 +278,10 @@ static void file__detach(struct probe_files *pf, unsigned i)
 
 	if (f->multi_fd >= 0)
 		close(f->multi_fd);
+	if (f->win_fd >= 0)
+		close(f->win_fd);
+	if (f->file_fd >= 0)
+		close(f->file_fd);
 	detach_links(pf->links + f->first_link, f->nr_links);
 	memmove(pf->links + f->first_link, pf->links + f->first_link + f->nr_links,
 		(pf->nr_links - f->first_link - f->nr_links) * sizeof(*pf->links));
@@ -304,6 +370,7 @@ int probe_files__attach(struct probe_files *pf, const char *path, enum probe_fil
 	}
 	f = &pf->files[pf->nr_files];
 	*f = (struct attached_file){ .dev = st.st_dev, .ino = st.st_ino, .multi_fd = -1,
+				     .win_fd = -1, .file_fd = -1,
 				     .first_link = pf->nr_links,
 				     .swept = driver_only || kind == PROBE_FILE_AUTOGRAD,
 				     .autograd = kind == PROBE_FILE_AUTOGRAD, .seen = true };
@@ -370,9 +437,14 @@ void probe_files__fini(struct probe_files *pf)
 	free(pf->links);
 	pf->links = NULL;
 	pf->nr_links = pf->cap_links = 0;
-	for (unsigned i = 0; i < pf->nr_files; i++)
+	for (unsigned i = 0; i < pf->nr_files; i++) {
 		if (pf->files[i].multi_fd >= 0)
 			close(pf->files[i].multi_fd);
+		if (pf->files[i].win_fd >= 0)
+			close(pf->files[i].win_fd);
+		if (pf->files[i].file_fd >= 0)
+			close(pf->files[i].file_fd);
+	}
 	pf->nr_files = 0;
 	pf->nr_autograd = 0;
 }

@@ -37,7 +37,16 @@ struct probe_file_id {
 struct attached_file {
 	dev_t dev;
 	ino_t ino;
-	int multi_fd;                 /* its uprobe_multi link, or -1 */
+	int multi_fd;                 /* its uprobe_multi link (the loads, in windowed mode), or -1 */
+	/*
+	 * Windowed mode (multi links only): the launch, copy and graph-node
+	 * probes are a link of their own, detached between the duty cycle's
+	 * windows (-1) and made again from the file (file_fd) and what was
+	 * read of it once.
+	 */
+	int win_fd, file_fd;
+	unsigned nr_win;
+	__u64 win_off[GP_PROBE_MAX], win_cookie[GP_PROBE_MAX];
 	size_t first_link, nr_links;  /* its perf-event links in links */
 	bool swept;                   /* attached for a target that maps it: freed when none does */
 	bool autograd;                /* an autograd engine's (PROBE_FILE_AUTOGRAD) */
@@ -48,6 +57,8 @@ struct attached_file {
 struct probe_files {
 	struct bpf_program *prog;     /* the uprobe program every probe runs */
 	bool multi;                   /* one uprobe_multi link per file (multi_fd) */
+	bool paused;                  /* between windows: windowed links detached */
+	__u64 win_errors;             /* windowed links that could not be made again */
 	struct bpf_link **links;
 	size_t nr_links, cap_links;
 	struct attached_file files[PROBE_FILES_MAX];
@@ -69,6 +80,12 @@ void probe_files__init(struct probe_files *pf, struct bpf_program *prog, bool mu
 /* launch_probe__attach_file, __attach_driver and __attach_autograd, by kind. */
 int probe_files__attach(struct probe_files *pf, const char *path, enum probe_file_kind kind,
 			struct launch_attach_result *ret_res);
+/*
+ * Between the duty cycle's windows (paused) the windowed links are
+ * detached; back in one they are made again. Returns how many could not
+ * be (counted in win_errors: those files' launches rest on the BPF flag).
+ */
+unsigned probe_files__pause(struct probe_files *pf, bool paused);
 /* launch_probe__file_seen. */
 int probe_files__seen(struct probe_files *pf, dev_t dev, ino_t ino);
 /* launch_probe__sweep_files. */

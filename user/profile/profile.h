@@ -154,9 +154,12 @@ int profile__each_sample(const struct profile *p,
 void profile__frame_of(const struct profile *p, __u32 frame_id, struct profile_frame *ret,
 		       __u32 *ret_file_id);
 
-/* Written by user/output/profile_pprof.c, the room that writes pprof. */
+/*
+ * Written by user/output/profile_pprof.c, the room that writes pprof; its
+ * comments (pprof's comment field: the duty cycle's windows), if any.
+ */
 int profile__write_pprof(const struct profile *p, const char *path, __u64 time_ns,
-			 __u64 duration_ns);
+			 __u64 duration_ns, const char *const *comments, size_t nr_comments);
 /* The report: top kernels by GPU time with their heaviest launch site. */
 void profile__report(const struct profile *p, FILE *f, unsigned top);
 

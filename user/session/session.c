@@ -158,6 +158,7 @@ static void tick(struct session *s)
 		log_error("reading the BPF ring: %s", strerror(-err));
 	session__take_held_rings(s);
 	now = now_ns();
+	session__duty_tick(s, now); /* before the visits: they tell the rings */
 	s->shim_more = false;
 	for (size_t i = 0; i < s->tt.n;) {
 		struct target *t = s->tt.t[i];
@@ -364,6 +365,9 @@ static int setup_targets(struct session *s)
 		if (err)
 			return err;
 		s->have_child = true;
+		/* Between windows from its first launch: its ring is ours, made paused. */
+		if (s->duty_cycled)
+			shm_reader__mark_watched(s->child.shm_fd, now_ns(), true);
 		if (!session__target(s, s->child.pid))
 			return -ENOMEM;
 		err = launcher__go(&s->child);
@@ -483,7 +487,11 @@ static int start(struct session *s)
 	s->start_ns = s->last_write_ns = now_ns();
 	s->start_realtime_ns = realtime_ns();
 	s->probes_ns = s->start_ns;
-	TIMED(s, STAGE_START, err = open_probe(s) || start_threads(s) || setup_targets(s));
+	TIMED(s, STAGE_START, err = open_probe(s) || start_threads(s));
+	if (!err) {
+		session__duty_setup(s, now_ns()); /* before any file is attached */
+		TIMED(s, STAGE_START, err = setup_targets(s));
+	}
 	s->start_cpu_ns = process_cpu_ns();
 	if (err)
 		return err;
@@ -514,7 +522,8 @@ static bool stop_now(struct session *s, __u64 now)
 		return true;
 	s->stop_ns = now;
 	join__stop(s->join, now);
-	log_debug(s->o->verbose, "stopping: reading the last records of the running targets");
+	log_debug(s->o->verbose, "stopping at %llu (CLOCK_MONOTONIC ns): reading the last records of "
+		  "the running targets", (unsigned long long)now);
 	return false;
 }
 
@@ -570,6 +579,7 @@ int session__run(const struct gp_opts *o)
 	finish(&s);
 	err = session__write_last(&s, path, sizeof(path));
 	session__verdict_line(&s, stderr);
+	session__duty_line(&s, stderr);
 	profile__report(s.prof, stderr, o->top);
 	session__counters_line(&s, stderr, all_counters(o));
 	session__loader_line(&s, stderr);

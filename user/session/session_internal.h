@@ -31,6 +31,7 @@
 #include "user/util/blobtab.h"
 #include "user/util/counters.h"
 #include "user/session/report.h"
+#include "user/session/duty.h"
 
 /* Code objects checked against reuse at once, at most (pycode_cache__check): a few bounded calls. */
 #define PY_CHECK_MAX 1024
@@ -47,8 +48,28 @@
 		(s)->stage_ns[st] += now_ns() - t0_;      \
 	} while (0)
 
+/* Windows a profile lists in its comment, at most (the rest counted). */
+#define PROFILE_WINDOWS_MAX 64
+
+enum duty_state {
+	DUTY_OFF = 0,  /* between windows: probes paused, rings asked for no records */
+	DUTY_ARMING,   /* rings asked for records; the probes follow at the next tick */
+	DUTY_ON,       /* in a window */
+};
+
 struct session {
 	const struct gp_opts *o;
+	/* The duty cycle (duty_side.c): always DUTY_ON without one. */
+	bool duty_cycled;
+	struct duty duty;
+	enum duty_state duty_state;
+	__u64 duty_since;           /* when duty_state was entered (the window's start, in DUTY_ON) */
+	__u64 duty_on_ns;           /* time in windows so far, closed ones */
+	__u64 duty_windows;         /* windows opened so far */
+	__u64 duty_probe_errors;    /* windowed links that could not be made again */
+	/* The current profile's windows [from, to) (to 0: open), for its comment. */
+	__u64 win_from[PROFILE_WINDOWS_MAX], win_to[PROFILE_WINDOWS_MAX];
+	unsigned nr_win, win_more;
 	__u64 stop_ns;              /* the profile's end, once asked to stop with live rings (0: not yet) */
 	struct bounded *bounded;    /* the loader's one: calls a target could hold (bounded.h) */
 	struct launch_probe *lp;
@@ -210,6 +231,28 @@ static inline __u32 site__caller(__u64 site)
 {
 	return (__u32)(site >> 32);
 }
+
+/*
+ * duty_side.c: the duty cycle (duty.h) applied: probes paused and resumed,
+ * rings asked for records or not, the join's windows. Set up after the
+ * probes are open and before any file is attached; stepped at each tick.
+ */
+void session__duty_setup(struct session *s, __u64 now);
+void session__duty_tick(struct session *s, __u64 now);
+/* Whether the rings are to record now (a window, or one about to open). */
+bool session__rings_wanted(const struct session *s);
+/* The windows a profile ending at end covered, then its list restarted (--interval). */
+void session__duty_profile_done(struct session *s, __u64 end);
+/* Time in windows within [from, to) of the current profile's. */
+__u64 session__duty_on_in(const struct session *s, __u64 from, __u64 to);
+/*
+ * The comments of a profile covering [from, to): the duty cycle and each
+ * window, up to max lines of 96 bytes; how many (0 without a duty cycle).
+ */
+size_t session__duty_comments(const struct session *s, __u64 from, __u64 to, char (*lines)[96],
+			      size_t max);
+/* The report's duty line: windows, time in them, how to scale (nothing without a duty cycle). */
+void session__duty_line(const struct session *s, FILE *f);
 
 /* autograd.c: backward passes' callers (docs/ARCHITECTURE.md, Backward passes). */
 void session__autograd_setup(struct session *s, struct target *t);

@@ -306,6 +306,8 @@ bool session__read_target(struct session *s, struct target *t, __u64 now)
 		log_warn("pid %d (%s): the shim is inert (no CUPTI, or another CUPTI subscriber "
 			 "such as torch.profiler holds it): GPU time is missing", t->pid, t->comm);
 	}
+	if (s->duty_cycled)
+		shm_reader__pause(t->shm, !session__rings_wanted(s));
 	follow_recording(s, t, now);
 	TIMED(s, STAGE_SHIM, more = read_records(s, t, now));
 	t0 = thread_cpu_ns();

@@ -107,8 +107,10 @@ static void join_counters(struct session *s, struct counters *c)
 	counters__add(c, "api_without_launch", jc.api_without_launch);
 	counters__add(c, "launches_without_record", jc.launches_without_record);
 	counters__add(c, "launches_before_recording", jc.launches_before_recording);
-	counters__add(c, "launches_after_stop", jc.launches_after_stop);
-	counters__add(c, "activities_after_stop", jc.activities_after_stop);
+	counters__add(c, "launches_outside", jc.launches_outside);
+	counters__add(c, "activities_outside", jc.activities_outside);
+	counters__add(c, "duty_windows", s->duty_windows);
+	counters__add(c, "duty_probe_errors", s->duty_probe_errors);
 	counters__add(c, "unattributed", s->unattributed_written + pt.unattributed);
 	counters__add_part(c, "no_launch_event", jc.activities_unattributed[JOIN_NO_LAUNCH_EVENT]);
 	counters__add_part(c, "no_api_record", jc.activities_unattributed[JOIN_NO_API_RECORD]);

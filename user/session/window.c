@@ -189,12 +189,17 @@ static void interval_path(struct session *s, __u64 realtime, char *buf, size_t l
 
 static int write_profile(struct session *s, const char *path, __u64 now)
 {
+	char text[PROFILE_WINDOWS_MAX + 2][96];
+	const char *comments[PROFILE_WINDOWS_MAX + 2];
+	size_t n = session__duty_comments(s, s->last_write_ns, now, text, PROFILE_WINDOWS_MAX + 2);
 	int err;
 
+	for (size_t i = 0; i < n; i++)
+		comments[i] = text[i];
 	TIMED(s, STAGE_NAME, session__resolve_pending(s, 0));
 	TIMED(s, STAGE_WRITE, err = profile__write_pprof(s->prof, path,
 							 s->start_realtime_ns + (s->last_write_ns - s->start_ns),
-							 now - s->last_write_ns));
+							 now - s->last_write_ns, comments, n));
 
 	if (err) {
 		log_error("cannot write %s: %s (nothing was written there)", path, strerror(-err));
@@ -211,6 +216,7 @@ void session__write_window(struct session *s, __u64 now)
 	interval_path(s, s->start_realtime_ns + (now - s->start_ns), path, sizeof(path));
 	write_profile(s, path, now);
 	s->last_write_ns = now;
+	session__duty_profile_done(s, now);
 	profile__totals(s->prof, &pt);
 	s->unattributed_written += pt.unattributed; /* the counters line covers the run */
 	profile__reset_samples(s->prof);

@@ -428,13 +428,17 @@ int shm_reader__grab_fd(pid_t pid, int fd, int *ret_fd)
  * names the holder after an open answered -EBUSY. Only the consumer area is
  * read (pread, nothing mapped), and only a pid's worth of it is believed.
  */
-int shm_reader__mark_watched(int fd, __u64 now_ns)
+int shm_reader__mark_watched(int fd, __u64 now_ns, bool paused)
 {
 	off_t at = (off_t)offsetof(struct gp_shm_header, consumer.heartbeat_ns);
+	off_t pause_at = (off_t)offsetof(struct gp_shm_header, consumer.record_pause);
+	__u32 one = 1;
 
 	/* Only a memfd: seals answer for nothing else, and a memfd never blocks. */
 	if (fcntl(fd, F_GET_SEALS) < 0)
 		return -errno;
+	if (paused && pwrite(fd, &one, sizeof(one), pause_at) != (ssize_t)sizeof(one))
+		return -EIO;
 	if (pwrite(fd, &now_ns, sizeof(now_ns), at) != (ssize_t)sizeof(now_ns))
 		return -EIO;
 	return 0;
@@ -721,6 +725,14 @@ int shm_reader__alive(const struct shm_reader *r)
 }
 
 /* ------------------------------------------------------ exit handshake */
+
+void shm_reader__pause(struct shm_reader *r, bool paused)
+{
+	__u32 *p = &r->hdr->consumer.record_pause;
+
+	if ((__atomic_load_n(p, __ATOMIC_RELAXED) != 0) != paused)
+		__atomic_store_n(p, paused ? 1u : 0u, __ATOMIC_RELEASE);
+}
 
 void shm_reader__heartbeat(struct shm_reader *r, __u64 now_ns, __u32 tick_ms)
 {

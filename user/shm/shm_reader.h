@@ -13,6 +13,7 @@
 #ifndef GP_USER_SHM_READER_H
 #define GP_USER_SHM_READER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include "shim/gp_abi.h"
@@ -63,8 +64,10 @@ void shm_reader__destroy(struct shm_reader *r);
  * records from its first launch (shim/gp_abi.h, "no reader, no records").
  * Claims nothing. Refuses anything but a memfd (-EINVAL): the fd number
  * came from a hostile process, and a write to a FUSE file could block.
+ * paused: between the duty cycle's windows, record_pause is set first, so
+ * the shim never sees a reader without it.
  */
-int shm_reader__mark_watched(int fd, __u64 now_ns);
+int shm_reader__mark_watched(int fd, __u64 now_ns, bool paused);
 /* The pid of the loader that last claimed pid's ring (0: none), after -EBUSY; opened as above. */
 int shm_reader__holder(struct bounded *b, pid_t pid, pid_t *ret_holder);
 
@@ -98,6 +101,8 @@ __u32 shm_reader__flags(const struct shm_reader *r);
  */
 __u64 shm_reader__record_from(const struct shm_reader *r);
 __s64 shm_reader__clock_offset(const struct shm_reader *r);
+/* Asks the shim for no records now (between the duty cycle's windows), or for them again. */
+void shm_reader__pause(struct shm_reader *r, bool paused);
 void shm_reader__stats(const struct shm_reader *r, struct shm_reader_stats *ret_stats);
 
 /* The cubin ring as a CubinQueue (settle/drain/format_counters). */

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The duty cycle applied (session_internal.h; README, "Duty cycle"): the
+ * windows duty.c plans, turned into what each side does at their edges.
+ *
+ * Opening: the rings are asked for records first (each shim's own thread
+ * switches CUPTI on within a few ms: shim/gp_abi.h, record_pause), and the
+ * launch probes are resumed one tick later, the window starting when they
+ * are in place: so the launches of a window find their shims recording.
+ * Closing: the window ends, then the probes pause and the rings are asked
+ * for no records; what was launched inside still joins its records as they
+ * come (join__pause). Module and cubin capture never stop.
+ */
+#include <stdio.h>
+#include <unistd.h>
+#include "user/session/session_internal.h"
+#include "user/util/log.h"
+
+/* The seed of the windows' offsets: not the workload's to guess. */
+static __u64 seed(void)
+{
+	return now_ns() ^ ((__u64)getpid() << 32) ^ (__u64)(unsigned long)&seed;
+}
+
+static void note_window(struct session *s, __u64 from, __u64 to)
+{
+	if (s->nr_win && !s->win_to[s->nr_win - 1]) {
+		s->win_to[s->nr_win - 1] = to;
+		return;
+	}
+	if (s->nr_win == PROFILE_WINDOWS_MAX) {
+		s->win_more++;
+		return;
+	}
+	s->win_from[s->nr_win] = from;
+	s->win_to[s->nr_win++] = to;
+}
+
+void session__duty_setup(struct session *s, __u64 now)
+{
+	s->duty_state = DUTY_ON;
+	s->duty_since = now;
+	if (s->o->duty >= 1.0)
+		return;
+	s->duty_cycled = true;
+	duty__init(&s->duty, s->o->duty, (__u64)(s->o->window_s * NS_PER_S),
+		   (__u64)(cli__duty_period(s->o) * NS_PER_S), now, seed());
+	s->duty_state = DUTY_OFF;
+	launch_probe__pause(s->lp, true);
+	__atomic_store_n(&s->rw.paused, 1, __ATOMIC_RELEASE);
+	join__pause(s->join, now);
+	log_info("duty cycle: %.3g%% of each %g s in windows of %g s or more, at random offsets%s",
+		 100 * duty__fraction(&s->duty), cli__duty_period(s->o),
+		 (double)s->duty.to[0] / NS_PER_S - (double)s->duty.from[0] / NS_PER_S,
+		 duty__fraction(&s->duty) > s->o->duty + 1e-9 ? " (more than asked: one --window a period)" : "");
+}
+
+bool session__rings_wanted(const struct session *s)
+{
+	return s->duty_state != DUTY_OFF;
+}
+
+static void open_window(struct session *s)
+{
+	__u64 at;
+
+	s->duty_probe_errors += launch_probe__pause(s->lp, false);
+	at = now_ns();
+	join__resume(s->join, at);
+	s->duty_state = DUTY_ON;
+	s->duty_since = at;
+	s->duty_windows++;
+	note_window(s, at, 0);
+	log_debug(s->o->verbose, "duty: window open at %llu (CLOCK_MONOTONIC ns)", (unsigned long long)at);
+}
+
+static void close_window(struct session *s, __u64 now)
+{
+	join__pause(s->join, now);
+	launch_probe__pause(s->lp, true);
+	__atomic_store_n(&s->rw.paused, 1, __ATOMIC_RELEASE);
+	s->duty_on_ns += now - s->duty_since;
+	note_window(s, s->duty_since, now);
+	s->duty_state = DUTY_OFF;
+	s->duty_since = now;
+	log_debug(s->o->verbose, "duty: window closed at %llu (CLOCK_MONOTONIC ns)", (unsigned long long)now);
+}
+
+void session__duty_tick(struct session *s, __u64 now)
+{
+	bool want;
+
+	if (!s->duty_cycled || s->stop_ns)
+		return;
+	want = duty__on(&s->duty, now);
+	switch (s->duty_state) {
+	case DUTY_OFF:
+		/* A tick ahead: the probes follow the rings a tick later, on time. */
+		if (duty__on(&s->duty, now + s->o->tick_ms * NS_PER_MS)) {
+			__atomic_store_n(&s->rw.paused, 0, __ATOMIC_RELEASE);
+			s->duty_state = DUTY_ARMING; /* the rings are told at their visits */
+			s->duty_since = now;
+		}
+		break;
+	case DUTY_ARMING:
+		if (want)
+			open_window(s);
+		else if (!duty__on(&s->duty, now + s->o->tick_ms * NS_PER_MS)) {
+			__atomic_store_n(&s->rw.paused, 1, __ATOMIC_RELEASE);
+			s->duty_state = DUTY_OFF;
+		}
+		break;
+	case DUTY_ON:
+		/* Never shorter than --window, however late a tick came. */
+		if (!want && now - s->duty_since >= s->duty.window_ns)
+			close_window(s, now);
+		break;
+	}
+}
+
+__u64 session__duty_on_in(const struct session *s, __u64 from, __u64 to)
+{
+	__u64 on = 0;
+
+	if (!s->duty_cycled)
+		return to > from ? to - from : 0;
+	for (unsigned i = 0; i < s->nr_win; i++) {
+		__u64 a = s->win_from[i] > from ? s->win_from[i] : from;
+		__u64 b = s->win_to[i] && s->win_to[i] < to ? s->win_to[i] : to;
+
+		on += b > a ? b - a : 0;
+	}
+	return on;
+}
+
+void session__duty_profile_done(struct session *s, __u64 end)
+{
+	bool open = s->nr_win && !s->win_to[s->nr_win - 1];
+
+	(void)end;
+	s->nr_win = 0;
+	s->win_more = 0;
+	if (open) /* the window goes on in the next profile */
+		note_window(s, end, 0);
+}
+
+size_t session__duty_comments(const struct session *s, __u64 from, __u64 to, char (*lines)[96],
+			      size_t max)
+{
+	__u64 on = session__duty_on_in(s, from, to);
+	size_t n = 0;
+
+	if (!s->duty_cycled || max < 2)
+		return 0;
+	snprintf(lines[n++], 96, "gpuprobe-bpf duty cycle: %.3g%% asked, %.3f s of %.3f s in windows",
+		 100 * s->o->duty, (double)on / NS_PER_S, (double)(to - from) / NS_PER_S);
+	snprintf(lines[n++], 96, "values were measured in the windows only: scale by %.4g for the whole",
+		 on ? (double)(to - from) / (double)on : 0.0);
+	for (unsigned i = 0; i < s->nr_win && n < max; i++) {
+		__u64 a = s->win_from[i] > from ? s->win_from[i] : from;
+		__u64 b = s->win_to[i] && s->win_to[i] < to ? s->win_to[i] : to;
+
+		if (b > a)
+			snprintf(lines[n++], 96, "window: +%.3f s for %.3f s", (double)(a - from) / NS_PER_S,
+				 (double)(b - a) / NS_PER_S);
+	}
+	if (s->win_more && n < max)
+		snprintf(lines[n++], 96, "windows not listed: %u", s->win_more);
+	return n;
+}
+
+void session__duty_line(const struct session *s, FILE *f)
+{
+	__u64 on = s->duty_on_ns, now = s->stop_ns ? s->stop_ns : now_ns(), total = now - s->start_ns;
+
+	if (!s->duty_cycled)
+		return;
+	if (s->duty_state == DUTY_ON)
+		on += now - s->duty_since;
+	fprintf(f, "duty: %.3g%% asked, %llu windows, %.1f s of %.1f s recorded (%.3g%%): the profile's "
+		   "values are what was measured in them, scale by %.4g for the whole run%s\n",
+		100 * s->o->duty, (unsigned long long)s->duty_windows, (double)on / NS_PER_S,
+		(double)total / NS_PER_S, total ? 100.0 * (double)on / (double)total : 0.0,
+		on ? (double)total / (double)on : 0.0,
+		s->duty_probe_errors ? "; some probes could not be attached again (duty_probe_errors)" : "");
+}

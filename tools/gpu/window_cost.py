@@ -4,7 +4,8 @@ full profiling costs, each step labelled by the state its shim was in.
 Runs train.py's small training step ((b), MODEL=small, the default) or its
 GPU-bound bf16 step ((e), MODEL=big) for DURATION seconds (default 60) and
 writes "step_ms label" per step to OUT (argv[1]). The label is read from the
-process's own shim ring header (shim/gp_abi.h) before and after the step: "on"
+process's own shim ring header (shim/gp_abi.h) before and after the step
+(LABELS=bare: no ring, every step "bare"): "on"
 when activity was on at both reads (a loader reading), "off" when it was off
 at both, "edge" otherwise; "off" steps before the first "on" are "idle" (the
 shim alone, never switched on), those after it "after" (what CUPTI leaves
@@ -30,7 +31,10 @@ F_RECORDING = 1 << 3
 
 
 def ring_flags_reader():
-    """A function returning the shim header's flags, read through /proc/self/mem."""
+    """A function returning the shim header's flags, read through /proc/self/mem
+    (LABELS=bare: none, every step "bare", for a run without the shim)."""
+    if os.environ.get("LABELS") == "bare":
+        return lambda: 0
     start = None
     with open("/proc/self/maps") as maps:
         for line in maps:
@@ -96,6 +100,8 @@ def main():
         t = (time.perf_counter() - t0) * 1000
         b = flags() & F_RECORDING
         label = "on" if a and b else "edge" if a or b else "after" if seen_on else "idle"
+        if os.environ.get("LABELS") == "bare":
+            label = "bare"
         seen_on = seen_on or bool(a and b)
         rows.append((t, label))
     with open(out, "w") as f:
@@ -104,7 +110,7 @@ def main():
     by = {}
     for t, label in rows:
         by.setdefault(label, []).append(t)
-    for label in ("idle", "on", "after", "edge"):
+    for label in ("bare", "idle", "on", "after", "edge"):
         if label in by:
             print(f"{label}: {len(by[label])} steps, median {statistics.median(by[label]):.3f} ms")
     for label in ("on", "after"):

@@ -3,14 +3,16 @@
 #   bare  tools/gpu/window_cost.py's training step alone, SECS seconds
 #   duty  the same with the shim, under a node-wide loader at its default
 #         duty cycle (--all-cgroups --interval INTERVAL: 10% in 1 s windows)
-# on train.py's small step ((b), MODEL=small) or its GPU-bound bf16 step
+#   idle  the shim alone, no loader (no reader, no records)
+#   probes the loader at its default duty cycle, no shim (its probes' part)
+# (MODES picks them, default "bare duty") on train.py's small step ((b), MODEL=small) or its GPU-bound bf16 step
 # ((e), MODEL=big). Each run writes its step times; duty runs label each step
 # by its shim's state (on: in a window; after/idle: between). Then
 # tools/gpu/duty_table.py: per round, the ratio of mean step times duty/bare
 # (the average cost: windows and the time between them), with the mean and
 # 95% interval over rounds; and, in the duty runs, on against between.
 # Usage (repo root, GPU machine, after make static and the shim):
-#   [MODEL=small|big] [ROUNDS=3] [SECS=40] [INTERVAL=20] tools/gpu/duty_cost.sh OUTDIR
+#   [MODES="bare duty"] [MODEL=small|big] [ROUNDS=3] [SECS=40] [INTERVAL=20] tools/gpu/duty_cost.sh OUTDIR
 set -uo pipefail
 out=${1:?OUTDIR}; mkdir -p "$out"
 MODEL=${MODEL:-small}; ROUNDS=${ROUNDS:-3}; SECS=${SECS:-40}; INTERVAL=${INTERVAL:-20}
@@ -19,21 +21,35 @@ L=$PWD/build/static/gpuprobe-bpf
 SHIM=$PWD/build/libgpuprobe_shim.so
 LIBCUDA=$(ldconfig -p | awk '/libcuda.so.1 /{print $NF; exit}')
 export GPUPROBE_COUNTERS=all
-for r in $(seq "$ROUNDS"); do
-	LABELS=bare DURATION=$SECS MODEL=$MODEL $PY tools/gpu/window_cost.py "$out/bare-$MODEL-$r.txt" \
-		>"$out/bare-$MODEL-$r.log" 2>&1 || { cat "$out/bare-$MODEL-$r.log"; exit 1; }
-	$L -v --all-cgroups --interval "$INTERVAL" --libcuda "$LIBCUDA" -o "$out/duty-$MODEL-$r.pb.gz" \
-		2>"$out/loader-$MODEL-$r.err" &
-	lp=$!
-	until grep -q "^counters:" "$out/loader-$MODEL-$r.err" 2>/dev/null; do
-		kill -0 $lp 2>/dev/null || { cat "$out/loader-$MODEL-$r.err"; exit 1; }
-		sleep 0.2
-	done
-	CUDA_INJECTION64_PATH=$SHIM DURATION=$SECS MODEL=$MODEL $PY tools/gpu/window_cost.py \
-		"$out/duty-$MODEL-$r.txt" >"$out/duty-$MODEL-$r.log" 2>&1 || { cat "$out/duty-$MODEL-$r.log"; exit 1; }
+MODES=${MODES:-bare duty}
+# mode round: one run of SECS seconds, its steps in $out/MODE-MODEL-R.txt
+run() {
+	local m=$1 r=$2 lp= env=()
+	case $m in
+	bare|probes) env=(LABELS=bare) ;;
+	idle|duty) env=(CUDA_INJECTION64_PATH=$SHIM) ;;
+	esac
+	if [ "$m" = duty ] || [ "$m" = probes ]; then
+		$L -v --all-cgroups --interval "$INTERVAL" --libcuda "$LIBCUDA" -o "$out/$m-$MODEL-$r.pb.gz" \
+			2>"$out/loader-$m-$MODEL-$r.err" &
+		lp=$!
+		until grep -q "^counters:" "$out/loader-$m-$MODEL-$r.err" 2>/dev/null; do
+			kill -0 $lp 2>/dev/null || { cat "$out/loader-$m-$MODEL-$r.err"; exit 1; }
+			sleep 0.2
+		done
+	fi
+	env "${env[@]}" DURATION=$SECS MODEL=$MODEL $PY tools/gpu/window_cost.py "$out/$m-$MODEL-$r.txt" \
+		>"$out/$m-$MODEL-$r.log" 2>&1 || { cat "$out/$m-$MODEL-$r.log"; exit 1; }
+	[ -n "$lp" ] || return 0
 	kill -INT $lp; wait $lp
-	grep "^duty:" "$out/loader-$MODEL-$r.err" | tail -1
-	grep "^counters:" "$out/loader-$MODEL-$r.err" | tail -1 | tr ' ' '\n' |
-		grep -E "^(joined|launches_without_record|unattributed|ring_dropped|launches_outside|activities_outside|launches_before_recording|duty_windows|duty_probe_errors|recording_on)=" | tr '\n' ' '; echo
+	echo "$m $r: $(grep "^duty:" "$out/loader-$m-$MODEL-$r.err" | tail -1)"
+	grep "^counters:" "$out/loader-$m-$MODEL-$r.err" | tail -1 | tr ' ' '\n' |
+		grep -E "^(joined|launches_without_record|unattributed|ring_dropped|launches_outside|activities_outside|launches_before_recording|duty_windows|duty_probe_errors|recording_on|autograd_passes)=" | tr '\n' ' '; echo
+	grep "^loader:" "$out/loader-$m-$MODEL-$r.err" | tail -1 | cut -c1-80
+}
+for r in $(seq "$ROUNDS"); do
+	for m in $MODES; do
+		run "$m" "$r"
+	done
 done
-python3 tools/gpu/duty_table.py "$out" "$MODEL" "$ROUNDS"
+python3 tools/gpu/duty_table.py "$out" "$MODEL" "$ROUNDS" $MODES

@@ -268,6 +268,17 @@ unsigned probe_files__pause(struct probe_files *pf, bool paused)
 	return failed;
 }
 
+/* Closes f's multi links and the fd its windowed link is made from. */
+static void file__close_fds(const struct attached_file *f)
+{
+	if (f->multi_fd >= 0)
+		close(f->multi_fd);
+	if (f->win_fd >= 0)
+		close(f->win_fd);
+	if (f->file_fd >= 0)
+		close(f->file_fd);
+}
+
 /* Undoes what attaching file i did, and frees its slot. */
 static void file__detach(struct probe_files *pf, unsigned i)
 {
@@ -276,12 +287,7 @@ static void file__detach(struct probe_files *pf, unsigned i)
 	if (f->autograd && pf->nr_autograd)
 		pf->nr_autograd--;
 
-	if (f->multi_fd >= 0)
-		close(f->multi_fd);
-	if (f->win_fd >= 0)
-		close(f->win_fd);
-	if (f->file_fd >= 0)
-		close(f->file_fd);
+	file__close_fds(f);
 	detach_links(pf->links + f->first_link, f->nr_links);
 	memmove(pf->links + f->first_link, pf->links + f->first_link + f->nr_links,
 		(pf->nr_links - f->first_link - f->nr_links) * sizeof(*pf->links));
@@ -437,14 +443,8 @@ void probe_files__fini(struct probe_files *pf)
 	free(pf->links);
 	pf->links = NULL;
 	pf->nr_links = pf->cap_links = 0;
-	for (unsigned i = 0; i < pf->nr_files; i++) {
-		if (pf->files[i].multi_fd >= 0)
-			close(pf->files[i].multi_fd);
-		if (pf->files[i].win_fd >= 0)
-			close(pf->files[i].win_fd);
-		if (pf->files[i].file_fd >= 0)
-			close(pf->files[i].file_fd);
-	}
+	for (unsigned i = 0; i < pf->nr_files; i++)
+		file__close_fds(&pf->files[i]);
 	pf->nr_files = 0;
 	pf->nr_autograd = 0;
 }

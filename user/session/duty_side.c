@@ -64,7 +64,7 @@ static void open_window(struct session *s)
 {
 	__u64 at;
 
-	s->duty_probe_errors += launch_probe__pause(s->lp, false);
+	launch_probe__pause(s->lp, false); /* what fails is counted there */
 	at = now_ns();
 	join__resume(s->join, at);
 	s->duty_state = DUTY_ON;
@@ -118,18 +118,24 @@ void session__duty_tick(struct session *s, __u64 now)
 	}
 }
 
+/* Window i of the current profile within [from, to) (an open one runs to to): its length. */
+static __u64 window_in(const struct session *s, unsigned i, __u64 from, __u64 to, __u64 *ret_at)
+{
+	__u64 a = s->win_from[i] > from ? s->win_from[i] : from;
+	__u64 b = s->win_to[i] && s->win_to[i] < to ? s->win_to[i] : to;
+
+	*ret_at = a;
+	return b > a ? b - a : 0;
+}
+
 __u64 session__duty_on_in(const struct session *s, __u64 from, __u64 to)
 {
-	__u64 on = 0;
+	__u64 on = 0, at;
 
 	if (!s->duty_cycled)
 		return to > from ? to - from : 0;
-	for (unsigned i = 0; i < s->nr_win; i++) {
-		__u64 a = s->win_from[i] > from ? s->win_from[i] : from;
-		__u64 b = s->win_to[i] && s->win_to[i] < to ? s->win_to[i] : to;
-
-		on += b > a ? b - a : 0;
-	}
+	for (unsigned i = 0; i < s->nr_win; i++)
+		on += window_in(s, i, from, to, &at);
 	return on;
 }
 
@@ -137,7 +143,6 @@ void session__duty_profile_done(struct session *s, __u64 end)
 {
 	bool open = s->nr_win && !s->win_to[s->nr_win - 1];
 
-	(void)end;
 	s->nr_win = 0;
 	s->win_more = 0;
 	if (open) /* the window goes on in the next profile */
@@ -157,12 +162,11 @@ size_t session__duty_comments(const struct session *s, __u64 from, __u64 to, cha
 	snprintf(lines[n++], 96, "values were measured in the windows only: scale by %.4g for the whole",
 		 on ? (double)(to - from) / (double)on : 0.0);
 	for (unsigned i = 0; i < s->nr_win && n < max; i++) {
-		__u64 a = s->win_from[i] > from ? s->win_from[i] : from;
-		__u64 b = s->win_to[i] && s->win_to[i] < to ? s->win_to[i] : to;
+		__u64 at, len = window_in(s, i, from, to, &at);
 
-		if (b > a)
-			snprintf(lines[n++], 96, "window: +%.3f s for %.3f s", (double)(a - from) / NS_PER_S,
-				 (double)(b - a) / NS_PER_S);
+		if (len)
+			snprintf(lines[n++], 96, "window: +%.3f s for %.3f s", (double)(at - from) / NS_PER_S,
+				 (double)len / NS_PER_S);
 	}
 	if (s->win_more && n < max)
 		snprintf(lines[n++], 96, "windows not listed: %u", s->win_more);
@@ -182,5 +186,5 @@ void session__duty_line(const struct session *s, FILE *f)
 		100 * s->o->duty, (unsigned long long)s->duty_windows, (double)on / NS_PER_S,
 		(double)total / NS_PER_S, total ? 100.0 * (double)on / (double)total : 0.0,
 		on ? (double)total / (double)on : 0.0,
-		s->duty_probe_errors ? "; some probes could not be attached again (duty_probe_errors)" : "");
+		launch_probe__pause_errors(s->lp) ? "; some probes could not be attached again (duty_probe_errors)" : "");
 }

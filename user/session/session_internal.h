@@ -66,7 +66,6 @@ struct session {
 	__u64 duty_since;           /* when duty_state was entered (the window's start, in DUTY_ON) */
 	__u64 duty_on_ns;           /* time in windows so far, closed ones */
 	__u64 duty_windows;         /* windows opened so far */
-	__u64 duty_probe_errors;    /* windowed links that could not be made again */
 	/* The current profile's windows [from, to) (to 0: open), for its comment. */
 	__u64 win_from[PROFILE_WINDOWS_MAX], win_to[PROFILE_WINDOWS_MAX];
 	unsigned nr_win, win_more;

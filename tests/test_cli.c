@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <string.h>
+#include <stdlib.h>
 #include "user/cli.h"
 
 static int parse(struct gp_opts *o, char *err, ...)
@@ -89,6 +90,14 @@ static void test_the_duty_cycle_defaults_and_bounds(void **state)
 	assert_int_equal(parse(&o, err, "--duty", "10%x", "--pid", "1", NULL), -EINVAL);
 	assert_int_equal(parse(&o, err, "--window", "0.5", "--pid", "1", NULL), -EINVAL);
 	assert_non_null(strstr(err, "at least 1"));
+	/* The tests' hook lowers the least window, never below 50 ms. */
+	setenv("GPUPROBE_TEST_MIN_WINDOW", "0.1", 1);
+	assert_int_equal(parse(&o, err, "--duty", "0.5", "--window", "0.2", "--pid", "1", NULL), 0);
+	assert_true(o.window_s == 0.2);
+	assert_int_equal(parse(&o, err, "--window", "0.05", "--pid", "1", NULL), -EINVAL);
+	setenv("GPUPROBE_TEST_MIN_WINDOW", "0.01", 1);
+	assert_int_equal(parse(&o, err, "--window", "0.5", "--pid", "1", NULL), -EINVAL);
+	unsetenv("GPUPROBE_TEST_MIN_WINDOW");
 	assert_int_equal(parse(&o, err, "--duty", "0.5", "--window", "20", "-d", "10", "--pid", "1",
 			       NULL), -EINVAL);
 	assert_non_null(strstr(err, "longer than the duty cycle's period"));

@@ -5,9 +5,11 @@
 # logs each launch's time, the loader each window's edges: the profile's
 # count equals the launches timed inside, within one launch per edge). No
 # launch is lost or unattributed; the profile says which windows it covers;
-# and each shim switch is made by the shim's own thread, never on the
-# application's.
+# between windows the launch probes are detached, not only inert (the int3
+# at cuLaunchKernel is gone from spin's text); and each shim switch is made
+# by the shim's own thread, never on the application's.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/duty_lib.sh"
 
 GPUPROBE_STUB_TOGGLE_LOG="$WORK/toggles" start_stub "$PROGS/spin" -S -i 500 -t "$WORK/times" >"$WORK/spin.log"
 S=${PIDS[-1]}
@@ -16,42 +18,47 @@ kill -USR1 "$S"
 
 "$LOADER" -v --duty 0.3 -d 10 --pid "$S" -o "$WORK/p.pb.gz" 2>"$WORK/err" & L=$!
 PIDS+=($L)
+# cuLaunchKernel's first byte in spin, watched through the run: detached
+# probes leave it as it was between the windows, inert ones an int3.
+lib=$(readlink -f "$STUBLIB")
+base=$(awk -v p="$lib" '$6 == p && $3 == "00000000" {split($1, a, "-"); print a[1]; exit}' "/proc/$S/maps")
+off=$(nm -D --defined-only "$lib" | awk '$3 == "cuLaunchKernel" {print $1; exit}')
+[ -n "$base" ] && [ -n "$off" ] || fail "cuLaunchKernel not found in spin's maps ($base) or the stub ($off)"
+wait_line "$WORK/err" "reading the shim ring of pid $S\$" 30 || { cat "$WORK/err"; fail "the loader never read the ring"; }
+python3 "$ROOT/tests/bpf/int3_watch.py" "$S" $((0x$base + 0x$off)) "$WORK/err" "$L" >"$WORK/int3" &
+W=$!
+PIDS+=($W)
 wait_exit "$L" 60 || { tail -20 "$WORK/err"; fail "the loader failed"; }
+wait_exit "$W" 10 || fail "int3_watch.py failed"
 kill -TERM "$S"
 wait_exit "$S" 30 || fail "spin failed"
 
-grep "^counters: " "$WORK/err" | tail -1 >"$WORK/ctr"
-for c in ring_dropped=0 launches_without_record=0 unattributed=0 api_without_launch=0 duty_probe_errors=0; do
-	grep -q " $c " "$WORK/ctr" || { cat "$WORK/ctr"; fail "counters: want $c"; }
-done
+duty_counters "$WORK/err" "$WORK/ctr" ring_dropped=0 launches_without_record=0 unattributed=0 \
+	api_without_launch=0 duty_probe_errors=0
 grep -q "^duty: 30% asked, " "$WORK/err" || { grep "^duty" "$WORK/err"; fail "no duty line in the report"; }
 
-# The windows, as the loader opened and closed them; one open at the stop ends there.
-sed -n 's/.*duty: window open at \([0-9]*\) .*/open \1/p; s/.*duty: window closed at \([0-9]*\) .*/close \1/p;
-	s/.*stopping at \([0-9]*\) .*/stop \1/p' "$WORK/err" >"$WORK/edges"
+duty_edges "$WORK/err" "$WORK/edges"
 nwin=$(grep -c "^open" "$WORK/edges")
 [ "$nwin" -ge 1 ] || { cat "$WORK/edges"; fail "no window opened"; }
 grep -q " duty_windows=$nwin " "$WORK/ctr" || { cat "$WORK/ctr"; fail "duty_windows is not the $nwin windows logged"; }
-inside=$(awk 'NR == FNR { if ($1 == "open") { o[++n] = $2; c[n] = 0 } else if ($1 == "close" && n) c[n] = $2;
-		else if ($1 == "stop" && n && !c[n]) c[n] = $2; next }
-	{ for (i = 1; i <= n; i++) if ($1 >= o[i] && (!c[i] || $1 < c[i])) { k++; break } }
-	END { print k + 0 }' "$WORK/edges" "$WORK/times")
-total=$(wc -l <"$WORK/times")
-
-$CHECK "$WORK/p.pb.gz" totals >"$WORK/totals"
-n=$(awk '$1=="spin_site" && $2=="spin_kernel" {print $4}' "$WORK/totals")
-ns=$(awk '$1=="spin_site" && $2=="spin_kernel" {print $3}' "$WORK/totals")
-labelled=$(awk '$1 == "spin_site" && /before the shim recorded/ {n += $NF} END {print n + 0}' "$WORK/totals")
-grep -v "^spin_site spin_kernel \|^spin_site \[no GPU record: before the shim recorded\] 0 " "$WORK/totals" &&
-	fail "samples other than spin_kernel's and launches labelled before recording (above)"
-[ "${n:-0}" -ge 100 ] && [ "$ns" = $((n * 1000)) ] || { cat "$WORK/totals"; fail "joined $n launches, GPU time $ns ns (want n x 1000)"; }
-got=$((n + labelled))
-diff=$((got > inside ? got - inside : inside - got))
-[ "$diff" -le $((2 * nwin)) ] || { cat "$WORK/edges"; fail "$got launches in the profile, $inside made inside the $nwin windows"; }
+duty_check_profile "$WORK/edges" "$WORK/times" "$nwin" "$WORK/p.pb.gz"
+n=$DUTY_JOINED labelled=$DUTY_LABELLED inside=$DUTY_INSIDE total=$DUTY_TOTAL
 [ "$inside" -lt $((total * 6 / 10)) ] || fail "$inside of $total launches inside windows asked to be 30% of the time"
 # Between windows the launch probes send nothing: only a launch at an edge may be seen outside.
 outside=$(sed -n 's/.* launches_outside=\([0-9]*\) .*/\1/p' "$WORK/ctr")
 [ "$outside" -le $((2 * nwin)) ] || fail "launches_outside=$outside: the probes ran between the windows"
+
+# Detached between the windows (uprobe_multi links); perf-event links stay, inert.
+read -r in_cc in_other out_cc out_other < <(sed 's/[a-z_]*=//g' "$WORK/int3")
+if grep -q "launch probes: uprobe_multi links" "$WORK/err"; then
+	[ "$in_cc" -ge 1 ] || fail "no int3 at cuLaunchKernel seen inside a window ($(cat "$WORK/int3")): the watch reads the wrong byte"
+	[ "$out_other" -ge 1 ] && [ "$out_cc" -le $((2 * nwin)) ] ||
+		fail "cuLaunchKernel kept its int3 between the windows ($(cat "$WORK/int3")): the probes were not detached"
+	probes="detached between windows ($(cat "$WORK/int3"))"
+else
+	grep -q "launch probes: perf-event links" "$WORK/err" || fail "the loader did not say how it attached"
+	probes="perf-event links, inert between windows"
+fi
 
 go tool pprof -raw "$WORK/p.pb.gz" 2>/dev/null | grep "^Comment: " >"$WORK/comments" || true
 grep -q "^Comment: gpuprobe-bpf duty cycle: 30% asked" "$WORK/comments" || { cat "$WORK/comments"; fail "the profile does not say its duty cycle"; }
@@ -61,4 +68,4 @@ grep -q "^Comment: gpuprobe-bpf duty cycle: 30% asked" "$WORK/comments" || { cat
 awk '$3 == "kind" && $2 == 1' "$WORK/toggles" | grep . && fail "activity switched on an application thread (above)"
 grep -q "^[0-9]* 0 kind 10 on$" "$WORK/toggles" || { cat "$WORK/toggles"; fail "kernel activity never switched on"; }
 [ "$nwin" -lt 2 ] || grep -q "^[0-9]* 0 kind 10 off$" "$WORK/toggles" || fail "kernel activity never switched off between windows"
-ok "duty 0.3 over 10 s: $nwin windows, $n launches joined exactly ($labelled labelled), $inside of $total made inside windows, none lost"
+ok "duty 0.3 over 10 s: $nwin windows, $n launches joined exactly ($labelled labelled), $inside of $total made inside windows, none lost; probes $probes"

@@ -496,6 +496,9 @@ static int start(struct session *s)
 	if (err)
 		return err;
 	preflight__raise_nofile(); /* after a -- COMMAND child started: it keeps the usual limit */
+	log_debug(s->o->verbose, "launch probes: %s",
+		  launch_probe__uses_multi(s->lp) ? "uprobe_multi links (detached between duty windows)"
+						 : "perf-event links (inert between duty windows)");
 	if (!launch_probe__nr_files(s->lp) && s->o->mode != GP_MODE_PID)
 		log_warn("no libcuda.so.1 found yet (give --libcuda PATH if it is somewhere "
 			 "unusual); watching for it");

@@ -103,6 +103,24 @@ static void test_the_duty_cycle_defaults_and_bounds(void **state)
 	assert_non_null(strstr(err, "longer than the duty cycle's period"));
 }
 
+/* --trace: one timeline at the end, never over the profile, never empty. */
+static void test_trace(void **state)
+{
+	struct gp_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(&o, err, "--trace", "t.json", "--pid", "1", NULL), 0);
+	assert_string_equal(o.trace, "t.json");
+	assert_int_equal(parse(&o, err, "--pid", "1", NULL), 0);
+	assert_null(o.trace);
+	assert_int_equal(parse(&o, err, "--trace", "t.json", "--interval", "10", "--pid", "1", NULL), -EINVAL);
+	assert_non_null(strstr(err, "not with --interval"));
+	assert_int_equal(parse(&o, err, "--trace", "x.pb.gz", "-o", "x.pb.gz", "--pid", "1", NULL), -EINVAL);
+	assert_non_null(strstr(err, "the same file"));
+	assert_int_equal(parse(&o, err, "--trace", "", "--pid", "1", NULL), -EINVAL);
+}
+
 static void test_bad_numbers_are_usage_errors(void **state)
 {
 	const char *bad[][2] = {
@@ -167,6 +185,7 @@ int main(void)
 		cmocka_unit_test(test_a_command_after_double_dash_keeps_its_own_flags),
 		cmocka_unit_test(test_defaults_are_sane),
 		cmocka_unit_test(test_the_duty_cycle_defaults_and_bounds),
+		cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_bad_numbers_are_usage_errors),
 		cmocka_unit_test(test_targets_are_exclusive_and_required),
 		cmocka_unit_test(test_help_needs_no_target),

@@ -30,6 +30,7 @@ enum {
 	OPT_STACK_YOUNG,
 	OPT_DUTY,
 	OPT_WINDOW,
+	OPT_TRACE,
 };
 
 static const struct option long_opts[] = {
@@ -40,6 +41,7 @@ static const struct option long_opts[] = {
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "duty", required_argument, NULL, OPT_DUTY },
 	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "trace", required_argument, NULL, OPT_TRACE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "libcuda", required_argument, NULL, OPT_LIBCUDA },
 	{ "shim", required_argument, NULL, OPT_SHIM },
@@ -80,6 +82,12 @@ void cli__usage(FILE *f, const char *prog)
 		"\n"
 		"Options:\n"
 		"  -o, --output FILE     pprof output (gzip profile.proto); default gpuprobe.pb.gz\n"
+		"      --trace FILE      also a timeline (trace-event JSON, for Perfetto,\n"
+		"                        chrome://tracing, speedscope): each launch call under\n"
+		"                        its stack on its thread, each kernel, copy and memset\n"
+		"                        on its device and stream, an arrow between; the first\n"
+		"                        20000 launch calls and 100000 GPU activities (not with\n"
+		"                        --interval)\n"
 		"  -d, --duration SECS   stop after SECS seconds (default: until the target exits\n"
 		"                        or SIGINT/SIGTERM/SIGHUP)\n"
 		"      --interval SECS   continuous mode: write one profile every SECS seconds,\n"
@@ -131,6 +139,8 @@ void cli__usage(FILE *f, const char *prog)
 		"  sudo %1$s --all-cgroups --interval 60     one profile a minute, whole node,\n"
 		"                                              recording 10%% of it in windows\n"
 		"  sudo %1$s --duty 1 --all-cgroups --interval 60   the same, every launch\n"
+		"  sudo %1$s --trace run.json -- python3 t.py  and a timeline: open run.json\n"
+		"                                              in ui.perfetto.dev or speedscope\n"
 		"  go tool pprof -top gpuprobe.pb.gz           read the result\n"
 		"\n"
 		"Environment: GPUPROBE_UPROBES=perf attaches a perf-event uprobe per entry point\n"
@@ -258,6 +268,11 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 			return usage_error(err, len, "--window: '%s' is not a number of seconds, at least %g", arg,
 					   window_min_s());
 		return 0;
+	case OPT_TRACE:
+		if (!*arg)
+			return usage_error(err, len, "--trace: an empty file name");
+		o->trace = arg;
+		return 0;
 	case 'v':
 		o->verbose = true;
 		return 0;
@@ -371,6 +386,10 @@ int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_
 		return usage_error(err, errlen, "no target: give --pid PID, --all-cgroups or -- COMMAND; see --help");
 	if (o.interval_s && o.duration_s && o.interval_s > o.duration_s)
 		return usage_error(err, errlen, "--interval is longer than --duration");
+	if (o.trace && strcmp(o.trace, o.output) == 0)
+		return usage_error(err, errlen, "--trace and -o name the same file");
+	if (o.trace && o.interval_s)
+		return usage_error(err, errlen, "--trace writes one timeline at the end: not with --interval");
 	/* The default fraction only where a window of its share fits each interval. */
 	if (!o.duty)
 		o.duty = o.mode == GP_MODE_ALL && o.interval_s * GP_DUTY_DEFAULT_ALL >= o.window_s

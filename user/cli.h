@@ -19,6 +19,7 @@ struct gp_opts {
 	pid_t pid;
 	char **argv;            /* COMMAND and its arguments (GP_MODE_COMMAND) */
 	const char *output;     /* -o */
+	const char *trace;      /* --trace: the timeline (trace-event JSON), NULL: none */
 	double duration_s;      /* -d; 0 = until the target exits or a signal */
 	double interval_s;      /* --interval; 0 = one profile at the end */
 	double duty;            /* --duty: the fraction recorded, in windows (cli__parse resolves it: 1 = all) */

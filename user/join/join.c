@@ -504,7 +504,7 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 	if (j->matched) {
 		struct join_matched m = { .pid = p->pid, .tid = t->tid, .start = a->start,
 					  .end = a->end, .site = l->site,
-					  .probe = l->probe };
+					  .probe = l->probe, .corr = a->corr };
 
 		j->matched(j->matched_ctx, &m);
 	}

@@ -97,6 +97,7 @@ struct join_matched {
 	__u64 start, end;      /* the API record's, CLOCK_MONOTONIC */
 	__u64 site;
 	__u32 probe;
+	__u64 corr;            /* the API record's: its activities carry it */
 };
 typedef void (*join_matched_fn)(void *ctx, const struct join_matched *m);
 

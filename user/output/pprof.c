@@ -9,6 +9,7 @@
  * 1-based positions.
  */
 #include "user/output/pprof.h"
+#include "user/util/atomic_file.h"
 #include "user/output/pbuf.h"
 #include "user/util/blobtab.h"
 #include "user/util/grow.h"
@@ -599,91 +600,28 @@ int pprof__write_buf(const struct pprof *p, uint8_t **ret_buf, size_t *ret_len)
 
 /* ---------------------------------------------------------------- files */
 
-static int fd__write_all(int fd, const uint8_t *d, size_t len)
-{
-	ssize_t n;
-
-	while (len) {
-		n = write(fd, d, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		d += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Best effort: makes the rename itself durable; failure loses no data. */
-static void dir__fsync(const char *path)
-{
-	char tmp[PATH_MAX];
-	int fd;
-
-	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
-		return;
-	fd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	fsync(fd);
-	close(fd);
-}
-
 int pprof__write_file(const struct pprof *p, const char *path)
 {
 	char tmp[PATH_MAX];
 	uint8_t *buf = NULL;
-	mode_t mask;
 	size_t len;
 	int fd, err;
 
 	if (!p || !path || !*path)
 		return -EINVAL;
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
 	err = pprof__write_buf(p, &buf, &len);
 	if (err)
 		return err;
-	fd = mkostemp(tmp, O_CLOEXEC);
+	fd = atomic_file__open(path, tmp, sizeof(tmp));
 	if (fd < 0) {
-		err = -errno;
-		goto err_free_buf;
+		free(buf);
+		return fd;
 	}
-	/* mkostemp makes 0600; a profile is as readable as any file we create. */
-	mask = umask(0);
-	umask(mask);
-	if (fchmod(fd, 0666 & ~mask)) {
-		err = -errno;
-		goto err_unlink_tmp;
-	}
-	err = fd__write_all(fd, buf, len);
-	if (!err && fsync(fd))
-		err = -errno;
+	err = atomic_file__write(fd, buf, len);
 	if (err)
-		goto err_unlink_tmp;
-	if (close(fd)) {
-		fd = -1;
-		err = -errno;
-		goto err_unlink_tmp;
-	}
-	fd = -1;
-	if (rename(tmp, path)) {
-		err = -errno;
-		goto err_unlink_tmp;
-	}
-	dir__fsync(path);
-	free(buf);
-	return 0;
-
-err_unlink_tmp:
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-err_free_buf:
+		atomic_file__abort(fd, tmp);
+	else
+		err = atomic_file__commit(fd, tmp, path);
 	free(buf);
 	return err;
 }

@@ -154,6 +154,11 @@ int profile__each_sample(const struct profile *p,
 void profile__frame_of(const struct profile *p, __u32 frame_id, struct profile_frame *ret,
 		       __u32 *ret_file_id);
 
+/* A named stack's frame names into names[] (leaf first, at most max, the profile's strings): how many, 0 if unnamed. */
+__u32 profile__stack_names(const struct profile *p, __u32 stack_id, const char **names, __u32 max);
+/* A declared process's name, or NULL. */
+const char *profile__proc_comm(const struct profile *p, __u32 pid);
+
 /*
  * Written by user/output/profile_pprof.c, the room that writes pprof; its
  * comments (pprof's comment field: the duty cycle's windows), if any.

@@ -99,3 +99,27 @@ void profile__frame_of(const struct profile *p, __u32 frame_id, struct profile_f
 				       .line = k->line };
 	*ret_file_id = k->file;
 }
+
+__u32 profile__stack_names(const struct profile *p, __u32 stack_id, const char **names, __u32 max)
+{
+	const struct stack *st;
+	__u64 idx;
+	__u32 n = 0;
+
+	if (!u64map__get(&p->stack_idx, stack_id, &idx))
+		return 0;
+	st = &p->stacks[idx];
+	for (; n < st->n && n < max; n++) {
+		const struct frame_key *k = blobtab__get(p->frames, st->frames[n], NULL);
+
+		names[n] = k ? str_of(p, k->name) : "";
+	}
+	return n;
+}
+
+const char *profile__proc_comm(const struct profile *p, __u32 pid)
+{
+	const struct proc_info *pi = proc_of(p, pid);
+
+	return pi && pi->comm ? str_of(p, pi->comm) : NULL;
+}

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <malloc.h>
 #include "user/session/session_internal.h"
+#include "user/output/trace.h"
 #include "user/probe/libcuda.h"
 #include "user/proc/proc.h"
 #include "user/session/preflight.h"
@@ -391,6 +392,7 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	if (!s->bounded)
 		return -ENOMEM;
 	if ((err = target_table__init(&s->tt, s->bounded)) || (err = profile__new(&s->prof)) ||
+	    (o->trace && (err = trace__new(&s->trace))) ||
 	    (err = stack_table__init(&s->stacks, 1u << 20, 512u << 20)) ||
 	    (err = blobtab__new(1u << 18, 64u << 20, &s->names)) ||
 	    (err = join__new(&jo, session__on_sample, s, &s->join)))
@@ -426,6 +428,7 @@ static void session__fini(struct session *s)
 	target_table__fini(&s->tt);
 	join__destroy(s->join);
 	profile__destroy(s->prof);
+	trace__destroy(s->trace);
 	stack_cache__destroy(s->cache);
 	stack_table__fini(&s->stacks);
 	blobtab__destroy(s->names);
@@ -563,7 +566,7 @@ int session__run(const struct gp_opts *o)
 	char path[PATH_MAX];
 	int err, status = 1;
 
-	if (preflight__check(o) || preflight__output(o->output))
+	if (preflight__check(o) || preflight__output(o->output) || (o->trace && preflight__output(o->trace)))
 		return 1;
 	preflight__one_arena(); /* before any helper thread starts */
 	err = session__init(&s, o);
@@ -588,6 +591,8 @@ int session__run(const struct gp_opts *o)
 	session__loader_line(&s, stderr);
 	if (!err)
 		log_info("wrote %s (read it with: go tool pprof -top %s)", path, path);
+	if (session__write_trace(&s))
+		err = -EIO;
 	status = err ? 1 : 0;
 	if (s.have_child && !err)
 		status = s.child.status;

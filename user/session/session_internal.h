@@ -74,6 +74,7 @@ struct session {
 	struct launch_probe *lp;
 	struct join *join;
 	struct profile *prof;
+	struct trace *trace;        /* --trace: the timeline kept (NULL: none) */
 	struct stack_table stacks;  /* raw stacks (pid, frames) -> stack id */
 	struct stack_cache *cache;  /* launch keys -> stack ids (NULL: no cache) */
 	struct ring_watch rw;       /* shim rings held as they are made */
@@ -198,6 +199,10 @@ __u64 session__cubins_left(struct target *t);
 void session__on_sample(void *ctx, const struct join_sample *js);
 void session__on_unrecorded(void *ctx, const struct join_unrecorded *u);
 void session__on_matched(void *ctx, const struct join_matched *m);
+/* The timeline (trace_side.c): a paired launch call, an activity, and the file at the end. */
+void session__trace_launch(struct session *s, const struct join_matched *m);
+void session__trace_activity(struct session *s, const struct join_sample *js);
+int session__write_trace(struct session *s);
 /* --interval: after a window is written, forgets what no later one needs. */
 void session__forget_window(struct session *s);
 /*

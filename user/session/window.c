@@ -35,6 +35,7 @@ void session__on_matched(void *ctx, const struct join_matched *m)
 	struct session *s = ctx;
 	struct target *t;
 
+	session__trace_launch(s, m);
 	if (!s->graph_targets)
 		return;
 	t = target_table__find(&s->tt, (pid_t)m->pid);
@@ -55,6 +56,8 @@ void session__on_sample(void *ctx, const struct join_sample *js)
 
 	__u32 stack = site__stack(js->site);
 	const char *api = entry_point__name(js->probe);
+
+	session__trace_activity(s, js);
 
 	if (a->aux[4] && js->reason == JOIN_OK && stack)
 		graph_capture(s, js->pid, a->aux[4], &pa);

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/* The timeline writer (user/output/trace.c): its JSON, its names, its bounds. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "user/output/trace.h"
+
+static char dir[] = "/tmp/gpuprobe-trace.XXXXXX";
+static char path[160];
+
+/* Names a hostile process could choose: quotes, backslashes, control and non-ASCII bytes. */
+static const char *activity(void *ctx, __u32 id)
+{
+	(void)ctx;
+	return id == 1 ? "k\"ernel\\\x01\xff" : "_Z6kernelv";
+}
+
+static const char *api(void *ctx, __u32 probe)
+{
+	(void)ctx;
+	(void)probe;
+	return "cuLaunchKernel";
+}
+
+static __u32 frames(void *ctx, __u32 stack, const char **names, __u32 max)
+{
+	static const char *f[] = { "leaf", "middle", "root" };
+
+	(void)ctx;
+	if (stack != 7 || max < 3)
+		return 0;
+	memcpy(names, f, sizeof(f));
+	return 3;
+}
+
+static const char *process(void *ctx, __u32 pid)
+{
+	(void)ctx;
+	return pid == 42 ? "py\"thon" : NULL;
+}
+
+static const struct trace_names names = { .activity = activity, .api = api, .frames = frames,
+					  .process = process };
+
+static char *slurp(const char *p)
+{
+	FILE *f = fopen(p, "r");
+	char *buf;
+	long n;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return buf;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/t.json", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(path);
+	return rmdir(dir);
+}
+
+/* A launch under its stack (root outermost, then the call), its kernel on its GPU track, an arrow between. */
+static void test_a_launch_its_stack_its_kernel_and_the_arrow(void **state)
+{
+	struct trace *t;
+	char *j, *root, *mid, *leaf, *call;
+
+	(void)state;
+	assert_int_equal(trace__new(&t), 0);
+	trace__launch(t, 42, 43, 1000000, 1005000, 7, 1, 99);
+	trace__activity(t, 42, 1010000, 1012500, 2, 0, 13, 99, true);
+	assert_int_equal(trace__write(t, path, &names), 0);
+	j = slurp(path);
+	root = strstr(j, "\"name\":\"root\"");
+	mid = strstr(j, "\"name\":\"middle\"");
+	leaf = strstr(j, "\"name\":\"leaf\"");
+	call = strstr(j, "\"name\":\"cuLaunchKernel\"");
+	assert_true(root && mid && leaf && call && root < mid && mid < leaf && leaf < call);
+	assert_non_null(strstr(j, "\"ts\":0.000,\"dur\":5.000,\"name\":\"root\""));
+	/* Demangled, 10 us after the launch began, 2.5 us long, on the process's GPU. */
+	assert_non_null(strstr(j, "\"pid\":1073741866,\"tid\":13,\"ts\":10.000,\"dur\":2.500,\"name\":\"kernel()\""));
+	/* One flow id, at both ends: pid << 31 | correlation. */
+	assert_non_null(strstr(j, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":90194313315,"));
+	assert_non_null(strstr(j, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":90194313315,"));
+	assert_non_null(strstr(j, "\"name\":\"py\\\"thon (pid 42)\""));
+	assert_non_null(strstr(j, "\"name\":\"device 0 stream 13\""));
+	free(j);
+	trace__destroy(t);
+}
+
+/* Every byte a process chose is escaped: the file stays JSON, and ASCII. */
+static void test_hostile_names_are_escaped(void **state)
+{
+	struct trace *t;
+	char *j;
+
+	(void)state;
+	assert_int_equal(trace__new(&t), 0);
+	trace__activity(t, 5, 10, 20, 1, 0, 1, 3, false);
+	assert_int_equal(trace__write(t, path, &names), 0);
+	j = slurp(path);
+	assert_non_null(strstr(j, "\"name\":\"k\\\"ernel\\\\\\u0001\\u00ff\""));
+	for (const unsigned char *p = (const unsigned char *)j; *p; p++)
+		assert_true(*p == '\n' || (*p >= 0x20 && *p < 0x7f));
+	/* Not joined: no arrow, and it says so. */
+	assert_null(strstr(j, "\"ph\":\"f\""));
+	assert_non_null(strstr(j, "\"launch\":\"unknown\""));
+	free(j);
+	trace__destroy(t);
+}
+
+/* Past its bounds the trace keeps nothing more and counts what it did not keep. */
+static void test_bounded(void **state)
+{
+	struct trace_stats st;
+	struct trace *t;
+
+	(void)state;
+	assert_int_equal(trace__new(&t), 0);
+	for (__u32 i = 0; i < TRACE_MAX_LAUNCHES + 5; i++)
+		trace__launch(t, 1, 1, i, i + 1, 0, 1, i);
+	for (__u32 i = 0; i < TRACE_MAX_ACTIVITIES + 3; i++)
+		trace__activity(t, 1, i, i + 1, 2, 0, 1, i, true);
+	trace__stats(t, &st);
+	assert_int_equal(st.launches, TRACE_MAX_LAUNCHES);
+	assert_int_equal(st.launches_dropped, 5);
+	assert_int_equal(st.activities, TRACE_MAX_ACTIVITIES);
+	assert_int_equal(st.activities_dropped, 3);
+	trace__destroy(t);
+}
+
+/* A file that cannot be written: an error, and nothing left behind, nor the old file harmed. */
+static void test_written_whole_or_not_at_all(void **state)
+{
+	char bad[200], *j;
+	struct trace *t;
+	FILE *f;
+
+	(void)state;
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("old", f);
+	fclose(f);
+	assert_int_equal(trace__new(&t), 0);
+	snprintf(bad, sizeof(bad), "%s/no/such/dir/t.json", dir);
+	assert_int_equal(trace__write(t, bad, &names), -ENOENT);
+	j = slurp(path);
+	assert_string_equal(j, "old");
+	free(j);
+	trace__destroy(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_launch_its_stack_its_kernel_and_the_arrow),
+		cmocka_unit_test(test_hostile_names_are_escaped),
+		cmocka_unit_test(test_bounded),
+		cmocka_unit_test(test_written_whole_or_not_at_all),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

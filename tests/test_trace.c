@@ -101,6 +101,8 @@ static void test_a_launch_its_stack_its_kernel_and_the_arrow(void **state)
 	call = strstr(j, "\"name\":\"cuLaunchKernel\"");
 	assert_true(root && mid && leaf && call && root < mid && mid < leaf && leaf < call);
 	assert_non_null(strstr(j, "\"ts\":0.000,\"dur\":5.000,\"name\":\"root\""));
+	/* ts 0 is the first event, on CLOCK_MONOTONIC (the clock of the probes and the records). */
+	assert_non_null(strstr(j, "\"clock\":\"CLOCK_MONOTONIC\",\"base_ns\":1000000,"));
 	/* Demangled, 10 us after the launch began, 2.5 us long, on the process's GPU. */
 	assert_non_null(strstr(j, "\"pid\":1073741866,\"tid\":13,\"ts\":10.000,\"dur\":2.500,\"name\":\"kernel()\""));
 	/* One flow id, at both ends: pid << 31 | correlation. */
@@ -138,6 +140,7 @@ static void test_bounded(void **state)
 {
 	struct trace_stats st;
 	struct trace *t;
+	char *j;
 
 	(void)state;
 	assert_int_equal(trace__new(&t), 0);
@@ -146,6 +149,12 @@ static void test_bounded(void **state)
 	for (__u32 i = 0; i < TRACE_MAX_ACTIVITIES + 3; i++)
 		trace__activity(t, 1, i, i + 1, 2, 0, 1, i, true);
 	trace__stats(t, &st);
+	/* The activity of a call not kept: no arrow from nowhere, and it says why. */
+	assert_int_equal(trace__write(t, path, &names), 0);
+	j = slurp(path);
+	assert_non_null(strstr(j, "\"correlation\":20000,\"device\":0,\"stream\":1,\"launch\":\"not kept\"}"));
+	assert_non_null(strstr(j, "\"correlation\":19999,\"device\":0,\"stream\":1}}"));
+	free(j);
 	assert_int_equal(st.launches, TRACE_MAX_LAUNCHES);
 	assert_int_equal(st.launches_dropped, 5);
 	assert_int_equal(st.activities, TRACE_MAX_ACTIVITIES);

@@ -6,7 +6,9 @@ runs can be compared byte for byte. Prints the final loss and a parameter
 checksum, and step timings.
 
 Environment: STEPS (default 20), GRAPH_REPLAYS (default 20), BIG_STEPS
-(default 0); FIRST_STEP_MARK=FILE is created once the first step has finished
+(default 0); STEP_TIMES=FILE gets "step start_ns end_ns" a line (CLOCK_MONOTONIC,
+from before the step to after its synchronize); FIRST_STEP_MARK=FILE is
+created once the first step has finished
 and STEPS_DONE_MARK=FILE once the last has (benchmarks read counters then: it
 waits half a second after it); TORCH_PROFILE=FILE runs the training steps
 (only them) under torch.profiler with activities=[CUDA] and writes
@@ -102,6 +104,8 @@ def big_phase(steps, prof_path):
             opt.step()
             torch.cuda.synchronize()
             times.append(time.perf_counter() - t0)
+    if step_times:
+        step_times.close()
     if prof is not None:
         with open(prof_path, "w") as f:
             json.dump(kernel_counts(prof), f)
@@ -124,12 +128,16 @@ def main():
     times = []
     loss = None
     prof_path = os.environ.get("TORCH_PROFILE")
+    step_times = open(os.environ["STEP_TIMES"], "w") if os.environ.get("STEP_TIMES") else None
     with profiled(prof_path) as prof:
         for i in range(steps):
             t0 = time.perf_counter()
+            m0 = time.monotonic_ns()
             loss = train_step(model, opt, x, y)
             torch.cuda.synchronize()
             times.append(time.perf_counter() - t0)
+            if step_times:
+                step_times.write("%d %d %d\n" % (i, m0, time.monotonic_ns()))
             if i == 0:
                 first = time.perf_counter() - t_start
                 mark = os.environ.get("FIRST_STEP_MARK")

@@ -10,6 +10,7 @@
 #include "user/symbolize/demangle.h"
 #include "user/util/atomic_file.h"
 #include "user/util/grow.h"
+#include "user/util/u64map.h"
 
 struct tlaunch {
 	__u64 start, end, corr;
@@ -275,9 +276,15 @@ static void write_launch(const struct tlaunch *l, struct out *o, bool *first,
 	OUT_LIT(o, "}");
 }
 
+/*
+ * An activity: its slice, and an arrow from its call when that call is in
+ * the trace (kept: the calls' flow ids). A joined activity whose call came
+ * after the calls' bound says so, as one with no known call does.
+ */
 static void write_activity(const struct tactivity *a, struct out *o, bool *first,
-			   const struct trace_names *nm, __u64 base)
+			   const struct trace_names *nm, const struct u64map *kept, __u64 base)
 {
+	bool arrow = a->joined && u64map__get(kept, FLOW_ID(a->pid, a->corr), NULL);
 	const char *raw = nm->activity ? nm->activity(nm->ctx, a->name_id) : NULL;
 	char *pretty = demangle__or_copy(raw ? raw : "[unknown]");
 	__u32 pid = GPU_PID(a->pid), tid = GPU_TID(a->device, a->stream);
@@ -286,8 +293,8 @@ static void write_activity(const struct tactivity *a, struct out *o, bool *first
 	free(pretty);
 	out__printf(o, ",\"args\":{\"correlation\":%llu,\"device\":%u,\"stream\":%u%s}}",
 		    (unsigned long long)a->corr, a->device, a->stream,
-		    a->joined ? "" : ",\"launch\":\"unknown\"");
-	if (!a->joined)
+		    arrow ? "" : a->joined ? ",\"launch\":\"not kept\"" : ",\"launch\":\"unknown\"");
+	if (!arrow)
 		return;
 	event_sep(o, first);
 	out__printf(o, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%llu,"
@@ -311,24 +318,35 @@ static int write_all(const struct trace *t, struct out *o, const struct trace_na
 {
 	const char **names = malloc(TRACE_MAX_FRAMES * sizeof(*names));
 	__u64 base = first_ns(t);
+	struct u64map kept;
 	bool first = true;
 	int err;
 
-	if (!names)
+	if (!names || u64map__init(&kept, 0)) {
+		free(names);
 		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->nl; i++)
+		if (u64map__put(&kept, FLOW_ID(t->l[i].pid, t->l[i].corr), 1)) {
+			u64map__fini(&kept);
+			free(names);
+			return -ENOMEM;
+		}
 	out__printf(o, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"gpuprobe-bpf\","
-		       "\"launches\":%llu,\"launches_not_kept\":%llu,\"activities\":%llu,"
+		       "\"clock\":\"CLOCK_MONOTONIC\",\"base_ns\":%llu,\"launches\":%llu,\"launches_not_kept\":%llu,\"activities\":%llu,"
 		       "\"activities_not_kept\":%llu,\"limits\":\"%u launches, %u activities\"},"
 		       "\"traceEvents\":[",
-		    (unsigned long long)t->st.launches, (unsigned long long)t->st.launches_dropped,
+		    (unsigned long long)base, (unsigned long long)t->st.launches,
+		    (unsigned long long)t->st.launches_dropped,
 		    (unsigned long long)t->st.activities, (unsigned long long)t->st.activities_dropped,
 		    TRACE_MAX_LAUNCHES, TRACE_MAX_ACTIVITIES);
 	err = write_meta(t, o, &first, nm);
 	for (size_t i = 0; !err && i < t->nl; i++)
 		write_launch(&t->l[i], o, &first, nm, names, base);
 	for (size_t i = 0; !err && i < t->na; i++)
-		write_activity(&t->a[i], o, &first, nm, base);
+		write_activity(&t->a[i], o, &first, nm, &kept, base);
 	OUT_LIT(o, "\n]}\n");
+	u64map__fini(&kept);
 	free(names);
 	return err;
 }

@@ -93,6 +93,7 @@ static void test_a_launch_its_stack_its_kernel_and_the_arrow(void **state)
 	assert_int_equal(trace__new(&t), 0);
 	trace__launch(t, 42, 43, 1000000, 1005000, 7, 1, 99);
 	trace__activity(t, 42, 1010000, 1012500, 2, 0, 13, 99, true);
+	trace__activity(t, 42, 1020000, 1021000, 2, 0, 13, 99, true);
 	assert_int_equal(trace__write(t, path, &names), 0);
 	j = slurp(path);
 	root = strstr(j, "\"name\":\"root\"");
@@ -105,9 +106,12 @@ static void test_a_launch_its_stack_its_kernel_and_the_arrow(void **state)
 	assert_non_null(strstr(j, "\"clock\":\"CLOCK_MONOTONIC\",\"base_ns\":1000000,"));
 	/* Demangled, 10 us after the launch began, 2.5 us long, on the process's GPU. */
 	assert_non_null(strstr(j, "\"pid\":1073741866,\"tid\":13,\"ts\":10.000,\"dur\":2.500,\"name\":\"kernel()\""));
-	/* One flow id, at both ends: pid << 31 | correlation. */
-	assert_non_null(strstr(j, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":90194313315,"));
-	assert_non_null(strstr(j, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":90194313315,"));
+	/* An arrow a kernel: one id at both ends, from the call's thread at its start. */
+	assert_non_null(strstr(j, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":1,\"pid\":42,\"tid\":43,\"ts\":0.000}"));
+	assert_non_null(strstr(j, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":1,\"pid\":1073741866,\"tid\":13,\"ts\":10.000}"));
+	/* A graph launch: one call, a second kernel, an arrow of its own. */
+	assert_non_null(strstr(j, "\"id\":2,\"pid\":42,\"tid\":43,\"ts\":0.000}"));
+	assert_non_null(strstr(j, "\"id\":2,\"pid\":1073741866,\"tid\":13,\"ts\":20.000}"));
 	assert_non_null(strstr(j, "\"name\":\"py\\\"thon (pid 42)\""));
 	assert_non_null(strstr(j, "\"name\":\"device 0 stream 13\""));
 	free(j);

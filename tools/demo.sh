@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a built-in default: profile the bundled stub workload (no
 # GPU needed), and print the loader's report, the profile's top functions
-# and one whole stack, each after the exact command that made it. On a
+# and one whole stack, each after the exact command that made it, and a
+# timeline of the run (--trace). On a
 # machine with an NVIDIA GPU and nvcc, GPUPROBE_DEMO_GPU=1 also profiles the
 # bundled CUDA sample (tools/gpu/empty_launch.cu).
 # Usage: tools/demo.sh BUILD_DIR
@@ -20,7 +21,7 @@ run() {
 	"$@"
 }
 echo "== the bundled workload on the stub vendor (a fake libcuda + CUPTI, no GPU needed)"
-run env LD_LIBRARY_PATH="$build/stub" "$build/gpuprobe-bpf" -o "$out" \
+run env LD_LIBRARY_PATH="$build/stub" "$build/gpuprobe-bpf" -o "$out" --trace "$build/demo.json" \
 	--libcuda "$build/stub/libcuda.so.1" -- "$build/tests/progs/launcher" -t 4 -n 200
 echo
 echo "== the profile: GPU time by function (leaf and callers)"
@@ -29,6 +30,10 @@ echo
 echo "== one whole stack (the profile's first sample), kernel first"
 printf '\n$ go tool pprof -traces %q | (the first sample)\n' "$out"
 go tool pprof -traces "$out" | awk '/^-+\+-+$/ { if (n++) exit } n'
+echo
+echo "== the timeline: $build/demo.json (trace-event JSON: open it in ui.perfetto.dev,"
+echo "   chrome://tracing or speedscope; each launch call under its stack, each kernel"
+echo "   on its stream, an arrow between)"
 if [ "${GPUPROBE_DEMO_GPU:-0}" = 1 ] && command -v nvidia-smi >/dev/null && command -v nvcc >/dev/null; then
 	echo
 	echo "== the CUDA sample on the real GPU"

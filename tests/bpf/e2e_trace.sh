@@ -3,7 +3,8 @@
 # profile. Every launch call is on its thread inside its stack's slices
 # (the script's functions among them), every kernel on its GPU track with an
 # arrow from its call, and the kernels and GPU time equal the profile's
-# (tests/bpf/trace_check.py). What cannot be a timeline is refused before
+# (tests/bpf/trace_check.py); a graph launch's call sends an arrow to each
+# of its kernels. What cannot be a timeline is refused before
 # the command runs.
 source "$(dirname "$0")/lib.sh"
 
@@ -19,6 +20,14 @@ grep -q "wrote $WORK/py.json: $((2 * N)) launch calls, $((2 * N)) GPU activities
 res=$(python3 "$ROOT/tests/bpf/trace_check.py" "$WORK/py.json" "$WORK/py.pb.gz" train_step layer model _start) ||
 	fail "the timeline (above)"
 ok "$res"
+
+# Threads, streams and graph launches (one call, several kernels: an arrow to each).
+LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/l.pb.gz" --trace "$WORK/l.json" -- \
+	"$PROGS/launcher" -t 4 -n 100 >"$WORK/out.l" 2>"$WORK/err.l" || fail "loader (launcher): $(tail -3 "$WORK/err.l")"
+res=$(python3 "$ROOT/tests/bpf/trace_check.py" "$WORK/l.json" "$WORK/l.pb.gz" worker) || fail "the launcher's timeline (above)"
+read -r calls acts <<<"$(echo "$res" | sed -n 's/.*: \([0-9]*\) launch calls.*, \([0-9]*\) GPU activities.*/\1 \2/p')"
+[ "$acts" -gt "$calls" ] || fail "no call with several activities (graph launches): $res"
+ok "launcher: $res"
 
 # Refused at once, the command never run: a timeline per --interval, the
 # profile's own file, a directory.

@@ -5,8 +5,8 @@ usage: trace_check.py TRACE PROFILE FRAME...
 - it is JSON, and every name in it ASCII;
 - each launch call ("launch" slice) sits on its thread's track inside the
   slices of its stack, root outermost, each spanning the call exactly;
-- each GPU activity is a slice on its process's GPU track; each joined one
-  has one arrow ("s" at its launch call, "f" at it, one id);
+- each GPU activity is a slice on its process's GPU track; each whose call
+  is kept has one arrow of its own ("s" at its launch call, "f" at it);
 - the launch calls and activities kept are what the otherData says, and,
   with nothing over the limits, as many as the profile's joined launches and
   activities, per kernel name, with the same GPU time (to the ns);
@@ -64,10 +64,14 @@ def main():
     starts = Counter(e["id"] for e in ev if e["ph"] == "s")
     ends = Counter(e["id"] for e in ev if e["ph"] == "f")
     joined = [e for e in gpu if "launch" not in e.get("args", {})]
-    if any(c != 1 for c in starts.values()) or sorted(ends) != sorted(set(ends)):
+    if any(c != 1 for c in starts.values()) or any(c != 1 for c in ends.values()):
         fail("an arrow id used twice")
-    if len(ends) != len(joined) or any(i not in starts for i in ends):
-        fail("%d joined activities, %d arrows ending, some with no start" % (len(joined), len(ends)))
+    if set(starts) != set(ends) or len(ends) != len(joined):
+        fail("%d activities with a kept call, %d arrows ending, %d starting: not one each" %
+             (len(joined), len(ends), len(starts)))
+    call_at = {(e["pid"], e["tid"], e["ts"]) for e, _ in calls}
+    if any((e["pid"], e["tid"], e["ts"]) not in call_at for e in ev if e["ph"] == "s"):
+        fail("an arrow that starts where no launch call does")
     if other["launches_not_kept"] == 0 and other["activities_not_kept"] == 0:
         out = subprocess.run([sys.executable, __file__.replace("trace_check.py", "profile_check.py"),
                               profile, "totals"], capture_output=True, text=True, check=True).stdout

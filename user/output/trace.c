@@ -166,7 +166,7 @@ static void out__ts(struct out *o, const char *key, __u64 ns, __u64 base)
 /* A process's GPU: a track group of its own, one track per device and stream. */
 #define GPU_PID(pid) (0x40000000u | (pid))
 #define GPU_TID(dev, stream) (((dev) & 0x7fu) << 24 | ((stream) & 0xffffffu))
-/* A flow's id: the process and the call's correlation (below 2^53: exact in JavaScript). */
+/* A call's key: its process and correlation. */
 #define FLOW_ID(pid, corr) ((unsigned long long)(pid) << 31 | ((corr) & 0x7fffffffu))
 
 static void event_sep(struct out *o, bool *first)
@@ -269,22 +269,21 @@ static void write_launch(const struct tlaunch *l, struct out *o, bool *first,
 	slice(o, first, "launch", nm->api ? nm->api(nm->ctx, l->probe) : "launch", l->pid, l->tid,
 	      l->start, l->end, base);
 	out__printf(o, ",\"args\":{\"correlation\":%llu}}", (unsigned long long)l->corr);
-	event_sep(o, first);
-	out__printf(o, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%llu,\"pid\":%u,\"tid\":%u",
-		    FLOW_ID(l->pid, l->corr), l->pid, l->tid);
-	out__ts(o, "ts", l->start, base);
-	OUT_LIT(o, "}");
 }
 
 /*
  * An activity: its slice, and an arrow from its call when that call is in
- * the trace (kept: the calls' flow ids). A joined activity whose call came
- * after the calls' bound says so, as one with no known call does.
+ * the trace (kept: a call's flow key -> its index + 1). Each arrow has an id
+ * of its own, the activity's index + 1: a graph launch's one call sends an
+ * arrow to each of its kernels. A joined activity whose call came after the
+ * calls' bound says so, as one with no known call does.
  */
-static void write_activity(const struct tactivity *a, struct out *o, bool *first,
+static void write_activity(const struct trace *t, size_t i, struct out *o, bool *first,
 			   const struct trace_names *nm, const struct u64map *kept, __u64 base)
 {
-	bool arrow = a->joined && u64map__get(kept, FLOW_ID(a->pid, a->corr), NULL);
+	const struct tactivity *a = &t->a[i];
+	__u64 li = 0;
+	bool arrow = a->joined && u64map__get(kept, FLOW_ID(a->pid, a->corr), &li) && li;
 	const char *raw = nm->activity ? nm->activity(nm->ctx, a->name_id) : NULL;
 	char *pretty = demangle__or_copy(raw ? raw : "[unknown]");
 	__u32 pid = GPU_PID(a->pid), tid = GPU_TID(a->device, a->stream);
@@ -297,8 +296,13 @@ static void write_activity(const struct tactivity *a, struct out *o, bool *first
 	if (!arrow)
 		return;
 	event_sep(o, first);
-	out__printf(o, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%llu,"
-		       "\"pid\":%u,\"tid\":%u", FLOW_ID(a->pid, a->corr), pid, tid);
+	out__printf(o, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%zu,\"pid\":%u,\"tid\":%u",
+		    i + 1, t->l[li - 1].pid, t->l[li - 1].tid);
+	out__ts(o, "ts", t->l[li - 1].start, base);
+	OUT_LIT(o, "}");
+	event_sep(o, first);
+	out__printf(o, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%zu,"
+		       "\"pid\":%u,\"tid\":%u", i + 1, pid, tid);
 	out__ts(o, "ts", a->start, base);
 	OUT_LIT(o, "}");
 }
@@ -327,7 +331,7 @@ static int write_all(const struct trace *t, struct out *o, const struct trace_na
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < t->nl; i++)
-		if (u64map__put(&kept, FLOW_ID(t->l[i].pid, t->l[i].corr), 1)) {
+		if (u64map__put(&kept, FLOW_ID(t->l[i].pid, t->l[i].corr), i + 1)) {
 			u64map__fini(&kept);
 			free(names);
 			return -ENOMEM;
@@ -344,7 +348,7 @@ static int write_all(const struct trace *t, struct out *o, const struct trace_na
 	for (size_t i = 0; !err && i < t->nl; i++)
 		write_launch(&t->l[i], o, &first, nm, names, base);
 	for (size_t i = 0; !err && i < t->na; i++)
-		write_activity(&t->a[i], o, &first, nm, &kept, base);
+		write_activity(t, i, o, &first, nm, &kept, base);
 	OUT_LIT(o, "\n]}\n");
 	u64map__fini(&kept);
 	free(names);

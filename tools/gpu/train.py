@@ -7,7 +7,8 @@ checksum, and step timings.
 
 Environment: STEPS (default 20), GRAPH_REPLAYS (default 20), BIG_STEPS
 (default 0); STEP_TIMES=FILE gets "step start_ns end_ns" a line (CLOCK_MONOTONIC,
-from before the step to after its synchronize); FIRST_STEP_MARK=FILE is
+from before the step to after its synchronize; BIG_STEP_TIMES=FILE the same
+for the big steps); FIRST_STEP_MARK=FILE is
 created once the first step has finished
 and STEPS_DONE_MARK=FILE once the last has (benchmarks read counters then: it
 waits half a second after it); TORCH_PROFILE=FILE runs the training steps
@@ -93,9 +94,11 @@ def big_phase(steps, prof_path):
     x = torch.randn(16, 1024, 1024, device="cuda")
     y = torch.randint(0, 4096, (16, 1024), device="cuda")
     times, loss = [], None
+    step_times = open(os.environ["BIG_STEP_TIMES"], "w") if os.environ.get("BIG_STEP_TIMES") else None
     with profiled(prof_path) as prof:
-        for _ in range(steps):
+        for i in range(steps):
             t0 = time.perf_counter()
+            m0 = time.monotonic_ns()
             opt.zero_grad(set_to_none=True)
             with torch.autocast("cuda", dtype=torch.bfloat16):
                 out = model(x)
@@ -104,6 +107,8 @@ def big_phase(steps, prof_path):
             opt.step()
             torch.cuda.synchronize()
             times.append(time.perf_counter() - t0)
+            if step_times:
+                step_times.write("%d %d %d\n" % (i, m0, time.monotonic_ns()))
     if step_times:
         step_times.close()
     if prof is not None:
@@ -143,6 +148,8 @@ def main():
                 mark = os.environ.get("FIRST_STEP_MARK")
                 if mark:
                     open(mark, "w").close()
+    if step_times:
+        step_times.close()
     if prof is not None:
         with open(prof_path, "w") as f:
             json.dump(kernel_counts(prof), f)

@@ -15,7 +15,6 @@ each label's median step and, against "idle", the ratio of medians with a
 95% bootstrap interval (the per-step spread inside one process).
 """
 import os
-import random
 import statistics
 import struct
 import sys
@@ -25,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import train  # noqa: E402
+from ratio import interval  # noqa: E402
 
 FLAGS_OFF = 128 + 24  # gp_shm_producer.flags
 F_RECORDING = 1 << 3
@@ -72,14 +72,6 @@ def big_step():
         loss.backward()
         opt.step()
     return step
-
-
-def interval(a, b, n=2000):
-    """Ratio of medians median(a)/median(b), and its 95% bootstrap interval."""
-    rng = random.Random(1)
-    rs = sorted(statistics.median(rng.choices(a, k=len(a))) /
-                statistics.median(rng.choices(b, k=len(b))) for _ in range(n))
-    return statistics.median(a) / statistics.median(b), rs[int(0.025 * n)], rs[int(0.975 * n)]
 
 
 def main():

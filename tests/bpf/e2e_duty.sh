@@ -44,9 +44,13 @@ grep -q " duty_windows=$nwin " "$WORK/ctr" || { cat "$WORK/ctr"; fail "duty_wind
 duty_check_profile "$WORK/edges" "$WORK/times" "$nwin" "$WORK/p.pb.gz"
 n=$DUTY_JOINED labelled=$DUTY_LABELLED inside=$DUTY_INSIDE total=$DUTY_TOTAL
 [ "$inside" -lt $((total * 6 / 10)) ] || fail "$inside of $total launches inside windows asked to be 30% of the time"
-# Between windows the launch probes send nothing: only a launch at an edge may be seen outside.
+# Between windows the launch probes send nothing: only launches made while
+# a window's probes were being attached or detached are seen outside it (a
+# few, more on a loaded machine), where probes left in place would send
+# most of them.
 outside=$(sed -n 's/.* launches_outside=\([0-9]*\) .*/\1/p' "$WORK/ctr")
-[ "$outside" -le $((2 * nwin)) ] || fail "launches_outside=$outside: the probes ran between the windows"
+events=$(sed -n 's/.* launch_events=\([0-9]*\) .*/\1/p' "$WORK/ctr")
+[ $((outside * 20)) -le "$events" ] || fail "launches_outside=$outside of $events launch events: the probes ran between the windows"
 
 # Detached between the windows (uprobe_multi links); perf-event links stay, inert.
 read -r in_cc in_other out_cc out_other < <(sed 's/[a-z_]*=//g' "$WORK/int3")

@@ -74,8 +74,15 @@ static void open_window(struct session *s)
 	log_debug(s->o->verbose, "duty: window open at %llu (CLOCK_MONOTONIC ns)", (unsigned long long)at);
 }
 
-static void close_window(struct session *s, __u64 now)
+/*
+ * The window ends when its probes go, not at the tick's start: a tick's
+ * earlier work can take a while on a loaded machine, and the launches made
+ * meanwhile were seen, with their records kept: they are the window's.
+ */
+static void close_window(struct session *s)
 {
+	__u64 now = now_ns();
+
 	join__pause(s->join, now);
 	launch_probe__pause(s->lp, true);
 	__atomic_store_n(&s->rw.paused, 1, __ATOMIC_RELEASE);
@@ -113,7 +120,7 @@ void session__duty_tick(struct session *s, __u64 now)
 	case DUTY_ON:
 		/* Never shorter than --window, however late a tick came. */
 		if (!want && now - s->duty_since >= s->duty.window_ns)
-			close_window(s, now);
+			close_window(s);
 		break;
 	}
 }

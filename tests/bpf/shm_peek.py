@@ -3,7 +3,7 @@
 without claiming the ring, as a second reader never may: through
 /proc/PID/map_files (root). Prints one line:
 
-  flags=F recording=0|1 records=N dropped=N on=N off=N recording_on=N recording_off=N pause=0|1
+  flags=F recording=0|1 records=N dropped=N on=N off=N recording_on=N recording_off=N
 
   shm_peek.py PID
   shm_peek.py PID pause 0|1   sets the reader's record_pause instead (as a
@@ -73,7 +73,7 @@ def main():
     ctr = {k: struct.unpack_from("<Q", hdr, COUNTERS + 8 * i)[0] for k, i in CTR.items()}
     print(f"flags={flags} recording={int(bool(flags & F_RECORDING))} records={ctr['records']} "
           f"dropped={ctr['dropped']} on={on} off={off} recording_on={ctr['recording_on']} "
-          f"recording_off={ctr['recording_off']} pause={struct.unpack_from('<I', hdr, RECORD_PAUSE)[0]}")
+          f"recording_off={ctr['recording_off']}")
 
 
 if __name__ == "__main__":

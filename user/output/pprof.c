@@ -15,14 +15,10 @@
 #include "user/util/grow.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 /* Bounds: a profile this large is a bug upstream; refuse rather than swap. */

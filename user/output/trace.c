@@ -166,7 +166,12 @@ static void out__ts(struct out *o, const char *key, __u64 ns, __u64 base)
 /* A process's GPU: a track group of its own, one track per device and stream. */
 #define GPU_PID(pid) (0x40000000u | (pid))
 #define GPU_TID(dev, stream) (((dev) & 0x7fu) << 24 | ((stream) & 0xffffffu))
-/* A call's key: its process and correlation. */
+/*
+ * A call's key: its process and the low 31 bits of its correlation. Two
+ * calls of one process 2^31 correlations apart would share it; the trace
+ * keeps a run's first 20,000 calls, and a process that forges its records'
+ * ids can only misdraw its own arrows.
+ */
 #define FLOW_ID(pid, corr) ((unsigned long long)(pid) << 31 | ((corr) & 0x7fffffffu))
 
 static void event_sep(struct out *o, bool *first)
@@ -203,10 +208,9 @@ static int write_meta(const struct trace *t, struct out *o, bool *first, const s
 
 	if (cap && !keys)
 		return -ENOMEM;
-	/* kind << 62 | pid << 32 | tid: 0 a process, 1 its thread, 2 its GPU, 3 a GPU track */
-	for (size_t i = 0; i < t->nl; i++) {
+	/* kind << 62 | pid << 32 | tid: 0 a process, 2 its GPU, 3 a GPU track (threads: below) */
+	for (size_t i = 0; i < t->nl; i++)
 		keys[n++] = (__u64)t->l[i].pid << 32;
-	}
 	for (size_t i = 0; i < t->na; i++) {
 		keys[n++] = 2ull << 62 | (__u64)t->a[i].pid << 32;
 		keys[n++] = 3ull << 62 | (__u64)t->a[i].pid << 32 | GPU_TID(t->a[i].device, t->a[i].stream);

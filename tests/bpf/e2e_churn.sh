@@ -29,9 +29,17 @@ PIDS+=($L)
 wait_line "$WORK/err" "^counters:" 60 || fail "the loader did not start ticking"
 want=0 ours=()
 for i in $(seq 1 8); do
-	CUDA_INJECTION64_PATH="$SHIM" LD_LIBRARY_PATH="$B/stub" "$PROGS/spin" -s 1 -i 1000 \
+	# Each launches only once its shim records: a shim records only while a
+	# loader reads its ring, and one met by --all-cgroups is read a tick or
+	# so after its start; launches before that are labelled [no GPU record:
+	# before the shim recorded], not what this test is about.
+	CUDA_INJECTION64_PATH="$SHIM" LD_LIBRARY_PATH="$B/stub" "$PROGS/spin" -S -s 1 -i 1000 \
 		>"$WORK/spin$i.log" &
 	p=$!
+	wait_line "$WORK/spin$i.log" "^spin: ready" 30 || fail "spin $i never got ready"
+	wait_until 60 bash -c "python3 '$ROOT/tests/bpf/shm_peek.py' $p 2>/dev/null | grep -q ' recording=1 '" ||
+		fail "spin $i: its shim never recorded under the loader"
+	kill -USR1 $p
 	wait $p || fail "spin $i failed"
 	ours+=($p)
 	n=$(sed -n 's/^spin: launches=//p' "$WORK/spin$i.log")

@@ -39,6 +39,10 @@
  *   API cbid, on or off) appends "tid app what id on|off" to FILE, app 1 when
  *   the switching thread has made driver calls (an application thread), so a
  *   test can tell which thread switched activity.
+ * - With GPUPROBE_STUB_ENABLE_DELAY_MS=N (read once, when this library
+ *   loads), cuptiActivityEnable takes N ms before its kind records, as a
+ *   slow switch or a starved caller would: a loader must not count on it
+ *   being quick.
  * Other activity kinds are accepted and produce nothing.
  */
 #include "stub/cupti/internal.h"
@@ -416,6 +420,22 @@ static void attach_driver(void)
 		atomic_store(&g_cupti.driver, info);
 }
 
+static unsigned enable_delay_ms;
+
+static void enable_delay_from_env(void)
+{
+	const char *v = getenv("GPUPROBE_STUB_ENABLE_DELAY_MS");
+	char *end;
+	unsigned long n;
+
+	if (!v || !*v)
+		return;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (!errno && !*end && n <= 60000)
+		enable_delay_ms = (unsigned)n;
+}
+
 static void corr_start_from_env(void)
 {
 	const char *v = getenv("GPUPROBE_STUB_CORR_START");
@@ -470,6 +490,7 @@ static void ctor_thread_from_env(void)
 __attribute__((constructor)) static void stub_cupti_init(void)
 {
 	corr_start_from_env();
+	enable_delay_from_env();
 	ctor_thread_from_env();
 	attach_driver();
 }
@@ -602,6 +623,9 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 	if (!kind_valid(kind))
 		return CUPTI_ERROR_INVALID_KIND;
 	attach_driver();
+	if (enable_delay_ms)
+		nanosleep(&(struct timespec){ .tv_sec = enable_delay_ms / 1000,
+					      .tv_nsec = enable_delay_ms % 1000 * 1000000L }, NULL);
 	atomic_store(&g_cupti.kind[kind], true);
 	toggle_note("kind", kind, true);
 	return CUPTI_SUCCESS;

@@ -7,11 +7,14 @@
 # launch is lost or unattributed; the profile says which windows it covers;
 # between windows the launch probes are detached, not only inert (the int3
 # at cuLaunchKernel is gone from spin's text); and each shim switch is made
-# by the shim's own thread, never on the application's.
+# by the shim's own thread, never on the application's. Each switch-on is
+# slow here (the stub's cuptiActivityEnable takes 100 ms a kind): a window's
+# probes wait until the shim records, so no launch is labelled made before
+# it recorded.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/duty_lib.sh"
 
-GPUPROBE_STUB_TOGGLE_LOG="$WORK/toggles" start_stub "$PROGS/spin" -S -i 500 -t "$WORK/times" >"$WORK/spin.log"
+GPUPROBE_STUB_ENABLE_DELAY_MS=100 GPUPROBE_STUB_TOGGLE_LOG="$WORK/toggles" start_stub "$PROGS/spin" -S -i 500 -t "$WORK/times" >"$WORK/spin.log"
 S=${PIDS[-1]}
 wait_line "$WORK/spin.log" "^spin: ready" 30 || fail "spin never got ready"
 kill -USR1 "$S"
@@ -34,7 +37,7 @@ kill -TERM "$S"
 wait_exit "$S" 30 || fail "spin failed"
 
 duty_counters "$WORK/err" "$WORK/ctr" ring_dropped=0 launches_without_record=0 unattributed=0 \
-	api_without_launch=0 duty_probe_errors=0
+	api_without_launch=0 duty_probe_errors=0 launches_before_recording=0 duty_unready=0
 grep -q "^duty: 30% asked, " "$WORK/err" || { grep "^duty" "$WORK/err"; fail "no duty line in the report"; }
 
 duty_edges "$WORK/err" "$WORK/edges"

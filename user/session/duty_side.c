@@ -4,8 +4,9 @@
  * windows duty.c plans, turned into what each side does at their edges.
  *
  * Opening: the rings are asked for records first (each shim's own thread
- * switches CUPTI on within a few ms: shim/gp_abi.h, record_pause), and the
- * launch probes are resumed one tick later, the window starting when they
+ * switches CUPTI on, within a few ms on an idle machine: shim/gp_abi.h,
+ * record_pause), and the launch probes are resumed a tick later, once every
+ * shim says it records (ARM_WAIT_NS at most), the window starting when they
  * are in place: so the launches of a window find their shims recording.
  * Closing: the window ends, then the probes pause and the rings are asked
  * for no records; what was launched inside still joins its records as they
@@ -60,9 +61,33 @@ bool session__rings_wanted(const struct session *s)
 	return s->duty_state != DUTY_OFF;
 }
 
-static void open_window(struct session *s)
+/*
+ * How long a window's probes wait for the shims to record. A shim whose
+ * thread is starved, or a target that never records (hostile, or its CUPTI
+ * refused), delays a window by this much at most: the window then opens,
+ * counted in duty_unready, and the launches of a shim not yet recording are
+ * labelled [no GPU record: before the shim recorded].
+ */
+#define ARM_WAIT_NS (1000 * NS_PER_MS)
+
+/* Whether every shim read says it records (or never switches: inert, or older). */
+static bool rings_recording(const struct session *s)
+{
+	for (size_t i = 0; i < s->tt.n; i++) {
+		const struct target *t = s->tt.t[i];
+
+		if (t->shm && shm_reader__record_from(t->shm) == UINT64_MAX)
+			return false;
+	}
+	return true;
+}
+
+static void open_window(struct session *s, bool ready)
 {
 	__u64 at;
+
+	if (!ready)
+		s->duty_unready++;
 
 	launch_probe__pause(s->lp, false); /* what fails is counted there */
 	at = now_ns();
@@ -107,12 +132,18 @@ void session__duty_tick(struct session *s, __u64 now)
 			__atomic_store_n(&s->rw.paused, 0, __ATOMIC_RELEASE);
 			s->duty_state = DUTY_ARMING; /* the rings are told at their visits */
 			s->duty_since = now;
+			s->duty_due = false;
 		}
 		break;
 	case DUTY_ARMING:
-		if (want)
-			open_window(s);
-		else if (!duty__on(&s->duty, now + s->o->tick_ms * NS_PER_MS)) {
+		/* Its plan's start passed, the window waits for the shims a while. */
+		s->duty_due = s->duty_due || want;
+		if (s->duty_due) {
+			bool ready = rings_recording(s);
+
+			if (ready || now - s->duty_since >= ARM_WAIT_NS)
+				open_window(s, ready);
+		} else if (!duty__on(&s->duty, now + s->o->tick_ms * NS_PER_MS)) {
 			__atomic_store_n(&s->rw.paused, 1, __ATOMIC_RELEASE);
 			s->duty_state = DUTY_OFF;
 		}

@@ -53,7 +53,7 @@
 
 enum duty_state {
 	DUTY_OFF = 0,  /* between windows: probes paused, rings asked for no records */
-	DUTY_ARMING,   /* rings asked for records; the probes follow at the next tick */
+	DUTY_ARMING,   /* rings asked for records; the probes follow once they record */
 	DUTY_ON,       /* in a window */
 };
 
@@ -66,6 +66,8 @@ struct session {
 	__u64 duty_since;           /* when duty_state was entered (the window's start, in DUTY_ON) */
 	__u64 duty_on_ns;           /* time in windows so far, closed ones */
 	__u64 duty_windows;         /* windows opened so far */
+	__u64 duty_unready;         /* of them, opened with a shim not yet recording (duty_side.c) */
+	bool duty_due;              /* DUTY_ARMING: the planned window has started */
 	/* The current profile's windows [from, to) (to 0: open), for its comment. */
 	__u64 win_from[PROFILE_WINDOWS_MAX], win_to[PROFILE_WINDOWS_MAX];
 	unsigned nr_win, win_more;

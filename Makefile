@@ -286,7 +286,8 @@ unit-tests: $(UNIT_TESTS) $(ALL_TARGETS)
 test: unit-tests
 
 BPF_E2E := $(sort $(wildcard tests/bpf/e2e_*.sh))
-bpf-tests: $(BPF_TESTS) $(ALL_TARGETS)
+SPEEDSCOPE := $(BUILD)/browser/node_modules/speedscope/dist/release/index.html
+bpf-tests: $(BPF_TESTS) $(ALL_TARGETS) $(SPEEDSCOPE)
 	$(Q)tools/run-tests.sh bpf $(BUILD) $(BPF_TESTS) $(BPF_E2E)
 
 # Not root: each BPF test is reported skipped, by name (make check's total counts them).
@@ -339,6 +340,14 @@ tools-check: $(SHIM_SO)
 
 deps:
 	$(Q)tools/deps.sh
+
+# The viewer the browser test opens timelines in (tests/bpf/e2e_browser.sh),
+# from npm at the version tests/browser/package-lock.json pins.
+$(SPEEDSCOPE): tests/browser/package.json tests/browser/package-lock.json
+	$(call msg,NPM,$(BUILD)/browser)
+	$(Q)mkdir -p $(BUILD)/browser && cp $^ $(BUILD)/browser/
+	$(Q)cd $(BUILD)/browser && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	$(Q)touch $@
 
 # Every runner records each test's verdict (pass, fail, skip) in GP_SUMMARY
 # (tools/testlib.sh); every stage runs even after one failed (a stage that

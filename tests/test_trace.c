@@ -112,7 +112,8 @@ static void test_a_launch_its_stack_its_kernel_and_the_arrow(void **state)
 	/* A graph launch: one call, a second kernel, an arrow of its own. */
 	assert_non_null(strstr(j, "\"id\":2,\"pid\":42,\"tid\":43,\"ts\":0.000}"));
 	assert_non_null(strstr(j, "\"id\":2,\"pid\":1073741866,\"tid\":13,\"ts\":20.000}"));
-	assert_non_null(strstr(j, "\"name\":\"py\\\"thon (pid 42)\""));
+	assert_non_null(strstr(j, "\"name\":\"process_name\",\"pid\":42,\"args\":{\"name\":\"py\\\"thon\"}"));
+	assert_non_null(strstr(j, "\"name\":\"GPU of py\\\"thon (pid 42)\""));
 	assert_non_null(strstr(j, "\"name\":\"device 0 stream 13\""));
 	free(j);
 	trace__destroy(t);

@@ -4,11 +4,14 @@
 set -euo pipefail
 pkgs=(clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
       libzstd-dev libcmocka-dev libclang-rt-14-dev golang-go python3 procps
-      util-linux binutils strace)
+      util-linux binutils strace
+      chromium chromium-driver python3-selenium fonts-dejavu-core) # the browser test
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm fetches the browser test's viewer; Debian's, unless one is installed already.
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" != 0 ]; then
 		echo "deps: missing packages: ${missing[*]}; run as root: sudo make deps" >&2

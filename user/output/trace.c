@@ -224,8 +224,8 @@ static int write_meta(const struct trace *t, struct out *o, bool *first, const s
 		if (i && keys[i] == keys[i - 1])
 			continue;
 		if (kind == 0) {
-			snprintf(name, sizeof(name), "%s (pid %u)", comm ? comm : "?", pid);
-			meta(o, first, "process_name", pid, 0, false, name);
+			/* Its pid is the viewers' to add: each shows it beside the name. */
+			meta(o, first, "process_name", pid, 0, false, comm ? comm : "?");
 		} else if (kind == 2) {
 			snprintf(name, sizeof(name), "GPU of %s (pid %u)", comm ? comm : "?", pid);
 			meta(o, first, "process_name", GPU_PID(pid), 0, false, name);
@@ -241,7 +241,7 @@ static int write_meta(const struct trace *t, struct out *o, bool *first, const s
 	for (size_t i = 0; i < t->nl; i++) {
 		if (i && keys[i] == keys[i - 1])
 			continue;
-		snprintf(name, sizeof(name), "tid %u", (__u32)keys[i]);
+		snprintf(name, sizeof(name), "thread %u", (__u32)keys[i]);
 		meta(o, first, "thread_name", (__u32)(keys[i] >> 32), (__u32)keys[i], true, name);
 	}
 	free(keys);

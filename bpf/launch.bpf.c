@@ -619,6 +619,15 @@ static __always_inline int finish(struct pt_regs *ctx, struct gp_launch_event *e
 	 * cost launch events: past half full, stack copies stay behind.
 	 */
 	if (copy && avail + copy > ring_size / 2) {
+		/*
+		 * An audit goes as the hit it is: its entry's stack stands,
+		 * unchecked this once, where a miss has nothing to fall back on.
+		 */
+		if (e->flags & GP_EV_F_AUDIT) {
+			e->flags &= ~GP_EV_F_AUDIT;
+			count(GP_BPF_AUDITS_SKIPPED);
+			return submit_hit(e);
+		}
 		copy = 0;
 		e->flags |= GP_EV_F_COPY_SKIPPED;
 		count(GP_BPF_COPY_SKIPPED);

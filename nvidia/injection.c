@@ -608,8 +608,11 @@ static void *flush__main(void *arg)
 		if (since_flush < g.flush_ms)
 			continue;
 		since_flush = 0;
+		shm__count(g.shm, GP_CTR_FLUSHES_BEGUN, 1);
 		if (g.api.cuptiActivityFlushAll(0) != CUPTI_SUCCESS)
 			shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+		/* What CUPTI held is in the ring now: a stopping loader reads on until here. */
+		shm__count(g.shm, GP_CTR_FLUSHES, 1);
 	}
 	return NULL;
 }

@@ -60,6 +60,8 @@ enum gp_counter {
 	GP_CTR_CUPTI_ERRORS,         /* CUPTI calls that failed after init */
 	GP_CTR_RECORDING_ON,         /* activity switched on (a reader came) */
 	GP_CTR_RECORDING_OFF,        /* activity switched off (no reader) */
+	GP_CTR_FLUSHES_BEGUN,        /* CUPTI flushes the shim's thread began ... */
+	GP_CTR_FLUSHES,              /* ... and finished: a stopping loader waits for one begun after it */
 	GP_CTR_MAX = 16,
 };
 

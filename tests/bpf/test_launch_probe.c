@@ -659,6 +659,55 @@ static void test_a_launch_whose_key_is_held_is_sent_without_its_stack(void **sta
 	launch_probe__destroy(lp);
 }
 
+/*
+ * Past a half-full ring an audit goes as the hit it is (the header alone,
+ * the entry's id, counted as an audit skipped), never as a launch with no
+ * stack: a young key's hits in a burst keep their stacks.
+ */
+static void test_an_audit_past_a_half_full_ring_goes_as_its_hit(void **state)
+{
+	/* 64 KiB ring, 16 KiB copies: the first audits fill it past half. */
+	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 64 << 10,
+				       .wakeup_bytes = 1 << 20, .stack_copy = 16 << 10,
+				       .cache_entries = 16 };
+	struct launch_probe *lp = probe_self_with(&o);
+	struct gp_stack_val v = { .id = 42, .flags = GP_SC_YOUNG };
+	struct gp_launch_event e;
+	struct gp_stack_key k;
+	struct kept kept = { 0 };
+	__u64 ctr[GP_BPF_COUNTER_MAX];
+	unsigned audits = 0, hits = 0;
+	size_t size;
+
+	(void)state;
+	e = one_launch(lp, &size);
+	stack_cache__key_of(&e, &k);
+	assert_int_equal(launch_probe__cache_put(lp, &k, &v), 0);
+	for (int i = 0; i < 8; i++) /* nothing drains meanwhile */
+		launch_once();
+	assert_int_equal(launch_probe__poll(lp, 20, on_keep_event, &kept), 0);
+	assert_int_equal(kept.n, 8);
+	for (unsigned i = 0; i < kept.n; i++) {
+		assert_int_equal(kept.e[i].cache_id, 42);
+		assert_false(kept.e[i].flags & GP_EV_F_COPY_SKIPPED);
+		if (kept.e[i].flags & GP_EV_F_AUDIT) {
+			assert_true(kept.e[i].stack_len > 0);
+			assert_int_equal(hits, 0); /* audits until the ring is half full, then hits */
+			audits++;
+		} else {
+			assert_true(kept.e[i].flags & GP_EV_F_CACHED);
+			assert_int_equal(kept.size[i], GP_LAUNCH_EVENT_HDR);
+			hits++;
+		}
+	}
+	assert_true(audits >= 1 && hits >= 1);
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	assert_int_equal(ctr[GP_BPF_AUDITS_SKIPPED], hits);
+	assert_int_equal(ctr[GP_BPF_CACHE_AUDITS], audits + hits);
+	assert_int_equal(ctr[GP_BPF_COPY_SKIPPED], 0);
+	launch_probe__destroy(lp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -671,6 +720,7 @@ int main(void)
 		cmocka_unit_test(test_a_new_copy_size_filter_or_python_applies_from_the_next_launch),
 		cmocka_unit_test(test_records_that_run_past_the_rings_end_arrive_whole),
 		cmocka_unit_test(test_a_launch_whose_key_is_held_is_sent_without_its_stack),
+		cmocka_unit_test(test_an_audit_past_a_half_full_ring_goes_as_its_hit),
 	};
 
 	int failed = cmocka_run_group_tests_name("default uprobes", tests, NULL, NULL);

@@ -29,7 +29,7 @@ static void cache_fields(const struct cache_costs *c, FILE *f)
 	fprintf(f, " cache_hit_pct=%.1f cache_hits=%llu cache_misses=%llu cache_audits=%llu "
 		"cache_unusable_launches=%llu cache_keys=%zu cache_capacity=%zu cache_installs=%llu "
 		"cache_confirmed=%llu cache_splits=%llu cache_young_caught=%llu cache_split_keys=%zu "
-		"cache_audits_short=%llu "
+		"cache_audits_short=%llu cache_audits_skipped=%llu "
 		"cache_unreadable=%llu cache_evicted=%llu cache_forgotten=%llu "
 		"cache_full=%llu cache_map_errors=%llu maps_changed=%llu py_checks=%llu py_replaced=%llu "
 		"py_kept=%llu py_kept_stale=%llu",
@@ -38,7 +38,7 @@ static void cache_fields(const struct cache_costs *c, FILE *f)
 		(unsigned long long)c->unusable_launches, c->keys, c->capacity,
 		(unsigned long long)c->installs, (unsigned long long)c->confirmed,
 		(unsigned long long)c->splits, (unsigned long long)c->young_caught, c->split_keys,
-		(unsigned long long)c->audits_short,
+		(unsigned long long)c->audits_short, (unsigned long long)c->audits_skipped,
 		(unsigned long long)c->unreadable, (unsigned long long)c->evicted,
 		(unsigned long long)c->forgotten, (unsigned long long)c->full,
 		(unsigned long long)c->map_errors, (unsigned long long)c->maps_changed,

@@ -28,7 +28,7 @@ enum stage {
 
 /* The stack cache's part of the loader line. */
 struct cache_costs {
-	__u64 hits, misses, audits, unusable_launches; /* the BPF side's counts */
+	__u64 hits, misses, audits, audits_skipped, unusable_launches; /* the BPF side's counts */
 	size_t keys, capacity, split_keys;
 	__u64 installs, confirmed, splits, young_caught, audits_short, unreadable, evicted,
 		forgotten, full, map_errors;

@@ -32,10 +32,12 @@
 /*
  * Asked to stop while targets with a shim run on (-d, a signal): the records
  * of their last launches are still in CUPTI's buffers, flushed every 100 ms
- * by default. The profile ends at the stop; reading goes on this long, so
- * what was launched before it is joined (join__stop).
+ * by default. The profile ends at the stop; reading goes on until each of
+ * those shims has finished a flush begun after it and its ring is read
+ * whole, so what was launched before it is joined (join__stop); this long
+ * at most, however slow a shim (a loaded machine), or one that never says.
  */
-#define STOP_GRACE_NS (400 * NS_PER_MS)
+#define STOP_MAX_NS (5 * NS_PER_S)
 #define SLICE_MS 20
 #define QUIET_NS NS_PER_S
 /*
@@ -517,15 +519,53 @@ static bool live_rings(struct session *s)
 	return false;
 }
 
+/* Its shim's flushes begun (GP_CTR_FLUSHES_BEGUN) or finished (GP_CTR_FLUSHES). */
+static __u64 shim_flushes(const struct target *t, int which)
+{
+	__u64 ctr[GP_CTR_MAX];
+
+	shm_reader__counters(t->shm, ctr);
+	return ctr[which];
+}
+
+/*
+ * Whether every live shim has finished a CUPTI flush begun after the stop
+ * and its ring was read up to where its head stood when that was seen (a
+ * target launching on keeps it busy, but those later records are not the
+ * stop's). An inert shim holds nothing; a target's word on its own flushes
+ * decides only when its own last records stop being read.
+ */
+static bool rings_flushed(struct session *s)
+{
+	bool all = true;
+
+	for (size_t i = 0; i < s->tt.n; i++) {
+		struct target *t = s->tt.t[i];
+
+		if (!t->shm || !proc__alive(t->pid) || (shm_reader__flags(t->shm) & GP_SHM_F_INERT))
+			continue;
+		if (!t->flushed_pos && shim_flushes(t, GP_CTR_FLUSHES) > t->flushes_at_stop)
+			t->flushed_pos = shm_reader__read_pos(t->shm) + shm_reader__backlog(t->shm) + 1;
+		if (!t->flushed_pos || shm_reader__read_pos(t->shm) + 1 < t->flushed_pos)
+			all = false;
+	}
+	return all;
+}
+
 /* True to stop now; at the first stop with live rings, ends the profile and reads on a while. */
 static bool stop_now(struct session *s, __u64 now)
 {
 	if (s->stop_ns)
-		return now - s->stop_ns >= STOP_GRACE_NS;
+		return rings_flushed(s) || now - s->stop_ns >= STOP_MAX_NS;
 	if (!should_stop(s, now))
 		return false;
 	if (!live_rings(s))
 		return true;
+	for (size_t i = 0; i < s->tt.n; i++)
+		if (s->tt.t[i]->shm) {
+			s->tt.t[i]->flushes_at_stop = shim_flushes(s->tt.t[i], GP_CTR_FLUSHES_BEGUN);
+			s->tt.t[i]->flushed_pos = 0;
+		}
 	s->stop_ns = now;
 	join__stop(s->join, now);
 	log_debug(s->o->verbose, "stopping at %llu (CLOCK_MONOTONIC ns): reading the last records of "

@@ -260,7 +260,9 @@ static void cache_costs(struct session *s, struct cache_costs *c)
 	stack_cache__stats(s->cache, &cs);
 	*c = (struct cache_costs){
 		.hits = bpf[GP_BPF_CACHE_HITS], .misses = bpf[GP_BPF_CACHE_MISSES],
-		.audits = bpf[GP_BPF_CACHE_AUDITS], .unusable_launches = bpf[GP_BPF_CACHE_UNUSABLE],
+		/* An audit the ring had no room for went as a hit, counted in both. */
+		.audits = bpf[GP_BPF_CACHE_AUDITS] - bpf[GP_BPF_AUDITS_SKIPPED],
+		.audits_skipped = bpf[GP_BPF_AUDITS_SKIPPED], .unusable_launches = bpf[GP_BPF_CACHE_UNUSABLE],
 		.keys = cs.live, .capacity = cs.capacity, .split_keys = cs.split_keys,
 		.installs = cs.installs, .confirmed = cs.confirmed, .splits = cs.splits,
 		.young_caught = cs.young_caught,

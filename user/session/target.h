@@ -60,6 +60,8 @@ struct target {
 	bool record_forget;        /* its stack-cache keys are to go (follow_recording) */
 	__u64 record_forgot_ns;    /* when they last went */
 	unsigned dead_visits;      /* ticks it was read after it exited (its ring had more) */
+	__u64 flushes_at_stop;     /* its shim's flushes begun when the profile stopped */
+	__u64 flushed_pos;         /* its ring's head once a flush begun after the stop was seen (0: not yet) */
 };
 
 struct target_table {

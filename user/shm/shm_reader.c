@@ -578,6 +578,11 @@ __u64 shm_reader__backlog(struct shm_reader *r)
 	return r ? head__load(r) - r->rec_tail : 0;
 }
 
+__u64 shm_reader__read_pos(const struct shm_reader *r)
+{
+	return r ? r->rec_tail : 0;
+}
+
 static void name__bad(char *buf, size_t len)
 {
 	snprintf(buf, len, "%s", SHM_READER_BAD_NAME);

@@ -83,6 +83,8 @@ const struct gp_shm_layout *shm_reader__layout(const struct shm_reader *r);
 int shm_reader__read(struct shm_reader *r, struct gp_record *recs, size_t max, size_t *ret_n);
 /* Records published and not read yet (a lying head is resynced first). */
 __u64 shm_reader__backlog(struct shm_reader *r);
+/* Records read so far (free-running): past read_pos + backlog, all of the backlog was read. */
+__u64 shm_reader__read_pos(const struct shm_reader *r);
 
 /*
  * Copies the NUL-terminated name at off into buf (len >= 1). On failure buf

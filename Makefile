@@ -9,7 +9,7 @@
 #   make test-tsan     unit tests under ThreadSanitizer
 #   make test-asan     unit tests under AddressSanitizer + UBSan
 #   make fuzz-smoke    each fuzzer briefly; `make fuzz` runs them long
-#   make check         deps + all of the above + tools checks: every stage runs,
+#   make check         deps-test + all of the above + tools checks: every stage runs,
 #                      one total closes ("check: N passed, M failed, K skipped")
 #   make demo          profile the bundled stub workload (no GPU needed)
 #   V=1                show full commands
@@ -129,7 +129,7 @@ ALL_TARGETS := $(LOADER) $(CRC_HELPER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(P
 	$(ENGINE_LIB) $(ENGINE_PROG) $(ENGINE_CASES) \
 	$(TABLE_COST) $(VERIFIER_STATS) $(BPF_COUNTERS)
 
-.PHONY: all static test test-bpf test-tsan test-asan check deps demo fuzz \
+.PHONY: all static test test-bpf test-tsan test-asan check deps deps-test demo fuzz \
 	fuzz-smoke tools-check install clean cuda-check unit-tests bpf-tests soak
 
 all: $(ALL_TARGETS)
@@ -340,6 +340,8 @@ tools-check: $(SHIM_SO)
 
 deps:
 	$(Q)tools/deps.sh
+deps-test:
+	$(Q)tools/deps.sh test
 
 # The viewer the browser test opens timelines in (tests/bpf/e2e_browser.sh),
 # from npm at the version tests/browser/package-lock.json pins.
@@ -358,7 +360,7 @@ $(SPEEDSCOPE): tests/browser/package.json tests/browser/package-lock.json
 CHECK_STAGE = tools/check-stage.sh
 SUB_MAKE = $(MAKE) --no-print-directory -j$(NPROC)
 check: export GP_SUMMARY = $(abspath $(BUILD))/check-summary
-check: deps
+check: deps-test
 	$(Q)mkdir -p $(BUILD) && rm -f $(GP_SUMMARY)
 	$(Q)$(CHECK_STAGE) build $(SUB_MAKE) all
 	$(Q)$(CHECK_STAGE) unit $(SUB_MAKE) test

@@ -829,8 +829,7 @@ int BPF_KPROBE(cu_call)
 		return autograd_node(ctx);
 	if (probe >= GP_PROBE_MAX && probe != GP_PROBE_AUTOGRAD_EXECUTE)
 		return 0;
-	if (launches_paused && probe < GP_PROBE_MAX &&
-	    (probe < GP_PROBE_MODULE_LOAD || probe > GP_PROBE_LIBRARY_LOAD_FROM_FILE))
+	if (launches_paused && GP_PROBE_WINDOWED(probe))
 		return 0;
 	e = begin((__u32)probe);
 	if (!e)

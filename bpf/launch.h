@@ -74,6 +74,15 @@ enum gp_probe {
 };
 
 /*
+ * The probes off between the duty cycle's windows: every entry point but the
+ * module and library loads (bpf/launch.bpf.c: launches_paused; the links
+ * user/probe/probe_files.c detaches). Held against entry_points.c's rows by
+ * tests/test_entry_points.c.
+ */
+#define GP_PROBE_WINDOWED(p) \
+	((p) < GP_PROBE_MAX && ((p) < GP_PROBE_MODULE_LOAD || (p) > GP_PROBE_LIBRARY_LOAD_FROM_FILE))
+
+/*
  * A followed process just made its shim ring (memfd_create of
  * GP_SHM_RING_NAME returned fd): sent on the rings ring buffer, so that the
  * loader takes hold of the ring at once and reads it even if the process

@@ -100,7 +100,7 @@ struct probe_row {
 	const char *name[2];
 	__u32 probe;
 	bool launch;
-	bool windowed; /* off between the duty cycle's windows (bpf/launch.bpf.c: launches_paused) */
+	bool windowed; /* off between the duty cycle's windows (GP_PROBE_WINDOWED) */
 };
 
 /* The rows of a file of kind: the driver's entry points, or the autograd engine's. */
@@ -118,8 +118,7 @@ static size_t probe_rows(enum probe_file_kind kind, struct probe_row *rows)
 		rows[n++] = (struct probe_row){ .name = { entry_points[p].symbol,
 							  entry_points[p].alt_symbol },
 						.probe = p, .launch = entry_points[p].launch,
-						.windowed = entry_points[p].launch || entry_points[p].copy ||
-							    entry_points[p].node };
+						.windowed = GP_PROBE_WINDOWED(p) };
 	return n;
 }
 

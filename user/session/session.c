@@ -555,8 +555,16 @@ static bool rings_flushed(struct session *s)
 /* True to stop now; at the first stop with live rings, ends the profile and reads on a while. */
 static bool stop_now(struct session *s, __u64 now)
 {
-	if (s->stop_ns)
-		return rings_flushed(s) || now - s->stop_ns >= STOP_MAX_NS;
+	if (s->stop_ns) {
+		bool flushed = rings_flushed(s);
+
+		if (!flushed && now - s->stop_ns < STOP_MAX_NS)
+			return false;
+		log_debug(s->o->verbose, "stopped: read on %.0f ms after the stop (%s)",
+			  (double)(now - s->stop_ns) / NS_PER_MS,
+			  flushed ? "every running shim flushed" : "the bound: a shim had not flushed");
+		return true;
+	}
 	if (!should_stop(s, now))
 		return false;
 	if (!live_rings(s))

@@ -412,9 +412,9 @@ static void test_launches_before_the_shim_recorded_are_labelled_not_lost(void **
 	struct join_counters c;
 
 	join__on_unrecorded(j, on_unrecorded, &us);
-	assert_int_equal(join__recording(j, 100, UINT64_MAX), 0); /* off */
+	assert_int_equal(join__recording(j, 100, UINT64_MAX, 500), 0); /* off, never on */
 	launch(j, 1, 1000, 0);
-	assert_int_equal(join__recording(j, 100, 3000), 0); /* on since 3000 */
+	assert_int_equal(join__recording(j, 100, 3000, 0), 0); /* on since 3000 */
 	launch(j, 1, 2000, 1);
 	launch(j, 1, 3000, 2); /* at the switch: a record was due */
 	launch(j, 1, 4000, 3);
@@ -422,6 +422,37 @@ static void test_launches_before_the_shim_recorded_are_labelled_not_lost(void **
 	join__counters(j, &c);
 	assert_int_equal(us.n, 4);
 	assert_int_equal(us.out_of_order, 0);
+	assert_int_equal(us.before, 2);
+	assert_int_equal(c.launches_before_recording, 2);
+	assert_int_equal(c.launches_without_record, 2);
+	join__destroy(j);
+}
+
+/*
+ * The duty cycle switches the shim at each window: a launch made inside an
+ * earlier window whose record never came is a lost record, judged after the
+ * shim went off and on again; only one made between the windows (or before
+ * the first) is labelled made before the shim recorded.
+ */
+static void test_a_launch_inside_an_earlier_window_is_not_called_before_recording(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 16);
+	struct unrecorded_sink us = { 0 };
+	struct join_counters c;
+
+	join__on_unrecorded(j, on_unrecorded, &us);
+	launch(j, 1, 500, 0);  /* before the first window */
+	launch(j, 1, 1500, 1); /* inside it: its record lost */
+	launch(j, 1, 3000, 2); /* between the windows */
+	launch(j, 1, 6000, 3); /* inside the second: its record lost */
+	assert_int_equal(join__recording(j, 100, 1000, 0), 0);    /* on */
+	assert_int_equal(join__recording(j, 100, 1000, 2000), 0); /* off */
+	assert_int_equal(join__recording(j, 100, 5000, 0), 0);    /* on again */
+	assert_int_equal(join__recording(j, 100, 5000, 7000), 0); /* and off: judged now */
+	join__finish_all(j);
+	join__counters(j, &c);
+	assert_int_equal(us.n, 4);
 	assert_int_equal(us.before, 2);
 	assert_int_equal(c.launches_before_recording, 2);
 	assert_int_equal(c.launches_without_record, 2);
@@ -623,7 +654,7 @@ static void test_a_matched_launch_at_a_switch_whose_kernel_never_came_is_labelle
 	struct join_counters c;
 
 	join__on_unrecorded(j, on_unrecorded, &us);
-	assert_int_equal(join__recording(j, 100, 5000), 0);
+	assert_int_equal(join__recording(j, 100, 5000, 0), 0);
 	launch(j, 1, 4000, 21);                           /* at the edge: no kernel */
 	api(j, 1, 3900, 4100, 1, JOIN_DOMAIN_RUNTIME);
 	launch(j, 1, 6000, 22);                           /* after: captured, say */
@@ -661,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_visiting_sites_renumbers_queued_and_matched_launches),
 		cmocka_unit_test(test_launches_without_records_all_leave_once_past_the_queue_bound),
 		cmocka_unit_test(test_launches_before_the_shim_recorded_are_labelled_not_lost),
+		cmocka_unit_test(test_a_launch_inside_an_earlier_window_is_not_called_before_recording),
 		cmocka_unit_test(test_a_stop_ends_the_profile_and_joins_what_came_before_it),
 		cmocka_unit_test(test_windows_keep_what_was_launched_inside_them),
 		cmocka_unit_test(test_windows_older_than_the_last_kept_are_outside),

@@ -352,24 +352,34 @@ static void test_a_ring_marked_by_the_watch_has_a_live_reader(void **state)
 	shm__destroy(shm);
 }
 
-/* What the loader makes of the shim's switches (join__recording's from_ns). */
+/* Whether the reader sees the span recorded as [on, off] (off 0: still on), and recording now. */
+static void assert_span(struct shm_reader *r, __u64 on, __u64 off, bool now)
+{
+	__u64 got_on, got_off;
+
+	assert_int_equal(shm_reader__record_span(r, &got_on, &got_off), now);
+	assert_int_equal(got_on, on);
+	assert_int_equal(got_off, off);
+}
+
+/* What the loader makes of the shim's switches (join__recording's span). */
 static void test_the_recording_state_reaches_the_reader(void **state)
 {
 	struct shm *shm = small_shm(64);
 	struct shm_reader *r;
 
 	assert_int_equal(shm_reader__open_fd(shm__fd(shm), &r), 0);
-	assert_int_equal(shm_reader__record_from(r), 0); /* never switched: an older shim */
+	assert_span(r, 0, 0, true); /* never switched: an older shim, always on */
 	shm__set_recording(shm, false, 100);
-	assert_int_equal(shm_reader__record_from(r), UINT64_MAX);
+	assert_span(r, UINT64_MAX, 100, false); /* never on */
 	shm__set_recording(shm, true, 200);
-	assert_int_equal(shm_reader__record_from(r), 200);
+	assert_span(r, 200, 0, true);
 	shm__set_recording(shm, false, 300);
-	assert_int_equal(shm_reader__record_from(r), UINT64_MAX);
+	assert_span(r, 200, 300, false);
 	assert_int_equal(shm__counter(shm, GP_CTR_RECORDING_ON), 1);
 	assert_int_equal(shm__counter(shm, GP_CTR_RECORDING_OFF), 2);
 	shm__set_flags(shm, GP_SHM_F_INERT, 0);
-	assert_int_equal(shm_reader__record_from(r), 0); /* gave up: said otherwise */
+	assert_span(r, 0, 0, true); /* gave up: said otherwise */
 	/* A reader that leaves zeroes the beat: the shim switches off at once. */
 	shm__header(shm)->consumer.heartbeat_ns = now_ns();
 	shm_reader__destroy(r);

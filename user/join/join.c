@@ -114,7 +114,9 @@ struct jorder {
 struct jproc {
 	__u32 pid;
 	__u64 attach_ts;
-	__u64 record_from;          /* join__recording */
+	struct { __u64 on, off; } rec[JOIN_RECORD_SPANS]; /* join__recording's spans, a ring */
+	__u32 nr_rec;               /* spans seen (0: always on) */
+	bool rec_never;             /* the shim said it was never on */
 	struct u64map thread_idx;   /* tid << 2 | cls -> index in threads */
 	struct jthread *threads;
 	size_t nr_threads, cap_threads;
@@ -258,14 +260,40 @@ int join__attach(struct join *j, __u32 pid, __u64 attach_ts)
 	return 0;
 }
 
-int join__recording(struct join *j, __u32 pid, __u64 from_ns)
+int join__recording(struct join *j, __u32 pid, __u64 on_ns, __u64 off_ns)
 {
 	struct jproc *p = proc_get(j, pid, true);
+	__u32 last;
 
 	if (!p)
 		return -ENOMEM;
-	p->record_from = from_ns;
+	p->rec_never = on_ns == UINT64_MAX;
+	if (p->rec_never || (!on_ns && !off_ns)) {
+		p->nr_rec = 0;
+		return 0;
+	}
+	last = (p->nr_rec - 1) % JOIN_RECORD_SPANS;
+	if (!p->nr_rec || p->rec[last].on != on_ns)
+		last = p->nr_rec++ % JOIN_RECORD_SPANS;
+	p->rec[last].on = on_ns;
+	p->rec[last].off = off_ns;
 	return 0;
+}
+
+/* Whether the shim recorded when a call was made at ts (join__recording). */
+static bool recorded_at(const struct jproc *p, __u64 ts)
+{
+	if (p->rec_never)
+		return false;
+	if (!p->nr_rec)
+		return true;
+	for (__u32 i = 0; i < p->nr_rec && i < JOIN_RECORD_SPANS; i++) {
+		__u32 k = (p->nr_rec - 1 - i) % JOIN_RECORD_SPANS;
+
+		if (ts >= p->rec[k].on && (!p->rec[k].off || ts <= p->rec[k].off))
+			return true;
+	}
+	return false;
 }
 
 static struct jthread *thread_get(struct join *j, struct jproc *p, __u32 tid, __u32 cls)
@@ -432,7 +460,7 @@ static void unrecorded(struct join *j, struct jproc *p, __u32 tid, __u64 site, _
  */
 static void corr_unseen(struct join *j, struct jproc *p, const struct jcorr *c)
 {
-	if (c->seen || !c->launch || c->reason != JOIN_OK || !c->ts || c->ts >= p->record_from)
+	if (c->seen || !c->launch || c->reason != JOIN_OK || !c->ts || recorded_at(p, c->ts))
 		return;
 	j->c.launches_before_recording++;
 	unrecorded(j, p, c->tid, c->site, c->probe, true);
@@ -540,7 +568,7 @@ static void api_orphan(struct join *j, struct jproc *p, struct jthread *t)
 static void launch_orphan(struct join *j, struct jproc *p, struct jthread *t)
 {
 	const struct jlaunch *l = fifo__at(&t->launches, 0);
-	bool before = l->ts < p->record_from;
+	bool before = !recorded_at(p, l->ts);
 
 	if (at_close(j, l->ts)) {
 		j->c.launches_outside++; /* its record, stamped after the close, left out */

@@ -139,12 +139,15 @@ void join__on_matched(struct join *j, join_matched_fn fn, void *ctx);
 /* Records when the loader attached to pid: earlier calls cannot be matched. */
 int join__attach(struct join *j, __u32 pid, __u64 attach_ts);
 /*
- * From from_ns on, pid's shim records its calls' activity (shim/gp_abi.h,
- * "no reader, no records"): a launch made before it that no record takes is
- * counted launches_before_recording and labelled so, not lost. UINT64_MAX:
- * not recording now; 0 (the default): recording since before the attach.
+ * pid's shim recorded its calls' activity from on_ns to off_ns (shim/gp_abi.h,
+ * "no reader, no records"; off_ns 0: it records now): a launch made while it
+ * did not that no record takes is counted launches_before_recording and
+ * labelled so, not lost. The last JOIN_RECORD_SPANS spans are kept (the duty
+ * cycle switches it at each window). on_ns UINT64_MAX: never on yet; 0 and 0
+ * (the default): always on.
  */
-int join__recording(struct join *j, __u32 pid, __u64 from_ns);
+#define JOIN_RECORD_SPANS 16
+int join__recording(struct join *j, __u32 pid, __u64 on_ns, __u64 off_ns);
 /*
  * The windows the profile covers (the duty cycle; a stop ends the last):
  * join__pause ends the open window at ts, join__resume opens another from

@@ -275,14 +275,16 @@ __u64 session__cubins_left(struct target *t)
 
 static void follow_recording(struct session *s, struct target *t, __u64 now)
 {
-	__u64 from = shm_reader__record_from(t->shm);
+	__u64 on, off;
 
-	if (from != t->record_from || !t->record_seen) {
+	shm_reader__record_span(t->shm, &on, &off);
+	if (on != t->record_on || off != t->record_off || !t->record_seen) {
 		/* Keys learnt before the first look were learnt in the state it shows. */
 		t->record_forget = t->record_forget || t->record_seen;
-		t->record_from = from;
+		t->record_on = on;
+		t->record_off = off;
 		t->record_seen = true;
-		join__recording(s->join, t->pid, from);
+		join__recording(s->join, t->pid, on, off);
 	}
 	if (s->cache && t->record_forget && now - t->record_forgot_ns >= RECORD_FORGET_EVERY_NS) {
 		stack_cache__forget_pid(s->cache, (__u32)t->pid);

@@ -55,8 +55,8 @@ struct target {
 	bool warned_no_shim;
 	bool warned_busy;          /* its ring is read by another loader: said once */
 	bool shm_inert_reported;
-	__u64 record_from;         /* shm_reader__record_from at the last visit */
-	bool record_seen;          /* record_from was read once */
+	__u64 record_on, record_off; /* shm_reader__record_span at the last visit */
+	bool record_seen;          /* they were read once */
 	bool record_forget;        /* its stack-cache keys are to go (follow_recording) */
 	__u64 record_forgot_ns;    /* when they last went */
 	unsigned dead_visits;      /* ticks it was read after it exited (its ring had more) */

@@ -633,19 +633,23 @@ __u32 shm_reader__flags(const struct shm_reader *r)
 	return __atomic_load_n(&r->hdr->producer.flags, __ATOMIC_ACQUIRE);
 }
 
-__u64 shm_reader__record_from(const struct shm_reader *r)
+bool shm_reader__record_span(const struct shm_reader *r, __u64 *ret_on, __u64 *ret_off)
 {
 	const struct gp_shm_producer *p = &r->hdr->producer;
 	__u32 flags = shm_reader__flags(r);
 	__u64 on = __atomic_load_n(&p->record_on_ns, __ATOMIC_ACQUIRE);
 	__u64 off = __atomic_load_n(&p->record_off_ns, __ATOMIC_ACQUIRE);
 
-	if (flags & GP_SHM_F_INERT)
-		return 0; /* said otherwise: the shim gave up */
+	*ret_on = *ret_off = 0;
+	/* Said otherwise (the shim gave up), or never switched either way (an older shim): always on. */
+	if ((flags & GP_SHM_F_INERT) || (!on && !off))
+		return true;
+	*ret_on = on;
 	if (flags & GP_SHM_F_RECORDING)
-		return on;
-	/* Never switched either way: a shim that predates switching, always on. */
-	return on || off ? UINT64_MAX : 0;
+		return true;
+	*ret_on = on ? on : UINT64_MAX;
+	*ret_off = off;
+	return false;
 }
 
 __s64 shm_reader__clock_offset(const struct shm_reader *r)

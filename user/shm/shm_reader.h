@@ -96,12 +96,14 @@ int shm_reader__name(struct shm_reader *r, __u32 off, char *buf, size_t len);
 void shm_reader__counters(const struct shm_reader *r, __u64 ret_ctr[GP_CTR_MAX]);
 __u32 shm_reader__flags(const struct shm_reader *r);
 /*
- * Since when the shim records its calls' activity (gp_abi.h, "no reader, no
- * records"), for join__recording: its record_on_ns while on, UINT64_MAX while
- * off, 0 for a shim that never switched (inert, or older). Hostile: a lie
- * only relabels the target's own launches.
+ * When the shim last recorded its calls' activity (gp_abi.h, "no reader, no
+ * records"), for join__recording: from *ret_on (its record_on_ns) to
+ * *ret_off (its record_off_ns; 0 while it records now). 0 and 0 for a shim
+ * that never switched (inert, or older: always on); *ret_on UINT64_MAX for
+ * one never on. Returns whether it records now (or never switched).
+ * Hostile: a lie only relabels the target's own launches.
  */
-__u64 shm_reader__record_from(const struct shm_reader *r);
+bool shm_reader__record_span(const struct shm_reader *r, __u64 *ret_on, __u64 *ret_off);
 __s64 shm_reader__clock_offset(const struct shm_reader *r);
 /* Asks the shim for no records now (between the duty cycle's windows), or for them again. */
 void shm_reader__pause(struct shm_reader *r, bool paused);

@@ -412,9 +412,9 @@ static void test_launches_before_the_shim_recorded_are_labelled_not_lost(void **
 	struct join_counters c;
 
 	join__on_unrecorded(j, on_unrecorded, &us);
-	assert_int_equal(join__recording(j, 100, UINT64_MAX, 500), 0); /* off, never on */
+	assert_int_equal(join__recording(j, 100, UINT64_MAX, 500, 600), 0); /* off, never on */
 	launch(j, 1, 1000, 0);
-	assert_int_equal(join__recording(j, 100, 3000, 0), 0); /* on since 3000 */
+	assert_int_equal(join__recording(j, 100, 3000, 0, 3100), 0); /* on since 3000 */
 	launch(j, 1, 2000, 1);
 	launch(j, 1, 3000, 2); /* at the switch: a record was due */
 	launch(j, 1, 4000, 3);
@@ -431,8 +431,9 @@ static void test_launches_before_the_shim_recorded_are_labelled_not_lost(void **
 /*
  * The duty cycle switches the shim at each window: a launch made inside an
  * earlier window whose record never came is a lost record, judged after the
- * shim went off and on again; only one made between the windows (or before
- * the first) is labelled made before the shim recorded.
+ * shim went off and on again; one made between the windows (or before the
+ * first, or after a window was last seen on when its end came unseen) is
+ * labelled made before the shim recorded.
  */
 static void test_a_launch_inside_an_earlier_window_is_not_called_before_recording(void **state)
 {
@@ -442,20 +443,25 @@ static void test_a_launch_inside_an_earlier_window_is_not_called_before_recordin
 	struct join_counters c;
 
 	join__on_unrecorded(j, on_unrecorded, &us);
-	launch(j, 1, 500, 0);  /* before the first window */
-	launch(j, 1, 1500, 1); /* inside it: its record lost */
-	launch(j, 1, 3000, 2); /* between the windows */
-	launch(j, 1, 6000, 3); /* inside the second: its record lost */
-	assert_int_equal(join__recording(j, 100, 1000, 0), 0);    /* on */
-	assert_int_equal(join__recording(j, 100, 1000, 2000), 0); /* off */
-	assert_int_equal(join__recording(j, 100, 5000, 0), 0);    /* on again */
-	assert_int_equal(join__recording(j, 100, 5000, 7000), 0); /* and off: judged now */
+	launch(j, 1, 500, 0);   /* before the first window */
+	launch(j, 1, 1500, 1);  /* inside it: its record lost */
+	launch(j, 1, 3000, 2);  /* between the windows */
+	launch(j, 1, 6000, 3);  /* inside the second: its record lost */
+	launch(j, 1, 8500, 4);  /* inside the third, seen on at 8600: lost */
+	launch(j, 1, 9500, 5);  /* after it was last seen on: it went off unseen */
+	launch(j, 1, 10500, 6); /* inside the fourth, still on */
+	assert_int_equal(join__recording(j, 100, 1000, 0, 1100), 0);    /* on */
+	assert_int_equal(join__recording(j, 100, 1000, 2000, 2100), 0); /* off */
+	assert_int_equal(join__recording(j, 100, 5000, 0, 5100), 0);    /* on again */
+	assert_int_equal(join__recording(j, 100, 5000, 7000, 7100), 0); /* off */
+	assert_int_equal(join__recording(j, 100, 8000, 0, 8600), 0);    /* on: its end unseen */
+	assert_int_equal(join__recording(j, 100, 10000, 0, 10100), 0);  /* on since 10000 */
 	join__finish_all(j);
 	join__counters(j, &c);
-	assert_int_equal(us.n, 4);
-	assert_int_equal(us.before, 2);
-	assert_int_equal(c.launches_before_recording, 2);
-	assert_int_equal(c.launches_without_record, 2);
+	assert_int_equal(us.n, 7);
+	assert_int_equal(us.before, 3);
+	assert_int_equal(c.launches_before_recording, 3);
+	assert_int_equal(c.launches_without_record, 4);
 	join__destroy(j);
 }
 
@@ -654,7 +660,7 @@ static void test_a_matched_launch_at_a_switch_whose_kernel_never_came_is_labelle
 	struct join_counters c;
 
 	join__on_unrecorded(j, on_unrecorded, &us);
-	assert_int_equal(join__recording(j, 100, 5000, 0), 0);
+	assert_int_equal(join__recording(j, 100, 5000, 0, 5100), 0);
 	launch(j, 1, 4000, 21);                           /* at the edge: no kernel */
 	api(j, 1, 3900, 4100, 1, JOIN_DOMAIN_RUNTIME);
 	launch(j, 1, 6000, 22);                           /* after: captured, say */

@@ -114,7 +114,7 @@ struct jorder {
 struct jproc {
 	__u32 pid;
 	__u64 attach_ts;
-	struct { __u64 on, off; } rec[JOIN_RECORD_SPANS]; /* join__recording's spans, a ring */
+	struct { __u64 on, off, seen; } rec[JOIN_RECORD_SPANS]; /* join__recording's spans, a ring */
 	__u32 nr_rec;               /* spans seen (0: always on) */
 	bool rec_never;             /* the shim said it was never on */
 	struct u64map thread_idx;   /* tid << 2 | cls -> index in threads */
@@ -260,7 +260,7 @@ int join__attach(struct join *j, __u32 pid, __u64 attach_ts)
 	return 0;
 }
 
-int join__recording(struct join *j, __u32 pid, __u64 on_ns, __u64 off_ns)
+int join__recording(struct join *j, __u32 pid, __u64 on_ns, __u64 off_ns, __u64 now_ns)
 {
 	struct jproc *p = proc_get(j, pid, true);
 	__u32 last;
@@ -277,11 +277,16 @@ int join__recording(struct join *j, __u32 pid, __u64 on_ns, __u64 off_ns)
 		last = p->nr_rec++ % JOIN_RECORD_SPANS;
 	p->rec[last].on = on_ns;
 	p->rec[last].off = off_ns;
+	if (!off_ns)
+		p->rec[last].seen = now_ns;
 	return 0;
 }
 
-/* Whether the shim recorded when a call was made at ts (join__recording). */
-static bool recorded_at(const struct jproc *p, __u64 ts)
+/*
+ * Whether the shim recorded when a call was made at ts (join__recording),
+ * and, with a margin, not within it before a switch-off it was seen making.
+ */
+static bool recorded_at(const struct jproc *p, __u64 ts, __u64 margin)
 {
 	if (p->rec_never)
 		return false;
@@ -289,8 +294,13 @@ static bool recorded_at(const struct jproc *p, __u64 ts)
 		return true;
 	for (__u32 i = 0; i < p->nr_rec && i < JOIN_RECORD_SPANS; i++) {
 		__u32 k = (p->nr_rec - 1 - i) % JOIN_RECORD_SPANS;
+		/* Still on (the latest), ended, or ended unseen after its last look. */
+		__u64 end = p->rec[k].off ? p->rec[k].off : i ? p->rec[k].seen : UINT64_MAX;
 
-		if (ts >= p->rec[k].on && (!p->rec[k].off || ts <= p->rec[k].off))
+		if (p->rec[k].off)
+			end = end > margin ? end - margin : 0;
+
+		if (ts >= p->rec[k].on && ts <= end)
 			return true;
 	}
 	return false;
@@ -451,16 +461,16 @@ static void unrecorded(struct join *j, struct jproc *p, __u32 tid, __u64 site, _
 		       bool before);
 
 /*
- * A matched call whose activities never came, made before the shim's
- * latest switch-on: at a switch, CUPTI may keep the API record of a call
- * and not its kernel (the shim opens its API window first and closes it
- * last). Labelled as made before the shim recorded, not dropped unsaid.
- * Later ones stay silent, as before: a launch captured into a graph has no
- * kernel record.
+ * A matched call whose activities never came, made while the shim did not
+ * record or just before it switched off (JOIN_EDGE_NS): at a switch, CUPTI
+ * may keep the API record of a call and not its kernel (the shim opens its
+ * API window first and closes it last). Labelled as made before the shim
+ * recorded, not dropped unsaid. Others stay silent, as before: a launch
+ * captured into a graph has no kernel record.
  */
 static void corr_unseen(struct join *j, struct jproc *p, const struct jcorr *c)
 {
-	if (c->seen || !c->launch || c->reason != JOIN_OK || !c->ts || recorded_at(p, c->ts))
+	if (c->seen || !c->launch || c->reason != JOIN_OK || !c->ts || recorded_at(p, c->ts, JOIN_EDGE_NS))
 		return;
 	j->c.launches_before_recording++;
 	unrecorded(j, p, c->tid, c->site, c->probe, true);
@@ -568,7 +578,7 @@ static void api_orphan(struct join *j, struct jproc *p, struct jthread *t)
 static void launch_orphan(struct join *j, struct jproc *p, struct jthread *t)
 {
 	const struct jlaunch *l = fifo__at(&t->launches, 0);
-	bool before = !recorded_at(p, l->ts);
+	bool before = !recorded_at(p, l->ts, 0);
 
 	if (at_close(j, l->ts)) {
 		j->c.launches_outside++; /* its record, stamped after the close, left out */

@@ -144,10 +144,13 @@ int join__attach(struct join *j, __u32 pid, __u64 attach_ts);
  * did not that no record takes is counted launches_before_recording and
  * labelled so, not lost. The last JOIN_RECORD_SPANS spans are kept (the duty
  * cycle switches it at each window). on_ns UINT64_MAX: never on yet; 0 and 0
- * (the default): always on.
+ * (the default): always on. Told at each look (now_ns: when it was taken),
+ * so that a span whose end came unseen (the shim went off and on again
+ * between two looks) is known only up to the last look that saw it on: a
+ * launch after that is labelled, not called lost.
  */
 #define JOIN_RECORD_SPANS 16
-int join__recording(struct join *j, __u32 pid, __u64 on_ns, __u64 off_ns);
+int join__recording(struct join *j, __u32 pid, __u64 on_ns, __u64 off_ns, __u64 now_ns);
 /*
  * The windows the profile covers (the duty cycle; a stop ends the last):
  * join__pause ends the open window at ts, join__resume opens another from

@@ -284,8 +284,8 @@ static void follow_recording(struct session *s, struct target *t, __u64 now)
 		t->record_on = on;
 		t->record_off = off;
 		t->record_seen = true;
-		join__recording(s->join, t->pid, on, off);
 	}
+	join__recording(s->join, t->pid, on, off, now); /* each look: how long a span was seen on */
 	if (s->cache && t->record_forget && now - t->record_forgot_ns >= RECORD_FORGET_EVERY_NS) {
 		stack_cache__forget_pid(s->cache, (__u32)t->pid);
 		t->record_forget = false;

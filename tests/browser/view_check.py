@@ -20,6 +20,7 @@ import http.server
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -75,8 +76,9 @@ def free_port():
 
 def check_pprof(d, profile, want_ns, names, outdir):
     port = free_port()
+    # A group of its own: `go tool` runs pprof as a child, which must go with it.
     p = subprocess.Popen(["go", "tool", "pprof", "-no_browser", f"-http=127.0.0.1:{port}", profile],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + WAIT_S
         while True:
@@ -104,7 +106,7 @@ def check_pprof(d, profile, want_ns, names, outdir):
         d.save_screenshot(f"{outdir}/flamegraph.png")
         return len(boxes)
     finally:
-        p.kill()
+        os.killpg(p.pid, signal.SIGKILL)
         p.wait()
 
 

@@ -466,6 +466,37 @@ static void test_a_launch_inside_an_earlier_window_is_not_called_before_recordin
 }
 
 /*
+ * At a switch-off, CUPTI may keep a call's API record and not its kernel
+ * (the shim closes its API window last): a matched launch whose kernel
+ * never came, made within JOIN_EDGE_NS before a seen switch-off, is
+ * labelled as the edge's; one made well inside the span stays silent (a
+ * launch captured into a graph has no kernel).
+ */
+static void test_a_matched_launch_just_before_a_switch_off_without_its_kernel_is_labelled(void **state)
+{
+	const __u64 on = 1000000000ull, off = 2000000000ull;
+	struct sink k = { 0 };
+	struct join *j = new_join(&k, 0);
+	struct unrecorded_sink us = { .next_site = 31 };
+	struct join_counters c;
+
+	join__on_unrecorded(j, on_unrecorded, &us);
+	assert_int_equal(join__recording(j, 100, on, 0, on + 1000), 0);
+	launch(j, 1, 1500000000ull, 31);                 /* inside: captured, say */
+	api(j, 1, 1499999900ull, 1500000100ull, 1, JOIN_DOMAIN_RUNTIME);
+	launch(j, 1, off - 1000000, 32);                 /* 1 ms before the off */
+	api(j, 1, off - 1000100, off - 999900, 2, JOIN_DOMAIN_RUNTIME);
+	assert_int_equal(join__recording(j, 100, on, off, off + 1000), 0);
+	join__finish_all(j);
+	join__counters(j, &c);
+	assert_int_equal(us.n, 1);
+	assert_int_equal(us.before, 1);
+	assert_int_equal(c.launches_before_recording, 1);
+	assert_int_equal(c.launches_without_record, 0);
+	join__destroy(j);
+}
+
+/*
  * A process without the shim: no record ever comes. Far more launches than
  * the thread's queue holds each reach the unrecorded callback once, in
  * order, none refused; a launch that is matched never does.
@@ -699,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_launches_without_records_all_leave_once_past_the_queue_bound),
 		cmocka_unit_test(test_launches_before_the_shim_recorded_are_labelled_not_lost),
 		cmocka_unit_test(test_a_launch_inside_an_earlier_window_is_not_called_before_recording),
+		cmocka_unit_test(test_a_matched_launch_just_before_a_switch_off_without_its_kernel_is_labelled),
 		cmocka_unit_test(test_a_stop_ends_the_profile_and_joins_what_came_before_it),
 		cmocka_unit_test(test_windows_keep_what_was_launched_inside_them),
 		cmocka_unit_test(test_windows_older_than_the_last_kept_are_outside),

@@ -75,7 +75,6 @@ static bool rings_recording(const struct session *s)
 {
 	for (size_t i = 0; i < s->tt.n; i++) {
 		const struct target *t = s->tt.t[i];
-
 		__u64 on, off;
 
 		if (t->shm && !shm_reader__record_span(t->shm, &on, &off))

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "user/ingest/event_pump.h"
 #include "user/util/clock.h"
@@ -12,6 +14,15 @@
 #define PUMP_POLL_MS 5       /* while events come */
 #define PUMP_IDLE_POLL_MS 25 /* after a pass that found none */
 #define SYNC_MAX_NS 1000000000ll
+/*
+ * The pump's nice: when events come it runs before the threads that make
+ * them, so the ring stays empty. At the loader's own nice, make demo's
+ * burst (4 threads launching on 2 cores) left the ring past half full in 8
+ * of 20 runs on an idle machine, stack copies skipped; at -10, in 0 of 20.
+ * It only copies, so what it takes is what the launches bring, never more.
+ * Refused (not root): it runs at the loader's own.
+ */
+#define PUMP_NICE (-10)
 
 static struct timespec deadline_in(long long ns)
 {
@@ -64,6 +75,8 @@ static void *pump_main(void *arg)
 {
 	struct event_pump *p = arg;
 	int timeout_ms = PUMP_POLL_MS;
+
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUMP_NICE);
 
 	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
 		bool pushed;

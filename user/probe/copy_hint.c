@@ -6,7 +6,14 @@
 #include "user/probe/launch_probe.h"
 #include "bpf/launch.h"
 
-#define HINT_MIN (4u * 1024)
+/*
+ * A shrunk copy keeps this much at least, and twice its run's deepest: a
+ * thread's first deeper call after a shrink ends short once (make demo's
+ * workers: 1,200 shallow launches, then site_copy's 8 KiB of locals came
+ * out "[truncated: stack copy ended]"). With the stack cache only misses
+ * and audits copy, so the room costs little.
+ */
+#define HINT_MIN (16u * 1024)
 #define HINT_ROUND 4096u
 #define SHRINK_AFTER 512u      /* launches that all needed less than half */
 #define MAX_THREADS (1u << 16)
@@ -68,7 +75,7 @@ __u32 copy_hints__observe(struct copy_hints *h, __u32 tid, __u32 need)
 		if (need > s.deepest)
 			s.deepest = need > 0xffffu * 1024 ? 0xffffu * 1024 : need;
 		if (++s.run >= SHRINK_AFTER) {
-			want = fit((__u64)s.deepest + s.deepest / 4);
+			want = fit(2ull * s.deepest);
 			if (want <= s.size / 2)
 				s.size = want;
 			s.deepest = s.run = 0;

@@ -7,7 +7,7 @@
  * from what the walks of its stacks read, starting from `initial`: a copy
  * that ended short doubles at once; a walk that needed more than 4/5 of the
  * size grows it by a quarter; a run of 512 launches that all needed under
- * half of it shrinks it to their deepest plus a quarter. The BPF side reads
+ * half of it shrinks it to twice their deepest, 16 KiB at least. The BPF side reads
  * the size from the copy_hints map (and copies no more than the stack has).
  */
 #ifndef GP_PROBE_COPY_HINT_H

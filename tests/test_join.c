@@ -398,6 +398,22 @@ static void on_unrecorded(void *ctx, const struct join_unrecorded *u)
 	us->n++;
 }
 
+/* Finishes j and checks what reached the unrecorded callback: n launches, before of them labelled. */
+static void finish_unrecorded(struct join *j, const struct unrecorded_sink *us, unsigned n,
+			      unsigned before)
+{
+	struct join_counters c;
+
+	join__finish_all(j);
+	join__counters(j, &c);
+	assert_int_equal(us->n, n);
+	assert_int_equal(us->out_of_order, 0);
+	assert_int_equal(us->before, before);
+	assert_int_equal(c.launches_before_recording, before);
+	assert_int_equal(c.launches_without_record, n - before);
+	join__destroy(j);
+}
+
 /*
  * shim/gp_abi.h, "no reader, no records": a launch made before the shim
  * switched its recording on is labelled and counted apart, not as a lost
@@ -409,7 +425,6 @@ static void test_launches_before_the_shim_recorded_are_labelled_not_lost(void **
 	struct sink k;
 	struct join *j = new_join(&k, 16);
 	struct unrecorded_sink us = { 0 };
-	struct join_counters c;
 
 	join__on_unrecorded(j, on_unrecorded, &us);
 	assert_int_equal(join__recording(j, 100, UINT64_MAX, 500, 600), 0); /* off, never on */
@@ -418,14 +433,7 @@ static void test_launches_before_the_shim_recorded_are_labelled_not_lost(void **
 	launch(j, 1, 2000, 1);
 	launch(j, 1, 3000, 2); /* at the switch: a record was due */
 	launch(j, 1, 4000, 3);
-	join__finish_all(j);
-	join__counters(j, &c);
-	assert_int_equal(us.n, 4);
-	assert_int_equal(us.out_of_order, 0);
-	assert_int_equal(us.before, 2);
-	assert_int_equal(c.launches_before_recording, 2);
-	assert_int_equal(c.launches_without_record, 2);
-	join__destroy(j);
+	finish_unrecorded(j, &us, 4, 2);
 }
 
 /*
@@ -440,7 +448,6 @@ static void test_a_launch_inside_an_earlier_window_is_not_called_before_recordin
 	struct sink k;
 	struct join *j = new_join(&k, 16);
 	struct unrecorded_sink us = { 0 };
-	struct join_counters c;
 
 	join__on_unrecorded(j, on_unrecorded, &us);
 	launch(j, 1, 500, 0);   /* before the first window */
@@ -456,13 +463,7 @@ static void test_a_launch_inside_an_earlier_window_is_not_called_before_recordin
 	assert_int_equal(join__recording(j, 100, 5000, 7000, 7100), 0); /* off */
 	assert_int_equal(join__recording(j, 100, 8000, 0, 8600), 0);    /* on: its end unseen */
 	assert_int_equal(join__recording(j, 100, 10000, 0, 10100), 0);  /* on since 10000 */
-	join__finish_all(j);
-	join__counters(j, &c);
-	assert_int_equal(us.n, 7);
-	assert_int_equal(us.before, 3);
-	assert_int_equal(c.launches_before_recording, 3);
-	assert_int_equal(c.launches_without_record, 4);
-	join__destroy(j);
+	finish_unrecorded(j, &us, 7, 3);
 }
 
 /*
@@ -477,8 +478,7 @@ static void test_a_matched_launch_just_before_a_switch_off_without_its_kernel_is
 	const __u64 on = 1000000000ull, off = 2000000000ull;
 	struct sink k = { 0 };
 	struct join *j = new_join(&k, 0);
-	struct unrecorded_sink us = { .next_site = 31 };
-	struct join_counters c;
+	struct unrecorded_sink us = { .next_site = 32 }; /* the first to reach it */
 
 	join__on_unrecorded(j, on_unrecorded, &us);
 	assert_int_equal(join__recording(j, 100, on, 0, on + 1000), 0);
@@ -487,13 +487,7 @@ static void test_a_matched_launch_just_before_a_switch_off_without_its_kernel_is
 	launch(j, 1, off - 1000000, 32);                 /* 1 ms before the off */
 	api(j, 1, off - 1000100, off - 999900, 2, JOIN_DOMAIN_RUNTIME);
 	assert_int_equal(join__recording(j, 100, on, off, off + 1000), 0);
-	join__finish_all(j);
-	join__counters(j, &c);
-	assert_int_equal(us.n, 1);
-	assert_int_equal(us.before, 1);
-	assert_int_equal(c.launches_before_recording, 1);
-	assert_int_equal(c.launches_without_record, 0);
-	join__destroy(j);
+	finish_unrecorded(j, &us, 1, 1);
 }
 
 /*

@@ -401,7 +401,8 @@ static bool settle__may_go_on(const struct cubin_queue *q, int n, __u64 bytes, _
 		return false;
 	if (q->opts.settle_max_bytes && bytes >= q->opts.settle_max_bytes)
 		return false;
-	return !deadline || mono_ns() < deadline;
+	/* The time bound between entries: a call always settles one (a busy or slow caller still gets on). */
+	return !deadline || n == 0 || mono_ns() < deadline;
 }
 
 static int settle__run(struct cubin_queue *q, cubin_crc_fn crc, void *crc_ctx,

@@ -451,7 +451,11 @@ static int slow_crc(void *ctx, const void *cubin, size_t size, __u64 *ret_crc)
 	return test_crc(ctx, cubin, size, ret_crc);
 }
 
-/* The time bound is checked between entries: five 20 ms CRCs never fit in 30 ms. */
+/*
+ * The time bound is checked between entries, never before the first (a
+ * call preempted past its bound before it began still settles one): five
+ * 20 ms CRCs never fit in 30 ms, however loaded the machine.
+ */
 static void test_settle_stops_at_its_time_bound(void **state)
 {
 	struct cubin_queue_opts o = { .settle_max_ns = 30ull * 1000 * 1000 };
@@ -465,6 +469,16 @@ static void test_settle_stops_at_its_time_bound(void **state)
 	for (total = n; total < 5 && calls < 10; calls++)
 		total += cubin_queue__settle(f->q, slow_crc, f, on_record, f);
 	assert_int_equal(total, 5);
+	fixture__free(f);
+
+	/* A bound already past when the call begins: one a call, still. */
+	o.settle_max_ns = 1;
+	f = fixture__new(1 << 16, 8192, &o);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(capture(f, (__u64)i, 0, (__u8)(0x70 + i), 100), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(cubin_queue__settle(f->q, test_crc, f, on_record, f), 1);
+	assert_int_equal(cubin_queue__settle(f->q, test_crc, f, on_record, f), 0);
 	fixture__free(f);
 }
 

@@ -384,7 +384,7 @@ static void test_every_activity_leaves_exactly_once_when_queues_overflow(void **
 }
 
 struct unrecorded_sink {
-	unsigned n, out_of_order, before;
+	unsigned n, out_of_order, before, no_activity;
 	__u64 next_site;
 };
 
@@ -395,7 +395,14 @@ static void on_unrecorded(void *ctx, const struct join_unrecorded *u)
 	us->out_of_order += u->site != us->next_site || u->pid != 100 || u->tid != 1;
 	us->next_site = u->site + 1;
 	us->before += u->before_recording;
+	us->no_activity += u->no_activity;
 	us->n++;
+}
+
+/* The session's answer for a paired call: site *ctx made a graph node (it was captured). */
+static bool captures_site(void *ctx, const struct join_matched *m)
+{
+	return m->site == *(const __u64 *)ctx;
 }
 
 /* Finishes j and checks what reached the unrecorded callback: n launches, before of them labelled. */
@@ -479,8 +486,10 @@ static void test_a_matched_launch_just_before_a_switch_off_without_its_kernel_is
 	struct sink k = { 0 };
 	struct join *j = new_join(&k, 0);
 	struct unrecorded_sink us = { .next_site = 32 }; /* the first to reach it */
+	__u64 captured = 31;
 
 	join__on_unrecorded(j, on_unrecorded, &us);
+	join__on_matched(j, captures_site, &captured);
 	assert_int_equal(join__recording(j, 100, on, 0, on + 1000), 0);
 	launch(j, 1, 1500000000ull, 31);                 /* inside: captured, say */
 	api(j, 1, 1499999900ull, 1500000100ull, 1, JOIN_DOMAIN_RUNTIME);
@@ -674,8 +683,9 @@ static void test_windows_older_than_the_last_kept_are_outside(void **state)
 /*
  * At a recording switch CUPTI may keep a call's API record and not its
  * kernel: a matched launch made before the switch-on whose activity never
- * comes is labelled, not dropped unsaid; one made after it (a launch
- * captured into a graph has no kernel) stays silent, as before.
+ * comes is labelled, not dropped unsaid; one made after it that was
+ * captured into a graph (its call made a node) has no kernel and stays
+ * silent.
  */
 static void test_a_matched_launch_at_a_switch_whose_kernel_never_came_is_labelled(void **state)
 {
@@ -683,8 +693,10 @@ static void test_a_matched_launch_at_a_switch_whose_kernel_never_came_is_labelle
 	struct join *j = new_join(&k, 0);
 	struct unrecorded_sink us = { .next_site = 21 };
 	struct join_counters c;
+	__u64 captured = 22;
 
 	join__on_unrecorded(j, on_unrecorded, &us);
+	join__on_matched(j, captures_site, &captured);
 	assert_int_equal(join__recording(j, 100, 5000, 0, 5100), 0);
 	launch(j, 1, 4000, 21);                           /* at the edge: no kernel */
 	api(j, 1, 3900, 4100, 1, JOIN_DOMAIN_RUNTIME);
@@ -700,6 +712,44 @@ static void test_a_matched_launch_at_a_switch_whose_kernel_never_came_is_labelle
 	assert_int_equal(us.before, 1);
 	assert_int_equal(us.out_of_order, 0);
 	assert_int_equal(c.launches_before_recording, 1);
+	assert_int_equal(c.launches_without_record, 0);
+	assert_int_equal(c.launches_without_activity, 0);
+	join__destroy(j);
+}
+
+/*
+ * A launch paired with its API record while the shim recorded, that made
+ * no graph node, and whose kernel never came: CUPTI lost its record. It is
+ * counted launches_without_activity and reaches the unrecorded callback
+ * labelled so, once; a captured one and one with its kernel do not.
+ */
+static void test_a_matched_launch_whose_kernel_never_came_while_recording_is_a_loss(void **state)
+{
+	struct sink k = { 0 };
+	struct join *j = new_join(&k, 0);
+	struct unrecorded_sink us = { .next_site = 43 };
+	struct join_counters c;
+	__u64 captured = 42;
+
+	join__on_unrecorded(j, on_unrecorded, &us);
+	join__on_matched(j, captures_site, &captured);
+	assert_int_equal(join__recording(j, 100, 1000, 0, 1100), 0);
+	launch(j, 1, 5000, 41);                           /* its kernel came */
+	api(j, 1, 4900, 5100, 1, JOIN_DOMAIN_RUNTIME);
+	kernel(j, 1, 1);
+	launch(j, 1, 6000, 42);                           /* captured: no kernel due */
+	api(j, 1, 5900, 6100, 2, JOIN_DOMAIN_RUNTIME);
+	launch(j, 1, 7000, 43);                           /* its kernel never came */
+	api(j, 1, 6900, 7100, 3, JOIN_DOMAIN_RUNTIME);
+	join__finish_all(j);
+	join__counters(j, &c);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(us.n, 1);
+	assert_int_equal(us.no_activity, 1);
+	assert_int_equal(us.before, 0);
+	assert_int_equal(us.out_of_order, 0);
+	assert_int_equal(c.launches_without_activity, 1);
+	assert_int_equal(c.launches_before_recording, 0);
 	assert_int_equal(c.launches_without_record, 0);
 	join__destroy(j);
 }
@@ -729,6 +779,7 @@ int main(void)
 		cmocka_unit_test(test_windows_keep_what_was_launched_inside_them),
 		cmocka_unit_test(test_windows_older_than_the_last_kept_are_outside),
 		cmocka_unit_test(test_a_matched_launch_at_a_switch_whose_kernel_never_came_is_labelled),
+		cmocka_unit_test(test_a_matched_launch_whose_kernel_never_came_while_recording_is_a_loss),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

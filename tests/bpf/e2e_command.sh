@@ -50,6 +50,23 @@ GPUPROBE_STUB_CORR_START=4294966000 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WOR
 $CHECK "$WORK/wrap.pb.gz" launcher 4 50 || { cat "$WORK/err-wrap"; fail "profile mismatch across a correlation-id wrap"; }
 ok "exact profile across a correlation-id wrap"
 
+# CUPTI losing kernel records without counting them dropped (seen on the H200 with four
+# processes profiled at once): each launch whose kernel never came, while the shim
+# recorded, is counted and labelled, never dropped unsaid. The stub loses every 10th.
+GPUPROBE_STUB_LOSE_KERNELS=10 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/lose.pb.gz" \
+	--libcuda "$STUBLIB" -- "$PROGS/spin" -s 1 -i 500 >"$WORK/lose.out" 2>"$WORK/err-lose" ||
+	{ cat "$WORK/err-lose"; fail "loader failed (lost kernels)"; }
+n=$(sed -n 's/^spin: launches=\([0-9]*\)$/\1/p' "$WORK/lose.out")
+lost=$((n / 10))
+[ "${n:-0}" -ge 100 ] || fail "spin made ${n:-no} launches"
+grep "^verdict: .*; losses: launches_without_activity=$lost$" "$WORK/err-lose" >/dev/null ||
+	fail "verdict with $lost of $n kernels lost: $(grep verdict "$WORK/err-lose")"
+$CHECK "$WORK/lose.pb.gz" totals >"$WORK/lose.totals"
+grep -qx "spin_site spin_kernel $(((n - lost) * 1000)) $((n - lost))" "$WORK/lose.totals" &&
+	grep -qx "spin_site \[no GPU record: CUPTI gave none\] 0 $lost" "$WORK/lose.totals" &&
+	[ "$(wc -l <"$WORK/lose.totals")" = 2 ] || { cat "$WORK/lose.totals"; fail "lost kernels' launches not labelled"; }
+ok "$lost of $n kernel records lost by CUPTI: counted launches_without_activity and labelled"
+
 set +e
 "$LOADER" -o "$WORK/x.pb.gz" -- sh -c 'exit 3' 2>/dev/null; rc=$?
 set -e

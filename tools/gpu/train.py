@@ -15,6 +15,9 @@ waits half a second after it); TORCH_PROFILE=FILE runs the training steps
 (only them) under torch.profiler with activities=[CUDA] and writes
 {name: [launches, GPU us]} as JSON to FILE (and the big steps' to FILE.big):
 the peer of tools/gpu/bench, and the reference of tools/completeness.py.
+PEER_WINDOWS=LOG switches torch.profiler on and off in one-second windows
+(WINDOW seconds) during both training phases and logs the edges to LOG
+(tools/gpu/peer_windows.sh).
 """
 import json
 import os
@@ -25,7 +28,7 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
-from peer import kernel_counts, profiled  # noqa: E402
+from peer import kernel_counts, profiled, windows  # noqa: E402
 
 
 class Net(nn.Module):
@@ -86,7 +89,7 @@ class Big(nn.Module):
         return self.head(self.encoder(x))
 
 
-def big_phase(steps, prof_path):
+def big_phase(steps, prof_path, peer):
     """(e): bf16 autocast training steps; the median step time in ms and the last loss."""
     torch.manual_seed(1)
     model = Big().cuda().train()
@@ -97,6 +100,8 @@ def big_phase(steps, prof_path):
     step_times = open(os.environ["BIG_STEP_TIMES"], "w") if os.environ.get("BIG_STEP_TIMES") else None
     with profiled(prof_path) as prof:
         for i in range(steps):
+            if peer:
+                peer.before_step()
             t0 = time.perf_counter()
             m0 = time.monotonic_ns()
             opt.zero_grad(set_to_none=True)
@@ -111,6 +116,8 @@ def big_phase(steps, prof_path):
                 step_times.write("%d %d %d\n" % (i, m0, time.monotonic_ns()))
     if step_times:
         step_times.close()
+    if peer:
+        peer.close()
     if prof is not None:
         with open(prof_path, "w") as f:
             json.dump(kernel_counts(prof), f)
@@ -134,8 +141,11 @@ def main():
     loss = None
     prof_path = os.environ.get("TORCH_PROFILE")
     step_times = open(os.environ["STEP_TIMES"], "w") if os.environ.get("STEP_TIMES") else None
+    peer = windows()
     with profiled(prof_path) as prof:
         for i in range(steps):
+            if peer:
+                peer.before_step()
             t0 = time.perf_counter()
             m0 = time.monotonic_ns()
             loss = train_step(model, opt, x, y)
@@ -150,6 +160,8 @@ def main():
                     open(mark, "w").close()
     if step_times:
         step_times.close()
+    if peer:
+        peer.close()
     if prof is not None:
         with open(prof_path, "w") as f:
             json.dump(kernel_counts(prof), f)
@@ -165,7 +177,7 @@ def main():
           (first, 1000 * times[len(times) // 2], steps, 1000 * replay_s))
     big_steps = int(os.environ.get("BIG_STEPS", "0"))
     if big_steps > 0:
-        big_ms, big_loss = big_phase(big_steps, prof_path + ".big" if prof_path else None)
+        big_ms, big_loss = big_phase(big_steps, prof_path + ".big" if prof_path else None, peer)
         print("big loss=%.6f big_median_step_ms=%.4f big_steps=%d" % (big_loss, big_ms, big_steps))
     return 0
 

@@ -126,10 +126,10 @@ void graph_nodes__add(struct graph_nodes *gn, __u64 node, __u64 orig, __u32 tid,
 	gn->st.nodes++;
 }
 
-void graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u64 end, __u64 site,
-			  __u32 probe)
+size_t graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u64 end, __u64 site,
+			    __u32 probe)
 {
-	size_t keep = 0;
+	size_t keep = 0, took = 0;
 
 	for (size_t i = 0; i < gn->npending; i++) {
 		struct gnode *n = &gn->n[gn->pending[i]];
@@ -140,6 +140,7 @@ void graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u64 
 			n->site = site;
 			n->probe = probe;
 			gn->st.bound++;
+			took++;
 			continue;
 		}
 		/* Its own call would have paired long before this one: none will. */
@@ -150,6 +151,7 @@ void graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u64 
 		gn->pending[keep++] = gn->pending[i];
 	}
 	gn->npending = keep;
+	return took;
 }
 
 __u32 graph_nodes__origin(const struct graph_nodes *gn, __u64 node)

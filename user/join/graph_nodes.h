@@ -55,9 +55,9 @@ void graph_nodes__add(struct graph_nodes *gn, __u64 node, __u64 orig, __u32 tid,
  * A launch event of tid paired with its API record [start, end]: made nodes
  * of tid waiting inside that span take site and probe. A node no call takes
  * is given up (counted unbound) once a call starts GRAPH_PENDING_NS after
- * it, or when GRAPH_PENDING_MAX newer ones wait.
+ * it, or when GRAPH_PENDING_MAX newer ones wait. Returns how many took it.
  */
-void graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u64 end, __u64 site,
+size_t graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u64 end, __u64 site,
 			  __u32 probe);
 /*
  * The made node a node comes from (itself, or the one its clones were

@@ -81,6 +81,7 @@ struct jcorr {
 	__u64 ts;       /* the launch event's, for a matched call (0: none) */
 	__u32 tid, probe, reason;
 	bool launch;    /* a matched launch or copy, not a node added */
+	bool captured;  /* the call made a graph node: no activity is due */
 	bool seen;      /* an activity of it came */
 };
 
@@ -458,22 +459,28 @@ static __u64 join_now(const struct join *j, __u64 fallback)
 /* ------------------------------------------------------------ corr table */
 
 static void unrecorded(struct join *j, struct jproc *p, __u32 tid, __u64 site, __u32 probe,
-		       bool before);
+		       bool before, bool no_activity);
 
 /*
- * A matched call whose activities never came, made while the shim did not
+ * A matched call whose activities never came. Made while the shim did not
  * record or just before it switched off (JOIN_EDGE_NS): at a switch, CUPTI
  * may keep the API record of a call and not its kernel (the shim opens its
- * API window first and closes it last). Labelled as made before the shim
- * recorded, not dropped unsaid. Others stay silent, as before: a launch
- * captured into a graph has no kernel record.
+ * API window first and closes it last); labelled as made before the shim
+ * recorded. A launch captured into a graph (its call made a node) has no
+ * activity and is not counted. Any other was due an activity that never
+ * came: counted launches_without_activity, a loss, and labelled so.
  */
 static void corr_unseen(struct join *j, struct jproc *p, const struct jcorr *c)
 {
-	if (c->seen || !c->launch || c->reason != JOIN_OK || !c->ts || recorded_at(p, c->ts, JOIN_EDGE_NS))
+	if (c->seen || !c->launch || c->reason != JOIN_OK || !c->ts || c->captured)
 		return;
-	j->c.launches_before_recording++;
-	unrecorded(j, p, c->tid, c->site, c->probe, true);
+	if (!recorded_at(p, c->ts, JOIN_EDGE_NS)) {
+		j->c.launches_before_recording++;
+		unrecorded(j, p, c->tid, c->site, c->probe, true, false);
+		return;
+	}
+	j->c.launches_without_activity++;
+	unrecorded(j, p, c->tid, c->site, c->probe, false, true);
 }
 
 static void corr_drop_front(struct join *j, struct jproc *p)
@@ -544,7 +551,7 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 					  .end = a->end, .site = l->site,
 					  .probe = l->probe, .corr = a->corr };
 
-		j->matched(j->matched_ctx, &m);
+		c.captured = j->matched(j->matched_ctx, &m);
 	}
 	fifo__pop(&t->launches);
 	fifo__pop(&t->apis);
@@ -589,15 +596,15 @@ static void launch_orphan(struct join *j, struct jproc *p, struct jthread *t)
 		j->c.launches_before_recording++;
 	else
 		j->c.launches_without_record++;
-	unrecorded(j, p, t->tid, l->site, l->probe, before);
+	unrecorded(j, p, t->tid, l->site, l->probe, before, false);
 	fifo__pop(&t->launches);
 }
 
 static void unrecorded(struct join *j, struct jproc *p, __u32 tid, __u64 site, __u32 probe,
-		       bool before)
+		       bool before, bool no_activity)
 {
 	struct join_unrecorded u = { .pid = p->pid, .tid = tid, .site = site, .probe = probe,
-				     .before_recording = before };
+				     .before_recording = before, .no_activity = no_activity };
 
 	if (j->unrecorded)
 		j->unrecorded(j->unrecorded_ctx, &u);

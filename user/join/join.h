@@ -87,6 +87,7 @@ struct join_unrecorded {
 	__u64 site;
 	__u32 probe;
 	bool before_recording; /* made before the shim recorded (join__recording) */
+	bool no_activity;      /* its API record came, and no activity while the shim recorded */
 };
 
 typedef void (*join_unrecorded_fn)(void *ctx, const struct join_unrecorded *u);
@@ -99,7 +100,8 @@ struct join_matched {
 	__u32 probe;
 	__u64 corr;            /* the API record's: its activities carry it */
 };
-typedef void (*join_matched_fn)(void *ctx, const struct join_matched *m);
+/* Returns true when the call made a CUDA-graph node (stream capture): no activity is due. */
+typedef bool (*join_matched_fn)(void *ctx, const struct join_matched *m);
 
 struct join_opts {
 	__u64 horizon_ns;      /* how long an unmatched entry may wait */
@@ -113,6 +115,8 @@ struct join_counters {
 	__u64 launches_matched;
 	__u64 launches_without_record; /* events whose API record never came */
 	__u64 launches_before_recording; /* events made before the shim recorded: no record was due */
+	__u64 launches_without_activity; /* paired calls, made while the shim recorded, that made no
+					    graph node and whose activity never came: CUPTI lost it */
 	__u64 launches_outside;        /* events, and API records, of calls outside the windows: left out */
 	__u64 activities_outside;      /* their activities, left out */
 	__u64 api_without_launch;      /* records whose event never came */

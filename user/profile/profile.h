@@ -82,6 +82,7 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
  */
 #define GP_PROFILE_NO_RECORD "[no GPU record]"
 #define GP_PROFILE_BEFORE_RECORDING "[no GPU record: before the shim recorded]"
+#define GP_PROFILE_NO_ACTIVITY "[no GPU record: CUPTI gave none]"
 int profile__add_launch(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 			const struct profile_under *under, const char *leaf);
 

@@ -200,7 +200,7 @@ __u64 session__cubins_left(struct target *t);
 /* window.c: the join's callbacks (ctx the session). */
 void session__on_sample(void *ctx, const struct join_sample *js);
 void session__on_unrecorded(void *ctx, const struct join_unrecorded *u);
-void session__on_matched(void *ctx, const struct join_matched *m);
+bool session__on_matched(void *ctx, const struct join_matched *m);
 /* The timeline (trace_side.c): a paired launch call, an activity, and the file at the end. */
 void session__trace_launch(struct session *s, const struct join_matched *m);
 void session__trace_activity(struct session *s, const struct join_sample *js);

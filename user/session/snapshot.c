@@ -107,6 +107,7 @@ static void join_counters(struct session *s, struct counters *c)
 	counters__add(c, "api_without_launch", jc.api_without_launch);
 	counters__add(c, "launches_without_record", jc.launches_without_record);
 	counters__add(c, "launches_before_recording", jc.launches_before_recording);
+	counters__add(c, "launches_without_activity", jc.launches_without_activity);
 	counters__add(c, "launches_outside", jc.launches_outside);
 	counters__add(c, "activities_outside", jc.activities_outside);
 	counters__add(c, "duty_windows", s->duty_windows);

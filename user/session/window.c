@@ -29,18 +29,21 @@ static void graph_capture(struct session *s, __u32 pid, __u32 origin, struct pro
 	s->graph_under_capture++;
 }
 
-/* A launch paired with its API record: a graph node its call made takes its site. */
-void session__on_matched(void *ctx, const struct join_matched *m)
+/*
+ * A launch paired with its API record: a graph node its call made takes its
+ * site. True when it made one (a launch captured: no activity is due).
+ */
+bool session__on_matched(void *ctx, const struct join_matched *m)
 {
 	struct session *s = ctx;
 	struct target *t;
 
 	session__trace_launch(s, m);
 	if (!s->graph_targets)
-		return;
+		return false;
 	t = target_table__find(&s->tt, (pid_t)m->pid);
-	if (t && t->graphs)
-		graph_nodes__on_call(t->graphs, m->tid, m->start, m->end, m->site, m->probe);
+	return t && t->graphs &&
+	       graph_nodes__on_call(t->graphs, m->tid, m->start, m->end, m->site, m->probe) > 0;
 }
 
 void session__on_sample(void *ctx, const struct join_sample *js)
@@ -91,7 +94,8 @@ void session__on_unrecorded(void *ctx, const struct join_unrecorded *u)
 		api = entry_point__name(GP_PROBE_AUTOGRAD_EXECUTE);
 	}
 	profile__add_launch(s->prof, u->pid, stack, api, &under,
-			    u->before_recording ? GP_PROFILE_BEFORE_RECORDING : NULL);
+			    u->before_recording ? GP_PROFILE_BEFORE_RECORDING :
+			    u->no_activity      ? GP_PROFILE_NO_ACTIVITY : NULL);
 }
 
 static __u64 site_keep(void *ctx, __u64 site)

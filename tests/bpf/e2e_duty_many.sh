@@ -70,5 +70,12 @@ for p in "$WORK"/p/*.pb.gz; do $CHECK "$p" totals; done |
 read -r ns n <"$WORK/totals"
 [ "${n:-0}" -ge 1000 ] && [ "$ns" = $((n * 1000)) ] || fail "joined $n launches, GPU time $ns ns (want n x 1000)"
 awk '$3 == "kind" && $2 == 1' "$WORK/toggles" | grep . && fail "activity switched on an application thread (above)"
+# spin's launches have one stack: its stack-cache key, learnt while the shim
+# recorded, serves every window; none is forgotten at the switches between.
+grep "^loader: " "$WORK/err" | tail -1 >"$WORK/loader"
+installs=$(sed -n 's/.* cache_installs=\([0-9]*\) .*/\1/p' "$WORK/loader")
+forgotten=$(sed -n 's/.* cache_forgotten=\([0-9]*\) .*/\1/p' "$WORK/loader")
+[ -n "$installs" ] && [ "$installs" -le 2 ] && [ "$forgotten" = 0 ] ||
+	fail "stack-cache keys learnt again over $nwin windows: cache_installs=$installs cache_forgotten=$forgotten"
 ok "$nwin windows of 0.1 s: fds $fds0, mappings $maps0, RSS $rss0 -> $rss1 KiB from $FIRST s to $LAST s;" \
-	"$n launches joined exactly, launches_outside=$outside"
+	"$n launches joined exactly, launches_outside=$outside, cache_installs=$installs"

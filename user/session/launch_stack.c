@@ -234,6 +234,7 @@ static void teach_cache(struct session *s, struct target *t, const struct gp_lau
 
 	if (!s->cache || !stack_id)
 		return;
+	session__note_key_state(t, e);
 	stack_cache__key_of(e, &l.key);
 	if (e->flags & GP_EV_F_AUDIT)
 		stack_cache__audit(s->cache, e->cache_id, &l);

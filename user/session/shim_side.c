@@ -265,13 +265,36 @@ __u64 session__cubins_left(struct target *t)
 
 /*
  * The shim's recording state (gp_abi.h, "no reader, no records") for the
- * join; and when it switched since our last look, its process's stack-cache
- * keys go: the runtime's own launch path differs with CUPTI's activity on
- * and off (measured: cudaLaunchKernel's frames under one key parted at a
- * switch). The state is the target's to write: a target flipping it at
- * every visit costs a scan of the cache once a second at most.
+ * join; and when it switched since our last look to a state other than
+ * one its process's stack-cache keys were learnt in, those keys go: the
+ * runtime's own launch path differs with CUPTI's activity on and off
+ * (measured: cudaLaunchKernel's frames under one key parted at a switch).
+ * Keys learnt in one state serve again when it comes back: the duty
+ * cycle's windows, whose launches are all made recording, keep theirs from
+ * one window to the next. The state is the target's to write: a target
+ * flipping it at every visit costs a scan of the cache once a second at
+ * most.
  */
 #define RECORD_FORGET_EVERY_NS 1000000000ull
+
+static bool span_records_at(__u64 on, __u64 off, __u64 ts)
+{
+	return on != UINT64_MAX && ts >= on && (!off || ts < off);
+}
+
+void session__note_key_state(struct target *t, const struct gp_launch_event *e)
+{
+	if (e->probe == GP_PROBE_AUTOGRAD_EXECUTE || e->probe == GP_PROBE_AUTOGRAD_NODE)
+		return; /* libtorch's: CUPTI's state does not change its path */
+	if (!t->record_seen) {
+		t->keys_on = t->keys_off = true; /* before the first look: not known */
+		return;
+	}
+	if (span_records_at(t->record_on, t->record_off, e->ts_ns))
+		t->keys_on = true;
+	else
+		t->keys_off = true;
+}
 
 static void follow_recording(struct session *s, struct target *t, __u64 now)
 {
@@ -279,8 +302,16 @@ static void follow_recording(struct session *s, struct target *t, __u64 now)
 
 	shm_reader__record_span(t->shm, &on, &off);
 	if (on != t->record_on || off != t->record_off || !t->record_seen) {
+		bool now_on = on != UINT64_MAX && !off;
+		/*
+		 * Keys of the other state: stale from now on. Switched off between
+		 * duty windows, no launch will meet the keys learnt on: the probes
+		 * are paused until the shim records again.
+		 */
+		bool stale = now_on ? t->keys_off : t->keys_on && s->duty_state == DUTY_ON;
+
 		/* Keys learnt before the first look were learnt in the state it shows. */
-		t->record_forget = t->record_forget || t->record_seen;
+		t->record_forget = t->record_forget || (t->record_seen && stale);
 		t->record_on = on;
 		t->record_off = off;
 		t->record_seen = true;
@@ -289,6 +320,7 @@ static void follow_recording(struct session *s, struct target *t, __u64 now)
 	if (s->cache && t->record_forget && now - t->record_forgot_ns >= RECORD_FORGET_EVERY_NS) {
 		stack_cache__forget_pid(s->cache, (__u32)t->pid);
 		t->record_forget = false;
+		t->keys_on = t->keys_off = false;
 		t->record_forgot_ns = now;
 	}
 }

@@ -616,6 +616,37 @@ static void test_a_stop_ends_the_profile_and_joins_what_came_before_it(void **st
 }
 
 /*
+ * At a stop, an activity whose API record never came: begun within
+ * JOIN_EDGE_NS before the stop (its call's record, written at its return,
+ * missed the last flush) or after it, it is left out, as a launch event at
+ * the close is; begun earlier, it is unattributed (no API record), a loss.
+ */
+static void test_an_activity_at_the_stop_without_its_api_record_is_left_out(void **state)
+{
+	const __u64 stop = 1000000000ull;
+	struct sink k = { 0 };
+	struct join *j = new_join(&k, 0);
+	struct join_counters c;
+	struct join_activity edge = { .pid = 100, .corr = 7, .start = stop - JOIN_EDGE_NS / 2,
+				      .end = stop + 1000, .aux = { 7 } };
+	struct join_activity after = { .pid = 100, .corr = 8, .start = stop + 1000,
+				       .end = stop + 2000, .aux = { 8 } };
+	struct join_activity early = { .pid = 100, .corr = 9, .start = stop - 2 * JOIN_EDGE_NS,
+				       .end = stop - JOIN_EDGE_NS - 1, .aux = { 9 } };
+
+	join__stop(j, stop);
+	join__add_activity(j, &edge);
+	join__add_activity(j, &after);
+	join__add_activity(j, &early);
+	join__finish_all(j);
+	join__counters(j, &c);
+	assert_int_equal(c.activities_outside, 2);
+	assert_int_equal(c.activities_unattributed[JOIN_NO_API_RECORD], 1);
+	assert_int_equal(find(&k, 9)->reason, JOIN_NO_API_RECORD);
+	join__destroy(j);
+}
+
+/*
  * Duty-cycle windows: a launch in a window joins its records even when they
  * come after it closed; calls between windows are left out with their
  * activities, whichever side comes first; a driver record just after an
@@ -776,6 +807,7 @@ int main(void)
 		cmocka_unit_test(test_a_launch_inside_an_earlier_window_is_not_called_before_recording),
 		cmocka_unit_test(test_a_matched_launch_just_before_a_switch_off_without_its_kernel_is_labelled),
 		cmocka_unit_test(test_a_stop_ends_the_profile_and_joins_what_came_before_it),
+		cmocka_unit_test(test_an_activity_at_the_stop_without_its_api_record_is_left_out),
 		cmocka_unit_test(test_windows_keep_what_was_launched_inside_them),
 		cmocka_unit_test(test_windows_older_than_the_last_kept_are_outside),
 		cmocka_unit_test(test_a_matched_launch_at_a_switch_whose_kernel_never_came_is_labelled),

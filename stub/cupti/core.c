@@ -431,9 +431,10 @@ static void attach_driver(void)
 
 static unsigned enable_delay_ms;
 
-static void enable_delay_from_env(void)
+/* *ret = the decimal value of env var name, when set and at most max; else left as it is. */
+static void unsigned_from_env(const char *name, unsigned long max, unsigned *ret)
 {
-	const char *v = getenv("GPUPROBE_STUB_ENABLE_DELAY_MS");
+	const char *v = getenv(name);
 	char *end;
 	unsigned long n;
 
@@ -441,22 +442,8 @@ static void enable_delay_from_env(void)
 		return;
 	errno = 0;
 	n = strtoul(v, &end, 10);
-	if (!errno && !*end && n <= 60000)
-		enable_delay_ms = (unsigned)n;
-}
-
-static void lose_kernels_from_env(void)
-{
-	const char *v = getenv("GPUPROBE_STUB_LOSE_KERNELS");
-	char *end;
-	unsigned long n;
-
-	if (!v || !*v)
-		return;
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (!errno && !*end && n <= 1000000)
-		lose_kernels = (unsigned)n;
+	if (!errno && !*end && n <= max)
+		*ret = (unsigned)n;
 }
 
 static void corr_start_from_env(void)
@@ -513,8 +500,8 @@ static void ctor_thread_from_env(void)
 __attribute__((constructor)) static void stub_cupti_init(void)
 {
 	corr_start_from_env();
-	enable_delay_from_env();
-	lose_kernels_from_env();
+	unsigned_from_env("GPUPROBE_STUB_ENABLE_DELAY_MS", 60000, &enable_delay_ms);
+	unsigned_from_env("GPUPROBE_STUB_LOSE_KERNELS", 1000000, &lose_kernels);
 	ctor_thread_from_env();
 	attach_driver();
 }

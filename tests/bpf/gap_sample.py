@@ -9,7 +9,9 @@ after it (the loader pauses a ring only once the window's probes are gone,
 and lets it record again before it makes them anew: shim/gp_abi.h). The
 sample with the fewest fds is written to OUT: "fds N", "maps N", "rss_kb N",
 then one "fd TARGET" line per fd (not the /proc files the loader opens for
-a moment at each tick). Exits 1 when the loader ends first.
+a moment at each tick), then one "rss RANGE NAME KB" line per mapping (its
+resident KiB: which one grew, when the total did). Exits 1 when the loader
+ends first.
 """
 import os
 import sys
@@ -51,7 +53,20 @@ def take(pid):
         maps = sum(1 for _ in f)
     with open(f"/proc/{pid}/status") as f:
         rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
-    return sorted(fds), maps, rss
+    return sorted(fds), maps, rss, mapping_rss(pid)
+
+
+def mapping_rss(pid):
+    """["RANGE NAME KB", ...]: each mapping's resident KiB, from smaps."""
+    out, head = [], None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if parts and "-" in parts[0] and not parts[0].endswith(":"):
+                head = "%s %s" % (parts[0], parts[5] if len(parts) > 5 else "[anon]")
+            elif parts and parts[0] == "Rss:" and head:
+                out.append("%s %s" % (head, parts[1]))
+    return out
 
 
 def main():
@@ -77,6 +92,7 @@ def main():
     with open(out, "w") as f:
         f.write(f"fds {len(best[0])}\nmaps {best[1]}\nrss_kb {best[2]}\n")
         f.writelines(f"fd {t}\n" for t in best[0])
+        f.writelines(f"rss {m}\n" for m in best[3])
 
 
 if __name__ == "__main__":

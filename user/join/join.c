@@ -820,7 +820,13 @@ void join__add_activity(struct join *j, const struct join_activity *act)
 
 /* ------------------------------------------------------------ time */
 
-/* Unlinks node from its corr's list and emits it as unattributed. */
+/*
+ * Unlinks node from its corr's list and emits it as unattributed; or as
+ * left out when it began outside the windows or within JOIN_EDGE_NS of a
+ * close: a call at a stop can have its kernel record flushed and its API
+ * record, written at the call's return, not (as a launch event at a close
+ * whose record never came is left out, launch_orphan).
+ */
 static void pending_expire(struct join *j, struct jproc *p, __u32 node)
 {
 	__u64 corr = p->pending[node].act.corr, first;
@@ -842,7 +848,8 @@ static void pending_expire(struct join *j, struct jproc *p, __u32 node)
 			}
 		}
 	}
-	emit(j, &p->pending[node].act, 0, 0, 0, JOIN_NO_API_RECORD);
+	emit(j, &p->pending[node].act, 0, 0, 0,
+	     at_close(j, p->pending[node].act.start) ? JOIN_OUTSIDE : JOIN_NO_API_RECORD);
 	pending_release(p, node);
 }
 

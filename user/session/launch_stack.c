@@ -234,13 +234,14 @@ static void teach_cache(struct session *s, struct target *t, const struct gp_lau
 
 	if (!s->cache || !stack_id)
 		return;
-	session__note_key_state(t, e);
 	stack_cache__key_of(e, &l.key);
-	if (e->flags & GP_EV_F_AUDIT)
+	if (e->flags & GP_EV_F_AUDIT) {
+		session__note_key_state(t, e);
 		stack_cache__audit(s->cache, e->cache_id, &l);
-	else if ((e->flags & GP_EV_F_KEYED) && l.whole)
+	} else if ((e->flags & GP_EV_F_KEYED) && l.whole) {
+		session__note_key_state(t, e);
 		stack_cache__learn(s->cache, &l);
-	else if (e->cache_id)
+	} else if (e->cache_id)
 		stack_cache__touch(s->cache, e->cache_id);
 }
 

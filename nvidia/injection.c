@@ -414,6 +414,8 @@ static bool decode__api(const CUpti_Activity *a, struct gp_record *r)
 		return false;
 	r->type = GP_REC_API;
 	r->flags = cls == 1 ? GP_REC_F_COPY : cls == 2 ? GP_REC_F_NODE : 0;
+	if (api->returnValue)
+		r->flags |= GP_REC_F_FAILED;
 	r->tid = api->threadId;
 	r->corr = corr__widen(api->correlationId);
 	r->start_ns = api->start;

@@ -155,6 +155,8 @@ enum gp_api_domain {
 /* gp_record.flags */
 #define GP_REC_F_COPY (1u << 0) /* API record of a copy/memset call, not a launch */
 #define GP_REC_F_NODE (1u << 1) /* API record of a call adding a graph node, not a launch */
+/* API record of a call that returned an error: no activity is due */
+#define GP_REC_F_FAILED (1u << 2)
 
 /* gp_record.copy.kind: CUPTI's CUpti_ActivityMemcpyKind values, copied. */
 

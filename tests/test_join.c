@@ -752,7 +752,8 @@ static void test_a_matched_launch_at_a_switch_whose_kernel_never_came_is_labelle
  * A launch paired with its API record while the shim recorded, that made
  * no graph node, and whose kernel never came: CUPTI lost its record. It is
  * counted launches_without_activity and reaches the unrecorded callback
- * labelled so, once; a captured one and one with its kernel do not.
+ * labelled so, once; a captured one, a failed one and one with its kernel
+ * do not.
  */
 static void test_a_matched_launch_whose_kernel_never_came_while_recording_is_a_loss(void **state)
 {
@@ -772,6 +773,10 @@ static void test_a_matched_launch_whose_kernel_never_came_while_recording_is_a_l
 	api(j, 1, 5900, 6100, 2, JOIN_DOMAIN_RUNTIME);
 	launch(j, 1, 7000, 43);                           /* its kernel never came */
 	api(j, 1, 6900, 7100, 3, JOIN_DOMAIN_RUNTIME);
+	launch(j, 1, 8000, 44);                           /* it failed: no kernel due */
+	join__add_api(j, &(struct join_api){ .pid = 100, .tid = 1, .start = 7900, .end = 8100,
+					      .corr = 4, .domain = JOIN_DOMAIN_RUNTIME,
+					      .cls = JOIN_CLASS_LAUNCH, .failed = true });
 	join__finish_all(j);
 	join__counters(j, &c);
 	assert_int_equal(k.n, 1);

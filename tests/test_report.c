@@ -88,6 +88,12 @@ static void test_nothing_captured_says_the_likely_reason(void **state)
 	v = verdict_of(0, "launch_events", (__u64)0, "records", (__u64)7, "joined", (__u64)0,
 		       "unattributed", (__u64)0, NULL);
 	assert_non_null(strstr(v, "7 GPU records but no launch event"));
+	/* Launches and the shim's records, no activity: failed or captured calls, not a missing shim. */
+	v = verdict_of(0, "launch_events", (__u64)3, "records", (__u64)3, "joined", (__u64)0,
+		       "unattributed", (__u64)0, "launches_without_activity", (__u64)1, NULL);
+	assert_non_null(strstr(v, "verdict: 3 launch events, 3 shim records and no GPU activity"));
+	assert_non_null(strstr(v, "launches_without_activity=1"));
+	assert_null(strstr(v, "without the shim"));
 }
 
 int main(void)

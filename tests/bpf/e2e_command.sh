@@ -67,6 +67,20 @@ grep -qx "spin_site spin_kernel $(((n - lost) * 1000)) $((n - lost))" "$WORK/los
 	[ "$(wc -l <"$WORK/lose.totals")" = 2 ] || { cat "$WORK/lose.totals"; fail "lost kernels' launches not labelled"; }
 ok "$lost of $n kernel records lost by CUPTI: counted launches_without_activity and labelled"
 
+# A launch that fails (spin -g 0: a grid of 0, CUDA_ERROR_INVALID_VALUE; spin then exits 1)
+# is due no kernel: its API record says so, and it is not taken for a lost one. Its two
+# launch events: the module load and the launch.
+set +e
+LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/failed.pb.gz" --libcuda "$STUBLIB" \
+	-- "$PROGS/spin" -g 0 -s 1 >/dev/null 2>"$WORK/err-failed"; rc=$?
+set -e
+[ $rc = 1 ] || { cat "$WORK/err-failed"; fail "spin -g 0 exit status 1 became $rc"; }
+grep -q "^counters: .* launches_without_activity=0 " "$WORK/err-failed" &&
+	grep -q "^verdict: 2 launch events, 1 shim records and no GPU activity: .*launches_without_activity=0 " \
+		"$WORK/err-failed" ||
+	{ grep "^verdict\|^counters" "$WORK/err-failed"; fail "a failed launch taken for a lost kernel"; }
+ok "a launch that failed is due no kernel: not counted lost"
+
 set +e
 "$LOADER" -o "$WORK/x.pb.gz" -- sh -c 'exit 3' 2>/dev/null; rc=$?
 set -e

@@ -11,7 +11,8 @@
  * between. Then it calls cuLaunchKernel(spin_kernel, grid GRID (default 1),
  * block 32) on its own stream every INTERVAL_US microseconds (default 1000),
  * from a noinline spin_site(), for SECONDS (0, the default: until SIGTERM or
- * SIGINT). On the stub each launch is GRID*1000 GPU ns. On SIGUSR2 it prints
+ * SIGINT). On the stub each launch is GRID*1000 GPU ns; -g 0 makes a launch
+ * the driver refuses (CUDA_ERROR_INVALID_VALUE), for the failed-call tests. On SIGUSR2 it prints
  * "spin: progress launches=N" (flushed), its count so far. With -t, each
  * launch's CLOCK_MONOTONIC ns (read just before the call, the clock of the
  * probes) goes to TIMES, a line each, for tests of the duty cycle's window
@@ -152,7 +153,7 @@ int main(int argc, char **argv)
 		case 's': seconds = parse_long(optarg, 0, 86400, "-s SECONDS"); break;
 		case 'w': file = optarg; break;
 		case 'S': want_signal = true; break;
-		case 'g': grid = parse_long(optarg, 1, 1000000, "-g GRID"); break;
+		case 'g': grid = parse_long(optarg, 0, 1000000, "-g GRID"); break;
 		case 'i': interval = parse_long(optarg, 0, 10000000, "-i INTERVAL_US"); break;
 		case 't':
 			times = fopen(optarg, "w");

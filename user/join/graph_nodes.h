@@ -58,7 +58,7 @@ void graph_nodes__add(struct graph_nodes *gn, __u64 node, __u64 orig, __u32 tid,
  * it, or when GRAPH_PENDING_MAX newer ones wait. Returns how many took it.
  */
 size_t graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u64 end, __u64 site,
-			  __u32 probe);
+			    __u32 probe);
 /*
  * The made node a node comes from (itself, or the one its clones were
  * copied from): a handle > 0, or 0 when unknown.

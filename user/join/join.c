@@ -67,6 +67,7 @@ struct jlaunch {
 struct japi {
 	__u64 start, end, corr;
 	__u32 domain;
+	bool failed;
 };
 
 struct jthread {
@@ -81,7 +82,7 @@ struct jcorr {
 	__u64 ts;       /* the launch event's, for a matched call (0: none) */
 	__u32 tid, probe, reason;
 	bool launch;    /* a matched launch or copy, not a node added */
-	bool captured;  /* the call made a graph node: no activity is due */
+	bool captured;  /* the call made a graph node, or failed: no activity is due */
 	bool seen;      /* an activity of it came */
 };
 
@@ -466,9 +467,10 @@ static void unrecorded(struct join *j, struct jproc *p, __u32 tid, __u64 site, _
  * record or just before it switched off (JOIN_EDGE_NS): at a switch, CUPTI
  * may keep the API record of a call and not its kernel (the shim opens its
  * API window first and closes it last); labelled as made before the shim
- * recorded. A launch captured into a graph (its call made a node) has no
- * activity and is not counted. Any other was due an activity that never
- * came: counted launches_without_activity, a loss, and labelled so.
+ * recorded. A launch captured into a graph (its call made a node), or one
+ * whose call returned an error, has no activity and is not counted. Any
+ * other was due an activity that never came: counted
+ * launches_without_activity, a loss, and labelled so.
  */
 static void corr_unseen(struct join *j, struct jproc *p, const struct jcorr *c)
 {
@@ -553,6 +555,7 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 
 		c.captured = j->matched(j->matched_ctx, &m);
 	}
+	c.captured = c.captured || a->failed;
 	fifo__pop(&t->launches);
 	fifo__pop(&t->apis);
 	corr_add(j, p, &c);
@@ -705,7 +708,8 @@ void join__add_api(struct join *j, const struct join_api *a)
 {
 	struct jproc *p = proc_get(j, a->pid, true);
 	struct jthread *t = p && a->cls < JOIN_CLASS_MAX ? thread_get(j, p, a->tid, a->cls) : NULL;
-	struct japi ja = { .start = a->start, .end = a->end, .corr = a->corr, .domain = a->domain };
+	struct japi ja = { .start = a->start, .end = a->end, .corr = a->corr, .domain = a->domain,
+			   .failed = a->failed };
 	size_t i;
 
 	if (p && !inside(j, a->start)) {

@@ -61,6 +61,7 @@ struct join_api {
 	__u64 corr;            /* epoch-widened correlation id */
 	__u32 domain;          /* enum join_domain */
 	__u32 cls;             /* enum join_class */
+	bool failed;           /* the call returned an error: no activity is due */
 };
 
 /* An activity (kernel, copy) record; the payload is the caller's. */
@@ -116,7 +117,8 @@ struct join_counters {
 	__u64 launches_without_record; /* events whose API record never came */
 	__u64 launches_before_recording; /* events made before the shim recorded: no record was due */
 	__u64 launches_without_activity; /* paired calls, made while the shim recorded, that made no
-					    graph node and whose activity never came: CUPTI lost it */
+					    graph node, did not fail, and whose activity never came:
+					    CUPTI lost it */
 	__u64 launches_outside;        /* events, and API records, of calls outside the windows: left out */
 	__u64 activities_outside;      /* their activities, left out */
 	__u64 api_without_launch;      /* records whose event never came */

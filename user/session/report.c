@@ -80,9 +80,10 @@ static const char *const loss_names[] = {
 	"ringbuf_full", "stack_errors", "copy_errors", "copy_skipped", "ring_dropped",
 	"cupti_dropped", "cupti_errors", "buffers_exhausted", "cubin_too_large", "cubin_pending_full",
 	"strings_full", "records_bad", "ring_resyncs", "api_without_launch",
-	"launches_without_record", "launches_without_activity", "unattributed", "queue_full", "stacks_dropped",
-	"names_dropped", "records_unknown", "symbolize_failed", "stacks_short", "python_short",
-	"python_unresolved", "crc_helper_lost", "rings_missed", "notices_lost", "events_bad",
+	"launches_without_record", "launches_without_activity", "unattributed", "queue_full",
+	"stacks_dropped", "names_dropped", "records_unknown", "symbolize_failed", "stacks_short",
+	"python_short", "python_unresolved", "crc_helper_lost", "rings_missed", "notices_lost",
+	"events_bad",
 	"before_window", "stack_cache_mismatch", "stack_cache_lost", "io_timeouts", "io_refused",
 	"maps_reread_limited", "libcuda_refused", "libcuda_no_slot", "cubin_over_limit",
 	"cubin_crc_failed", "cubin_garbage", "cubin_nomem", "cubin_offer_full", "cubin_dedup_full",
@@ -99,9 +100,16 @@ static __u64 counter_of(const struct counters *c, const char *name)
 }
 
 /* No GPU activity: what was captured, if anything, and the likeliest reason. */
-static void say_no_activity(__u64 events, __u64 records, FILE *f)
+static void say_no_activity(const struct counters *c, __u64 events, __u64 records, FILE *f)
 {
-	if (!events && !records)
+	if (events && records)
+		fprintf(f, "verdict: %llu launch events, %llu shim records and no GPU activity: the "
+			   "profile counts launches, with no GPU time (the calls failed or were captured "
+			   "into graphs; launches_without_activity=%llu were due an activity CUPTI never "
+			   "gave)\n",
+			(unsigned long long)events, (unsigned long long)records,
+			(unsigned long long)counter_of(c, "launches_without_activity"));
+	else if (!events && !records)
 		fprintf(f, "verdict: nothing captured: no launch and no GPU record (the target launched "
 			   "nothing while the loader was attached, or its libcuda is not the one probed: "
 			   "--libcuda PATH; -v lists the files attached)\n");
@@ -141,7 +149,7 @@ void report__verdict(const struct counters *c, __u64 gpu_ns, FILE *f)
 	size_t n = 0;
 
 	if (!acts) {
-		say_no_activity(events, records, f);
+		say_no_activity(c, events, records, f);
 		return;
 	}
 	append(line, sizeof(line), &n, "verdict: %llu launch events, %llu GPU activities, %llu "

@@ -98,6 +98,7 @@ static void ingest_record(struct session *s, struct target *t, const struct gp_r
 			.domain = r->api.domain == GP_API_RUNTIME ? JOIN_DOMAIN_RUNTIME : JOIN_DOMAIN_DRIVER,
 			.cls = r->flags & GP_REC_F_COPY ? JOIN_CLASS_COPY :
 			       r->flags & GP_REC_F_NODE ? JOIN_CLASS_NODE : JOIN_CLASS_LAUNCH,
+			.failed = (r->flags & GP_REC_F_FAILED) != 0,
 		};
 
 		join__add_api(s->join, &a);

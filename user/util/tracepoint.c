@@ -50,6 +50,26 @@ static bool tracefs_mounted(const char *dir)
 	return access(path, F_OK) == 0;
 }
 
+/*
+ * Makes the mounts above TRACEFS private in this (new) namespace, so the
+ * tracefs mounted there stays in it: "/" and all under it; where "/" is
+ * not a mount point (a chroot into a plain directory: EINVAL), the nearest
+ * mount above TRACEFS that is.
+ */
+static int mounts_private(void)
+{
+	static const char *const tops[] = { "/", "/sys", "/sys/kernel" };
+	int err = 0;
+
+	for (size_t i = 0; i < sizeof(tops) / sizeof(tops[0]); i++) {
+		if (!mount(NULL, tops[i], NULL, MS_REC | MS_PRIVATE, NULL))
+			return 0;
+		if (!err)
+			err = -errno;
+	}
+	return err;
+}
+
 /* In a child, in a new mount namespace: mount tracefs there, send the id. */
 static int id_via_private_mount(const char *category, const char *name, __u64 *ret_id)
 {
@@ -68,10 +88,12 @@ static int id_via_private_mount(const char *category, const char *name, __u64 *r
 	}
 	if (pid == 0) {
 		close(p[0]);
-		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-		    mount("tracefs", TRACEFS, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		if (unshare(CLONE_NEWNS))
 			msg.err = -errno;
-		else
+		else if ((msg.err = mounts_private()) == 0 &&
+			 mount("tracefs", TRACEFS, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+			msg.err = -errno;
+		if (msg.err == 0)
 			msg.err = read_id(TRACEFS, category, name, &msg.id);
 		_exit(write(p[1], &msg, sizeof(msg)) == sizeof(msg) ? 0 : 1);
 	}

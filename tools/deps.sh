@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Installs every Debian package the build and the demo need, and with
-# `test` those the tests need too (the browser test's). Idempotent and fast
-# when everything is there: dpkg is asked first, apt only when needed.
+# Installs every Debian package the build and the demo need (libc6-dbg:
+# glibc's own frames, start_thread and clone3, named in the demo's stacks),
+# and with `test` those the tests need too (the browser test's). Idempotent
+# and fast when everything is there: dpkg is asked first, apt only when
+# needed.
 # Usage: tools/deps.sh [test]
 set -euo pipefail
 pkgs=(clang llvm make pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev
       libzstd-dev libcmocka-dev libclang-rt-14-dev golang-go python3 procps
-      util-linux binutils strace)
+      util-linux binutils strace libc6-dbg)
 if [ "${1:-}" = test ]; then
 	pkgs+=(chromium chromium-driver python3-selenium fonts-dejavu-core)
 fi

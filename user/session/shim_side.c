@@ -304,12 +304,18 @@ static void follow_recording(struct session *s, struct target *t, __u64 now)
 	shm_reader__record_span(t->shm, &on, &off);
 	if (on != t->record_on || off != t->record_off || !t->record_seen) {
 		bool now_on = on != UINT64_MAX && !off;
+		/* A new span with its predecessor's end unseen: it went off and on between looks. */
+		bool off_unseen = t->record_seen && !t->record_off && t->record_on != UINT64_MAX &&
+				  on != t->record_on;
+		bool probes_on = s->duty_state == DUTY_ON;
 		/*
-		 * Keys of the other state: stale from now on. Switched off between
-		 * duty windows, no launch will meet the keys learnt on: the probes
-		 * are paused until the shim records again.
+		 * Keys of the other state: stale from now on; and after an unseen
+		 * off, keys taught by launches made in it, judged by the old span
+		 * as recorded. Switched off between duty windows, no launch will
+		 * meet the keys learnt on: the probes are paused until the shim
+		 * records again.
 		 */
-		bool stale = now_on ? t->keys_off : t->keys_on && s->duty_state == DUTY_ON;
+		bool stale = now_on ? t->keys_off || (off_unseen && probes_on) : t->keys_on && probes_on;
 
 		/* Keys learnt before the first look were learnt in the state it shows. */
 		t->record_forget = t->record_forget || (t->record_seen && stale);

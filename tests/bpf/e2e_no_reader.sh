@@ -105,7 +105,8 @@ grep "^counters: " "$WORK/err2" | tail -1 >"$WORK/ctr2"
 for c in launches_without_record=0 unattributed=0 api_without_launch=0; do
 	grep -q " $c " "$WORK/ctr2" || { cat "$WORK/ctr2"; fail "stopped mid-run: want $c"; }
 done
-grep -q " launches_outside=[1-9]" "$WORK/ctr2" || { cat "$WORK/ctr2"; fail "no launch seen after the stop: the grace was not tested"; }
+# The probes send nothing after the stop; the shim's records of later calls come, left out.
+grep -q " activities_outside=[1-9]" "$WORK/ctr2" || { cat "$WORK/ctr2"; fail "no activity seen after the stop: the grace was not tested"; }
 wait_until 30 bash -c "[ \"\$($PEEK $S | sed -n 's/.* recording=\([0-9]\).*/\1/p')\" = 0 ]" ||
 	fail "activity still on 30 s after the reader left: $(peek)"
 r1=$(field records)

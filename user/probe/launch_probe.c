@@ -299,6 +299,11 @@ unsigned launch_probe__pause(struct launch_probe *lp, bool paused)
 	return failed;
 }
 
+void launch_probe__mute(struct launch_probe *lp)
+{
+	__atomic_store_n(&lp->skel->bss->launches_paused, true, __ATOMIC_RELEASE);
+}
+
 __u64 launch_probe__pause_errors(const struct launch_probe *lp)
 {
 	return lp->pf.win_errors;

@@ -88,6 +88,12 @@ void launch_probe__file_stats(const struct launch_probe *lp, struct launch_file_
  * resuming (their probes still answer to the flag).
  */
 unsigned launch_probe__pause(struct launch_probe *lp, bool paused);
+/*
+ * At a stop: launches, copies and graph-node calls send nothing from now on
+ * (the flag only; links stay): what comes after the stop is left out, and
+ * the stop's read-on need not carry it.
+ */
+void launch_probe__mute(struct launch_probe *lp);
 /* Windowed links that could not be made again, so far. */
 __u64 launch_probe__pause_errors(const struct launch_probe *lp);
 /* Whether each file's probes are one uprobe_multi link (else a perf uprobe each). */

@@ -576,6 +576,8 @@ static bool stop_now(struct session *s, __u64 now)
 		}
 	s->stop_ns = now;
 	join__stop(s->join, now);
+	if (s->lp)
+		launch_probe__mute(s->lp);
 	log_debug(s->o->verbose, "stopping at %llu (CLOCK_MONOTONIC ns): reading the last records of "
 		  "the running targets", (unsigned long long)now);
 	return false;

@@ -82,7 +82,7 @@ struct jcorr {
 	__u64 ts;       /* the launch event's, for a matched call (0: none) */
 	__u32 tid, probe, reason;
 	bool launch;    /* a matched launch or copy, not a node added */
-	bool captured;  /* the call made a graph node, or failed: no activity is due */
+	bool none_due;  /* the call made a graph node, or failed: no activity is due */
 	bool seen;      /* an activity of it came */
 };
 
@@ -474,7 +474,7 @@ static void unrecorded(struct join *j, struct jproc *p, __u32 tid, __u64 site, _
  */
 static void corr_unseen(struct join *j, struct jproc *p, const struct jcorr *c)
 {
-	if (c->seen || !c->launch || c->reason != JOIN_OK || !c->ts || c->captured)
+	if (c->seen || !c->launch || c->reason != JOIN_OK || !c->ts || c->none_due)
 		return;
 	if (!recorded_at(p, c->ts, JOIN_EDGE_NS)) {
 		j->c.launches_before_recording++;
@@ -553,9 +553,9 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 					  .end = a->end, .site = l->site,
 					  .probe = l->probe, .corr = a->corr };
 
-		c.captured = j->matched(j->matched_ctx, &m);
+		c.none_due = j->matched(j->matched_ctx, &m);
 	}
-	c.captured = c.captured || a->failed;
+	c.none_due = c.none_due || a->failed;
 	fifo__pop(&t->launches);
 	fifo__pop(&t->apis);
 	corr_add(j, p, &c);

@@ -292,7 +292,7 @@ unsigned launch_probe__pause(struct launch_probe *lp, bool paused)
 	unsigned failed;
 
 	if (paused)
-		__atomic_store_n(&lp->skel->bss->launches_paused, true, __ATOMIC_RELEASE);
+		launch_probe__mute(lp);
 	failed = probe_files__pause(&lp->pf, paused);
 	if (!paused)
 		__atomic_store_n(&lp->skel->bss->launches_paused, false, __ATOMIC_RELEASE);

@@ -83,9 +83,8 @@ static const char *const loss_names[] = {
 	"launches_without_record", "launches_without_activity", "unattributed", "queue_full",
 	"stacks_dropped", "names_dropped", "records_unknown", "symbolize_failed", "stacks_short",
 	"python_short", "python_unresolved", "crc_helper_lost", "rings_missed", "notices_lost",
-	"events_bad",
-	"before_window", "stack_cache_mismatch", "stack_cache_lost", "io_timeouts", "io_refused",
-	"maps_reread_limited", "libcuda_refused", "libcuda_no_slot", "cubin_over_limit",
+	"events_bad", "before_window", "stack_cache_mismatch", "stack_cache_lost", "io_timeouts",
+	"io_refused", "maps_reread_limited", "libcuda_refused", "libcuda_no_slot", "cubin_over_limit",
 	"cubin_crc_failed", "cubin_garbage", "cubin_nomem", "cubin_offer_full", "cubin_dedup_full",
 	"shim_visits_cut", "settle_cut", "ring_notices_dropped", "records_left_at_exit",
 	"node_unknown", "capture_unknown", "replay_unattributed", "unbound", "caller_unknown",
@@ -100,8 +99,10 @@ static __u64 counter_of(const struct counters *c, const char *name)
 }
 
 /* No GPU activity: what was captured, if anything, and the likeliest reason. */
-static void say_no_activity(const struct counters *c, __u64 events, __u64 records, FILE *f)
+static void say_no_activity(const struct counters *c, FILE *f)
 {
+	__u64 events = counter_of(c, "launch_events"), records = counter_of(c, "records");
+
 	if (events && records)
 		fprintf(f, "verdict: %llu launch events, %llu shim records and no GPU activity: the "
 			   "profile counts launches, with no GPU time (the calls failed or were captured "
@@ -141,7 +142,7 @@ static void append(char *line, size_t len, size_t *n, const char *fmt, ...)
 
 void report__verdict(const struct counters *c, __u64 gpu_ns, FILE *f)
 {
-	__u64 events = counter_of(c, "launch_events"), records = counter_of(c, "records");
+	__u64 events = counter_of(c, "launch_events");
 	__u64 joined = counter_of(c, "joined"), unattr = counter_of(c, "unattributed");
 	__u64 acts = joined + unattr;
 	bool lost = false;
@@ -149,7 +150,7 @@ void report__verdict(const struct counters *c, __u64 gpu_ns, FILE *f)
 	size_t n = 0;
 
 	if (!acts) {
-		say_no_activity(c, events, records, f);
+		say_no_activity(c, f);
 		return;
 	}
 	append(line, sizeof(line), &n, "verdict: %llu launch events, %llu GPU activities, %llu "

@@ -146,13 +146,14 @@ static void test_the_sandbox_covers_threads_libcupti_started(void **state)
 	char path[64], status[96];
 	struct crc_helper *h;
 	struct dirent *de;
-	int threads = 0;
+	int threads = 0, err;
 	DIR *d;
 
 	(void)state;
 	setenv("GPUPROBE_STUB_CTOR_THREAD", "1", 1);
-	assert_int_equal(crc_helper__start(helper, cupti, &h), 0);
-	unsetenv("GPUPROBE_STUB_CTOR_THREAD");
+	err = crc_helper__start(helper, cupti, &h);
+	unsetenv("GPUPROBE_STUB_CTOR_THREAD"); /* before a failure ends the case: the next have none */
+	assert_int_equal(err, 0);
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)crc_helper__pid(h));
 	d = opendir(path);
 	assert_non_null(d);
@@ -195,6 +196,25 @@ static void test_a_cubin_that_makes_cupti_open_a_file_kills_only_the_helper(void
 	crc_helper__stop(h);
 }
 
+/*
+ * Sleeping and reading the time are not what the sandbox stops: a library's
+ * threads poll so (and ThreadSanitizer's own thread sleeps, in the tsan
+ * build), and the helper they ran in answers the next cubin.
+ */
+static void test_a_cubin_that_makes_cupti_wait_is_answered(void **state)
+{
+	unsigned char wait[64] = "GPUPROBE-T-WAIT";
+	struct crc_helper *h;
+	__u64 crc;
+
+	(void)state;
+	assert_int_equal(crc_helper__start(helper, cupti, &h), 0);
+	assert_int_equal(crc_helper__compute(h, wait, sizeof(wait), &crc), 0);
+	assert_int_equal(crc, crc32c_ref(wait, sizeof(wait)));
+	assert_int_equal(crc_helper__compute(h, wait, 16, &crc), 0);
+	crc_helper__stop(h);
+}
+
 static void test_a_cubin_that_makes_cupti_spin_times_out(void **state)
 {
 	unsigned char bad[64] = "GPUPROBE-T-SPIN";
@@ -230,6 +250,7 @@ int main(void)
 		cmocka_unit_test(test_the_helper_runs_without_privileges_under_seccomp),
 		cmocka_unit_test(test_the_sandbox_covers_threads_libcupti_started),
 		cmocka_unit_test(test_a_cubin_that_makes_cupti_open_a_file_kills_only_the_helper),
+		cmocka_unit_test(test_a_cubin_that_makes_cupti_wait_is_answered),
 		cmocka_unit_test(test_a_cubin_that_makes_cupti_spin_times_out),
 		cmocka_unit_test(test_no_cupti_is_a_start_error_not_a_hang),
 	};

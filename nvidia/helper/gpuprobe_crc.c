@@ -101,6 +101,12 @@ static int sandbox(void)
 		ALLOW(SYS_rt_sigprocmask), ALLOW(SYS_clock_gettime), ALLOW(SYS_gettid),
 		ALLOW(SYS_getpid), ALLOW(SYS_sched_yield),
 		/*
+		 * Waiting and the time: a library's threads poll with them, and
+		 * ThreadSanitizer's own thread sleeps 100 ms at a time. The
+		 * answer's deadline (crc_helper.c) bounds a cubin that sleeps.
+		 */
+		ALLOW(SYS_nanosleep), ALLOW(SYS_clock_nanosleep), ALLOW(SYS_gettimeofday),
+		/*
 		 * What a thread a library's constructor started may still be
 		 * doing when the filter lands on it (TSYNC): glibc's and the
 		 * sanitizers' thread start-up. None opens, sends or runs anything.

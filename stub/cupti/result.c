@@ -14,7 +14,10 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
 
 #define STUB_RESULTS(X) \
 	X(CUPTI_SUCCESS) \
@@ -92,7 +95,8 @@ CUptiResult CUPTIAPI cuptiGetCubinCrc(CUpti_GetCubinCrcParams *pParams)
 	/*
 	 * Test hooks for the sandbox around this call (tests/test_crc_helper.c):
 	 * a cubin that asks for it tries to open a file, or never returns, as a
-	 * hostile cubin might make a closed-source parser do.
+	 * hostile cubin might make a closed-source parser do, or waits a moment
+	 * and reads the time, as a library's own threads do.
 	 */
 	if (pParams->cubinSize >= 16 && !memcmp(pParams->cubin, "GPUPROBE-T-OPEN\0", 16)) {
 		int fd = open("/etc/hostname", O_RDONLY);
@@ -102,6 +106,13 @@ CUptiResult CUPTIAPI cuptiGetCubinCrc(CUpti_GetCubinCrcParams *pParams)
 	} else if (pParams->cubinSize >= 16 && !memcmp(pParams->cubin, "GPUPROBE-T-SPIN\0", 16)) {
 		for (volatile int spin = 1; spin;)
 			;
+	} else if (pParams->cubinSize >= 16 && !memcmp(pParams->cubin, "GPUPROBE-T-WAIT\0", 16)) {
+		struct timespec t = { 0, 1000 };
+		struct timeval tv;
+
+		nanosleep(&t, NULL);
+		clock_nanosleep(CLOCK_MONOTONIC, 0, &t, NULL);
+		syscall(SYS_gettimeofday, &tv, NULL); /* the syscall, not the vDSO */
 	}
 	pParams->cubinCrc = crc32c(pParams->cubin, pParams->cubinSize);
 	return CUPTI_SUCCESS;

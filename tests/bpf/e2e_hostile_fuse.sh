@@ -8,7 +8,7 @@
 # profile written.
 source "$(dirname "$0")/lib.sh"
 
-[ -c /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 0; }
+[ -c /dev/fuse ] || skip "no /dev/fuse"
 counters() { grep -c "^counters:" "$1" 2>/dev/null || true; }
 field() { # FILE NAME: NAME's value on the last counters line
 	grep "^counters:" "$1" | tail -n 1 | sed -n "s/.* $2=\([0-9]*\).*/\1/p"

@@ -8,7 +8,7 @@
 # a run as SIGTERM does: exit 0, profile written.
 source "$(dirname "$0")/lib.sh"
 
-command -v setsid >/dev/null || { echo "SKIP: no setsid"; exit 0; }
+command -v setsid >/dev/null || skip "no setsid"
 counters() { grep -c "^counters:" "$1" 2>/dev/null || true; }
 wait_ticks() { # ERR N SECONDS: at least N counters lines
 	for _ in $(seq 1 $(( $3 * 20 ))); do [ "$(counters "$1")" -ge "$2" ] && return 0; sleep 0.05; done

@@ -37,8 +37,11 @@ grep -q "before_attach=" "$WORK/err" || fail "no counters line"
 ok "pid $A profiled from a later start ($n launches), pid $Bp excluded, stop on exit"
 wait "$Bp" || fail "spin B failed"
 
+# A pid that surely names no process: one that ended and was reaped just now.
+true & gone=$!
+wait "$gone"
 set +e
-"$LOADER" --pid 999999 -o "$WORK/x.pb.gz" 2>"$WORK/err"; rc=$?
+"$LOADER" --pid "$gone" -o "$WORK/x.pb.gz" 2>"$WORK/err"; rc=$?
 set -e
-[ $rc = 1 ] && grep -q "no such process: 999999" "$WORK/err" || fail "bad pid: rc=$rc $(cat "$WORK/err")"
+[ $rc = 1 ] && grep -q "no such process: $gone" "$WORK/err" || fail "bad pid: rc=$rc $(cat "$WORK/err")"
 ok "a pid that does not exist is one clear error"

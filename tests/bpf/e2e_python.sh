@@ -5,28 +5,41 @@
 # functions, in call order and with their lines, placed where the interpreter
 # runs them among the native frames, and each stack ends at _start.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/cache_lib.sh"
 
 PY=${GP_TEST_PYTHON:-/usr/bin/python3}
 "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null ||
 	skip "no CPython 3.10+ at $PY (set GP_TEST_PYTHON)"
 N=200
+# The program waits for GO until the loader has found the interpreter, and
+# at its end for DONE until every launch was read (its code objects named):
+# handshakes, not sleeps, on a machine of any speed.
+run_py() { # OUT LAUNCHES SCRIPT ARGS...: the loader (-v) on python3 SCRIPT; E its stderr
+	local out=$1 n=$2 go done
+	shift 2
+	go="$WORK/$(basename "$out" .pb.gz).go" done="$WORK/$(basename "$out" .pb.gz).done"
+	GP_PY_GO=$go GP_PY_DONE=$done start_loader "$out" -- "$PY" "$@"
+	wait_line "$E" "CPython 3" 60 || fail "the loader did not find CPython: $(grep -v '^libbpf\|^counters\|^loader' "$E")"
+	touch "$go"
+	joined_all() { [ "$(field joined "$E")" -ge "$n" ] 2>/dev/null; }
+	wait_until 60 joined_all || fail "not every launch joined in 60 s: $(grep '^counters' "$E" | tail -1)"
+	touch "$done"
+	finish_loader
+}
 # py_back is launched by a native thread while the Python caller waits, as
 # PyTorch's autograd threads run backward(): it goes under the caller's frames.
-PYPROG_NATIVE_LIB="$PROGS/libgp_nofp_a.so" LD_LIBRARY_PATH="$B/stub" \
-	"$LOADER" -o "$WORK/py.pb.gz" -- "$PY" "$ROOT/tests/bpf/pyprog.py" $N \
-	>"$WORK/out" 2>"$WORK/err" || fail "loader: $(tail -3 "$WORK/err")"
-grep -q "pyprog: launches=$((3 * N))" "$WORK/out" || fail "the program did not run: $(cat "$WORK/out")"
-grep -q " unattributed=0 " "$WORK/err" || fail "unattributed GPU time: $(grep counters "$WORK/err")"
+PYPROG_NATIVE_LIB="$PROGS/libgp_nofp_a.so" run_py "$WORK/py.pb.gz" $((3 * N)) "$ROOT/tests/bpf/pyprog.py" $N
+grep -q "pyprog: launches=$((3 * N))" "$E.out" || fail "the program did not run: $(cat "$E.out")"
+grep "^counters" "$E" | tail -1 | grep -q " unattributed=0 " || fail "unattributed GPU time: $(grep counters "$E" | tail -1)"
 python3 "$ROOT/tests/bpf/stack_check.py" "$WORK/py.pb.gz" python "$ROOT/tests/bpf/pyprog.py" $N ||
 	fail "python stacks"
 ok "$("$PY" -V): GPU time under the script's functions, in order, with lines; a native thread's under its waiting caller"
 
 # Several Python threads (the walk steps over the others' thread states to
 # find each launching thread's own) and a recursion deeper than the walk copies.
-LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/thr.pb.gz" -- "$PY" "$ROOT/tests/bpf/pythreads.py" 50 6 100 \
-	>"$WORK/out3" 2>"$WORK/err3" || fail "loader (threads): $(tail -3 "$WORK/err3")"
-grep -q "pythreads: launches=350" "$WORK/out3" || fail "the program did not run: $(cat "$WORK/out3")"
-grep -q " python_short=1 " "$WORK/err3" || fail "python_short (one distinct stack): $(grep counters "$WORK/err3")"
+run_py "$WORK/thr.pb.gz" 350 "$ROOT/tests/bpf/pythreads.py" 50 6 100
+grep -q "pythreads: launches=350" "$E.out" || fail "the program did not run: $(cat "$E.out")"
+grep "^counters" "$E" | tail -1 | grep -q " python_short=1 " || fail "python_short (one distinct stack): $(grep counters "$E" | tail -1)"
 python3 "$ROOT/tests/bpf/stack_check.py" "$WORK/thr.pb.gz" pythreads "$ROOT/tests/bpf/pythreads.py" 50 6 ||
 	fail "python threads and deep stacks"
 ok "six Python threads each under their own frames; a 100-deep recursion copies 64 frames and says so"

@@ -10,10 +10,9 @@ under these functions, in this order, with their lines.
 import os
 import ctypes
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pystub import checker, cubin, driver, vp  # noqa: E402
+from pystub import checker, cubin, driver, settle, vp  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 cu = driver()
@@ -50,8 +49,9 @@ def train_step(gemm, relu, back):
 
 check(cu.cuInit(0))
 # The loader finds the interpreter on its next tick (100 ms): launches before
-# that carry native frames only. A real job imports for seconds first.
-time.sleep(0.3)
+# that carry native frames only. A real job imports for seconds first; the
+# tests say when (GP_PY_GO).
+settle("GP_PY_GO", 0.3)
 dev, ctx, mod = ctypes.c_int(), vp(), vp()
 check(cu.cuDeviceGet(ctypes.byref(dev), 0))
 check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))
@@ -70,5 +70,6 @@ train_step(gemm, relu, back)
 check(cu.cuCtxSynchronize())
 print("pyprog: launches=%d" % ((3 if native else 2) * N))
 # The loader reads code objects (names, lines) within a tick of each launch;
-# an interpreter finalised right after its last launch frees them first.
-time.sleep(0.3)
+# an interpreter finalised right after its last launch frees them first
+# (GP_PY_DONE: the tests say when every launch was read).
+settle("GP_PY_DONE", 0.3)

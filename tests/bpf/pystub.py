@@ -2,7 +2,10 @@
 the driver with cuLaunchKernel's argument types, a check of its results, and
 a tiny cubin to load."""
 import ctypes
+import os
 import struct
+import sys
+import time
 
 vp = ctypes.c_void_p
 ui = ctypes.c_uint
@@ -51,3 +54,18 @@ def cubin(names):
     sh.append(struct.pack("<IIQQQQIIQQ", 15, 2, 0, 0, offs[2], len(symtab), 2, 1, 8, 24))
     sh.append(struct.pack("<IIQQQQIIQQ", 23, 3, 0, 0, offs[3], len(shstr), 0, 0, 1, 0))
     return eh + body + b"".join(sh)
+
+
+def settle(var, seconds):
+    """Waits until the file named by environment variable var exists (the
+    test touches it once the loader is where it must be: a handshake), or,
+    with var unset, seconds (a run by hand)."""
+    path = os.environ.get(var)
+    if not path:
+        time.sleep(seconds)
+        return
+    end = time.monotonic() + 120
+    while not os.path.exists(path):
+        if time.monotonic() > end:
+            sys.exit("%s: %s never came" % (var, path))
+        time.sleep(0.01)

@@ -14,10 +14,9 @@ import ctypes
 import os
 import sys
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pystub import checker, cubin, driver, vp  # noqa: E402
+from pystub import checker, cubin, driver, settle, vp  # noqa: E402
 
 N, THREADS, DEPTH = (int(x) for x in sys.argv[1:4])
 cu = driver()
@@ -43,7 +42,7 @@ def deep(fn, k):
 
 
 check(cu.cuInit(0))
-time.sleep(0.3)  # the loader finds the interpreter on its next tick
+settle("GP_PY_GO", 0.3)  # the loader finds the interpreter on its next tick
 dev, ctx, mod = ctypes.c_int(), vp(), vp()
 check(cu.cuDeviceGet(ctypes.byref(dev), 0))
 check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))
@@ -61,4 +60,4 @@ for t in threads:
 deep(dp, DEPTH)
 check(cu.cuCtxSynchronize())
 print("pythreads: launches=%d" % (N * (THREADS + 1)))
-time.sleep(0.3)  # code objects are read within a tick of each launch
+settle("GP_PY_DONE", 0.3)  # code objects are read within a tick of each launch

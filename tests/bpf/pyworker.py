@@ -18,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pystub import checker, cubin, driver, vp  # noqa: E402
+from pystub import checker, cubin, driver, settle, vp  # noqa: E402
 
 cu = driver()
 check = checker("pyworker")
@@ -57,7 +57,7 @@ def main():
         at_b(ctx, back, n)
     check(cu.cuCtxSynchronize())
     print("pyworker: launches=%d" % (2 * n * (rounds + 1)))
-    time.sleep(0.3)  # code objects are read within a tick of each launch
+    settle("GP_PY_DONE", 0.3)  # code objects are read within a tick of each launch
 
 
 if __name__ == "__main__":

@@ -194,6 +194,10 @@ static void worker_main(int sock, pid_t parent)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent || !job)
 		_exit(1);
 	worker__close_fds(sock);
+	/* Ready: a call's deadline (BOUNDED_TIMEOUT_MS) is the call's, not the start's. */
+	h = (struct msg_hdr){ 0 };
+	if (msg_send(WORKER_SOCK, &h, NULL, -1, 0) < 0)
+		_exit(0);
 	for (;;) {
 		int in_fd, out_fd = -1;
 
@@ -208,6 +212,61 @@ static void worker_main(int sock, pid_t parent)
 		if (out_fd >= 0)
 			close(out_fd);
 	}
+}
+
+static int ms_left(const struct timespec *deadline)
+{
+	struct timespec now;
+	long long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (deadline->tv_sec - now.tv_sec) * 1000LL + (deadline->tv_nsec - now.tv_nsec) / 1000000;
+	return ms < 0 ? 0 : (int)ms;
+}
+
+static void deadline_in(struct timespec *d, unsigned ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, d);
+	d->tv_nsec += (long)(ms % 1000) * 1000000;
+	d->tv_sec += ms / 1000 + d->tv_nsec / 1000000000;
+	d->tv_nsec %= 1000000000;
+}
+
+static void worker__abandon(struct bounded *b);
+
+/*
+ * Waits for a new worker's ready message (worker_main): a fork's start-up on
+ * a loaded machine (under a sanitizer, many times slower) is not charged to
+ * the first call's deadline. A worker not ready in BOUNDED_START_MS is given up.
+ */
+static int worker__ready(struct bounded *b)
+{
+	struct pollfd p = { .fd = b->sock, .events = POLLIN };
+	struct timespec deadline;
+	struct msg_hdr h;
+	int fd, err = -ETIMEDOUT;
+	ssize_t n;
+
+	deadline_in(&deadline, BOUNDED_START_MS);
+	for (;;) {
+		n = msg_recv(b->sock, &h, NULL, 0, &fd, MSG_DONTWAIT);
+		if (fd >= 0)
+			close(fd);
+		if (n > 0) {
+			if (!h.fn && !h.size)
+				return 0;
+			err = -EIO;
+			break;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			err = -EIO;
+			break;
+		}
+		if (poll(&p, 1, ms_left(&deadline)) == 0)
+			break;
+	}
+	worker__abandon(b);
+	return err;
 }
 
 static int worker__start(struct bounded *b)
@@ -239,7 +298,7 @@ static int worker__start(struct bounded *b)
 	close(sv[1]);
 	b->worker = pid;
 	b->sock = sv[0];
-	return 0;
+	return worker__ready(b);
 }
 
 /* The worker is given up: killed, never waited for; reaped once gone. */
@@ -254,16 +313,6 @@ static void worker__abandon(struct bounded *b)
 	b->sock = -1;
 }
 
-static int ms_left(const struct timespec *deadline)
-{
-	struct timespec now;
-	long long ms;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ms = (deadline->tv_sec - now.tv_sec) * 1000LL + (deadline->tv_nsec - now.tv_nsec) / 1000000;
-	return ms < 0 ? 0 : (int)ms;
-}
-
 /* Sends the call and takes its answer, both before the deadline. */
 static int worker__exchange(struct bounded *b, bounded_fn fn, void *job, size_t size, int in_fd,
 			    void *answer, int *ret_fd)
@@ -273,10 +322,7 @@ static int worker__exchange(struct bounded *b, bounded_fn fn, void *job, size_t 
 	struct timespec deadline;
 	ssize_t n;
 
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_nsec += (long)BOUNDED_TIMEOUT_MS * 1000000;
-	deadline.tv_sec += deadline.tv_nsec / 1000000000;
-	deadline.tv_nsec %= 1000000000;
+	deadline_in(&deadline, BOUNDED_TIMEOUT_MS);
 	while ((n = msg_send(b->sock, &h, job, in_fd, MSG_DONTWAIT)) < 0) {
 		if (errno != EAGAIN && errno != EINTR)
 			return -EIO;

@@ -35,6 +35,8 @@
 
 /* How long a caller waits for one call. */
 #define BOUNDED_TIMEOUT_MS 250u
+/* How long a new worker may take to start (not counted in a call's wait). */
+#define BOUNDED_START_MS 10000u
 /* Workers stuck in abandoned calls, at most. */
 #define BOUNDED_MAX_STUCK 64u
 /* Processes remembered as stalling (the oldest forgotten past this). */

@@ -395,14 +395,19 @@ static __u64 mono_ns(void)
 }
 
 /* Whether this call may take one more entry: its bounds in count, bytes and time. */
-static bool settle__may_go_on(const struct cubin_queue *q, int n, __u64 bytes, __u64 deadline)
+static bool settle__may_go_on(const struct cubin_queue *q, int n, __u64 steps, __u64 bytes,
+			      __u64 deadline)
 {
 	if (q->opts.settle_max && (__u32)n >= q->opts.settle_max)
 		return false;
 	if (q->opts.settle_max_bytes && bytes >= q->opts.settle_max_bytes)
 		return false;
-	/* The time bound between entries: a call always settles one (a busy or slow caller still gets on). */
-	return !deadline || n == 0 || mono_ns() < deadline;
+	/*
+	 * The time bound between entries: a call always takes one step (a busy
+	 * or slow caller still gets on). Steps, not entries settled: a writer
+	 * that keeps the ring one padding entry ahead is bounded too.
+	 */
+	return !deadline || steps == 0 || mono_ns() < deadline;
 }
 
 static int settle__run(struct cubin_queue *q, cubin_crc_fn crc, void *crc_ctx,
@@ -413,6 +418,7 @@ static int settle__run(struct cubin_queue *q, cubin_crc_fn crc, void *crc_ctx,
 	enum take_result res;
 	void *bytes = NULL;
 	__u64 head, copied = 0, deadline = q->opts.settle_max_ns ? mono_ns() + q->opts.settle_max_ns : 0;
+	__u64 steps = 0;
 	int n = 0;
 
 	if (!q->dedup && dedup__alloc(q))
@@ -424,7 +430,7 @@ static int settle__run(struct cubin_queue *q, cubin_crc_fn crc, void *crc_ctx,
 		head = __atomic_load_n(q->ring.head, __ATOMIC_ACQUIRE);
 		if (head == q->tail)
 			break;
-		if (!settle__may_go_on(q, n, copied, deadline)) {
+		if (!settle__may_go_on(q, n, steps++, copied, deadline)) {
 			stat__add(&q->st.settle_cut, 1); /* a writer as fast as we read: next call */
 			break;
 		}

@@ -168,6 +168,39 @@ static void test_a_node_no_call_takes_is_given_up_in_time(void **state)
 	graph_nodes__destroy(gn);
 }
 
+/*
+ * Nodes of a thread that makes no more calls are given up by a sweep once
+ * calls come GRAPH_PENDING_NS later, and a sweep runs at most once every
+ * GRAPH_SWEEP_CALLS calls: a hostile ring's calls, each a step later, do not
+ * make every call look at every waiting node. A call looks at its own
+ * thread's nodes in its span only.
+ */
+static void test_other_threads_nodes_are_swept_at_a_bounded_rate(void **state)
+{
+	struct graph_nodes *gn = fresh();
+	struct graph_nodes_stats st;
+	const __u64 P = GRAPH_PENDING_NS;
+
+	graph_nodes__add(gn, NODE(1, 0), 0, 9, 100);
+	graph_nodes__add(gn, NODE(1, 1), 0, 7, P + 250);
+	graph_nodes__on_call(gn, 7, P + 200, P + 300, 1001, 3); /* the first call sweeps */
+	graph_nodes__stats(gn, &st);
+	assert_int_equal(st.unbound, 1);
+	assert_int_equal(st.bound, 1);
+	assert_int_equal(site_of(gn, NODE(1, 1)), 1001);
+	graph_nodes__add(gn, NODE(1, 2), 0, 9, P + 300);
+	for (unsigned i = 1; i < 64; i++) {
+		graph_nodes__on_call(gn, 7, 3 * P + i, 3 * P + i, 1002, 3);
+		graph_nodes__stats(gn, &st);
+		assert_int_equal(st.waiting, 1);
+	}
+	graph_nodes__on_call(gn, 7, 3 * P + 64, 3 * P + 64, 1003, 3);
+	graph_nodes__stats(gn, &st);
+	assert_int_equal(st.waiting, 0);
+	assert_int_equal(st.unbound, 2);
+	graph_nodes__destroy(gn);
+}
+
 static __u64 plus_one(void *ctx, __u64 site)
 {
 	(*(unsigned *)ctx)++;
@@ -199,6 +232,7 @@ int main(void)
 		cmocka_unit_test(test_sites_are_renumbered_with_the_stack_table),
 		cmocka_unit_test(test_a_large_graph_instantiated_before_its_calls_pair_binds_whole),
 		cmocka_unit_test(test_a_node_no_call_takes_is_given_up_in_time),
+		cmocka_unit_test(test_other_threads_nodes_are_swept_at_a_bounded_rate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -790,6 +790,94 @@ static void test_a_matched_launch_whose_kernel_never_came_while_recording_is_a_l
 	join__destroy(j);
 }
 
+static struct join *new_join_opts(struct sink *k, struct join_opts o)
+{
+	struct join *j = NULL;
+
+	memset(k, 0, sizeof(*k));
+	o.horizon_ns = 1000 * MS;
+	assert_int_equal(join__new(&o, on_sample, k, &j), 0);
+	return j;
+}
+
+/*
+ * A hostile ring naming a new thread in every record holds at most
+ * max_threads queues of the process: the rest are refused, counted, and the
+ * threads it has still pair.
+ */
+static void test_made_up_threads_are_bounded_per_process(void **state)
+{
+	struct join_opts o = { .max_threads = 4 };
+	struct join_counters c;
+	struct sink k;
+	struct join *j = new_join_opts(&k, o);
+
+	(void)state;
+	for (__u32 tid = 1; tid <= 10; tid++)
+		api(j, tid, 1000 * tid + 1, 1000 * tid + 5, 500 + tid, JOIN_DOMAIN_DRIVER);
+	join__counters(j, &c);
+	assert_int_equal(c.queue_full, 6);
+	launch(j, 1, 1000, 7);
+	kernel(j, 501, 501);
+	join__advance(j, 1000 * MS, 1);
+	assert_int_equal(find(&k, 501)->site, 7);
+	assert_int_equal(find(&k, 501)->reason, JOIN_OK);
+	join__destroy(j);
+}
+
+/* API records queued in a process, all threads together, are bounded; paired ones make room. */
+static void test_queued_api_records_are_bounded_per_process(void **state)
+{
+	struct join_opts o = { .max_proc_apis = 8 };
+	struct join_counters c;
+	struct sink k;
+	struct join *j = new_join_opts(&k, o);
+
+	(void)state;
+	for (int i = 0; i < 10; i++)
+		api(j, 1 + i % 2, 1001 + 100 * i, 1005 + 100 * i, 500 + i, JOIN_DOMAIN_DRIVER);
+	join__counters(j, &c);
+	assert_int_equal(c.queue_full, 2);
+	/* Every record's call was probed: all eight pair, and the queue takes more. */
+	for (int i = 0; i < 8; i++)
+		launch(j, 1 + i % 2, 1000 + 100 * i, 10 + i);
+	join__advance(j, 1000 * MS, 1);
+	join__counters(j, &c);
+	assert_int_equal(c.launches_matched, 8);
+	api(j, 1, 5001, 5005, 900, JOIN_DOMAIN_DRIVER);
+	join__counters(j, &c);
+	assert_int_equal(c.queue_full, 2);
+	join__destroy(j);
+}
+
+/*
+ * Records in falling start order each walk back past the whole queue: the
+ * walking is paid from the process's budget, a record past it stays where it
+ * came (counted), and the next advance gives the budget again.
+ */
+static void test_ordering_out_of_order_records_has_a_budget(void **state)
+{
+	struct join_opts o = { .max_disorder = 5 };
+	struct join_counters c;
+	struct sink k;
+	struct join *j = new_join_opts(&k, o);
+
+	(void)state;
+	/* Steps: 0, 1, 2, then 2 of the 3 the fourth needs. */
+	for (int i = 0; i < 4; i++)
+		api(j, 1, 10000 - 100 * i, 10001 - 100 * i, 500 + i, JOIN_DOMAIN_DRIVER);
+	join__counters(j, &c);
+	assert_int_equal(c.api_disordered, 1);
+	join__advance(j, 1, 1); /* nothing can pair yet: the watermark is before them all */
+	api(j, 1, 9000, 9001, 600, JOIN_DOMAIN_DRIVER); /* 4 steps, paid from the new budget */
+	join__counters(j, &c);
+	assert_int_equal(c.api_disordered, 1);
+	api(j, 1, 8000, 8001, 601, JOIN_DOMAIN_DRIVER);
+	join__counters(j, &c);
+	assert_int_equal(c.api_disordered, 2);
+	join__destroy(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -817,6 +905,9 @@ int main(void)
 		cmocka_unit_test(test_windows_older_than_the_last_kept_are_outside),
 		cmocka_unit_test(test_a_matched_launch_at_a_switch_whose_kernel_never_came_is_labelled),
 		cmocka_unit_test(test_a_matched_launch_whose_kernel_never_came_while_recording_is_a_loss),
+		cmocka_unit_test(test_made_up_threads_are_bounded_per_process),
+		cmocka_unit_test(test_queued_api_records_are_bounded_per_process),
+		cmocka_unit_test(test_ordering_out_of_order_records_has_a_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

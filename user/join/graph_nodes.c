@@ -8,6 +8,9 @@
 #include "user/util/grow.h"
 #include "user/util/u64map.h"
 
+/* Calls between two sweeps for nodes no call will take, at least (pending__sweep). */
+#define GRAPH_SWEEP_CALLS 64u
+
 struct gnode {
 	__u64 node, orig; /* orig: the node it was cloned from; 0: made here */
 	__u64 ts;         /* made: when */
@@ -20,8 +23,11 @@ struct graph_nodes {
 	struct u64map by_node;  /* node id -> index in n */
 	struct gnode *n;
 	size_t len, cap;
-	__u32 *pending;         /* indices of made nodes waiting for their call */
+	__u32 *pending;         /* indices of made nodes waiting for their call, by (tid, ts) */
 	size_t npending;
+	__u64 *scratch;         /* times of the waiting, sorted when the list is full */
+	__u64 swept_at;         /* the call time of the last sweep (pending__sweep) */
+	__u32 calls_since_sweep;
 	struct graph_nodes_stats st;
 };
 
@@ -32,7 +38,9 @@ int graph_nodes__new(struct graph_nodes **ret)
 	if (!gn)
 		return -ENOMEM;
 	gn->pending = calloc(GRAPH_PENDING_MAX, sizeof(*gn->pending));
-	if (!gn->pending || u64map__init(&gn->by_node, GRAPH_NODES_MAX)) {
+	gn->scratch = calloc(GRAPH_PENDING_MAX, sizeof(*gn->scratch));
+	gn->calls_since_sweep = GRAPH_SWEEP_CALLS;
+	if (!gn->pending || !gn->scratch || u64map__init(&gn->by_node, GRAPH_NODES_MAX)) {
 		graph_nodes__destroy(gn);
 		return -ENOMEM;
 	}
@@ -47,39 +55,127 @@ void graph_nodes__destroy(struct graph_nodes *gn)
 	u64map__fini(&gn->by_node);
 	free(gn->n);
 	free(gn->pending);
+	free(gn->scratch);
 	free(gn);
 }
 
-/* Drops from the waiting list the nodes that wait for nothing now (cloned since, or bound). */
-static void pending__compact(struct graph_nodes *gn)
+/*
+ * The waiting list is kept in order of thread, then time: a call looks at
+ * its own thread's nodes in its span only (a binary search), so nodes a
+ * hostile ring made up on one thread cost no other call anything, and its
+ * own calls a search each.
+ */
+static int pending__cmp(const struct graph_nodes *gn, __u32 idx, __u32 tid, __u64 ts)
+{
+	const struct gnode *n = &gn->n[idx];
+
+	if (n->tid != tid)
+		return n->tid < tid ? -1 : 1;
+	return n->ts < ts ? -1 : n->ts > ts;
+}
+
+/* The first position whose node is not before (tid, ts); after every equal one when after. */
+static size_t pending__find(const struct graph_nodes *gn, __u32 tid, __u64 ts, bool after)
+{
+	size_t lo = 0, hi = gn->npending;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = pending__cmp(gn, gn->pending[mid], tid, ts);
+
+		if (c < 0 || (after && c == 0))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool waits(const struct gnode *n)
+{
+	return !n->orig && !n->site;
+}
+
+/* Takes positions [from, to) out; those still waiting are given up (unbound). */
+static void pending__cut(struct graph_nodes *gn, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		gn->st.unbound += waits(&gn->n[gn->pending[i]]);
+	memmove(gn->pending + from, gn->pending + to, (gn->npending - to) * sizeof(*gn->pending));
+	gn->npending -= to - from;
+}
+
+/* Keeps the nodes still waiting made at or after since; the rest go (unbound if waiting). */
+static void pending__keep_since(struct graph_nodes *gn, __u64 since)
 {
 	size_t keep = 0;
 
 	for (size_t i = 0; i < gn->npending; i++) {
 		const struct gnode *n = &gn->n[gn->pending[i]];
 
-		if (!n->orig && !n->site)
-			gn->pending[keep++] = gn->pending[i];
+		if (!waits(n))
+			continue;
+		if (n->ts < since) {
+			gn->st.unbound++;
+			continue;
+		}
+		gn->pending[keep++] = gn->pending[i];
 	}
 	gn->npending = keep;
+}
+
+static int ts_cmp(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 /*
  * Full of nodes still waiting: the older half give up (built by the node
  * API, or their call's launch event lost: no call will take them).
  */
+static void pending__make_room(struct graph_nodes *gn)
+{
+	size_t half = GRAPH_PENDING_MAX / 2;
+
+	pending__keep_since(gn, 0);
+	if (gn->npending < GRAPH_PENDING_MAX)
+		return;
+	for (size_t i = 0; i < gn->npending; i++)
+		gn->scratch[i] = gn->n[gn->pending[i]].ts;
+	qsort(gn->scratch, gn->npending, sizeof(*gn->scratch), ts_cmp);
+	pending__keep_since(gn, gn->scratch[half]);
+	if (gn->npending > GRAPH_PENDING_MAX - half) /* all made at one time: any half */
+		pending__cut(gn, 0, gn->npending - (GRAPH_PENDING_MAX - half));
+}
+
 static void pending__push(struct graph_nodes *gn, __u32 idx)
 {
-	if (gn->npending == GRAPH_PENDING_MAX)
-		pending__compact(gn);
-	if (gn->npending == GRAPH_PENDING_MAX) {
-		size_t half = GRAPH_PENDING_MAX / 2;
+	const struct gnode *n = &gn->n[idx];
+	size_t at;
 
-		gn->st.unbound += half;
-		memmove(gn->pending, gn->pending + half, (GRAPH_PENDING_MAX - half) * sizeof(*gn->pending));
-		gn->npending -= half;
-	}
-	gn->pending[gn->npending++] = idx;
+	if (gn->npending == GRAPH_PENDING_MAX)
+		pending__make_room(gn);
+	at = pending__find(gn, n->tid, n->ts, true);
+	memmove(gn->pending + at + 1, gn->pending + at, (gn->npending - at) * sizeof(*gn->pending));
+	gn->pending[at] = idx;
+	gn->npending++;
+}
+
+/*
+ * Nodes of threads that make no more calls: given up once calls come
+ * GRAPH_PENDING_NS after them, looked for when the calls' time has moved on
+ * by that much, and not more often than every GRAPH_SWEEP_CALLS calls (a
+ * hostile ring's calls, each a step later, cost a sweep only that often).
+ */
+static void pending__sweep(struct graph_nodes *gn, __u64 now)
+{
+	if (gn->calls_since_sweep < GRAPH_SWEEP_CALLS || now < gn->swept_at + GRAPH_PENDING_NS)
+		return;
+	gn->calls_since_sweep = 0;
+	gn->swept_at = now;
+	pending__keep_since(gn, now - GRAPH_PENDING_NS);
 }
 
 /*
@@ -129,28 +225,30 @@ void graph_nodes__add(struct graph_nodes *gn, __u64 node, __u64 orig, __u32 tid,
 size_t graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u64 end, __u64 site,
 			    __u32 probe)
 {
-	size_t keep = 0, took = 0;
+	size_t first, old, from, to, took = 0;
 
-	for (size_t i = 0; i < gn->npending; i++) {
+	gn->calls_since_sweep++;
+	if (!gn->npending)
+		return 0;
+	first = pending__find(gn, tid, 0, false);
+	/* Its own call would have paired long before this one: none will. */
+	old = start > GRAPH_PENDING_NS ? pending__find(gn, tid, start - GRAPH_PENDING_NS, false)
+					 : first;
+	from = pending__find(gn, tid, start, false);
+	to = end < start ? from : pending__find(gn, tid, end, true);
+	for (size_t i = from; i < to; i++) {
 		struct gnode *n = &gn->n[gn->pending[i]];
 
-		if (n->orig)
+		if (!waits(n))
 			continue; /* a clone since: waits for nothing */
-		if (n->tid == tid && n->ts >= start && n->ts <= end) {
-			n->site = site;
-			n->probe = probe;
-			gn->st.bound++;
-			took++;
-			continue;
-		}
-		/* Its own call would have paired long before this one: none will. */
-		if (n->ts + GRAPH_PENDING_NS < start) {
-			gn->st.unbound++;
-			continue;
-		}
-		gn->pending[keep++] = gn->pending[i];
+		n->site = site;
+		n->probe = probe;
+		gn->st.bound++;
+		took++;
 	}
-	gn->npending = keep;
+	pending__cut(gn, from, to);
+	pending__cut(gn, first, old);
+	pending__sweep(gn, start);
 	return took;
 }
 

@@ -11,8 +11,10 @@
  * encloses the node's time.
  *
  * Everything here comes from the profiled process and is bounded: at most
- * GRAPH_NODES_MAX nodes and GRAPH_PENDING_MAX nodes waiting for their call;
- * a clone chain is followed GRAPH_CLONE_HOPS deep at most. Nodes are never
+ * GRAPH_NODES_MAX nodes and GRAPH_PENDING_MAX nodes waiting for their call,
+ * kept by thread and time, so that a call looks only at its own thread's
+ * nodes in its span (a hostile ring's made-up nodes cost other calls
+ * nothing); a clone chain is followed GRAPH_CLONE_HOPS deep at most. Nodes are never
  * forgotten while the process lives (a graph captured once is replayed for
  * the rest of the run); a full table refuses new ones, counted.
  */
@@ -54,8 +56,10 @@ void graph_nodes__add(struct graph_nodes *gn, __u64 node, __u64 orig, __u32 tid,
 /*
  * A launch event of tid paired with its API record [start, end]: made nodes
  * of tid waiting inside that span take site and probe. A node no call takes
- * is given up (counted unbound) once a call starts GRAPH_PENDING_NS after
- * it, or when GRAPH_PENDING_MAX newer ones wait. Returns how many took it.
+ * is given up (counted unbound) once a call of its thread starts
+ * GRAPH_PENDING_NS after it, or a sweep (at most every 64 calls) finds the
+ * calls that far past it, or when GRAPH_PENDING_MAX newer ones wait.
+ * Returns how many took it.
  */
 size_t graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u64 end, __u64 site,
 			    __u32 probe);

@@ -129,6 +129,8 @@ struct jproc {
 	struct jpending *pending;   /* node pool */
 	__u32 nr_pending_nodes, pending_cap, free_head, live_pending;
 	struct fifo pending_order;  /* struct jorder, arrival order */
+	size_t apis_queued;         /* API records in all its threads' queues */
+	size_t disorder_left;       /* steps left to order its API records until the next advance */
 };
 
 struct join {
@@ -181,6 +183,12 @@ int join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx, struct
 		j->o.max_pending = 1 << 20;
 	if (!j->o.max_procs)
 		j->o.max_procs = 4096;
+	if (!j->o.max_threads)
+		j->o.max_threads = 4096;
+	if (!j->o.max_proc_apis)
+		j->o.max_proc_apis = 1 << 19;
+	if (!j->o.max_disorder)
+		j->o.max_disorder = 1 << 20;
 	j->emit = emit;
 	j->ctx = ctx;
 	if (u64map__init(&j->proc_idx, j->o.max_procs)) {
@@ -242,7 +250,8 @@ static struct jproc *proc_get(struct join *j, __u32 pid, bool create)
 	p->pending_order.item = sizeof(struct jorder);
 	p->pending_order.max = 2 * j->o.max_pending;
 	p->free_head = NONE;
-	if (u64map__init(&p->thread_idx, 0) || u64map__init(&p->corr_idx, j->o.max_corr) ||
+	p->disorder_left = j->o.max_disorder;
+	if (u64map__init(&p->thread_idx, j->o.max_threads) || u64map__init(&p->corr_idx, j->o.max_corr) ||
 	    u64map__init(&p->pending_head, j->o.max_pending) ||
 	    u64map__put(&j->proc_idx, pid, j->nr_procs)) {
 		proc__free(p);
@@ -315,6 +324,8 @@ static struct jthread *thread_get(struct join *j, struct jproc *p, __u32 tid, __
 
 	if (u64map__get(&p->thread_idx, key, &idx))
 		return &p->threads[idx];
+	if (p->nr_threads >= j->o.max_threads)
+		return NULL; /* tids a hostile ring made up: each would hold memory for the run */
 	grown = grow__array(p->threads, &p->cap_threads, p->nr_threads + 1, sizeof(*grown), 8);
 	if (!grown)
 		return NULL;
@@ -538,6 +549,12 @@ static bool first_after_attach(struct jproc *p, struct jthread *t, const struct 
 	return true;
 }
 
+static void api_pop(struct jproc *p, struct jthread *t)
+{
+	fifo__pop(&t->apis);
+	p->apis_queued--;
+}
+
 static void match(struct join *j, struct jproc *p, struct jthread *t)
 {
 	const struct jlaunch *l = fifo__at(&t->launches, 0);
@@ -557,7 +574,7 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 	}
 	c.none_due = c.none_due || a->failed;
 	fifo__pop(&t->launches);
-	fifo__pop(&t->apis);
+	api_pop(p, t);
 	corr_add(j, p, &c);
 }
 
@@ -581,7 +598,7 @@ static void api_orphan(struct join *j, struct jproc *p, struct jthread *t)
 		c.reason = JOIN_NO_LAUNCH_EVENT;
 		j->c.api_without_launch++;
 	}
-	fifo__pop(&t->apis);
+	api_pop(p, t);
 	corr_add(j, p, &c);
 }
 
@@ -719,7 +736,7 @@ void join__add_api(struct join *j, const struct join_api *a)
 		corr_add(j, p, &c); /* its activities are left out too */
 		return;
 	}
-	if (!t || fifo__push(&t->apis, &ja)) {
+	if (!t || p->apis_queued >= j->o.max_proc_apis || fifo__push(&t->apis, &ja)) {
 		struct jcorr c = { .corr = a->corr, .added = join_now(j, a->end), .tid = a->tid,
 				   .reason = JOIN_TABLE_FULL };
 
@@ -728,12 +745,23 @@ void join__add_api(struct join *j, const struct join_api *a)
 			corr_add(j, p, &c);
 		return;
 	}
-	/* Keep start order: CUPTI buffers may hand records over out of order. */
+	p->apis_queued++;
+	/*
+	 * Keep start order: CUPTI buffers may hand records over out of order.
+	 * Each step is paid from the process's budget: a ring written to make
+	 * every record walk back past a long queue costs the loader a bounded
+	 * time a tick, and only that process's pairings.
+	 */
 	for (i = t->apis.len - 1; i > 0; i--) {
 		struct japi *prev = fifo__at(&t->apis, i - 1), *cur = fifo__at(&t->apis, i), tmp;
 
 		if (prev->start <= cur->start)
 			break;
+		if (!p->disorder_left) {
+			j->c.api_disordered++;
+			break;
+		}
+		p->disorder_left--;
 		tmp = *prev;
 		*prev = *cur;
 		*cur = tmp;
@@ -898,6 +926,7 @@ void join__advance(struct join *j, __u64 bpf_watermark, __u64 now)
 	for (size_t i = 0; i < j->nr_procs; i++) {
 		struct jproc *p = j->procs[i];
 
+		p->disorder_left = j->o.max_disorder;
 		merge_proc(j, p, bpf_watermark);
 		expire_proc(j, p, false);
 	}

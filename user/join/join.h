@@ -110,6 +110,10 @@ struct join_opts {
 	size_t max_corr;       /* correlation entries per process */
 	size_t max_pending;    /* activities waiting for their API record, per process */
 	size_t max_procs;
+	size_t max_threads;    /* thread queues (tid and class) per process */
+	size_t max_proc_apis;  /* API records queued per process, all its threads */
+	size_t max_disorder;   /* steps taken putting a process's out-of-order API records in
+				  place, per join__advance: past it, a record goes in where it came */
 };
 
 struct join_counters {
@@ -126,7 +130,10 @@ struct join_counters {
 	__u64 api_at_attach;           /* records under JOIN_AT_ATTACH */
 	__u64 activities_joined;
 	__u64 activities_unattributed[JOIN_REASON_MAX];
-	__u64 queue_full;              /* events or records refused: no thread slot, or records at the queue bound */
+	__u64 queue_full;              /* events or records refused: no thread slot (at most max_threads a
+					  process), or records at a queue's or the process's bound */
+	__u64 api_disordered;          /* API records left where they came: the process's budget of
+					  steps to order them was spent (a hostile ring) */
 	__u64 corr_evicted;
 };
 

@@ -544,8 +544,12 @@ static bool rings_flushed(struct session *s)
 
 		if (!t->shm || !proc__alive(t->pid) || (shm_reader__flags(t->shm) & GP_SHM_F_INERT))
 			continue;
-		if (!t->flushed_pos && shim_flushes(t, GP_CTR_FLUSHES) > t->flushes_at_stop)
-			t->flushed_pos = shm_reader__read_pos(t->shm) + shm_reader__backlog(t->shm) + 1;
+		if (!t->flushed_pos && shim_flushes(t, GP_CTR_FLUSHES) > t->flushes_at_stop) {
+			/* The backlog first: it may move the read position over a bad head. */
+			__u64 backlog = shm_reader__backlog(t->shm);
+
+			t->flushed_pos = shm_reader__read_pos(t->shm) + backlog + 1;
+		}
 		if (!t->flushed_pos || shm_reader__read_pos(t->shm) + 1 < t->flushed_pos)
 			all = false;
 	}

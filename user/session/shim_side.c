@@ -285,6 +285,8 @@ static bool span_records_at(__u64 on, __u64 off, __u64 ts)
 
 void session__note_key_state(struct target *t, const struct gp_launch_event *e)
 {
+	if (!t)
+		return; /* no target (out of memory): nothing to note it in */
 	if (e->probe == GP_PROBE_AUTOGRAD_EXECUTE || e->probe == GP_PROBE_AUTOGRAD_NODE)
 		return; /* libtorch's: CUPTI's state does not change its path */
 	if (!t->record_seen) {

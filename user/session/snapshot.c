@@ -120,6 +120,7 @@ static void join_counters(struct session *s, struct counters *c)
 	counters__add_part(c, "at_attach", jc.activities_unattributed[JOIN_AT_ATTACH]);
 	counters__add_part(c, "table_full", jc.activities_unattributed[JOIN_TABLE_FULL]);
 	counters__add(c, "queue_full", jc.queue_full);
+	counters__add(c, "api_disordered", jc.api_disordered);
 }
 
 /* The loader's own losses: stacks, names, records, rings. */
@@ -262,7 +263,9 @@ static void cache_costs(struct session *s, struct cache_costs *c)
 	*c = (struct cache_costs){
 		.hits = bpf[GP_BPF_CACHE_HITS], .misses = bpf[GP_BPF_CACHE_MISSES],
 		/* An audit the ring had no room for went as a hit, counted in both. */
-		.audits = bpf[GP_BPF_CACHE_AUDITS] - bpf[GP_BPF_AUDITS_SKIPPED],
+		.audits = bpf[GP_BPF_CACHE_AUDITS] > bpf[GP_BPF_AUDITS_SKIPPED]
+				  ? bpf[GP_BPF_CACHE_AUDITS] - bpf[GP_BPF_AUDITS_SKIPPED]
+				  : 0, /* two per-CPU sums read apart */
 		.audits_skipped = bpf[GP_BPF_AUDITS_SKIPPED], .unusable_launches = bpf[GP_BPF_CACHE_UNUSABLE],
 		.keys = cs.live, .capacity = cs.capacity, .split_keys = cs.split_keys,
 		.installs = cs.installs, .confirmed = cs.confirmed, .splits = cs.splits,

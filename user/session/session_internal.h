@@ -67,6 +67,7 @@ struct session {
 	__u64 duty_on_ns;           /* time in windows so far, closed ones */
 	__u64 duty_windows;         /* windows opened so far */
 	__u64 duty_unready;         /* of them, opened with a shim not yet recording (duty_side.c) */
+	__u64 duty_unwaited;        /* targets waited for no more: not recording at 3 openings */
 	bool duty_due;              /* DUTY_ARMING: the planned window has started */
 	/* The current profile's windows [from, to) (to 0: open), for its comment. */
 	__u64 win_from[PROFILE_WINDOWS_MAX], win_to[PROFILE_WINDOWS_MAX];

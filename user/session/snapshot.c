@@ -112,6 +112,7 @@ static void join_counters(struct session *s, struct counters *c)
 	counters__add(c, "activities_outside", jc.activities_outside);
 	counters__add(c, "duty_windows", s->duty_windows);
 	counters__add(c, "duty_unready", s->duty_unready);
+	counters__add(c, "duty_unwaited", s->duty_unwaited);
 	counters__add(c, "duty_probe_errors", launch_probe__pause_errors(s->lp));
 	counters__add(c, "unattributed", s->unattributed_written + pt.unattributed);
 	counters__add_part(c, "no_launch_event", jc.activities_unattributed[JOIN_NO_LAUNCH_EVENT]);

@@ -58,6 +58,8 @@ struct target {
 	__u64 record_on, record_off; /* shm_reader__record_span at the last visit */
 	bool record_seen;          /* they were read once */
 	bool record_forget;        /* its stack-cache keys are to go (follow_recording) */
+	__u8 duty_strikes;         /* windows opened without it recording after the whole wait
+				      (duty_side.c: at DUTY_MAX_STRIKES, waited for no more) */
 	bool keys_on, keys_off;    /* keys were learnt from launches made while its shim recorded /
 				      did not (or when that was not known: both) */
 	__u64 record_forgot_ns;    /* when they last went */

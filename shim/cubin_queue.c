@@ -430,10 +430,11 @@ static int settle__run(struct cubin_queue *q, cubin_crc_fn crc, void *crc_ctx,
 		head = __atomic_load_n(q->ring.head, __ATOMIC_ACQUIRE);
 		if (head == q->tail)
 			break;
-		if (!settle__may_go_on(q, n, steps++, copied, deadline)) {
+		if (!settle__may_go_on(q, n, steps, copied, deadline)) {
 			stat__add(&q->st.settle_cut, 1); /* a writer as fast as we read: next call */
 			break;
 		}
+		steps++;
 		if (head < q->tail || head - q->tail > q->ring.size) {
 			res = TAKE_GARBAGE; /* the head jumped: nothing between is trustworthy */
 		} else {

@@ -803,16 +803,20 @@ static struct join *new_join_opts(struct sink *k, struct join_opts o)
 /*
  * A hostile ring naming a new thread in every record holds at most
  * max_threads queues of the process: the rest are refused, counted, and the
- * threads it has still pair.
+ * threads it has still pair. A queue with nothing queued goes to a new
+ * thread (a run that keeps starting threads keeps profiling them), and a
+ * launch refused a queue still reaches the profile, without its record.
  */
 static void test_made_up_threads_are_bounded_per_process(void **state)
 {
 	struct join_opts o = { .max_threads = 4 };
+	struct unrecorded_sink us = { 0 };
 	struct join_counters c;
 	struct sink k;
 	struct join *j = new_join_opts(&k, o);
 
 	(void)state;
+	join__on_unrecorded(j, on_unrecorded, &us);
 	for (__u32 tid = 1; tid <= 10; tid++)
 		api(j, tid, 1000 * tid + 1, 1000 * tid + 5, 500 + tid, JOIN_DOMAIN_DRIVER);
 	join__counters(j, &c);
@@ -822,6 +826,21 @@ static void test_made_up_threads_are_bounded_per_process(void **state)
 	join__advance(j, 1000 * MS, 1);
 	assert_int_equal(find(&k, 501)->site, 7);
 	assert_int_equal(find(&k, 501)->reason, JOIN_OK);
+	/* Threads 2-4 have records waiting (their calls still under way, for all the join knows). */
+	for (__u32 tid = 2; tid <= 4; tid++)
+		api(j, tid, 5000 * MS, 5000 * MS + 5, 600 + tid, JOIN_DOMAIN_DRIVER);
+	/* Thread 1's queue is empty now: thread 20 takes it; 21 finds none and its launch goes on. */
+	launch(j, 20, 50000, 8);
+	api(j, 20, 50001, 50005, 520, JOIN_DOMAIN_DRIVER);
+	kernel(j, 520, 520);
+	us.next_site = 9;
+	launch(j, 21, 60000, 9);
+	join__counters(j, &c);
+	assert_int_equal(c.queue_full, 7);
+	assert_int_equal(us.n, 1);
+	join__advance(j, 1000 * MS, 2);
+	assert_int_equal(find(&k, 520)->site, 8);
+	assert_int_equal(find(&k, 520)->reason, JOIN_OK);
 	join__destroy(j);
 }
 

@@ -110,9 +110,10 @@ CUptiResult CUPTIAPI cuptiGetCubinCrc(CUpti_GetCubinCrcParams *pParams)
 		struct timespec t = { 0, 1000 };
 		struct timeval tv;
 
-		nanosleep(&t, NULL);
-		clock_nanosleep(CLOCK_MONOTONIC, 0, &t, NULL);
-		syscall(SYS_gettimeofday, &tv, NULL); /* the syscall, not the vDSO */
+		/* The syscalls themselves: glibc's nanosleep is clock_nanosleep, gettimeofday the vDSO. */
+		syscall(SYS_nanosleep, &t, NULL);
+		syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &t, NULL);
+		syscall(SYS_gettimeofday, &tv, NULL);
 	}
 	pParams->cubinCrc = crc32c(pParams->cubin, pParams->cubinSize);
 	return CUPTI_SUCCESS;

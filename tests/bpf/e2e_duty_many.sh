@@ -7,7 +7,8 @@
 # with its first 50,000 or so launches (its tables reach their working
 # size): spin launches every 100 us, 5,000 a second inside windows, so that
 # is done by the 50th window; no faster, so that the 2 MiB BPF ring holds
-# more than a second of launches on a loaded 2-core machine. Each sample is taken between two windows, read from spin's ring
+# more than a second of launches on a loaded 2-core machine. Each sample
+# is taken between two windows, read from spin's ring
 # (tests/bpf/gap_sample.py). The BPF ring is 2 MiB, written round many
 # times before the first sample: its pages count in the loader's RSS once
 # it has read them, and a 16 MiB one was still on its first round at 22 s

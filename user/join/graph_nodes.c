@@ -25,7 +25,7 @@ struct graph_nodes {
 	size_t len, cap;
 	__u32 *pending;         /* indices of made nodes waiting for their call, by (tid, ts) */
 	size_t npending;
-	__u64 *scratch;         /* times of the waiting, sorted when the list is full */
+	__u64 *scratch;         /* times of the waiting, sorted when the list is full (made then) */
 	__u64 swept_at;         /* the call time of the last sweep (pending__sweep) */
 	__u32 calls_since_sweep;
 	struct graph_nodes_stats st;
@@ -38,9 +38,8 @@ int graph_nodes__new(struct graph_nodes **ret)
 	if (!gn)
 		return -ENOMEM;
 	gn->pending = calloc(GRAPH_PENDING_MAX, sizeof(*gn->pending));
-	gn->scratch = calloc(GRAPH_PENDING_MAX, sizeof(*gn->scratch));
 	gn->calls_since_sweep = GRAPH_SWEEP_CALLS;
-	if (!gn->pending || !gn->scratch || u64map__init(&gn->by_node, GRAPH_NODES_MAX)) {
+	if (!gn->pending || u64map__init(&gn->by_node, GRAPH_NODES_MAX)) {
 		graph_nodes__destroy(gn);
 		return -ENOMEM;
 	}
@@ -99,6 +98,8 @@ static bool waits(const struct gnode *n)
 /* Takes positions [from, to) out; those still waiting are given up (unbound). */
 static void pending__cut(struct graph_nodes *gn, size_t from, size_t to)
 {
+	if (from == to)
+		return;
 	for (size_t i = from; i < to; i++)
 		gn->st.unbound += waits(&gn->n[gn->pending[i]]);
 	memmove(gn->pending + from, gn->pending + to, (gn->npending - to) * sizeof(*gn->pending));
@@ -142,6 +143,12 @@ static void pending__make_room(struct graph_nodes *gn)
 	pending__keep_since(gn, 0);
 	if (gn->npending < GRAPH_PENDING_MAX)
 		return;
+	if (!gn->scratch)
+		gn->scratch = malloc(GRAPH_PENDING_MAX * sizeof(*gn->scratch));
+	if (!gn->scratch) { /* no room to sort: any half */
+		pending__cut(gn, 0, half);
+		return;
+	}
 	for (size_t i = 0; i < gn->npending; i++)
 		gn->scratch[i] = gn->n[gn->pending[i]].ts;
 	qsort(gn->scratch, gn->npending, sizeof(*gn->scratch), ts_cmp);
@@ -171,7 +178,11 @@ static void pending__push(struct graph_nodes *gn, __u32 idx)
  */
 static void pending__sweep(struct graph_nodes *gn, __u64 now)
 {
-	if (gn->calls_since_sweep < GRAPH_SWEEP_CALLS || now < gn->swept_at + GRAPH_PENDING_NS)
+	if (now < gn->swept_at) {
+		gn->swept_at = now; /* a call stamped earlier than one before (hostile, or none yet) */
+		return;
+	}
+	if (gn->calls_since_sweep < GRAPH_SWEEP_CALLS || now - gn->swept_at < GRAPH_PENDING_NS)
 		return;
 	gn->calls_since_sweep = 0;
 	gn->swept_at = now;

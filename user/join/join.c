@@ -45,12 +45,21 @@ static void *fifo__at(const struct fifo *f, size_t i)
 	return i < f->len ? f->buf + ((f->head + i) % f->cap) * f->item : NULL;
 }
 
+/* Items an empty fifo keeps room for; a larger buffer goes once it is drained. */
+#define FIFO_KEEP 256
+
 static void fifo__pop(struct fifo *f)
 {
 	if (!f->len)
 		return;
 	f->head = (f->head + 1) % f->cap;
 	f->len--;
+	if (!f->len && f->cap > FIFO_KEEP) {
+		/* A burst's room, given back: thousands of queues never hold their peaks at once. */
+		free(f->buf);
+		f->buf = NULL;
+		f->cap = f->head = 0;
+	}
 }
 
 static void fifo__free(struct fifo *f)
@@ -131,6 +140,7 @@ struct jproc {
 	struct fifo pending_order;  /* struct jorder, arrival order */
 	size_t apis_queued;         /* API records in all its threads' queues */
 	size_t disorder_left;       /* steps left to order its API records until the next advance */
+	size_t reclaim_at;          /* where thread_reclaim looks next */
 };
 
 struct join {
@@ -317,6 +327,29 @@ static bool recorded_at(const struct jproc *p, __u64 ts, __u64 margin)
 	return false;
 }
 
+/* Slots looked at for an idle one, at most, per new thread past the bound. */
+#define RECLAIM_LOOKS 64
+
+/*
+ * At the bound, a thread queue with nothing queued (its thread gone, or
+ * idle: it gets a slot again when it comes back) is given to a new thread,
+ * looked for round the table a few slots a call: a long run that keeps
+ * starting threads keeps profiling them. NULL: none idle among those looked at.
+ */
+static struct jthread *thread_reclaim(struct jproc *p)
+{
+	for (unsigned n = 0; n < RECLAIM_LOOKS && p->nr_threads; n++) {
+		struct jthread *t = &p->threads[p->reclaim_at++ % p->nr_threads];
+
+		if (t->launches.len || t->apis.len)
+			continue;
+		u64map__del(&p->thread_idx, (__u64)t->tid << 2 | t->cls, NULL);
+		t->attach_seen = 0;
+		return t;
+	}
+	return NULL;
+}
+
 static struct jthread *thread_get(struct join *j, struct jproc *p, __u32 tid, __u32 cls)
 {
 	__u64 key = (__u64)tid << 2 | cls, idx;
@@ -324,16 +357,21 @@ static struct jthread *thread_get(struct join *j, struct jproc *p, __u32 tid, __
 
 	if (u64map__get(&p->thread_idx, key, &idx))
 		return &p->threads[idx];
-	if (p->nr_threads >= j->o.max_threads)
-		return NULL; /* tids a hostile ring made up: each would hold memory for the run */
-	grown = grow__array(p->threads, &p->cap_threads, p->nr_threads + 1, sizeof(*grown), 8);
-	if (!grown)
-		return NULL;
-	p->threads = grown;
-	if (u64map__put(&p->thread_idx, key, p->nr_threads))
-		return NULL;
-	t = &p->threads[p->nr_threads++];
-	memset(t, 0, sizeof(*t));
+	if (p->nr_threads >= j->o.max_threads) {
+		/* tids a hostile ring made up would each hold memory for the run: at most max_threads */
+		t = thread_reclaim(p);
+		if (!t || u64map__put(&p->thread_idx, key, (__u64)(t - p->threads)))
+			return NULL;
+	} else {
+		grown = grow__array(p->threads, &p->cap_threads, p->nr_threads + 1, sizeof(*grown), 8);
+		if (!grown)
+			return NULL;
+		p->threads = grown;
+		if (u64map__put(&p->thread_idx, key, p->nr_threads))
+			return NULL;
+		t = &p->threads[p->nr_threads++];
+		memset(t, 0, sizeof(*t));
+	}
 	t->tid = tid;
 	t->cls = cls;
 	t->launches.item = sizeof(struct jlaunch);
@@ -707,7 +745,10 @@ void join__add_launch(struct join *j, const struct join_launch *l)
 		return;
 	}
 	if (!t) {
+		/* No queue for its thread: it goes on without a record, still in the profile. */
 		j->c.queue_full++;
+		if (p)
+			unrecorded(j, p, l->tid, l->site, l->probe, false, false);
 		return;
 	}
 	/*
@@ -934,6 +975,7 @@ void join__advance(struct join *j, __u64 bpf_watermark, __u64 now)
 
 static void finish_proc(struct join *j, struct jproc *p)
 {
+	p->disorder_left = j->o.max_disorder;
 	merge_proc(j, p, UINT64_MAX);
 	expire_proc(j, p, true);
 }

@@ -76,6 +76,13 @@ bool session__rings_wanted(const struct session *s)
  * tenant's windows open, and shorten them by a second each.
  */
 #define DUTY_MAX_STRIKES 3
+/*
+ * A target waited for no more is waited for again once found recording at
+ * this many openings in a row (a healthy shim starved three times in a long
+ * run): one that spoils three windows and behaves for the rest delays at
+ * most 3 in DUTY_MAX_STRIKES + DUTY_EARN_BACK.
+ */
+#define DUTY_EARN_BACK 32
 
 /* Whether this target's shim says it records (or never switches: inert, or older). */
 static bool target_recording(const struct target *t)
@@ -97,20 +104,31 @@ static bool rings_recording(const struct session *s)
 	return true;
 }
 
+/* At a window's opening: a strike for a target waited for and not recording; earning back. */
+static void note_strikes(struct session *s, struct target *t)
+{
+	bool recording = target_recording(t);
+
+	if (t->duty_strikes < DUTY_MAX_STRIKES) {
+		if (!recording && ++t->duty_strikes == DUTY_MAX_STRIKES) {
+			s->duty_unwaited++;
+			t->duty_good = 0;
+		}
+		return;
+	}
+	t->duty_good = recording ? t->duty_good + 1 : 0;
+	if (t->duty_good >= DUTY_EARN_BACK)
+		t->duty_strikes = 0;
+}
+
 static void open_window(struct session *s, bool ready)
 {
 	__u64 at;
 
-	if (!ready) {
+	if (!ready)
 		s->duty_unready++;
-		for (size_t i = 0; i < s->tt.n; i++) {
-			struct target *t = s->tt.t[i];
-
-			if (t->duty_strikes < DUTY_MAX_STRIKES && !target_recording(t) &&
-			    ++t->duty_strikes == DUTY_MAX_STRIKES)
-				s->duty_unwaited++;
-		}
-	}
+	for (size_t i = 0; i < s->tt.n; i++)
+		note_strikes(s, s->tt.t[i]);
 
 	launch_probe__pause(s->lp, false); /* what fails is counted there */
 	at = now_ns();

@@ -78,17 +78,18 @@ void report__loader_line(const struct loader_costs *c, FILE *f)
  */
 static const char *const loss_names[] = {
 	"ringbuf_full", "stack_errors", "copy_errors", "copy_skipped", "ring_dropped",
-	"cupti_dropped", "cupti_errors", "buffers_exhausted", "cubin_too_large", "cubin_pending_full",
-	"strings_full", "records_bad", "ring_resyncs", "api_without_launch",
+	"cupti_dropped", "cupti_errors", "buffers_exhausted", "cubin_too_large",
+	"cubin_pending_full", "strings_full", "records_bad", "ring_resyncs", "api_without_launch",
 	"launches_without_record", "launches_without_activity", "unattributed", "queue_full",
 	"api_disordered", "stacks_dropped", "names_dropped", "records_unknown", "symbolize_failed",
-	"stacks_short", "python_short", "python_unresolved", "crc_helper_lost", "rings_missed", "notices_lost",
-	"events_bad", "before_window", "stack_cache_mismatch", "stack_cache_lost", "io_timeouts",
-	"io_refused", "maps_reread_limited", "libcuda_refused", "libcuda_no_slot", "cubin_over_limit",
-	"cubin_crc_failed", "cubin_garbage", "cubin_nomem", "cubin_offer_full", "cubin_dedup_full",
-	"shim_visits_cut", "settle_cut", "ring_notices_dropped", "records_left_at_exit",
-	"node_unknown", "capture_unknown", "replay_unattributed", "unbound", "caller_unknown",
-	"callers_refused", "no_slot", "io_stuck", "cubin_bytes_left_at_exit",
+	"stacks_short", "python_short", "python_unresolved", "crc_helper_lost", "rings_missed",
+	"notices_lost", "events_bad", "before_window", "stack_cache_mismatch", "stack_cache_lost",
+	"io_timeouts", "io_refused", "maps_reread_limited", "libcuda_refused", "libcuda_no_slot",
+	"cubin_over_limit", "cubin_crc_failed", "cubin_garbage", "cubin_nomem", "cubin_offer_full",
+	"cubin_dedup_full", "shim_visits_cut", "settle_cut", "ring_notices_dropped",
+	"records_left_at_exit", "node_unknown", "capture_unknown", "replay_unattributed", "unbound",
+	"caller_unknown", "callers_refused", "no_slot", "io_stuck", "io_start_failed",
+	"cubin_bytes_left_at_exit",
 };
 
 static __u64 counter_of(const struct counters *c, const char *name)

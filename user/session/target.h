@@ -60,6 +60,7 @@ struct target {
 	bool record_forget;        /* its stack-cache keys are to go (follow_recording) */
 	__u8 duty_strikes;         /* windows opened without it recording after the whole wait
 				      (duty_side.c: at DUTY_MAX_STRIKES, waited for no more) */
+	__u8 duty_good;            /* then, openings in a row found recording (to earn waiting back) */
 	bool keys_on, keys_off;    /* keys were learnt from launches made while its shim recorded /
 				      did not (or when that was not known: both) */
 	__u64 record_forgot_ns;    /* when they last went */

@@ -244,7 +244,7 @@ static int worker__ready(struct bounded *b)
 	struct pollfd p = { .fd = b->sock, .events = POLLIN };
 	struct timespec deadline;
 	struct msg_hdr h;
-	int fd, err = -ETIMEDOUT;
+	int fd, err = -EAGAIN;
 	ssize_t n;
 
 	deadline_in(&deadline, BOUNDED_START_MS);
@@ -255,17 +255,15 @@ static int worker__ready(struct bounded *b)
 		if (n > 0) {
 			if (!h.fn && !h.size)
 				return 0;
-			err = -EIO;
 			break;
 		}
-		if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-			err = -EIO;
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
 			break;
-		}
 		if (poll(&p, 1, ms_left(&deadline)) == 0)
 			break;
 	}
 	worker__abandon(b);
+	b->st.start_failed++;
 	return err;
 }
 

@@ -6,7 +6,8 @@
  * its memory that faults on a page it serves (FUSE, userfaultfd), a ptrace
  * stop of one of its threads. Each call runs in a worker process (a fork of
  * the loader, every other fd closed) and the caller waits for its answer at
- * most BOUNDED_TIMEOUT_MS. A call that misses it is abandoned with its
+ * most BOUNDED_TIMEOUT_MS (and, for a call that starts a worker, that start:
+ * BOUNDED_START_MS at most). A call that misses it is abandoned with its
  * worker: killed, left to the kernel (a process in an uninterruptible FUSE
  * wait dies when the daemon lets go), never waited for, so that nothing it
  * holds can delay the loader, not even its exit. The next call starts a
@@ -35,7 +36,13 @@
 
 /* How long a caller waits for one call. */
 #define BOUNDED_TIMEOUT_MS 250u
-/* How long a new worker may take to start (not counted in a call's wait). */
+/*
+ * How long a new worker may take to start: not counted in a call's wait, but
+ * a caller whose call starts a worker (the first, or one after a worker was
+ * given up) may wait this much more. A worker is a fork of the loader that
+ * reads nothing of a target's before it says it is ready: only a starved
+ * machine makes it slow. A call whose worker did not start fails -EAGAIN.
+ */
 #define BOUNDED_START_MS 10000u
 /* Workers stuck in abandoned calls, at most. */
 #define BOUNDED_MAX_STUCK 64u
@@ -81,6 +88,7 @@ struct bounded_stats {
 	__u64 timeouts;      /* calls abandoned at their deadline */
 	__u64 refused;       /* calls refused at once: a stalled process, or too many stuck */
 	__u64 stuck;         /* abandoned workers not gone yet */
+	__u64 start_failed;  /* workers that did not start (BOUNDED_START_MS): their calls failed */
 };
 /* b's figures; its stuck workers that have gone since are reaped first. */
 void bounded__stats(struct bounded *b, struct bounded_stats *ret_stats);

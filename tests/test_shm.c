@@ -4,6 +4,7 @@
  * string interning, counters, and what a lying loader can and cannot do.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
@@ -413,6 +414,71 @@ static void test_a_handed_over_ring_marked_before_it_was_sized_is_adopted(void *
 	shm__destroy(shm);
 }
 
+struct beat {
+	struct gp_shm_consumer *c;
+	int stop;
+	bool ack;        /* acknowledge exits, as a loader's visit does */
+	__u64 *exit_seq;
+};
+
+/* A loader that keeps visiting for 20 s at most: its heartbeat fresh, exits acknowledged or not. */
+static void *beat_main(void *arg)
+{
+	struct beat *b = arg;
+	struct timespec ms = { 0, 1000000 };
+
+	for (int i = 0; i < 20000 && !__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE); i++) {
+		__atomic_store_n(&b->c->heartbeat_ns, now_ns(), __ATOMIC_RELEASE);
+		if (b->ack)
+			__atomic_store_n(&b->c->exit_ack, __atomic_load_n(b->exit_seq, __ATOMIC_ACQUIRE),
+					 __ATOMIC_RELEASE);
+		nanosleep(&ms, NULL);
+	}
+	/* Gone, with a beat from the future: a wait not bounded by the tick ends here too. */
+	__atomic_store_n(&b->c->heartbeat_ns, UINT64_MAX, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Seconds shm__exit_handshake took with a loader beating at tick_ms (acknowledging or not). */
+static double handshake_s(__u32 tick_ms, bool ack)
+{
+	struct shm *shm = small_shm(64);
+	struct gp_shm_header *h = shm__header(shm);
+	struct beat b = { .c = &h->consumer, .ack = ack, .exit_seq = &h->producer.exit_seq };
+	pthread_t th;
+	__u64 t0;
+
+	h->consumer.tick_ms = tick_ms;
+	h->consumer.heartbeat_ns = now_ns();
+	assert_int_equal(pthread_create(&th, NULL, beat_main, &b), 0);
+	t0 = now_ns();
+	shm__exit_handshake(shm);
+	t0 = now_ns() - t0;
+	__atomic_store_n(&b.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	shm__destroy(shm);
+	return (double)t0 / 1e9;
+}
+
+/*
+ * DESIGN.md invariants 3 and 6: the one wait of an application thread on the
+ * loader, at its exit, lasts one tick at most (1 s at most, whatever tick
+ * the header claims), though the loader keeps visiting and never says it
+ * read the last records. A wait that followed the heartbeat instead would
+ * last the 20 s this loader beats: the bound of 10 s tells the two apart on
+ * any machine.
+ */
+static void test_the_exit_wait_on_a_live_loader_that_never_acknowledges_is_bounded(void **state)
+{
+	double a = handshake_s(50, false), b = handshake_s(4000000000u, false),
+	       c = handshake_s(50, true);
+
+	(void)state;
+	if (a >= 10 || b >= 10 || c >= 10)
+		fail_msg("exit waits %.1f s (50 ms ticks), %.1f s (a lying tick), %.1f s (acknowledged)",
+			 a, b, c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -430,6 +496,7 @@ int main(void)
 		cmocka_unit_test(test_the_memfd_is_sealed_against_resizing),
 		cmocka_unit_test(test_a_detached_writer_writes_nothing),
 		cmocka_unit_test(test_a_concurrent_writer_and_reader_agree_on_order_and_counts),
+		cmocka_unit_test(test_the_exit_wait_on_a_live_loader_that_never_acknowledges_is_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

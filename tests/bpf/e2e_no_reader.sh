@@ -60,6 +60,20 @@ echo "no reader: $h"
 [ "$(field recording_off)" = 1 ] || fail "the shim did not say it started with activity off: $h"
 grep " kind " "$WORK/toggles.attach" && fail "activity switched with no reader (above)"
 grep -q " driver [0-9]* on$" "$WORK/toggles.attach" || fail "API records not asked for at init"
+# API records only for the calls that launch, copy or add a graph node: as many
+# callback ids switched on as the shim's lists name (nvidia/injection.c), not every call.
+listed() { # DOMAIN ARRAY...: the distinct ids those arrays of injection.c name
+	local d=$1 a
+	shift
+	for a in "$@"; do sed -n "/^static const CUpti_CallbackId $a\[\] = {/,/^};/p" "$ROOT/nvidia/injection.c"; done |
+		grep -o "CUPTI_${d}_TRACE_CBID_[A-Za-z0-9_]*" | sort -u | wc -l
+}
+for d in driver runtime; do
+	D=$(echo $d | tr a-z A-Z)
+	want=$(listed "$D" ${d}_cbids ${d}_node_cbids)
+	got=$(grep -o " $d [0-9]* on$" "$WORK/toggles.attach" | sort -u | wc -l)
+	[ "$want" -gt 10 ] && [ "$got" = "$want" ] || fail "$got $d callback ids asked for API records, the shim lists $want"
+done
 ok "no reader: $(progress) launches, no record written, activity off"
 
 # 2. A loader attaches: the shim's thread switches activity on; launches after it are exact.

@@ -33,3 +33,25 @@ kill -TERM "$L"
 wait_exit "$L" 30 || { tail -c 2000 "$WORK/err"; fail "the loader failed after SIGTERM"; }
 [ -s "$WORK/fuse.pb.gz" ] || fail "no profile written"
 ok "a FUSE file that never answers: $n ticks, $t call given up ($stuck worker stuck), SIGTERM ends the run with its profile"
+
+# A FUSE daemon that answers all but reads: the file is found and opened,
+# and only a read of it would wait. The loader opens no file on a FUSE
+# mount (its reads of libcuda's ELF are not bounded calls): it refuses the
+# file, says so once, counts it, and ticks on.
+kill -TERM "$H"
+wait_exit "$H" 30 || fail "hostile_fuse did not end"
+"$PROGS/hostile_fuse" "$WORK/fuse2" "$STUBLIB" reads >"$WORK/h2.log" 2>&1 & H=$!
+PIDS+=($H)
+wait_line "$WORK/h2.log" "ready" 10 || { cat "$WORK/h2.log"; fail "hostile_fuse (reads) did not start"; }
+"$LOADER" --pid "$H" -v -o "$WORK/fuse2.pb.gz" 2>"$WORK/err2" & L=$!
+PIDS+=($L)
+for _ in $(seq 1 1200); do [ "$(counters "$WORK/err2")" -ge 30 ] && break; sleep 0.05; done
+n=$(counters "$WORK/err2")
+[ "$n" -ge 30 ] || { tail -c 2000 "$WORK/err2"; fail "the loader made $n ticks in 60 s beside a FUSE file whose reads never end"; }
+grep -q "maps .*/fuse2/libcuda.so.1 on a FUSE file system: not opened" "$WORK/err2" ||
+	fail "the FUSE file was not said refused: $(grep -v '^libbpf\|^counters\|^loader' "$WORK/err2" | head -5)"
+r=$(field "$WORK/err2" libcuda_refused)
+[ "${r:-0}" -ge 1 ] || fail "libcuda_refused=$r"
+kill -TERM "$L"
+wait_exit "$L" 30 || { tail -c 2000 "$WORK/err2"; fail "the loader failed after SIGTERM"; }
+ok "a FUSE file whose reads never end: refused unread (libcuda_refused=$r), $n ticks"

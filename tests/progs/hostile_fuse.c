@@ -5,14 +5,15 @@
  * opens it (a root loader reading the maps' paths) waits as long as it
  * likes, in the kernel.
  *
- *   hostile_fuse DIR LIBCUDA    (root: mounts FUSE in a mount namespace of
- *                                its own, gone with the process)
+ *   hostile_fuse DIR LIBCUDA [reads]   (root: mounts FUSE in a mount
+ *                                namespace of its own, gone with the process)
  *
  * A thread serves /dev/fuse (raw protocol: INIT, LOOKUP, GETATTR, OPEN,
  * READ from a copy of LIBCUDA, RELEASE, FLUSH, STATFS); the main thread maps
  * DIR/libcuda.so.1 executable. Once mapped, the daemon stops answering
  * (requests are read and left waiting), and it prints "hostile_fuse: ready
- * pid=PID" (flushed). It exits on SIGTERM or SIGINT (the kernel then fails
+ * pid=PID" (flushed). With "reads", it goes on answering all but READ: the
+ * file can be looked up, statted and opened, and only a read of it waits. It exits on SIGTERM or SIGINT (the kernel then fails
  * every request left waiting).
  */
 #include <errno.h>
@@ -37,6 +38,7 @@ static int fuse_fd = -1;
 static unsigned char *content;
 static size_t content_len;
 static atomic_int silent; /* 1: read requests, answer none */
+static int answer_all_but_reads; /* then, while silent: only READ waits */
 static volatile sig_atomic_t stop_flag;
 
 static void on_stop(int sig)
@@ -159,7 +161,7 @@ static void *daemon_main(void *arg)
 			continue;
 		if (n < (ssize_t)sizeof(*in))
 			return NULL; /* unmounted, or the connection aborted */
-		if (atomic_load(&silent))
+		if (atomic_load(&silent) && (!answer_all_but_reads || in->opcode == FUSE_READ))
 			continue; /* the request waits, as long as we live */
 		serve(in, buf + sizeof(*in));
 	}
@@ -187,10 +189,11 @@ int main(int argc, char **argv)
 	void *map;
 	int fd;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: hostile_fuse DIR LIBCUDA\n");
+	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "reads"))) {
+		fprintf(stderr, "usage: hostile_fuse DIR LIBCUDA [reads]\n");
 		return 2;
 	}
+	answer_all_but_reads = argc == 4;
 	if (load(argv[2]))
 		return die("read LIBCUDA");
 	if (mkdir(argv[1], 0755) && errno != EEXIST)

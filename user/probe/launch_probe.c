@@ -282,6 +282,11 @@ int launch_probe__file_seen(struct launch_probe *lp, dev_t dev, ino_t ino)
 	return probe_files__seen(&lp->pf, dev, ino);
 }
 
+void launch_probe__refuse_file(struct launch_probe *lp, dev_t dev, ino_t ino)
+{
+	probe_files__refuse(&lp->pf, dev, ino);
+}
+
 unsigned launch_probe__sweep_files(struct launch_probe *lp)
 {
 	return probe_files__sweep(&lp->pf);

@@ -75,6 +75,11 @@ int launch_probe__attach_autograd(struct launch_probe *lp, const char *path,
  */
 int launch_probe__file_seen(struct launch_probe *lp, dev_t dev, ino_t ino);
 /*
+ * A target's libcuda that may not be opened (on a FUSE mount): refused and
+ * counted, not asked again.
+ */
+void launch_probe__refuse_file(struct launch_probe *lp, dev_t dev, ino_t ino);
+/*
  * After a scan of every target's maps: frees the slots of files attached by
  * attach_driver that no scan saw mapped twice in a row. Returns how many.
  */

@@ -86,7 +86,13 @@ int libcuda__attach_pid(struct launch_probe *lp, struct bounded *b, pid_t pid,
 
 		if (launch_probe__file_seen(lp, libs[i].dev, libs[i].ino))
 			continue;
-		if (libcuda__open_mapped(b, pid, &libs[i], &fd))
+		err = libcuda__open_mapped(b, pid, &libs[i], &fd);
+		if (err == -EREMOTE) {
+			/* On FUSE: its daemon (the target, maybe) could hold every read of it. */
+			launch_probe__refuse_file(lp, libs[i].dev, libs[i].ino);
+			refusal__note(ret_ref, err, pid, libs[i].path);
+		}
+		if (err)
 			continue;
 		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 		err = launch_probe__attach_driver(lp, fdpath, &res);

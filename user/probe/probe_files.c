@@ -398,6 +398,12 @@ int probe_files__attach(struct probe_files *pf, const char *path, enum probe_fil
 	return 0;
 }
 
+void probe_files__refuse(struct probe_files *pf, dev_t dev, ino_t ino)
+{
+	if (file__find(pf, dev, ino) < 0 && !file__refused(pf, dev, ino))
+		file__refuse(pf, dev, ino);
+}
+
 int probe_files__seen(struct probe_files *pf, dev_t dev, ino_t ino)
 {
 	int i = file__find(pf, dev, ino);

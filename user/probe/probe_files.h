@@ -88,6 +88,8 @@ int probe_files__attach(struct probe_files *pf, const char *path, enum probe_fil
 unsigned probe_files__pause(struct probe_files *pf, bool paused);
 /* launch_probe__file_seen. */
 int probe_files__seen(struct probe_files *pf, dev_t dev, ino_t ino);
+/* A file that may not be opened (on a FUSE mount): refused, as a look-alike is (counted). */
+void probe_files__refuse(struct probe_files *pf, dev_t dev, ino_t ino);
 /* launch_probe__sweep_files. */
 unsigned probe_files__sweep(struct probe_files *pf);
 /* Detaches every file (perf-event links side by side: their removals each wait). */

@@ -84,12 +84,17 @@ static void say_refusal(struct session *s, const struct libcuda_refusal *ref)
 	size_t i;
 
 	if ((ref->err == -ENOEXEC && s->said_not_driver) || (ref->err == -E2BIG && s->said_no_slot) ||
-	    !ref->err)
+	    (ref->err == -EREMOTE && s->said_remote) || !ref->err)
 		return;
 	for (i = 0; ref->path[i] && i < sizeof(path) - 1; i++)
 		path[i] = ref->path[i] >= 0x20 && ref->path[i] < 0x7f ? ref->path[i] : '?';
 	path[i] = 0;
-	if (ref->err == -ENOEXEC) {
+	if (ref->err == -EREMOTE) {
+		s->said_remote = true;
+		log_warn("pid %d maps %s on a FUSE file system: not opened, not attached (its daemon "
+			 "could hold every read of it; counted: libcuda_refused; said once)",
+			 (int)ref->pid, path);
+	} else if (ref->err == -ENOEXEC) {
 		s->said_not_driver = true;
 		log_warn("pid %d maps %s, which is not a CUDA driver (it lacks the driver's own "
 			 "exports): not attached (counted: libcuda_refused; said once)",

@@ -140,7 +140,7 @@ struct session {
 	__u64 records_left_at_exit;    /* records of exited targets never read: bounds ran out */
 	__u64 cubin_bytes_left_at_exit; /* likewise, cubin bytes */
 	struct cubin_queue_stats cubins_gone; /* the settler's counters of targets removed */
-	bool said_not_driver, said_no_slot; /* a libcuda file refused: said once per reason */
+	bool said_not_driver, said_no_slot, said_remote; /* a libcuda file refused: said once per reason */
 };
 
 static inline __u64 now_ns(void)

@@ -43,6 +43,9 @@
  *   loads), cuptiActivityEnable takes N ms before its kind records, as a
  *   slow switch or a starved caller would: a loader must not count on it
  *   being quick.
+ * - With GPUPROBE_STUB_NO_TS_CALLBACK=1, cuptiActivityRegisterTimestampCallback
+ *   is refused (CUPTI_ERROR_NOT_SUPPORTED): records keep CLOCK_REALTIME, as
+ *   on a CUPTI without the callback, and the shim must give the offset.
  * - With GPUPROBE_STUB_LOSE_KERNELS=N (read once, when this library loads),
  *   every Nth kernel record (of those due) is not written and not counted
  *   as dropped: a record CUPTI lost without saying so, as the H200 showed
@@ -698,8 +701,12 @@ CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid,
 
 CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc funcTimestamp)
 {
+	const char *no = getenv("GPUPROBE_STUB_NO_TS_CALLBACK");
+
 	if (!funcTimestamp)
 		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (no && *no && strcmp(no, "0"))
+		return CUPTI_ERROR_NOT_SUPPORTED; /* a CUPTI that keeps its own clock */
 	atomic_store(&g_cupti.ts_cb, funcTimestamp);
 	return CUPTI_SUCCESS;
 }

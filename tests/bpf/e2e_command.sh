@@ -11,9 +11,12 @@ for loading in LAZY EAGER; do
 	out="$WORK/cmd-$loading.pb.gz"
 	# The stub driver dumps each module it loads: the cubins' ground truth.
 	dump="$WORK/cubins-$loading" && mkdir -p "$dump"
-	# LAZY: the stub CUPTI's cuptiGetCubinCrc; EAGER: no libcupti there, the fallback CRC.
-	if [ $loading = LAZY ]; then cupti="$B/stub/libcupti.so" crc=crc32c
-	else cupti="$WORK/no-libcupti.so" crc=fallback; fi
+	# LAZY: the stub CUPTI's cuptiGetCubinCrc; EAGER: no libcupti there, the fallback CRC,
+	# and a CUPTI that refuses the timestamp callback: records in CLOCK_REALTIME, the
+	# shim's offset the only way to the launch events' clock.
+	if [ $loading = LAZY ]; then cupti="$B/stub/libcupti.so" crc=crc32c no_ts=0
+	else cupti="$WORK/no-libcupti.so" crc=fallback no_ts=1; fi
+	GPUPROBE_STUB_NO_TS_CALLBACK=$no_ts \
 	GPUPROBE_STUB_CUBIN_DUMP="$dump" CUDA_MODULE_LOADING=$loading LD_LIBRARY_PATH="$B/stub" \
 		"$LOADER" -o "$out" --libcuda "$STUBLIB" --cupti "$cupti" \
 		-- "$PROGS/launcher" -t 4 -n 50 2>"$WORK/err-$loading" ||

@@ -316,6 +316,30 @@ static void test_a_stack_copy_starts_at_rsp_and_a_busy_ring_sends_events_without
 	launch_probe__destroy(lp);
 }
 
+/*
+ * DESIGN.md invariant 4: a launch the ring has no room for is counted, not
+ * lost silently. A 16 KiB ring nobody drains takes some of 400 launches;
+ * those it takes arrive, and every other one is in ringbuf_full.
+ */
+static void test_a_full_ring_counts_every_launch_it_had_no_room_for(void **state)
+{
+	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 16 << 10,
+				       .wakeup_bytes = 1 << 20, .stack_copy = 1024 };
+	struct launch_probe *lp = probe_self_with(&o);
+	struct copies c = { .site_lo = (uintptr_t)launch_once, .site_hi = (uintptr_t)launch_once + 256 };
+	__u64 ctr[GP_BPF_COUNTER_MAX];
+
+	(void)state;
+	for (int i = 0; i < 400; i++) /* nothing drains meanwhile */
+		launch_once();
+	assert_int_equal(launch_probe__poll(lp, 20, on_copy_event, &c), 0);
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	assert_true(c.events >= 1);
+	assert_true(ctr[GP_BPF_RINGBUF_FULL] >= 1);
+	assert_int_equal(c.events + ctr[GP_BPF_RINGBUF_FULL], 400);
+	launch_probe__destroy(lp);
+}
+
 static __u64 mono_ms(void)
 {
 	struct timespec ts;
@@ -716,6 +740,7 @@ int main(void)
 		cmocka_unit_test(test_an_unfollowed_process_sends_nothing),
 		cmocka_unit_test(test_a_file_without_launch_entry_points_is_refused),
 		cmocka_unit_test(test_a_stack_copy_starts_at_rsp_and_a_busy_ring_sends_events_without_one),
+		cmocka_unit_test(test_a_full_ring_counts_every_launch_it_had_no_room_for),
 		cmocka_unit_test(test_a_ring_past_its_wakeup_mark_wakes_its_reader),
 		cmocka_unit_test(test_a_new_copy_size_filter_or_python_applies_from_the_next_launch),
 		cmocka_unit_test(test_records_that_run_past_the_rings_end_arrive_whole),

@@ -3,7 +3,7 @@
  * spin: launches one kernel in a loop until killed or for a while, for the
  * "program started before the loader" and "program exits mid-run" tests.
  *
- *   spin [-s SECONDS] [-w FILE] [-S] [-g GRID] [-i INTERVAL_US] [-t TIMES] [-v]
+ *   spin [-s SECONDS] [-w FILE] [-S] [-g GRID] [-i INTERVAL_US] [-t TIMES] [-m FILE] [-v]
  *
  * It initialises CUDA and loads its module ("spin_mod", kernel "spin_kernel")
  * first, prints "spin: ready pid=PID" (flushed), then waits, if asked, until
@@ -16,7 +16,11 @@
  * "spin: progress launches=N" (flushed), its count so far. With -t, each
  * launch's CLOCK_MONOTONIC ns (read just before the call, the clock of the
  * probes) goes to TIMES, a line each, for tests of the duty cycle's window
- * edges. It ends with
+ * edges. With -m, once FILE exists it loads a second module ("late", kernel
+ * "late_kernel") and from then on launches late_kernel (grid 1) after each
+ * spin_kernel, from a noinline late_site(), and prints "spin: late loaded"
+ * (flushed): a module loaded while the loader's duty cycle is between
+ * windows. It ends with
  * "spin: launches=N" and exit status 0 (1 on a CUDA failure, 2 on bad flags).
  * Under lazy loading the module-loaded callback fires inside the first launch,
  * so after the wait.
@@ -109,6 +113,30 @@ __attribute__((noinline)) static void spin_site(CUfunction f, unsigned int grid,
 	CHECK(cuLaunchKernel(f, grid, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
 }
 
+__attribute__((noinline)) static void late_site(CUfunction f, CUstream s)
+{
+	CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+}
+
+/* The -m module, loaded once its file exists: its kernel, or NULL before. */
+static CUfunction late_module(const char *file)
+{
+	static const char *const kernels[] = { "late_kernel" };
+	static uint8_t img[1024];
+	CUmodule mod;
+	CUfunction f;
+
+	if (!file || access(file, F_OK))
+		return NULL;
+	if (!cubin_build(img, sizeof(img), "late", kernels, 1))
+		exit(1);
+	CHECK(cuModuleLoadData(&mod, img));
+	CHECK(cuModuleGetFunction(&f, mod, "late_kernel"));
+	printf("spin: late loaded\n");
+	fflush(stdout);
+	return f;
+}
+
 static void install(int sig, void (*fn)(int))
 {
 	struct sigaction sa;
@@ -137,8 +165,9 @@ int main(int argc, char **argv)
 	static const char *const kernels[] = { "spin_kernel" };
 	long seconds = 0, grid = 1, interval = 1000;
 	unsigned long long launches = 0;
-	const char *file = NULL;
+	const char *file = NULL, *late_file = NULL;
 	FILE *times = NULL;
+	CUfunction late = NULL;
 	bool want_signal = false, verbose = false;
 	uint8_t img[1024];
 	CUcontext ctx;
@@ -148,7 +177,7 @@ int main(int argc, char **argv)
 	double end;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "s:w:Sg:i:t:v")) != -1) {
+	while ((opt = getopt(argc, argv, "s:w:Sg:i:t:m:v")) != -1) {
 		switch (opt) {
 		case 's': seconds = parse_long(optarg, 0, 86400, "-s SECONDS"); break;
 		case 'w': file = optarg; break;
@@ -162,10 +191,11 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'm': late_file = optarg; break;
 		case 'v': verbose = true; break;
 		default:
 			fprintf(stderr, "usage: spin [-s SECONDS] [-w FILE] [-S] [-g GRID] "
-				"[-i INTERVAL_US] [-t TIMES] [-v]\n");
+				"[-i INTERVAL_US] [-t TIMES] [-m FILE] [-v]\n");
 			return 2;
 		}
 	}
@@ -192,6 +222,10 @@ int main(int argc, char **argv)
 			fprintf(times, "%llu\n", now_ns());
 		spin_site(f, (unsigned int)grid, s);
 		launches++;
+		if (!late)
+			late = late_module(late_file);
+		else
+			late_site(late, s);
 		if (progress_flag) {
 			progress_flag = 0;
 			printf("spin: progress launches=%llu\n", launches);

@@ -118,35 +118,20 @@ static cudaKernelNodeParams kparams(void *func, void **args)
 	return kp;
 }
 
-__attribute__((noinline)) static cudaGraph_t cap_one(cudaStream_t s, float *buf)
-{
-	cudaGraph_t g;
+// One capture site per kernel: a function of its own, so that each has its own frame.
+#define CAPTURE_SITE(site, kernel)                                                      \
+	__attribute__((noinline)) static cudaGraph_t site(cudaStream_t s, float *buf)    \
+	{                                                                               \
+		cudaGraph_t g;                                                          \
+		CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));             \
+		kernel<<<1, 32, 0, s>>>(buf);                                           \
+		CK(cudaStreamEndCapture(s, &g));                                        \
+		return g;                                                               \
+	}
 
-	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-	k_one<<<1, 32, 0, s>>>(buf);
-	CK(cudaStreamEndCapture(s, &g));
-	return g;
-}
-
-__attribute__((noinline)) static cudaGraph_t cap_two(cudaStream_t s, float *buf)
-{
-	cudaGraph_t g;
-
-	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-	k_two<<<1, 32, 0, s>>>(buf);
-	CK(cudaStreamEndCapture(s, &g));
-	return g;
-}
-
-__attribute__((noinline)) static cudaGraph_t cap_child(cudaStream_t s, float *buf)
-{
-	cudaGraph_t g;
-
-	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-	k_child<<<1, 32, 0, s>>>(buf);
-	CK(cudaStreamEndCapture(s, &g));
-	return g;
-}
+CAPTURE_SITE(cap_one, k_one)
+CAPTURE_SITE(cap_two, k_two)
+CAPTURE_SITE(cap_child, k_child)
 
 __attribute__((noinline)) static int update_site(cudaGraphExec_t e, cudaGraph_t g)
 {

@@ -13,8 +13,9 @@
  * DIR/libcuda.so.1 executable. Once mapped, the daemon stops answering
  * (requests are read and left waiting), and it prints "hostile_fuse: ready
  * pid=PID" (flushed). With "reads", it goes on answering all but READ: the
- * file can be looked up, statted and opened, and only a read of it waits. It exits on SIGTERM or SIGINT (the kernel then fails
- * every request left waiting).
+ * file can be looked up, statted and opened, and only a read of it waits.
+ * It exits on SIGTERM or SIGINT (the kernel then fails every request left
+ * waiting).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -261,7 +261,8 @@ static struct jproc *proc_get(struct join *j, __u32 pid, bool create)
 	p->pending_order.max = 2 * j->o.max_pending;
 	p->free_head = NONE;
 	p->disorder_left = j->o.max_disorder;
-	if (u64map__init(&p->thread_idx, j->o.max_threads) || u64map__init(&p->corr_idx, j->o.max_corr) ||
+	if (u64map__init(&p->thread_idx, j->o.max_threads) ||
+	    u64map__init(&p->corr_idx, j->o.max_corr) ||
 	    u64map__init(&p->pending_head, j->o.max_pending) ||
 	    u64map__put(&j->proc_idx, pid, j->nr_procs)) {
 		proc__free(p);

@@ -29,14 +29,19 @@ static void on_sample(void *ctx, const struct join_sample *s)
 	k->n++;
 }
 
-static struct join *new_join(struct sink *k, size_t max_queue)
+static struct join *new_join_opts(struct sink *k, struct join_opts o)
 {
-	struct join_opts o = { .horizon_ns = 1000 * MS, .max_queue = max_queue };
 	struct join *j = NULL;
 
 	memset(k, 0, sizeof(*k));
+	o.horizon_ns = 1000 * MS;
 	assert_int_equal(join__new(&o, on_sample, k, &j), 0);
 	return j;
+}
+
+static struct join *new_join(struct sink *k, size_t max_queue)
+{
+	return new_join_opts(k, (struct join_opts){ .max_queue = max_queue });
 }
 
 static void launch(struct join *j, __u32 tid, __u64 ts, __u64 site)
@@ -788,16 +793,6 @@ static void test_a_matched_launch_whose_kernel_never_came_while_recording_is_a_l
 	assert_int_equal(c.launches_before_recording, 0);
 	assert_int_equal(c.launches_without_record, 0);
 	join__destroy(j);
-}
-
-static struct join *new_join_opts(struct sink *k, struct join_opts o)
-{
-	struct join *j = NULL;
-
-	memset(k, 0, sizeof(*k));
-	o.horizon_ns = 1000 * MS;
-	assert_int_equal(join__new(&o, on_sample, k, &j), 0);
-	return j;
 }
 
 /*

@@ -2,7 +2,6 @@
 /* The gpuprobe-crc child process (crc_helper.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -11,9 +10,9 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include "user/cubin/crc_helper.h"
+#include "user/util/clock.h"
 #include "user/util/installed.h"
 
 #define READY_MS 10000     /* loading libcupti */
@@ -36,14 +35,6 @@ int crc_helper__find(char *buf, size_t len)
 	return installed__find("gpuprobe-crc", X_OK, buf, len);
 }
 
-static __s64 ms_left(const struct timespec *deadline)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (deadline->tv_sec - now.tv_sec) * 1000 + (deadline->tv_nsec - now.tv_nsec) / 1000000;
-}
-
 enum io_how { IO_READ, IO_WRITE, IO_SPLICE };
 
 /*
@@ -52,7 +43,7 @@ enum io_how { IO_READ, IO_WRITE, IO_SPLICE };
  * the caller keeps them unchanged until the helper has answered), and
  * writes them where the kernel will not splice.
  */
-static int io_all(int fd, enum io_how how, void *buf, size_t len, const struct timespec *deadline)
+static int io_all(int fd, enum io_how how, void *buf, size_t len, __u64 deadline)
 {
 	struct pollfd p = { .fd = fd, .events = how == IO_READ ? POLLIN : POLLOUT };
 
@@ -61,7 +52,7 @@ static int io_all(int fd, enum io_how how, void *buf, size_t len, const struct t
 		ssize_t n = how == IO_READ    ? read(fd, (char *)buf + off, len - off)
 			    : how == IO_WRITE ? write(fd, (char *)buf + off, len - off)
 					      : vmsplice(fd, &iov, 1, SPLICE_F_NONBLOCK);
-		__s64 left;
+		int left;
 
 		if (n < 0 && how == IO_SPLICE && (errno == EINVAL || errno == ENOSYS)) {
 			how = IO_WRITE;
@@ -77,31 +68,20 @@ static int io_all(int fd, enum io_how how, void *buf, size_t len, const struct t
 			continue;
 		if (errno != EAGAIN)
 			return errno == EPIPE ? -EPIPE : -errno;
-		left = ms_left(deadline);
+		left = clock_ms_until(deadline);
 		if (left <= 0)
 			return -ETIMEDOUT;
-		if (poll(&p, 1, (int)(left > INT_MAX ? INT_MAX : left)) < 0 && errno != EINTR)
+		if (poll(&p, 1, left) < 0 && errno != EINTR)
 			return -errno;
 	}
 	return 0;
-}
-
-static void deadline_in(struct timespec *d, __s64 ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, d);
-	d->tv_sec += ms / 1000;
-	d->tv_nsec += (ms % 1000) * 1000000;
-	if (d->tv_nsec >= 1000000000) {
-		d->tv_sec++;
-		d->tv_nsec -= 1000000000;
-	}
 }
 
 int crc_helper__start(const char *helper, const char *cupti, struct crc_helper **ret_h)
 {
 	int req[2], ans[2], err;
 	struct crc_helper *h;
-	struct timespec dl;
+	__u64 dl;
 	struct answer a;
 
 	if (!helper || !ret_h)
@@ -137,8 +117,8 @@ int crc_helper__start(const char *helper, const char *cupti, struct crc_helper *
 	h->ans_fd = ans[0];
 	fcntl(h->req_fd, F_SETFL, O_NONBLOCK);
 	fcntl(h->ans_fd, F_SETFL, O_NONBLOCK);
-	deadline_in(&dl, READY_MS);
-	err = io_all(h->ans_fd, IO_READ, &a, sizeof(a), &dl);
+	dl = clock_deadline_ms(READY_MS);
+	err = io_all(h->ans_fd, IO_READ, &a, sizeof(a), dl);
 	if (!err && a.status)
 		err = -EPROTO;
 	if (err) {
@@ -161,8 +141,7 @@ err_free:
 
 int crc_helper__compute(struct crc_helper *h, const void *cubin, size_t size, __u64 *ret_crc)
 {
-	__u64 len = size;
-	struct timespec dl;
+	__u64 len = size, dl;
 	struct answer a;
 	int err;
 
@@ -171,12 +150,12 @@ int crc_helper__compute(struct crc_helper *h, const void *cubin, size_t size, __
 	/* The helper ends on a size it does not take: asking it would lose it for every cubin. */
 	if (size > CRC_HELPER_MAX_CUBIN)
 		return -EFBIG;
-	deadline_in(&dl, ANSWER_MS + (__s64)(size >> 20));
-	err = io_all(h->req_fd, IO_WRITE, &len, sizeof(len), &dl);
+	dl = clock_deadline_ms(ANSWER_MS + (size >> 20));
+	err = io_all(h->req_fd, IO_WRITE, &len, sizeof(len), dl);
 	if (!err)
-		err = io_all(h->req_fd, IO_SPLICE, (void *)cubin, size, &dl);
+		err = io_all(h->req_fd, IO_SPLICE, (void *)cubin, size, dl);
 	if (!err)
-		err = io_all(h->ans_fd, IO_READ, &a, sizeof(a), &dl);
+		err = io_all(h->ans_fd, IO_READ, &a, sizeof(a), dl);
 	if (err)
 		return err == -ETIMEDOUT ? err : -EPIPE;
 	if (a.status)

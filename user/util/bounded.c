@@ -6,6 +6,7 @@
  * job's size), the job, and the fd it carries, if any.
  */
 #include "user/util/bounded.h"
+#include "user/util/clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,7 +25,6 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define WORKER_SOCK 3
@@ -214,25 +214,38 @@ static void worker_main(int sock, pid_t parent)
 	}
 }
 
-static int ms_left(const struct timespec *deadline)
+/* The worker is given up: killed, never waited for; reaped once gone. */
+static void worker__abandon(struct bounded *b)
 {
-	struct timespec now;
-	long long ms;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ms = (deadline->tv_sec - now.tv_sec) * 1000LL + (deadline->tv_nsec - now.tv_nsec) / 1000000;
-	return ms < 0 ? 0 : (int)ms;
+	kill(b->worker, SIGKILL);
+	close(b->sock);
+	if (b->nlost < BOUNDED_MAX_STUCK)
+		b->lost[b->nlost++] = b->worker;
+	b->st.stuck = b->nlost;
+	b->worker = 0;
+	b->sock = -1;
 }
 
-static void deadline_in(struct timespec *d, unsigned ms)
+/*
+ * One message from the worker before deadline (CLOCK_MONOTONIC ns): its
+ * length, -ETIMEDOUT, or -EIO when the worker is gone (or died in a call).
+ */
+static ssize_t worker__recv(struct bounded *b, struct msg_hdr *h, void *answer, size_t size,
+			    int *ret_fd, __u64 deadline)
 {
-	clock_gettime(CLOCK_MONOTONIC, d);
-	d->tv_nsec += (long)(ms % 1000) * 1000000;
-	d->tv_sec += ms / 1000 + d->tv_nsec / 1000000000;
-	d->tv_nsec %= 1000000000;
-}
+	struct pollfd p = { .fd = b->sock, .events = POLLIN };
 
-static void worker__abandon(struct bounded *b);
+	for (;;) {
+		ssize_t n = msg_recv(b->sock, h, answer, size, ret_fd, MSG_DONTWAIT);
+
+		if (n > 0)
+			return n;
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			return -EIO;
+		if (poll(&p, 1, clock_ms_until(deadline)) == 0)
+			return -ETIMEDOUT;
+	}
+}
 
 /*
  * Waits for a new worker's ready message (worker_main): a fork's start-up on
@@ -241,30 +254,17 @@ static void worker__abandon(struct bounded *b);
  */
 static int worker__ready(struct bounded *b)
 {
-	struct pollfd p = { .fd = b->sock, .events = POLLIN };
-	struct timespec deadline;
 	struct msg_hdr h;
-	int fd, err = -EAGAIN;
-	ssize_t n;
+	int fd;
+	ssize_t n = worker__recv(b, &h, NULL, 0, &fd, clock_deadline_ms(BOUNDED_START_MS));
 
-	deadline_in(&deadline, BOUNDED_START_MS);
-	for (;;) {
-		n = msg_recv(b->sock, &h, NULL, 0, &fd, MSG_DONTWAIT);
-		if (fd >= 0)
-			close(fd);
-		if (n > 0) {
-			if (!h.fn && !h.size)
-				return 0;
-			break;
-		}
-		if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			break;
-		if (poll(&p, 1, ms_left(&deadline)) == 0)
-			break;
-	}
+	if (fd >= 0)
+		close(fd);
+	if (n > 0 && !h.fn && !h.size)
+		return 0;
 	worker__abandon(b);
 	b->st.start_failed++;
-	return err;
+	return -EAGAIN;
 }
 
 static int worker__start(struct bounded *b)
@@ -299,45 +299,25 @@ static int worker__start(struct bounded *b)
 	return worker__ready(b);
 }
 
-/* The worker is given up: killed, never waited for; reaped once gone. */
-static void worker__abandon(struct bounded *b)
-{
-	kill(b->worker, SIGKILL);
-	close(b->sock);
-	if (b->nlost < BOUNDED_MAX_STUCK)
-		b->lost[b->nlost++] = b->worker;
-	b->st.stuck = b->nlost;
-	b->worker = 0;
-	b->sock = -1;
-}
-
 /* Sends the call and takes its answer, both before the deadline. */
 static int worker__exchange(struct bounded *b, bounded_fn fn, void *job, size_t size, int in_fd,
 			    void *answer, int *ret_fd)
 {
 	struct msg_hdr h = { .fn = (uintptr_t)fn, .size = size };
-	struct pollfd p = { .fd = b->sock };
-	struct timespec deadline;
+	struct pollfd p = { .fd = b->sock, .events = POLLOUT };
+	__u64 deadline = clock_deadline_ms(BOUNDED_TIMEOUT_MS);
 	ssize_t n;
 
-	deadline_in(&deadline, BOUNDED_TIMEOUT_MS);
 	while ((n = msg_send(b->sock, &h, job, in_fd, MSG_DONTWAIT)) < 0) {
 		if (errno != EAGAIN && errno != EINTR)
 			return -EIO;
-		p.events = POLLOUT;
-		if (poll(&p, 1, ms_left(&deadline)) == 0)
+		if (poll(&p, 1, clock_ms_until(deadline)) == 0)
 			return -ETIMEDOUT;
 	}
-	for (;;) {
-		n = msg_recv(b->sock, &h, answer, size, ret_fd, MSG_DONTWAIT);
-		if (n > 0)
-			return h.size == size ? 0 : -EIO;
-		if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			return -EIO; /* the worker died in the call */
-		p.events = POLLIN;
-		if (poll(&p, 1, ms_left(&deadline)) == 0)
-			return -ETIMEDOUT;
-	}
+	n = worker__recv(b, &h, answer, size, ret_fd, deadline);
+	if (n < 0)
+		return (int)n; /* -EIO: the worker died in the call */
+	return h.size == size ? 0 : -EIO;
 }
 
 struct bounded *bounded__new(void)

@@ -25,5 +25,7 @@ field() { echo "$ctr" | sed -n "s/.* $1=\([0-9]*\).*/\1/p"; }
 [ "$(field duty_unwaited)" = 1 ] || fail "duty_unwaited=$(field duty_unwaited), want 1: $ctr"
 # Every window after the third opened on time: only three were spoiled.
 [ "$(field duty_unready)" = 3 ] || fail "duty_unready=$(field duty_unready) of $(field duty_windows) windows, want 3: $ctr"
-[ "$(field duty_windows)" -ge 10 ] || fail "only $(field duty_windows) windows opened: $ctr"
+# Enough windows past the third to tell the bound from none (how many open
+# depends on their random offsets: 9 to 13 seen); with no bound, all spoiled.
+[ "$(field duty_windows)" -ge 5 ] || fail "only $(field duty_windows) windows opened: $ctr"
 ok "a shim that never records spoiled 3 of $(field duty_windows) windows, then was waited for no more"

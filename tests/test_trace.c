@@ -140,6 +140,60 @@ static void test_hostile_names_are_escaped(void **state)
 	trace__destroy(t);
 }
 
+/*
+ * Kernels back to back on a stream: each ends, in a viewer's double
+ * arithmetic (ts + dur), exactly where the next begins, never a fraction
+ * after it (speedscope would leave it open to the track's end), and within
+ * a ns of its true end.
+ */
+static void test_back_to_back_slices_stay_nested(void **state)
+{
+	enum { N = 2000 };
+	__u64 at = 1000000, seed = 12345, naive_over = 0;
+	double ts[N], dur[N];
+	struct trace *t;
+	size_t n = 0;
+	char *j, *p;
+
+	(void)state;
+	assert_int_equal(trace__new(&t), 0);
+	trace__launch(t, 42, 43, at, at + 1, 7, 1, 99);
+	for (int i = 0; i < N; i += 2) {
+		__u64 len = 1 + (seed = seed * 6364136223846793005ull + 1442695040888963407ull) % 100000;
+
+		at += (seed >> 40) % 1000000000ull; /* up to a second, so the times grow large */
+		trace__activity(t, 42, at, at + len, 2, 0, 13, 100 + i, true);
+		at += len;
+		/* the next kernel starts where this one ends */
+		trace__activity(t, 42, at, at + 1000, 2, 0, 13, 100 + i, true);
+		at += 1000;
+	}
+	assert_int_equal(trace__write(t, path, &names), 0);
+	j = slurp(path);
+	for (p = j; (p = strstr(p, "\"cat\":\"gpu\"")) && n < N; p++) {
+		char *q = strstr(p, "\"ts\":"), *r = strstr(p, "\"dur\":");
+
+		assert_true(q && r);
+		ts[n] = strtod(q + 5, NULL);
+		dur[n++] = strtod(r + 6, NULL);
+	}
+	assert_int_equal(n, N);
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		char naive[32];
+		double d_true = ts[i + 1] - ts[i];
+
+		/* the end is the next start, to the bit */
+		assert_true(ts[i] + dur[i] == ts[i + 1]);
+		assert_true(dur[i] > d_true - 1e-6 && dur[i] < d_true + 1e-6);
+		snprintf(naive, sizeof(naive), "%.3f", d_true);
+		naive_over += ts[i] + strtod(naive, NULL) > ts[i + 1];
+	}
+	/* the printing that rounds, for comparison: some of these overlapped */
+	assert_true(naive_over > 0);
+	free(j);
+	trace__destroy(t);
+}
+
 /* Past its bounds the trace keeps nothing more and counts what it did not keep. */
 static void test_bounded(void **state)
 {
@@ -193,6 +247,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_launch_its_stack_its_kernel_and_the_arrow),
 		cmocka_unit_test(test_hostile_names_are_escaped),
+		cmocka_unit_test(test_back_to_back_slices_stay_nested),
 		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_written_whole_or_not_at_all),
 	};

@@ -11,7 +11,8 @@ usage: view_check.py PROFILE PROFILE_NS TRACE SPEEDSCOPE_DIR OUTDIR [NAME...]
   --trace timeline: one profile for each track of TRACE that holds slices,
   each named for its process and thread as TRACE's metadata says (every
   track has both; a GPU track is "device D stream S"), each with the time its slices cover, as
-  TRACE's own figures give it (to speedscope's rounding);
+  TRACE's own figures give it (to speedscope's rounding), and every track's
+  slices nested as a viewer reads them (ts + dur, in doubles);
 - OUTDIR gets flamegraph.png and timeline.png (the busiest launching thread).
 Prints a line of figures; exits 1 saying what failed.
 """
@@ -125,6 +126,18 @@ def union_us(spans):
     return total
 
 
+def nested(key, spans):
+    """Slices on a track must nest as a viewer adds ts + dur: one that ends past
+    the next's start, inside it, is left open by speedscope to the track's end."""
+    open_ends = []
+    for a, b in sorted(spans, key=lambda s: (s[0], -s[1])):
+        while open_ends and open_ends[-1] <= a:
+            open_ends.pop()
+        if open_ends and b > open_ends[-1]:
+            fail(f"track {key}: a slice from {a} to {b} overlaps one that ends at {open_ends[-1]}")
+        open_ends.append(b)
+
+
 def trace_tracks(path):
     """Each (pid, tid) holding slices: its name parts and the time its slices cover, in us."""
     with open(path) as f:
@@ -138,6 +151,8 @@ def trace_tracks(path):
         elif e["ph"] == "X":
             ts = float(e["ts"])
             spans[(e["pid"], e["tid"])].append((ts, ts + float(e["dur"])))
+    for k, v in spans.items():
+        nested(k, v)
     return {k: (procs.get(k[0]), threads.get(k), union_us(v)) for k, v in spans.items()}
 
 

@@ -2,6 +2,7 @@
 /* The timeline in trace-event JSON (trace.h). */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,13 +155,52 @@ static void out__str(struct out *o, const char *s)
 	OUT_LIT(o, "\"");
 }
 
-/* Microseconds from base, with ns kept: "12.345". */
-static void out__ts(struct out *o, const char *key, __u64 ns, __u64 base)
+/* "12.345": ns - base in microseconds, the ns kept. */
+static void us_str(char *buf, size_t size, __u64 ns, __u64 base)
 {
 	__u64 d = ns > base ? ns - base : 0;
 
-	out__printf(o, ",\"%s\":%llu.%03llu", key, (unsigned long long)(d / 1000),
-		    (unsigned long long)(d % 1000));
+	snprintf(buf, size, "%llu.%03llu", (unsigned long long)(d / 1000), (unsigned long long)(d % 1000));
+}
+
+static void out__ts(struct out *o, const char *key, __u64 ns, __u64 base)
+{
+	char us[32];
+
+	us_str(us, sizeof(us), ns, base);
+	out__printf(o, ",\"%s\":%s", key, us);
+}
+
+/*
+ * A slice's duration, as a viewer adds it to its start. Viewers read both
+ * as doubles and end the slice at ts + dur, rounded: one of eight slices
+ * that end exactly where the next begins (kernels back to back on a stream)
+ * would end a fraction of a ns after it, and a viewer that needs slices
+ * nested (speedscope) then leaves the first open to the end of the track.
+ * So dur is the double that, added to ts's double, gives exactly the
+ * double of the end's own time: "2.500" where that sum is already exact,
+ * else its 17 digits.
+ */
+static void out__dur(struct out *o, __u64 start, __u64 end, __u64 base)
+{
+	char ts[32], te[32], dur[40];
+	double t, e, d;
+
+	us_str(ts, sizeof(ts), start, base);
+	us_str(te, sizeof(te), end, base);
+	us_str(dur, sizeof(dur), end, start);
+	t = strtod(ts, NULL);
+	e = strtod(te, NULL);
+	d = strtod(dur, NULL);
+	if (t + d != e) {
+		d = e - t;
+		for (int i = 0; i < 8 && t + d > e; i++)
+			d = nextafter(d, 0.0);
+		for (int i = 0; i < 8 && t + d < e; i++)
+			d = nextafter(d, INFINITY);
+		snprintf(dur, sizeof(dur), "%.17g", d);
+	}
+	out__printf(o, ",\"dur\":%s", dur);
 }
 
 /* A process's GPU: a track group of its own, one track per device and stream. */
@@ -255,7 +295,7 @@ static void slice(struct out *o, bool *first, const char *cat, const char *name,
 	event_sep(o, first);
 	out__printf(o, "{\"ph\":\"X\",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u", cat, pid, tid);
 	out__ts(o, "ts", start, base);
-	out__ts(o, "dur", end, start);
+	out__dur(o, start, end, base);
 	OUT_LIT(o, ",\"name\":");
 	out__str(o, name);
 }

@@ -106,6 +106,46 @@ static void test_a_late_tick_plans_its_own_period(void **state)
 		assert_true(d.from[i] >= 90 * S && d.to[i] <= 100 * S);
 }
 
+/*
+ * A target found not recording at three openings is waited for no more
+ * (once: said when it happens), and again only after 32 openings in a row
+ * found recording; one opening not recording among them starts the count
+ * again.
+ */
+static void test_a_target_that_spoils_windows_is_waited_for_no_more(void **state)
+{
+	struct duty_wait w = { 0 };
+
+	(void)state;
+	assert_true(duty_wait__waited(&w));
+	assert_false(duty_wait__note(&w, false));
+	assert_false(duty_wait__note(&w, true)); /* strikes need not be in a row */
+	assert_false(duty_wait__note(&w, false));
+	assert_true(duty_wait__waited(&w));
+	assert_true(duty_wait__note(&w, false));
+	assert_false(duty_wait__waited(&w));
+	for (int i = 0; i < DUTY_EARN_BACK - 1; i++)
+		assert_false(duty_wait__note(&w, true));
+	assert_false(duty_wait__note(&w, false)); /* not in a row: from the start */
+	assert_false(duty_wait__waited(&w));
+	for (int i = 0; i < DUTY_EARN_BACK - 1; i++) {
+		assert_false(duty_wait__note(&w, true));
+		assert_false(duty_wait__waited(&w));
+	}
+	assert_false(duty_wait__note(&w, true));
+	assert_true(duty_wait__waited(&w));
+	/* earned back: three strikes again to lose it again, and said again */
+	assert_false(duty_wait__note(&w, false));
+	assert_false(duty_wait__note(&w, false));
+	assert_true(duty_wait__waited(&w));
+	assert_true(duty_wait__note(&w, false));
+	assert_false(duty_wait__waited(&w));
+	/* never recording: stays unwaited, said no more */
+	for (int i = 0; i < 1000; i++)
+		assert_false(duty_wait__note(&w, false));
+	assert_false(duty_wait__waited(&w));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -114,6 +154,7 @@ int main(void)
 		cmocka_unit_test(test_a_fraction_below_one_window_gets_one_window),
 		cmocka_unit_test(test_a_full_duty_is_always_on),
 		cmocka_unit_test(test_a_late_tick_plans_its_own_period),
+		cmocka_unit_test(test_a_target_that_spoils_windows_is_waited_for_no_more),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

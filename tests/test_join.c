@@ -865,6 +865,47 @@ static void test_queued_api_records_are_bounded_per_process(void **state)
 }
 
 /*
+ * Launch events queued in a process, all threads together, are bounded: at
+ * the bound the thread's own oldest goes on without a record (a thread with
+ * none queued: the event itself), and every launch still reaches the profile.
+ */
+static void test_queued_launch_events_are_bounded_per_process(void **state)
+{
+	struct join_opts o = { .max_proc_launches = 8 };
+	struct unrecorded_sink us = { .next_site = 10 };
+	struct join_counters c;
+	struct sink k;
+	struct join *j = new_join_opts(&k, o);
+
+	(void)state;
+	join__on_unrecorded(j, on_unrecorded, &us);
+	for (int i = 0; i < 10; i++)
+		launch(j, 1 + i % 2, 1000 + 100 * i, 10 + i);
+	join__counters(j, &c);
+	assert_int_equal(c.queue_full, 2);
+	assert_int_equal(c.launches_without_record + c.launches_before_recording, 2);
+	/* each thread's oldest, sites 10 and 11, went on to the profile */
+	assert_int_equal(us.n, 2);
+	assert_int_equal(us.next_site, 12);
+	/* A third thread, nothing of its own queued: its event goes on at once. */
+	launch(j, 3, 2100, 30);
+	join__counters(j, &c);
+	assert_int_equal(c.queue_full, 3);
+	assert_int_equal(us.n, 3);
+	assert_int_equal(us.next_site, 31);
+	/* The eight kept pair with their records, and make room again. */
+	for (int i = 2; i < 10; i++)
+		api(j, 1 + i % 2, 1001 + 100 * i, 1005 + 100 * i, 500 + i, JOIN_DOMAIN_DRIVER);
+	join__advance(j, 1000 * MS, 1);
+	join__counters(j, &c);
+	assert_int_equal(c.launches_matched, 8);
+	launch(j, 3, 5000, 31);
+	join__counters(j, &c);
+	assert_int_equal(c.queue_full, 3);
+	join__destroy(j);
+}
+
+/*
  * Records in falling start order each walk back past the whole queue: the
  * walking is paid from the process's budget, a record past it stays where it
  * came (counted), and the next advance gives the budget again.
@@ -921,6 +962,7 @@ int main(void)
 		cmocka_unit_test(test_a_matched_launch_whose_kernel_never_came_while_recording_is_a_loss),
 		cmocka_unit_test(test_made_up_threads_are_bounded_per_process),
 		cmocka_unit_test(test_queued_api_records_are_bounded_per_process),
+		cmocka_unit_test(test_queued_launch_events_are_bounded_per_process),
 		cmocka_unit_test(test_ordering_out_of_order_records_has_a_budget),
 	};
 

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <malloc.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
@@ -237,6 +238,9 @@ static void resolve(struct fixture *f, struct pycode_cache *c, const struct gp_p
 		}
 		assert_int_equal(pycode_cache__lookup(c, fr[i].code & ~GP_PY_FRAME_FLAGS,
 						      fr[i].instr, &pf), 0);
+		/* held in what they take, not in PYCODE_NAME_MAX and PYCODE_FILE_MAX */
+		assert_true(malloc_usable_size((void *)pf.qualname) < strlen(pf.qualname) + 64);
+		assert_true(malloc_usable_size((void *)pf.filename) < strlen(pf.filename) + 64);
 		snprintf(out->text[out->n], sizeof(out->text[0]), "%s:%d", pf.qualname, pf.line);
 		snprintf(out->file[out->n++], sizeof(out->file[0]), "%s", pf.filename);
 		if (fr[i].code & GP_PY_FRAME_ENTRY) {

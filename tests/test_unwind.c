@@ -638,6 +638,35 @@ static struct gp_launch_event *entry_event(__u64 ip, __u64 ts, size_t *ret_size)
 }
 
 /*
+ * The target table follows at most its bound of processes at once: one
+ * more is refused (-ENOSPC), one already followed is still found, and a
+ * removed one makes room.
+ */
+static void test_the_target_table_is_bounded(void **state)
+{
+	struct bounded *b = bounded__new();
+	struct target_table tt;
+	struct target *t, *again;
+
+	(void)state;
+	assert_non_null(b);
+	assert_int_equal(target_table__init(&tt, b), 0);
+	assert_int_equal(tt.max, TARGET_TABLE_MAX);
+	tt.max = 2;
+	assert_int_equal(target_table__add(&tt, getpid(), 1, &t), 0);
+	assert_int_equal(target_table__add(&tt, getppid(), 1, &t), 0);
+	assert_int_equal(target_table__add(&tt, 1, 1, &t), -ENOSPC);
+	assert_int_equal(target_table__add(&tt, getpid(), 1, &again), 0);
+	assert_non_null(again);
+	assert_int_equal(again->pid, getpid());
+	target_table__remove(&tt, getppid());
+	assert_int_equal(target_table__add(&tt, 1, 1, &t), 0);
+	assert_int_equal(tt.n, 2);
+	target_table__fini(&tt);
+	bounded__free(b);
+}
+
+/*
  * A launch whose probed entry point lies in a mapping made after the
  * target's maps were read, within the 50 ms between re-reads: the maps are
  * older than the launch, so they are read again at once and the walk
@@ -1725,6 +1754,7 @@ int main(void)
 		cmocka_unit_test(test_chain_without_frame_pointers_unwinds_through_main_to_start),
 		cmocka_unit_test(test_chain_in_a_pthread_unwinds_to_the_thread_start_in_libc),
 		cmocka_unit_test(test_a_memo_answers_for_addresses_walked_before_with_the_same_frames),
+		cmocka_unit_test(test_the_target_table_is_bounded),
 		cmocka_unit_test(test_a_targets_memo_is_emptied_when_a_mapping_it_knew_went),
 		cmocka_unit_test(test_a_targets_memo_stays_when_a_reread_only_adds_mappings),
 		cmocka_unit_test(test_the_memo_keeps_two_addresses_per_set_the_recent_ones),

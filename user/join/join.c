@@ -139,6 +139,7 @@ struct jproc {
 	__u32 nr_pending_nodes, pending_cap, free_head, live_pending;
 	struct fifo pending_order;  /* struct jorder, arrival order */
 	size_t apis_queued;         /* API records in all its threads' queues */
+	size_t launches_queued;     /* launch events in all its threads' queues */
 	size_t disorder_left;       /* steps left to order its API records until the next advance */
 	size_t reclaim_at;          /* where thread_reclaim looks next */
 };
@@ -197,6 +198,8 @@ int join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx, struct
 		j->o.max_threads = 4096;
 	if (!j->o.max_proc_apis)
 		j->o.max_proc_apis = 1 << 19;
+	if (!j->o.max_proc_launches)
+		j->o.max_proc_launches = 1 << 19;
 	if (!j->o.max_disorder)
 		j->o.max_disorder = 1 << 20;
 	j->emit = emit;
@@ -594,6 +597,12 @@ static void api_pop(struct jproc *p, struct jthread *t)
 	p->apis_queued--;
 }
 
+static void launch_pop(struct jproc *p, struct jthread *t)
+{
+	fifo__pop(&t->launches);
+	p->launches_queued--;
+}
+
 static void match(struct join *j, struct jproc *p, struct jthread *t)
 {
 	const struct jlaunch *l = fifo__at(&t->launches, 0);
@@ -612,7 +621,7 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 		c.none_due = j->matched(j->matched_ctx, &m);
 	}
 	c.none_due = c.none_due || a->failed;
-	fifo__pop(&t->launches);
+	launch_pop(p, t);
 	api_pop(p, t);
 	corr_add(j, p, &c);
 }
@@ -648,7 +657,7 @@ static void launch_orphan(struct join *j, struct jproc *p, struct jthread *t)
 
 	if (at_close(j, l->ts)) {
 		j->c.launches_outside++; /* its record, stamped after the close, left out */
-		fifo__pop(&t->launches);
+		launch_pop(p, t);
 		return;
 	}
 	if (before)
@@ -656,7 +665,7 @@ static void launch_orphan(struct join *j, struct jproc *p, struct jthread *t)
 	else
 		j->c.launches_without_record++;
 	unrecorded(j, p, t->tid, l->site, l->probe, before, false);
-	fifo__pop(&t->launches);
+	launch_pop(p, t);
 }
 
 static void unrecorded(struct join *j, struct jproc *p, __u32 tid, __u64 site, __u32 probe,
@@ -759,8 +768,24 @@ void join__add_launch(struct join *j, const struct join_launch *l)
 	 */
 	if (t->launches.len >= t->launches.max && t->launches.len)
 		launch_orphan(j, p, t);
+	/*
+	 * The same for the process's threads together: a process with
+	 * thousands of threads, each launching up to its bound, would hold
+	 * max_threads queues of max_queue events. Its own oldest goes, or, with
+	 * none of this thread's queued, the event itself goes on without one.
+	 */
+	if (p->launches_queued >= j->o.max_proc_launches) {
+		j->c.queue_full++;
+		if (!t->launches.len) {
+			unrecorded(j, p, l->tid, l->site, l->probe, false, false);
+			return;
+		}
+		launch_orphan(j, p, t);
+	}
 	if (fifo__push(&t->launches, &jl))
 		j->c.queue_full++; /* out of memory */
+	else
+		p->launches_queued++;
 }
 
 void join__add_api(struct join *j, const struct join_api *a)

@@ -112,6 +112,7 @@ struct join_opts {
 	size_t max_procs;
 	size_t max_threads;    /* thread queues (tid and class) per process */
 	size_t max_proc_apis;  /* API records queued per process, all its threads */
+	size_t max_proc_launches; /* launch events queued per process, all its threads */
 	size_t max_disorder;   /* steps taken putting a process's out-of-order API records in
 				  place, per join__advance: past it, a record goes in where it came */
 };

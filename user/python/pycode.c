@@ -193,7 +193,10 @@ static int pycode__read_str(const struct pycode_cache *c, uint64_t addr, size_t 
 		*ret_sig_len = (ascii ? l->unicode_ascii_size : l->unicode_compact_size) + (uint32_t)sig_n;
 	}
 	if (!err) {
-		*ret = out;
+		/* Kept in what it takes, not in cap: 65536 entries a process */
+		char *fit = realloc(out, len + 1);
+
+		*ret = fit ? fit : out;
 		out = NULL;
 	}
 out_free:

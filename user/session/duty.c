@@ -104,3 +104,22 @@ double duty__fraction(const struct duty *d)
 	plan_sizes(d, &n, &len);
 	return (double)n * (double)len / (double)d->period_ns;
 }
+
+bool duty_wait__waited(const struct duty_wait *w)
+{
+	return w->strikes < DUTY_MAX_STRIKES;
+}
+
+bool duty_wait__note(struct duty_wait *w, bool recording)
+{
+	if (duty_wait__waited(w)) {
+		if (recording || ++w->strikes < DUTY_MAX_STRIKES)
+			return false;
+		w->good = 0;
+		return true;
+	}
+	w->good = recording ? w->good + 1 : 0;
+	if (w->good >= DUTY_EARN_BACK)
+		*w = (struct duty_wait){ 0 };
+	return false;
+}

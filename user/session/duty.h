@@ -39,4 +39,27 @@ bool duty__on(struct duty *d, __u64 now);
 /* The fraction of each period its windows take (what was asked, or more: see duty__init). */
 double duty__fraction(const struct duty *d);
 
+/*
+ * Whether a window's opening waits for one target's shim to record. A
+ * target found not recording when a window opened after the whole wait,
+ * DUTY_MAX_STRIKES times, is waited for no more: one that never records (or
+ * switches on just late, at will) would otherwise choose when every
+ * tenant's windows open, and shorten them each. It is waited for again once
+ * found recording at DUTY_EARN_BACK openings in a row (a healthy shim
+ * starved three times in a long run): one that spoils three windows and
+ * behaves for the rest delays at most 3 in DUTY_MAX_STRIKES + DUTY_EARN_BACK.
+ */
+#define DUTY_MAX_STRIKES 3
+#define DUTY_EARN_BACK 32
+
+struct duty_wait {
+	__u8 strikes; /* openings it was not recording at, while waited for */
+	__u8 good;    /* then, openings in a row found recording */
+};
+
+/* Whether windows wait for this target. */
+bool duty_wait__waited(const struct duty_wait *w);
+/* At a window's opening, whether the target records: true when it is now waited for no more. */
+bool duty_wait__note(struct duty_wait *w, bool recording);
+
 #endif /* GP_SESSION_DUTY_H */

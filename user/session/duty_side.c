@@ -69,20 +69,6 @@ bool session__rings_wanted(const struct session *s)
  * labelled [no GPU record: before the shim recorded].
  */
 #define ARM_WAIT_NS (1000 * NS_PER_MS)
-/*
- * A target found not recording when a window opened after the whole wait,
- * this many times, is waited for no more: one that never records (or
- * switches on just late, at will) would otherwise choose when every
- * tenant's windows open, and shorten them by a second each.
- */
-#define DUTY_MAX_STRIKES 3
-/*
- * A target waited for no more is waited for again once found recording at
- * this many openings in a row (a healthy shim starved three times in a long
- * run): one that spoils three windows and behaves for the rest delays at
- * most 3 in DUTY_MAX_STRIKES + DUTY_EARN_BACK.
- */
-#define DUTY_EARN_BACK 32
 
 /* Whether this target's shim says it records (or never switches: inert, or older). */
 static bool target_recording(const struct target *t)
@@ -98,7 +84,7 @@ static bool rings_recording(const struct session *s)
 	for (size_t i = 0; i < s->tt.n; i++) {
 		const struct target *t = s->tt.t[i];
 
-		if (t->duty_strikes < DUTY_MAX_STRIKES && !target_recording(t))
+		if (duty_wait__waited(&t->duty_wait) && !target_recording(t))
 			return false;
 	}
 	return true;
@@ -107,18 +93,8 @@ static bool rings_recording(const struct session *s)
 /* At a window's opening: a strike for a target waited for and not recording; earning back. */
 static void note_strikes(struct session *s, struct target *t)
 {
-	bool recording = target_recording(t);
-
-	if (t->duty_strikes < DUTY_MAX_STRIKES) {
-		if (!recording && ++t->duty_strikes == DUTY_MAX_STRIKES) {
-			s->duty_unwaited++;
-			t->duty_good = 0;
-		}
-		return;
-	}
-	t->duty_good = recording ? t->duty_good + 1 : 0;
-	if (t->duty_good >= DUTY_EARN_BACK)
-		t->duty_strikes = 0;
+	if (duty_wait__note(&t->duty_wait, target_recording(t)))
+		s->duty_unwaited++;
 }
 
 static void open_window(struct session *s, bool ready)

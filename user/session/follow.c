@@ -20,6 +20,7 @@
 struct target *session__target(struct session *s, pid_t pid)
 {
 	struct target *t = target_table__find(&s->tt, pid);
+	int err;
 
 	if (t)
 		return t;
@@ -27,7 +28,14 @@ struct target *session__target(struct session *s, pid_t pid)
 	 * Seen first through a launch event: the probes have watched it since
 	 * they went in (or its libcuda was attached: session.c's scan_new_libcuda).
 	 */
-	if (target_table__add(&s->tt, pid, s->probes_ns, &t))
+	err = target_table__add(&s->tt, pid, s->probes_ns, &t);
+	if (err == -ENOSPC) {
+		if (!s->targets_full++)
+			log_warn("following %zu processes, the most at once: pid %d and any other new one "
+				 "are not followed while they are (counted in targets_full)", s->tt.n, pid);
+		return NULL;
+	}
+	if (err)
 		return NULL;
 	if (s->have_child && pid == s->child.pid) {
 		t->shm_fd = dup(s->child.shm_fd);

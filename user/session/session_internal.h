@@ -96,6 +96,7 @@ struct session {
 	unsigned int same_stamp;    /* ...and how many names before used it too */
 	/* losses the report line prints */
 	__u64 stacks_dropped, names_dropped, records_unknown, modules_settled;
+	__u64 targets_full;        /* events of processes not followed: the target table was full */
 	__u64 before_window;        /* activities that ended before we attached */
 	/* CUDA graphs: replayed kernels under their capture (or not, and why) */
 	__u64 graph_activities, graph_under_capture, graph_node_unknown, graph_capture_unknown;

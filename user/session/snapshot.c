@@ -132,6 +132,7 @@ static void loader_counters(struct session *s, const __u64 *bpf, struct counters
 	stack_cache__stats(s->cache, &cs);
 	counters__add(c, "stacks_dropped", s->stacks_dropped);
 	counters__add(c, "names_dropped", s->names_dropped);
+	counters__add(c, "targets_full", s->targets_full);
 	counters__add(c, "records_unknown", s->records_unknown);
 	counters__add(c, "symbolize_failed", s->stack_stats.sym_failed);
 	counters__add(c, "stacks_short", s->stack_stats.native_truncated);

@@ -19,6 +19,7 @@ int target_table__init(struct target_table *tt, struct bounded *b)
 
 	memset(tt, 0, sizeof(*tt));
 	tt->bounded = b;
+	tt->max = TARGET_TABLE_MAX;
 	err = space_caches__new(b, &tt->caches);
 	if (!err && (err = u64map__init(&tt->by_pid, 0))) {
 		space_caches__destroy(tt->caches);
@@ -76,6 +77,8 @@ int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct targ
 		*ret_t = t;
 		return 0;
 	}
+	if (tt->n >= tt->max)
+		return -ENOSPC;
 	grown = grow__array(tt->t, &tt->cap, tt->n + 1, sizeof(*grown), 16);
 	if (!grown)
 		return -ENOMEM;

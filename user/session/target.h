@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 #include <linux/types.h>
+#include "user/session/duty.h"
 #include "user/space/space.h"
 #include "user/util/u64map.h"
 
@@ -58,9 +59,7 @@ struct target {
 	__u64 record_on, record_off; /* shm_reader__record_span at the last visit */
 	bool record_seen;          /* they were read once */
 	bool record_forget;        /* its stack-cache keys are to go (follow_recording) */
-	__u8 duty_strikes;         /* windows opened without it recording after the whole wait
-				      (duty_side.c: at DUTY_MAX_STRIKES, waited for no more) */
-	__u8 duty_good;            /* then, openings in a row found recording (to earn waiting back) */
+	struct duty_wait duty_wait; /* whether windows wait for its shim to record (duty.h) */
 	bool keys_on, keys_off;    /* keys were learnt from launches made while its shim recorded /
 				      did not (or when that was not known: both) */
 	__u64 record_forgot_ns;    /* when they last went */
@@ -69,9 +68,18 @@ struct target {
 	__u64 flushed_pos;         /* its ring's head once a flush begun after the stop was seen (0: not yet) */
 };
 
+/*
+ * Processes followed at once, at most (the join's bound too): under
+ * --all-cgroups any process that loads libcuda or makes a ring becomes a
+ * target, and each holds tables of its own; one that forks thousands more
+ * is refused past it, counted (targets_full) and said once.
+ */
+#define TARGET_TABLE_MAX 4096
+
 struct target_table {
 	struct target **t;
 	size_t n, cap;
+	size_t max;                /* TARGET_TABLE_MAX (tests set less) */
 	struct u64map by_pid;
 	struct space_stats gone;   /* of the targets removed */
 	struct space_caches *caches; /* the symbol and CFI tables every target's space shares */
@@ -86,7 +94,7 @@ struct target_table {
 int target_table__init(struct target_table *tt, struct bounded *b);
 void target_table__fini(struct target_table *tt);
 struct target *target_table__find(struct target_table *tt, pid_t pid);
-/* Creates the entry (reading comm, cgroup, namespace) or returns the existing one. */
+/* Creates the entry (reading comm, cgroup, namespace) or returns the existing one; -ENOSPC: full. */
 int target_table__add(struct target_table *tt, pid_t pid, __u64 now, struct target **ret_t);
 void target_table__remove(struct target_table *tt, pid_t pid);
 /* What the stack walks cost (the loader: line's figures), over every target, removed ones too. */

@@ -480,6 +480,31 @@ static void test_each_code_object_is_read_once(void **state)
 	free(r);
 }
 
+/*
+ * The names and line tables a process's cache holds are bounded in bytes
+ * too: past the bound it is flushed and objects are read again (here a
+ * bound that holds two of them: the second walk reads them all again).
+ */
+static void test_the_cache_is_bounded_in_bytes(void **state)
+{
+	struct fixture *f = *state;
+	struct pycode_cache *c;
+	struct resolved *r = calloc(1, sizeof(*r));
+	unsigned long hits, misses, hits2, misses2;
+
+	NEED_PYTHON(f);
+	assert_non_null(r);
+	assert_int_equal(pycode_cache__new(f->bounded, f->pid, &f->rt.code, &c), 0);
+	pycode_cache__set_bytes_max(c, 2 * (strlen(f->path) + 1 + 16 + 64));
+	walk_resolved(f, f->pid, c, r);
+	pycode_cache__stats(c, &hits, &misses);
+	walk_resolved(f, f->pid, c, r);
+	pycode_cache__stats(c, &hits2, &misses2);
+	assert_true(misses2 >= misses + 3);
+	pycode_cache__destroy(c);
+	free(r);
+}
+
 static void test_a_garbage_code_address_is_an_error_not_a_crash(void **state)
 {
 	struct fixture *f = *state;
@@ -535,6 +560,7 @@ int main(void)
 		cmocka_unit_test(test_the_c_call_inside_sorted_is_marked_as_an_entry),
 		cmocka_unit_test(test_a_second_thread_has_its_own_chain),
 		cmocka_unit_test(test_each_code_object_is_read_once),
+		cmocka_unit_test(test_the_cache_is_bounded_in_bytes),
 		cmocka_unit_test(test_a_garbage_code_address_is_an_error_not_a_crash),
 		cmocka_unit_test(test_a_wrong_thread_offset_walks_to_no_thread_not_to_garbage),
 	};

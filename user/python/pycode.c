@@ -55,6 +55,8 @@ struct pycode_cache {
 	struct pycode_entry *slots;
 	size_t cap;   /* power of two */
 	size_t count;
+	size_t bytes; /* what the slots' entries hold (entry__bytes): at most bytes_max */
+	size_t bytes_max; /* PYCODE_CACHE_BYTES (tests set less) */
 	unsigned long hits, misses;
 	struct pycode_entry *old;  /* replaced objects' entries, a ring of PYCODE_OLD_MAX */
 	size_t old_n, old_next;
@@ -237,6 +239,13 @@ static int pycode__read_bytes(const struct pycode_cache *c, uint64_t addr, uint8
 	return 0;
 }
 
+/* Heap bytes an entry holds: its names and line table. */
+static size_t entry__bytes(const struct pycode_entry *e)
+{
+	return (e->qualname ? strlen(e->qualname) + 1 : 0) +
+	       (e->filename ? strlen(e->filename) + 1 : 0) + e->linetable_len;
+}
+
 static void entry__clear(struct pycode_entry *e)
 {
 	free(e->qualname);
@@ -308,6 +317,7 @@ int pycode_cache__new(struct bounded *b, pid_t pid, const struct pycode_layout *
 	c->pid = pid;
 	c->l = *layout;
 	c->header_len = layout__header_len(layout);
+	c->bytes_max = PYCODE_CACHE_BYTES;
 	*ret_cache = c;
 	return 0;
 }
@@ -353,6 +363,7 @@ static void cache__flush(struct pycode_cache *c)
 		if (c->slots[i].code)
 			entry__clear(&c->slots[i]);
 	c->count = 0;
+	c->bytes = 0;
 }
 
 static int cache__grow(struct pycode_cache *c)
@@ -443,7 +454,8 @@ static int cache__get(struct pycode_cache *c, uint64_t code, struct pycode_entry
 		return err;
 	c->misses++;
 	fresh.epoch_from = old__until(c, code);
-	if (c->count >= PYCODE_CACHE_MAX)
+	/* Full by count or by bytes (a process's line tables may each be 64 KiB): read all again. */
+	if (c->count >= PYCODE_CACHE_MAX || c->bytes + entry__bytes(&fresh) > c->bytes_max)
 		cache__flush(c);
 	if ((c->count + 1) * 2 > c->cap && cache__grow(c)) {
 		entry__clear(&fresh);
@@ -452,8 +464,14 @@ static int cache__get(struct pycode_cache *c, uint64_t code, struct pycode_entry
 	e = cache__find(c, code);
 	*e = fresh;
 	c->count++;
+	c->bytes += entry__bytes(e);
 	*ret = e;
 	return 0;
+}
+
+void pycode_cache__set_bytes_max(struct pycode_cache *c, size_t bytes_max)
+{
+	c->bytes_max = bytes_max;
 }
 
 int pycode_cache__lookup_at(struct pycode_cache *c, uint64_t code, uint64_t instr, uint32_t epoch,
@@ -501,6 +519,7 @@ static void old__keep(struct pycode_cache *c, struct pycode_entry *e, uint32_t n
 {
 	struct pycode_entry *slot;
 
+	c->bytes -= entry__bytes(e); /* out of the slots (the old ring has a count of its own) */
 	if (!c->old) {
 		c->old = calloc(PYCODE_OLD_MAX, sizeof(*c->old));
 		if (!c->old) {

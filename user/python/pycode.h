@@ -20,6 +20,7 @@
 #define PYCODE_FILE_MAX 4096          /* UTF-8 bytes of a file name */
 #define PYCODE_LINETABLE_MAX (64u << 10)
 #define PYCODE_CACHE_MAX 65536        /* code objects per process */
+#define PYCODE_CACHE_BYTES (128u << 20) /* their names and line tables, per process */
 
 enum pycode_linetable_format {
 	PYCODE_LINETABLE_310 = 1, /* 3.10 co_linetable: (byte delta, line delta) pairs */
@@ -65,11 +66,14 @@ struct bounded;
 int pycode_cache__new(struct bounded *b, pid_t pid, const struct pycode_layout *layout,
 		      struct pycode_cache **ret_cache);
 void pycode_cache__destroy(struct pycode_cache *c);
+/* Its bound on names and line tables held (PYCODE_CACHE_BYTES; tests set less). */
+void pycode_cache__set_bytes_max(struct pycode_cache *c, size_t bytes_max);
 /*
  * Resolves code (a gp_py_frame.code without its flag bits) at instr (the
  * gp_py_frame.instr of the same record). Each code object is read once; the
  * strings stay valid until the cache is destroyed or flushed: it is flushed
- * whole when PYCODE_CACHE_MAX objects are held and a new one arrives.
+ * whole when PYCODE_CACHE_MAX objects, or PYCODE_CACHE_BYTES of names and
+ * line tables, are held and a new one arrives.
  * -EFAULT: unreadable; -EINVAL: not a code object or malformed fields.
  */
 int pycode_cache__lookup(struct pycode_cache *c, uint64_t code, uint64_t instr,

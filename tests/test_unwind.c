@@ -1296,6 +1296,80 @@ static void test_fdes_built_on_demand_stay_bounded(void **state)
 	free(img);
 }
 
+/*
+ * Bounded in bytes too: 300 functions of 20,000 rows each (an FDE of 60 KB
+ * of instructions; 1 MiB is allowed), each looked up and answered right,
+ * leave at most 32 MiB of rows and one function's more, not 48 MiB.
+ */
+static void test_fdes_built_on_demand_stay_bounded_in_bytes(void **state)
+{
+	enum { N = 300, ROWS = 20000, BODY = 3 * ROWS, FDE = 24 + BODY, SPAN = 2 * ROWS };
+	static const __u8 init[] = { CIE_STD_INIT };
+	struct fb cie = { .n = 0 };
+	size_t hdr = ELF_IMAGE_PHDRS_END, frame_at = hdr + 12 + 8 * N, total, off, base, most = 0;
+	struct cfi_table *t;
+	__u8 *img, *p;
+	__u32 u;
+	__u64 v;
+
+	(void)state;
+	fb__cie(&cie, false, "zR", init, sizeof(init));
+	total = frame_at + cie.n + (size_t)FDE * N + 4;
+	img = calloc(1, total);
+	assert_non_null(img);
+	memcpy(img + frame_at, cie.b, cie.n);
+	for (size_t i = 0; i < N; i++) {
+		off = cie.n + (size_t)FDE * i;
+		p = img + frame_at + off;
+		u = FDE - 4;
+		memcpy(p, &u, 4);
+		u = (__u32)(off + 4); /* back to the CIE at the section's start */
+		memcpy(p + 4, &u, 4);
+		v = 0x100000 + (__u64)SPAN * i;
+		memcpy(p + 8, &v, 8);
+		v = SPAN;
+		memcpy(p + 16, &v, 8);
+		p[24] = 0; /* augmentation length 0 */
+		/* a row every byte, offsets 16 and 8 by turns: advance_loc 1, def_cfa_offset */
+		for (size_t r = 0; r + 1 < ROWS; r++) {
+			p[25 + 3 * r] = 0x41;
+			p[26 + 3 * r] = 0x0e;
+			p[27 + 3 * r] = r % 2 ? 8 : 16;
+		}
+		u = (__u32)(0x100000 + (__u64)SPAN * i - hdr);
+		memcpy(img + hdr + 12 + 8 * i, &u, 4);
+		u = (__u32)(frame_at + off - hdr);
+		memcpy(img + hdr + 16 + 8 * i, &u, 4);
+	}
+	img[hdr] = 1;
+	img[hdr + 1] = 0x1b;
+	img[hdr + 2] = 0x03;
+	img[hdr + 3] = 0x3b;
+	u = (__u32)(frame_at - (hdr + 4));
+	memcpy(img + hdr + 4, &u, 4);
+	u = N;
+	memcpy(img + hdr + 8, &u, 4);
+	elf_image__phdrs(img, total, hdr, 12 + 8 * N);
+	assert_int_equal(cfi_table__load_mem(img, total, &t), 0);
+	assert_int_equal(cfi_table__fdes_on_demand(t), N);
+	base = cfi_table__bytes(t); /* the index, and the image (copied) */
+	for (size_t i = 0; i < N; i++) {
+		__u64 at = 0x100000 + (__u64)SPAN * i;
+
+		assert_rule(t, at + 1, CFI_BASE_RSP, 16, CFI_RBP_SAME, 0);
+		assert_rule(t, at + 2, CFI_BASE_RSP, 8, CFI_RBP_SAME, 0);
+		assert_rule(t, at + SPAN - 1, CFI_BASE_RSP, 16, CFI_RBP_SAME, 0);
+		most = cfi_table__bytes(t) > most ? cfi_table__bytes(t) : most;
+	}
+	print_message("  %d functions of %d rows looked up: at most %zu bytes of rows held\n", N, ROWS,
+		      most - base);
+	assert_true(cfi_table__rows(t) >= ROWS);
+	assert_true(most - base < (32u << 20) + (1u << 20));
+	assert_int_equal(cfi_table__dropped(t), 0);
+	cfi_table__free(t);
+	free(img);
+}
+
 static void test_dwarf64_entries_and_pcrel_pointers_are_decoded(void **state)
 {
 	static const __u8 init[] = { CIE_STD_INIT };
@@ -1769,6 +1843,7 @@ int main(void)
 		cmocka_unit_test(test_eh_frame_is_found_through_pt_gnu_eh_frame_without_sections),
 		cmocka_unit_test(test_fdes_are_built_on_demand_through_the_eh_frame_hdr_table),
 		cmocka_unit_test(test_fdes_built_on_demand_stay_bounded),
+		cmocka_unit_test(test_fdes_built_on_demand_stay_bounded_in_bytes),
 		cmocka_unit_test(test_dwarf64_entries_and_pcrel_pointers_are_decoded),
 		cmocka_unit_test(test_hostile_cfi_is_refused_or_bounded),
 		cmocka_unit_test(test_program_that_goes_wrong_midway_keeps_only_the_rows_before),

@@ -8,7 +8,8 @@
  * is a binary search in it, then the FDE and its CIE are read from the file
  * (pread, bounded by the .eh_frame's PT_LOAD and a per-entry cap) and run
  * into a small table of their own, which is cached. The cache holds at most
- * CFI_LAZY_MAX_FDES FDEs and is emptied when full, so memory stays bounded
+ * CFI_LAZY_MAX_FDES FDEs, and CFI_LAZY_MAX_BYTES of their rows (one FDE
+ * past it), and is emptied when full, so memory stays bounded
  * whatever a process's stacks pass through. An FDE that does not build is
  * remembered as such and not read again.
  *
@@ -29,6 +30,8 @@
 #define CFI_LAZY_MAX_TABLE (1u << 22)     /* FDEs indexed per file: 32 MiB of pairs */
 #define CFI_LAZY_MAX_ENTRY ((__u64)1 << 20) /* bytes of one FDE or CIE */
 #define CFI_LAZY_MAX_FDES (1u << 14)      /* FDEs built and cached per file */
+/* Bytes of their rows, per file: an FDE of 1 MiB of instructions builds megabytes of rows */
+#define CFI_LAZY_MAX_BYTES (32u << 20)
 
 #define EH_PE_UDATA4 0x03
 #define EH_PE_PCREL_SDATA4 0x1b
@@ -244,7 +247,7 @@ static int lazy__make_room(struct cfi_lazy *lz)
 	struct lazy_slot *s;
 	size_t cap, i, j;
 
-	if (lz->used >= CFI_LAZY_MAX_FDES)
+	if (lz->used >= CFI_LAZY_MAX_FDES || lz->bytes >= CFI_LAZY_MAX_BYTES)
 		lazy__clear(lz);
 	if ((lz->used + 1) * 2 <= lz->cap)
 		return 0;

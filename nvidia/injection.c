@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "nvidia/cupti_find.h"
+#include "nvidia/pc_sampling.h"
 #include "shim/cubin_queue.h"
 #include "shim/shm.h"
 
@@ -42,7 +43,10 @@
 #define CUPTI_OPTIONAL(X) \
 	X(cuptiActivityRegisterTimestampCallback) X(cuptiSetThreadIdType) \
 	X(cuptiActivityEnableDriverApi) X(cuptiActivityEnableRuntimeApi) X(cuptiGetResultString) \
-	X(cuptiGetGraphNodeId) X(cuptiGetGraphId) X(cuptiActivityDisable)
+	X(cuptiGetGraphNodeId) X(cuptiGetGraphId) X(cuptiActivityDisable) \
+	X(cuptiPCSamplingEnable) X(cuptiPCSamplingDisable) X(cuptiPCSamplingGetNumStallReasons) \
+	X(cuptiPCSamplingGetStallReasons) X(cuptiPCSamplingSetConfigurationAttribute) \
+	X(cuptiPCSamplingGetData)
 
 struct cupti_api {
 #define DECLARE(fn) __typeof__(&fn) fn;
@@ -559,13 +563,25 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 {
 	const CUpti_ResourceData *rd = data;
 
-	if (shim__dead() || domain != CUPTI_CB_DOMAIN_RESOURCE || !rd || !rd->resourceDescriptor)
+	if (shim__dead() || domain != CUPTI_CB_DOMAIN_RESOURCE || !rd)
 		return;
-	if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
+	if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+		pc__context_seen(rd->context);
+		return;
+	}
+	if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+		pc__context_ending(rd->context);
+		return;
+	}
+	if (!rd->resourceDescriptor)
+		return;
+	if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
 		module__loaded(rd->resourceDescriptor);
-	else if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING)
+		pc__context_seen(rd->context);
+	} else if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+		pc__module_unloading(rd->context); /* collected before it goes, when idle */
 		module__unloading(rd->resourceDescriptor);
-	else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ||
+	} else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ||
 		 cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)
 		graph__node(cbid, rd->resourceDescriptor);
 }
@@ -613,6 +629,7 @@ static void *flush__main(void *arg)
 		shm__count(g.shm, GP_CTR_FLUSHES_BEGUN, 1);
 		if (g.api.cuptiActivityFlushAll(0) != CUPTI_SUCCESS)
 			shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+		pc__collect(); /* --pc-sampling */
 		/* What CUPTI held is in the ring now: a stopping loader reads on until here. */
 		shm__count(g.shm, GP_CTR_FLUSHES, 1);
 	}
@@ -644,6 +661,7 @@ static void shim__at_exit(void)
 	if (shim__dead())
 		return;
 	g.api.cuptiActivityFlushAll(0);
+	pc__at_exit();
 	shm__exit_handshake(g.shm);
 }
 
@@ -784,6 +802,7 @@ static CUptiResult activity__switch(bool on)
 	if (st && on)
 		return st;
 	g.recording = on;
+	pc__keep(on); /* PC samples too are kept only while recording */
 	shm__set_recording(g.shm, on, shm__now_ns());
 	return st;
 }
@@ -805,6 +824,33 @@ static void recording__follow(void)
 	bool want = recording__wanted();
 
 	if (want != g.recording && activity__switch(want))
+		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+}
+
+/*
+ * GPUPROBE_PC_SAMPLING (the loader sets it for --pc-sampling): PC sampling,
+ * enabled per context when it is made or first loads a module, collected
+ * by the flush thread (pc_sampling.h).
+ */
+static void pc__start(void)
+{
+	struct pc_api api = {
+		.enable = g.api.cuptiPCSamplingEnable,
+		.disable = g.api.cuptiPCSamplingDisable,
+		.num_stalls = g.api.cuptiPCSamplingGetNumStallReasons,
+		.stalls = g.api.cuptiPCSamplingGetStallReasons,
+		.configure = g.api.cuptiPCSamplingSetConfigurationAttribute,
+		.get_data = g.api.cuptiPCSamplingGetData,
+	};
+	unsigned period = 0;
+
+	if (!pc__wanted(&period))
+		return;
+	if (!pc__setup(&api, g.shm, period) ||
+	    CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
+		       CUPTI_CBID_RESOURCE_CONTEXT_CREATED) ||
+	    CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
+		       CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
 }
 
@@ -837,6 +883,7 @@ static CUptiResult cupti__start(void)
 			CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
 	api__enable();
+	pc__start();
 	/* With no reader yet, the flush thread switches activity on when one comes. */
 	if (recording__wanted())
 		return activity__switch(true);

@@ -37,6 +37,7 @@ GP_SYMVER(pthread_sigmask);
 GP_SYMVER(pthread_mutexattr_init);
 GP_SYMVER(pthread_mutexattr_settype);
 GP_SYMVER(pthread_mutexattr_destroy);
+GP_SYMVER(pthread_mutex_trylock);
 GP_SYMVER(dlopen);
 GP_SYMVER(dlsym);
 GP_SYMVER(dlerror);

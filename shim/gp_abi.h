@@ -62,6 +62,8 @@ enum gp_counter {
 	GP_CTR_RECORDING_OFF,        /* activity switched off (no reader) */
 	GP_CTR_FLUSHES_BEGUN,        /* CUPTI flushes the shim's thread began ... */
 	GP_CTR_FLUSHES,              /* ... and finished: a stopping loader waits for one begun after it */
+	GP_CTR_PC_UNLOAD_BUSY,       /* PC samples not collected at a module unload, a context's
+				      * end or exit: the shim's thread was collecting (never waited for) */
 	GP_CTR_MAX = 16,
 };
 
@@ -143,6 +145,9 @@ enum gp_record_type {
 	GP_REC_API = 4,     /* a launch/copy API call (runtime or driver) */
 	GP_REC_MODULE = 5,  /* a module was unloaded (loads go via the cubin ring) */
 	GP_REC_GRAPH_NODE = 6, /* a CUDA-graph node was made, or cloned from another */
+	GP_REC_PC = 7,      /* PC sampling: one instruction's samples of one stall reason */
+	GP_REC_PC_STALL = 8, /* PC sampling: a stall reason's name */
+	GP_REC_PC_TOTALS = 9, /* PC sampling: what one collection reported */
 	GP_REC_MAX,
 };
 
@@ -210,6 +215,38 @@ struct gp_record_graph_node {
 	__u64 reserved;     /* 56 */
 };
 
+/*
+ * PC sampling (--pc-sampling): CUPTI's samples of warps' program counters,
+ * as one collection by the shim's own thread handed them over (gp_record
+ * start_ns = end_ns: when, CLOCK_MONOTONIC). pc_offset is from the start
+ * of the function name_off names, in the cubin whose CUPTI CRC is
+ * cubin_crc; stall is CUPTI's index of the reason (GP_REC_PC_STALL names
+ * it).
+ */
+struct gp_record_pc {
+	__u64 cubin_crc;    /* 32 */
+	__u64 pc_offset;    /* 40 */
+	__u32 name_off;     /* 48: the function's (mangled) name in the string table */
+	__u32 stall;        /* 52 */
+	__u32 samples;      /* 56 */
+	__u32 reserved0;    /* 60 */
+};
+
+struct gp_record_pc_stall {
+	__u32 stall;        /* 32: CUPTI's index */
+	__u32 name_off;     /* 36: its name in the string table */
+	__u64 reserved[3];  /* 40 */
+};
+
+/* CUPTI's own figures for one collection: every sample, and those it lost. */
+struct gp_record_pc_totals {
+	__u64 total;        /* 32: samples taken (non-user kernels' and dropped ones included) */
+	__u64 dropped;      /* 40: samples CUPTI dropped */
+	__u64 non_user;     /* 48: samples in kernels that are not the user's */
+	__u32 hw_full;      /* 56: CUPTI's hardware buffer filled */
+	__u32 pcs_lost;     /* 60: instructions the shim could not hand over (ring or strings full) */
+};
+
 /* One fixed-size record; 64 bytes so a slot is one cache line. */
 struct gp_record {
 	__u16 type;     /* 0: enum gp_record_type */
@@ -224,6 +261,9 @@ struct gp_record {
 		struct gp_record_copy copy;
 		struct gp_record_module module;
 		struct gp_record_graph_node graph;
+		struct gp_record_pc pc;
+		struct gp_record_pc_stall pc_stall;
+		struct gp_record_pc_totals pc_totals;
 		__u8 raw[32];
 	};
 };

@@ -364,7 +364,7 @@ static void test_many_samples_merge_by_stack_and_sum(void **state)
 struct dec_mapping { uint64_t id, start, limit, file, build_id; };
 struct dec_location { uint64_t id, mapping, address, function; };
 struct dec_function { uint64_t id, name; };
-struct dec_sample { uint64_t leaf, pid; };
+struct dec_sample { uint64_t leaf, pid, value[3]; int nvalue; };
 
 struct decoded {
 	struct dec_mapping map[DEC_MAX];
@@ -420,6 +420,9 @@ static void dec_sample(struct decoded *d, const uint8_t *cur, const uint8_t *end
 	while (pb_next(&cur, end, &f, &v, &sub, &n)) {
 		if (f == 1 && sub) /* packed location ids: the first is the leaf */
 			s->leaf = read_varint(&sub, sub + n);
+		if (f == 2 && sub) /* packed values */
+			for (const uint8_t *vc = sub; vc < sub + n && s->nvalue < 3;)
+				s->value[s->nvalue++] = read_varint(&vc, sub + n);
 		if (f != 3 || !sub)
 			continue;
 		for (lc = sub; pb_next(&lc, sub + n, &lf, &lv, &(const uint8_t *){ NULL }, &ln);) {
@@ -639,6 +642,95 @@ static void test_profile_puts_each_kernel_in_the_mapping_of_its_cubin(void **sta
 		assert_contains(raw, "[cubin 00000000000000a1] 00000000000000a1 [FN]\n");
 		assert_contains(raw, "[cubin 00000000000000b2] 00000000000000b2 [FN]\n");
 		free(raw);
+	}
+}
+
+/* The pc_samples of the samples whose leaf is a function named name. */
+static uint64_t pc_of(const struct decoded *d, const char *name, int *ret_samples)
+{
+	uint64_t sum = 0;
+
+	*ret_samples = 0;
+	for (int i = 0; i < d->nsample; i++) {
+		const struct dec_location *l = dec_loc(d, d->sample[i].leaf);
+
+		if (!strcmp(dec_fn_name(d, l->function), name)) {
+			assert_int_equal(d->sample[i].nvalue, 3);
+			assert_int_equal(d->sample[i].value[0], 0); /* no GPU time, no launches */
+			assert_int_not_equal(d->sample[i].value[2], 0); /* no empty share written */
+			sum += d->sample[i].value[2];
+			(*ret_samples)++;
+		}
+	}
+	return sum;
+}
+
+/*
+ * PC samples are shared among a kernel's launch stacks by their GPU time
+ * of it, and the shares of each instruction add up to its samples exactly
+ * (10 samples over three equal stacks: 3, 3 and 4; 1 sample: one stack).
+ * A kernel without GPU time in the profile keeps its samples whole, under a
+ * marker. No pc_samples type unless asked or present.
+ */
+static void test_pc_samples_are_shared_by_gpu_time_exactly(void **state)
+{
+	static const char *const k[] = { "gemm" };
+	struct profile_frame frames[3] = { { .name = "site_a", .file = "/bin/app" },
+					   { .name = "site_b", .file = "/bin/app" },
+					   { .name = "site_c", .file = "/bin/app" } };
+	struct profile_proc proc = { .pid = 100, .comm = "app" };
+	struct profile_activity act = { .name = "gemm", .ns = 1000, .device = 0 };
+	uint8_t cubin[1024];
+	size_t clen = cubin_build(cubin, sizeof(cubin), "a", k, 1);
+	static struct decoded d;
+	char path[PATH_MAX];
+	struct profile *p;
+	int n;
+
+	(void)state;
+	p = profile_with(&proc, 1, frames, 3, 0);
+	assert_false(profile__has_pc(p));
+	assert_int_equal(profile__add_cubin(p, 100, 0xa1, cubin, clen), 0);
+	for (__u32 st = 1; st <= 3; st++)
+		assert_int_equal(profile__add(p, 100, st, "cuLaunchKernel", NULL, &act), 0);
+	assert_int_equal(profile__add_pc(p, 100, 0xa1, "gemm", 0x10, "smsp__pcsamp_warps_issue_stalled_wait",
+					 6), 0);
+	assert_int_equal(profile__add_pc(p, 100, 0xa1, "gemm", 0x10, "smsp__pcsamp_warps_issue_stalled_wait",
+					 4), 0); /* the same instruction and stall: summed */
+	assert_int_equal(profile__add_pc(p, 100, 0xa1, "gemm", 0x20, "barrier", 1), 0);
+	assert_int_equal(profile__add_pc(p, 100, 0xa1, "orphan", 0x30, "wait", 5), 0);
+	assert_true(profile__has_pc(p));
+	path_in_tmp(path, sizeof(path), "pc.pb.gz");
+	assert_int_equal(profile__write_pprof(p, path, 1, 1, NULL, 0), 0);
+	profile__destroy(p);
+
+	decode_profile(path, &d);
+	assert_int_equal(pc_of(&d, "gemm+0x10", &n), 10);
+	assert_int_equal(n, 3);
+	assert_int_equal(pc_of(&d, "gemm+0x20", &n), 1);
+	assert_int_equal(n, 1);
+	assert_int_equal(pc_of(&d, "orphan+0x30", &n), 5);
+	assert_int_equal(n, 1);
+	/* The instruction lies in the kernel's cubin mapping, past the kernels' addresses. */
+	for (int i = 0; i < d.nsample; i++) {
+		const struct dec_location *l = dec_loc(&d, d.sample[i].leaf);
+
+		if (!strcmp(dec_fn_name(&d, l->function), "gemm+0x10")) {
+			const struct dec_location *kl = kernel_leaf(&d, "gemm", 100);
+			__u64 start = assert_in_cubin(&d, l, "00000000000000a1")->start;
+
+			/* its kernel's symbol index (the kernel's own address) << 24, then the offset */
+			assert_int_equal(kl->mapping, l->mapping);
+			assert_int_equal(l->address - start, (1ull << 45) + ((kl->address - start) << 24) + 0x10);
+		}
+	}
+	if (go_bin[0]) {
+		char *tags = go_pprof("-sample_index=pc_samples -tags", path);
+
+		assert_contains(tags, "stall: Total 16");
+		assert_contains(tags, "15.0 (93.75%): wait"); /* the prefix left out */
+		assert_contains(tags, "1.0 ( 6.25%): barrier");
+		free(tags);
 	}
 }
 
@@ -961,6 +1053,7 @@ int main(void)
 		cmocka_unit_test(test_unwritable_directory_gives_eacces_and_no_file),
 		cmocka_unit_test(test_short_write_fails_and_keeps_the_old_profile),
 		cmocka_unit_test(test_profile_puts_each_kernel_in_the_mapping_of_its_cubin),
+		cmocka_unit_test(test_pc_samples_are_shared_by_gpu_time_exactly),
 		cmocka_unit_test(test_compact_forgets_gone_processes_and_renumbers_kept_stacks),
 		cmocka_unit_test(test_the_executable_under_the_most_gpu_time_is_the_main_binary),
 		cmocka_unit_test(test_launches_without_a_record_count_apart_with_no_device),

@@ -31,6 +31,7 @@ enum {
 	OPT_DUTY,
 	OPT_WINDOW,
 	OPT_TRACE,
+	OPT_PC_SAMPLING,
 };
 
 static const struct option long_opts[] = {
@@ -42,6 +43,7 @@ static const struct option long_opts[] = {
 	{ "duty", required_argument, NULL, OPT_DUTY },
 	{ "window", required_argument, NULL, OPT_WINDOW },
 	{ "trace", required_argument, NULL, OPT_TRACE },
+	{ "pc-sampling", optional_argument, NULL, OPT_PC_SAMPLING },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "libcuda", required_argument, NULL, OPT_LIBCUDA },
 	{ "shim", required_argument, NULL, OPT_SHIM },
@@ -88,6 +90,14 @@ void cli__usage(FILE *f, const char *prog)
 		"                        on its device and stream, an arrow between; the first\n"
 		"                        20000 launch calls and 100000 GPU activities (not with\n"
 		"                        --interval)\n"
+		"      --pc-sampling[=N] also sample the GPU's warps' program counters (CUPTI's\n"
+		"                        PC sampling, one sample every 2^N cycles per SM, N in\n"
+		"                        5..31; default CUPTI's): pc_samples in the profile,\n"
+		"                        each under its SASS instruction (kernel+0xOFFSET), its\n"
+		"                        kernel and that kernel's launch stacks (shared by\n"
+		"                        their GPU time of it), labelled with the stall reason.\n"
+		"                        -- COMMAND sets it up; a --pid or --all-cgroups target\n"
+		"                        needs GPUPROBE_PC_SAMPLING=N (or 0) in its environment\n"
 		"  -d, --duration SECS   stop after SECS seconds (default: until the target exits\n"
 		"                        or SIGINT/SIGTERM/SIGHUP)\n"
 		"      --interval SECS   continuous mode: write one profile every SECS seconds,\n"
@@ -140,7 +150,9 @@ void cli__usage(FILE *f, const char *prog)
 		"                                              recording 10%% of it in windows\n"
 		"  sudo %1$s --duty 1 --all-cgroups --interval 60   the same, every launch\n"
 		"  sudo %1$s --trace run.json -- python3 t.py  and a timeline: open run.json\n"
-		"                                              in ui.perfetto.dev or speedscope\n"
+		"                                              in ui.perfetto.dev or speedscope\n"		"  sudo %1$s --pc-sampling -- ./app          and where in each kernel its warps\n"
+		"                                              stall, read with go tool pprof\n"
+		"                                              -sample_index=pc_samples -tags\n"
 		"  go tool pprof -top gpuprobe.pb.gz           read the result\n"
 		"\n"
 		"Environment: GPUPROBE_UPROBES=perf attaches a perf-event uprobe per entry point\n"
@@ -273,6 +285,16 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 			return usage_error(err, len, "--trace: an empty file name");
 		o->trace = arg;
 		return 0;
+	case OPT_PC_SAMPLING:
+		if (!arg) {
+			o->pc_sampling = 0;
+			return 0;
+		}
+		if (parse_uint(arg, 5, 31, &v))
+			return usage_error(err, len, "--pc-sampling: '%s' is not in 5..31 (a sample every 2^N cycles)",
+					   arg);
+		o->pc_sampling = (int)v;
+		return 0;
 	case 'v':
 		o->verbose = true;
 		return 0;
@@ -348,7 +370,7 @@ int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_
 	struct gp_opts o = { .output = "gpuprobe.pb.gz", .ringbuf_mb = 16, .tick_ms = 100, .top = 15,
 			     .window_s = 1,
 			     .stack_kib = 0, .stack_cache = 16384, .stack_audit = 64,
-			     .stack_young = 2 };
+			     .stack_young = 2, .pc_sampling = -1 };
 	int c, e;
 
 	err[0] = 0;

@@ -36,6 +36,7 @@ struct gp_opts {
 	unsigned stack_cache;   /* --stack-cache: keys the stack cache holds, 0: no cache */
 	unsigned stack_audit;   /* --stack-audit: about 1 hit in N sent whole, 0: none */
 	unsigned stack_young;   /* --stack-young: audits a new key needs before bare hits */
+	int pc_sampling;        /* --pc-sampling: -1 off, 0 CUPTI's default period, else 5..31 */
 	bool help;
 	bool version;         /* -V: print the version and exit */
 };

@@ -50,6 +50,7 @@
  *   every Nth kernel record (of those due) is not written and not counted
  *   as dropped: a record CUPTI lost without saying so, as the H200 showed
  *   with four processes profiled at once (docs/BENCHMARKS.md).
+ * - PC sampling (cupti_pcsampling.h): pcsampling.c says what it samples.
  * Other activity kinds are accepted and produce nothing.
  */
 #include "stub/cupti/internal.h"
@@ -198,6 +199,11 @@ static bool kind_on(CUpti_ActivityKind k)
 /* Set on a thread once it makes a driver call: an application thread. */
 static __thread bool tls_app;
 
+bool stub_thread_is_app(void)
+{
+	return tls_app;
+}
+
 static void toggle_note(const char *what, unsigned id, bool on)
 {
 	const char *path = getenv("GPUPROBE_STUB_TOGGLE_LOG");
@@ -294,6 +300,7 @@ static void op_kernel(const struct stub_api_call *c,
 	CUpti_ActivityKernel10 rec;
 	CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 
+	stub_pc_kernel_ran(k); /* PC sampling, if enabled: whatever the activity kinds */
 	if (!kind_on(kind))
 		kind = CUPTI_ACTIVITY_KIND_KERNEL;
 	if (!kind_on(kind))
@@ -356,12 +363,16 @@ static void op_copy(const struct stub_api_call *c, const struct stub_copy_exec *
 
 static void op_module_loaded(const struct stub_module_event *m)
 {
+	stub_pc_module_loaded(m->module_id, m->image, m->size);
 	module_callback(CUPTI_CBID_RESOURCE_MODULE_LOADED, m);
 }
 
+/* The client is told first; then the module goes, with its uncollected PC samples. */
 static void op_module_unloading(const struct stub_module_event *m)
 {
+	stub_pc_unload_starting();
 	module_callback(CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, m);
+	stub_pc_module_gone(m->module_id);
 }
 
 static void op_graph_node_created(const struct stub_graph_event *g)

@@ -39,6 +39,17 @@ size_t buf_record_size(CUpti_ActivityKind kind);
 bool buf_callbacks_registered(void);
 void buf_shutdown(void);
 
+/* cuptiGetCubinCrc's CRC (result.c). */
+uint32_t stub_crc32c(const uint8_t *p, size_t n);
+/* Whether this thread has made a driver call: an application thread (core.c). */
+bool stub_thread_is_app(void);
+
+/* PC sampling (pcsampling.c), fed by the driver's hooks in core.c. */
+void stub_pc_module_loaded(uint32_t module_id, const void *image, size_t size);
+void stub_pc_unload_starting(void);
+void stub_pc_module_gone(uint32_t module_id);
+void stub_pc_kernel_ran(const struct stub_kernel_exec *k);
+
 #pragma GCC visibility pop
 
 #endif /* STUB_CUPTI_INTERNAL_H */

@@ -4,6 +4,7 @@ reader) and prints or checks per-(site, activity) totals.
 
   profile_check.py FILE totals [PID]      print "site kernel ns count" lines (of PID only)
   profile_check.py FILE launcher T N      exact check against launcher's formula
+  profile_check.py FILE pc-launcher T N   PC samples (--pc-sampling) checked the same way
   profile_check.py FILE pids              print "pid comm cgroup count" lines
   profile_check.py FILE cubins DIR KIND   every kernel's leaf location lies in the
                                           mapping of the cubin (dumped by the stub
@@ -52,7 +53,8 @@ def parse_raw(path):
             if ":" in line and line.strip()[0].isdigit() and ": " in line and "[" not in line:
                 vals, ids = line.split(":", 1)
                 v = [int(x) for x in vals.split()]
-                cur = {"ns": v[0], "count": v[1], "locs": [int(x) for x in ids.split()], "labels": {}}
+                cur = {"ns": v[0], "count": v[1], "pc": v[2] if len(v) > 2 else 0,
+                       "locs": [int(x) for x in ids.split()], "labels": {}}
                 samples.append(cur)
             elif cur is not None and "[" in line:
                 for tok in line.split():
@@ -180,6 +182,8 @@ def site_of(frames):
 def totals(samples):
     t = {}
     for s in samples:
+        if not s["ns"] and not s["count"]:
+            continue  # PC sampling's: pc_totals()
         key = (site_of(s["frames"]), s["frames"][0])
         ns, c = t.get(key, (0, 0))
         t[key] = (ns + s["ns"], c + s["count"])
@@ -194,6 +198,36 @@ def expected_launcher(T, N):
          ("site_f", "dup_relu"): (1000 * L, L),
          ("site_copy", "[memcpy HtoD]"): (4 * T, T), ("site_copy", "[memcpy DtoH]"): (4 * T, T),
          ("site_copy", "[memset]"): (3 * T, T)}
+    return e
+
+
+def pc_totals(samples):
+    """{(site, instruction, stall): PC samples}, and the PC samples whose instruction
+    is not in the mapping of the kernel under it, at the address its offset gives."""
+    t, misplaced = {}, []
+    for s in samples:
+        if not s["pc"]:
+            continue
+        key = (site_of(s["frames"]), s["frames"][0], s["labels"].get("stall"))
+        t[key] = t.get(key, 0) + s["pc"]
+        (imap, iaddr), (kmap, _) = s["locinfo"][0], s["locinfo"][1]
+        off = int(s["frames"][0].rsplit("+", 1)[1], 16)
+        if not imap or imap != kmap or (iaddr - s["map_start"][0] - (1 << 45)) % (1 << 24) != off:
+            misplaced.append(s["frames"][0])
+    return t, misplaced
+
+
+def expected_launcher_pc(T, N):
+    """The stub's PC samples (stub/cupti/pcsampling.c): per launch of a kernel of grid g,
+    g long_scoreboard and 1 selected at +0x40, g wait at +0x80."""
+    L = T * N
+    e = {}
+    for site, k, g in (("site_a", "gemm", 3), ("site_b", "softmax", 5), ("site_c", "graph_k1", 2),
+                       ("site_c", "graph_k2", 4), ("site_d", "lib_scale", 7),
+                       ("site_e", "dup_relu", 1), ("site_f", "dup_relu", 1)):
+        e[(site, k + "+0x40", "long_scoreboard")] = g * L
+        e[(site, k + "+0x40", "selected")] = L
+        e[(site, k + "+0x80", "wait")] = g * L
     return e
 
 
@@ -215,6 +249,26 @@ def main():
             seen[key] = seen.get(key, 0) + s["count"]
         for (pid, comm, cg), c in sorted(seen.items()):
             print(pid, comm, cg, c)
+        return 0
+    if mode == "pc-launcher":
+        T, N = int(sys.argv[3]), int(sys.argv[4])
+        for s in samples:
+            s["locinfo"] = [locinfo.get(i, (0, 0)) for i in s["locs"]]
+            s["map_start"] = [mappings.get(m, (0,))[0] for m, _ in s["locinfo"]]
+        (got, misplaced), want = pc_totals(samples), expected_launcher_pc(T, N)
+        bad = 0
+        for key in sorted(set(got) | set(want)):
+            if got.get(key) != want.get(key):
+                print("MISMATCH %s %s %s: got %s want %s" % (key + (got.get(key), want.get(key))))
+                bad += 1
+        if misplaced:
+            print("MISPLACED: %d instructions not at their offset in their kernel's cubin mapping: %s" %
+                  (len(misplaced), sorted(set(misplaced))[:5]))
+            bad += 1
+        if bad:
+            return 1
+        print("PC samples match launcher -t %d -n %d exactly: %d (site, instruction, stall) "
+              "triples, each instruction in its kernel's cubin mapping" % (T, N, len(want)))
         return 0
     if mode == "launcher":
         T, N = int(sys.argv[3]), int(sys.argv[4])

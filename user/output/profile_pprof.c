@@ -19,11 +19,18 @@
 
 /*
  * Cubin mappings get synthetic address ranges above every CPU mapping (those
- * span [0, 2^63)), one CUBIN_SPAN each, so no two ranges overlap; a kernel's
- * address is its mapping's start plus its symbol index in the cubin.
+ * span [0, 2^63)), one CUBIN_SPAN each (the profile holds at most 2^16
+ * cubins), so no two ranges overlap; a kernel's address is its mapping's
+ * start plus its symbol index in the cubin; a sampled instruction's (PC
+ * sampling), its start plus INSTR_BASE plus the symbol index << 24 plus
+ * its offset in the function (the last 24 bits of it).
  */
 #define CUBIN_BASE (1ull << 63)
-#define CUBIN_SPAN (1ull << 32)
+#define CUBIN_SPAN (1ull << 46)
+#define INSTR_BASE (1ull << 45)
+#define INSTR_OFFSET_BITS 24
+/* The stall reasons' common prefix, left out of the stall label. */
+#define STALL_PREFIX "smsp__pcsamp_warps_issue_stalled_"
 
 struct writer {
 	const struct profile *p;
@@ -40,12 +47,24 @@ struct writer {
 	struct u64map exe_ns;      /* mapping id of an executable -> GPU ns under it */
 	uint64_t main_map;         /* of those, the one with the most GPU time */
 	__u64 main_ns;
+	/* PC sampling: the profile's samples, each kernel's shared among its launches */
+	bool pc;
+	struct pc_item *pcs;       /* profile__each_pc's, in order */
+	size_t npc;
+	struct u64map pc_head;     /* pid << 32 | kernel string id -> its first pc_item + 1 */
+	struct u64map pc_total;    /* the same key -> the GPU ns of its samples */
+	struct u64map pc_cum;      /* the same key -> of those, the ns written so far */
+};
+
+struct pc_item {
+	struct profile_pc pc;
+	size_t next;               /* the next of the same kernel + 1, 0: none */
 };
 
 /* The maps in the order they are made and freed. */
 #define WRITER_MAPS(w) { &(w)->fn_loc, &(w)->unattr_loc, &(w)->root_loc, &(w)->frame_loc, \
 			 &(w)->file_map, &(w)->cubin_map, &(w)->cubin_start, &(w)->kernel_loc, \
-			 &(w)->exe_ns }
+			 &(w)->exe_ns, &(w)->pc_head, &(w)->pc_total, &(w)->pc_cum }
 
 /* pprof ids are uint64_t, map values __u64: the two differ in C's eyes only. */
 static bool id_get(const struct u64map *m, __u64 key, uint64_t *ret)
@@ -127,8 +146,8 @@ static int frame_loc(struct writer *w, __u32 frame_id, uint64_t *ret)
 	return u64map__put(&w->frame_loc, frame_id, loc);
 }
 
-/* The mapping of a cubin, made on first use: ranges in order of first use. */
-static int cubin_mapping(struct writer *w, const struct profile_sample *s, uint64_t *ret_id,
+/* The mapping of a cubin (its index and CRC), made on first use: ranges in order of first use. */
+static int cubin_mapping(struct writer *w, __u32 cubin, __u64 crc, uint64_t *ret_id,
 			 __u64 *ret_start)
 {
 	char file[40], build_id[17];
@@ -136,19 +155,19 @@ static int cubin_mapping(struct writer *w, const struct profile_sample *s, uint6
 	__u64 start;
 	int err;
 
-	if (id_get(&w->cubin_map, s->cubin, ret_id)) {
-		u64map__get(&w->cubin_start, s->cubin, ret_start);
+	if (id_get(&w->cubin_map, cubin, ret_id)) {
+		u64map__get(&w->cubin_start, cubin, ret_start);
 		return 0;
 	}
 	start = CUBIN_BASE + u64map__len(&w->cubin_map) * CUBIN_SPAN;
-	snprintf(build_id, sizeof(build_id), "%016llx", (unsigned long long)s->cubin_crc);
+	snprintf(build_id, sizeof(build_id), "%016llx", (unsigned long long)crc);
 	snprintf(file, sizeof(file), "[cubin %s]", build_id);
 	err = pprof__add_mapping(w->pp, &(struct pprof_mapping){ .start = start,
 							  .limit = start + CUBIN_SPAN,
 							  .filename = file, .build_id = build_id,
 							  .has_functions = true }, &map);
-	if (err || (err = u64map__put(&w->cubin_map, s->cubin, map)) ||
-	    (err = u64map__put(&w->cubin_start, s->cubin, start)))
+	if (err || (err = u64map__put(&w->cubin_map, cubin, map)) ||
+	    (err = u64map__put(&w->cubin_start, cubin, start)))
 		return err;
 	*ret_id = map;
 	*ret_start = start;
@@ -170,7 +189,7 @@ static int kernel_loc(struct writer *w, const struct profile_sample *s, uint64_t
 		return synthetic_loc_by(w, &w->fn_loc, s->kernel_id, s->kernel, ret);
 	if (id_get(&w->kernel_loc, key, ret))
 		return 0;
-	err = cubin_mapping(w, s, &map, &start);
+	err = cubin_mapping(w, s->cubin, s->cubin_crc, &map, &start);
 	if (!err)
 		err = named_loc(w, s->kernel, s->kernel, map, start + s->cubin_sym, &loc);
 	if (err)
@@ -286,12 +305,166 @@ static int sample_locs(struct writer *w, const struct profile_sample *s, uint64_
 	return err;
 }
 
+/* ------------------------------------------------------------ PC sampling */
+
+static __u64 pc_key(__u32 pid, __u32 kernel_id)
+{
+	return (__u64)pid << 32 | kernel_id;
+}
+
+/* Each of the profile's PC entries, listed by its process and kernel. */
+static int pc_gather(void *ctx, const struct profile_pc *pc)
+{
+	struct writer *w = ctx;
+	struct pc_item *grown = realloc(w->pcs, (w->npc + 1) * sizeof(*w->pcs));
+	__u64 key = pc_key(pc->pid, pc->kernel_id), head = 0;
+
+	if (!grown)
+		return -ENOMEM;
+	w->pcs = grown;
+	u64map__get(&w->pc_head, key, &head);
+	w->pcs[w->npc++] = (struct pc_item){ .pc = *pc, .next = head };
+	return u64map__put(&w->pc_head, key, w->npc);
+}
+
+/* The GPU time of each (process, kernel) that has PC samples. */
+static int pc_count(void *ctx, const struct profile_sample *s)
+{
+	struct writer *w = ctx;
+	__u64 key = pc_key(s->pid, s->kernel_id), total = 0;
+
+	if (!s->has_device || !u64map__get(&w->pc_head, key, &total))
+		return 0;
+	total = 0;
+	u64map__get(&w->pc_total, key, &total);
+	return u64map__put(&w->pc_total, key, total + s->ns);
+}
+
+/*
+ * A sampled instruction: "kernel+0xOFF" (demangled), in its cubin's mapping
+ * when one cubin of the process defines the kernel and its CRC is the
+ * samples' (else outside every mapping).
+ */
+static int instr_loc(struct writer *w, const struct profile_pc *pc, uint64_t *ret)
+{
+	char *pretty = demangle__or_copy(pc->kernel), *name = NULL;
+	uint64_t fn, map = 0;
+	__u64 start = 0, addr = 0;
+	int err = 0;
+
+	if (!pretty || asprintf(&name, "%s+0x%llx", pretty, (unsigned long long)pc->offset) < 0) {
+		free(pretty);
+		return -ENOMEM;
+	}
+	free(pretty);
+	if (pc->in_cubin && pc->crc == pc->cubin_crc) {
+		err = cubin_mapping(w, pc->cubin, pc->crc, &map, &start);
+		addr = start + INSTR_BASE + ((__u64)pc->cubin_sym << INSTR_OFFSET_BITS) +
+		       (pc->offset & ((1ull << INSTR_OFFSET_BITS) - 1));
+	}
+	if (!err)
+		err = pprof__add_function(w->pp, name, name, "", 0, &fn);
+	if (!err)
+		err = pprof__add_location(w->pp, map, addr, &(struct pprof_line){ .function_id = fn }, 1,
+					  ret);
+	free(name);
+	return err;
+}
+
+static struct pprof_label stall_label(const char *stall)
+{
+	size_t n = strlen(STALL_PREFIX);
+
+	return (struct pprof_label){ .key = "stall",
+				     .str = strncmp(stall, STALL_PREFIX, n) ? stall : stall + n };
+}
+
+/* x * num / den, the product in 128 bits: den > 0. */
+static __u64 muldiv(__u64 x, __u64 num, __u64 den)
+{
+	return (__u64)((unsigned __int128)x * num / den);
+}
+
+/*
+ * A GPU sample's share of its kernel's PC samples: each instruction's
+ * samples times this sample's share of the kernel's GPU time in the
+ * profile, as a difference of running totals rounded down, so the shares of
+ * one instruction add up to its samples exactly. locs[0] is the room for
+ * the instruction, the sample's own locations follow.
+ */
+static int pc_shares(struct writer *w, const struct profile_sample *s, uint64_t *locs, size_t n,
+		     struct pprof_label *labels, size_t nl)
+{
+	__u64 key = pc_key(s->pid, s->kernel_id), head, total = 0, cum = 0;
+	int err = 0;
+
+	if (!w->pc || !s->has_device || !s->ns || !u64map__get(&w->pc_head, key, &head) ||
+	    !u64map__get(&w->pc_total, key, &total) || !total)
+		return 0;
+	u64map__get(&w->pc_cum, key, &cum);
+	for (__u64 i = head; i && !err; i = w->pcs[i - 1].next) {
+		const struct profile_pc *pc = &w->pcs[i - 1].pc;
+		__u64 share = muldiv(pc->samples, cum + s->ns, total) - muldiv(pc->samples, cum, total);
+		int64_t values[3] = { 0, 0, (int64_t)share };
+
+		if (!share)
+			continue;
+		err = instr_loc(w, pc, &locs[0]);
+		labels[nl] = stall_label(pc->stall);
+		if (!err)
+			err = pprof__add_sample(w->pp, locs, n + 1, values, labels, nl + 1);
+	}
+	return err ? err : u64map__put(&w->pc_cum, key, cum + s->ns);
+}
+
+/*
+ * PC samples of a kernel with no GPU time in the profile (its launches
+ * fell outside it, or its records were lost): under the kernel, a marker
+ * and the process, not shared.
+ */
+static int pc_unlaunched(struct writer *w)
+{
+	char root[96];
+	uint64_t locs[4];
+	__u64 total;
+	int err = 0;
+
+	for (size_t i = 0; i < w->npc && !err; i++) {
+		const struct profile_pc *pc = &w->pcs[i].pc;
+		const char *comm = profile__proc_comm(w->p, pc->pid);
+		struct profile_sample ks = { .pid = pc->pid, .kernel_id = pc->kernel_id,
+					     .kernel = pc->kernel, .in_cubin = pc->in_cubin,
+					     .cubin = pc->cubin, .cubin_crc = pc->crc,
+					     .cubin_sym = pc->cubin_sym };
+		struct pprof_label labels[3] = { { .key = "pid", .num = pc->pid }, stall_label(pc->stall) };
+		int64_t values[3] = { 0, 0, (int64_t)pc->samples };
+		size_t nl = 2;
+
+		if (u64map__get(&w->pc_total, pc_key(pc->pid, pc->kernel_id), &total) && total)
+			continue;
+		if (comm)
+			labels[nl++] = (struct pprof_label){ .key = "comm", .str = comm };
+		snprintf(root, sizeof(root), "%s (pid %u)", comm ? comm : "?", pc->pid);
+		err = instr_loc(w, pc, &locs[0]);
+		if (!err)
+			err = kernel_loc(w, &ks, &locs[1]);
+		if (!err)
+			err = synthetic_loc(w, "[PC samples: no GPU time of this kernel in the profile]",
+					    &locs[2]);
+		if (!err)
+			err = synthetic_loc_by(w, &w->root_loc, pc->pid, root, &locs[3]);
+		if (!err)
+			err = pprof__add_sample(w->pp, locs, 4, values, labels, nl);
+	}
+	return err;
+}
+
 static int write_sample(void *ctx, const struct profile_sample *s)
 {
 	struct writer *w = ctx;
-	uint64_t locs[GP_PROFILE_MAX_LOCS];
-	int64_t values[2] = { (int64_t)s->ns, (int64_t)s->count };
-	struct pprof_label labels[6];
+	uint64_t all[GP_PROFILE_MAX_LOCS + 1], *locs = all + 1; /* all[0]: a sampled instruction */
+	int64_t values[3] = { (int64_t)s->ns, (int64_t)s->count, 0 };
+	struct pprof_label labels[7];
 	size_t n, nl = 0;
 	int err;
 
@@ -314,7 +487,8 @@ static int write_sample(void *ctx, const struct profile_sample *s)
 		labels[nl++] = (struct pprof_label){ .key = "graph", .num = s->graph_id };
 	if (s->cgroup)
 		labels[nl++] = (struct pprof_label){ .key = "cgroup", .str = s->cgroup };
-	return pprof__add_sample(w->pp, locs, n, values, labels, nl);
+	err = pprof__add_sample(w->pp, locs, n, values, labels, nl);
+	return err ? err : pc_shares(w, s, all, n, labels, nl);
 }
 
 static int writer__init(struct writer *w, const struct profile *p)
@@ -338,6 +512,7 @@ static void writer__fini(struct writer *w)
 
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
 		u64map__fini(maps[i]);
+	free(w->pcs);
 	pprof__destroy(w->pp);
 }
 
@@ -348,17 +523,23 @@ int profile__write_pprof(const struct profile *p, const char *path, __u64 time_n
 	int err;
 
 	err = writer__init(&w, p);
+	w.pc = profile__has_pc(p);
 	if (!err && !(err = pprof__add_sample_type(w.pp, "gpu_time", "nanoseconds")) &&
-	    !(err = pprof__add_sample_type(w.pp, "launches", "count")))
+	    !(err = pprof__add_sample_type(w.pp, "launches", "count")) &&
+	    !(err = w.pc ? pprof__add_sample_type(w.pp, "pc_samples", "count") : 0))
 		err = pprof__set_default_sample_type(w.pp, "gpu_time");
+	/* PC sampling: the samples by kernel, and each kernel's GPU time, before the samples go out */
+	if (!err && w.pc && !(err = profile__each_pc(p, pc_gather, &w)))
+		err = profile__each_sample(p, pc_count, &w);
 	if (!err) {
 		pprof__set_time(w.pp, (int64_t)time_ns, (int64_t)duration_ns);
 		for (size_t i = 0; i < nr_comments && !err; i++)
 			err = pprof__add_comment(w.pp, comments[i]);
 	}
-	if (!err) {
+	if (!err)
 		err = profile__each_sample(p, write_sample, &w);
-	}
+	if (!err && w.pc)
+		err = pc_unlaunched(&w);
 	if (!err) {
 		pprof__set_main_mapping(w.pp, w.main_map);
 		err = pprof__write_file(w.pp, path);

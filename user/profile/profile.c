@@ -52,6 +52,7 @@ void profile__destroy(struct profile *p)
 	free(p->proc_infos);
 	u64map__fini(&p->cubin_idx);
 	free(p->cubin_crcs);
+	pc_table__fini(&p->pc);
 	free(p);
 }
 
@@ -324,6 +325,7 @@ void profile__reset_samples(struct profile *p)
 	p->keys = fresh;
 	memset(p->vals, 0, p->cap_vals * sizeof(*p->vals));
 	memset(&p->t, 0, sizeof(p->t));
+	pc_table__reset(&p->pc);
 }
 
 /* ------------------------------------------------------------ report */

@@ -161,6 +161,35 @@ __u32 profile__stack_names(const struct profile *p, __u32 stack_id, const char *
 const char *profile__proc_comm(const struct profile *p, __u32 pid);
 
 /*
+ * PC sampling (--pc-sampling; user/profile/pc.c): samples of warps'
+ * program counters, by process, function (as CUPTI names it: mangled),
+ * stall reason, cubin CRC and offset in the function. They are not per
+ * launch: the writer shares a kernel's samples among its launch stacks by
+ * their GPU time of that kernel (user/output/profile_pprof.c).
+ */
+struct profile_pc {
+	__u32 pid;
+	__u32 kernel_id;           /* string id of the function's name */
+	const char *kernel;
+	const char *stall;
+	__u64 cubin_crc, offset, samples;
+	bool in_cubin;             /* one cubin of the process defines the function: */
+	__u32 cubin;               /* its index (profile_sample's), */
+	__u64 crc;                 /* that cubin's CRC (the record's may differ), */
+	__u32 cubin_sym;           /* and the function's symbol index in it */
+};
+/* The written profile has pc_samples (0 where none came). */
+void profile__want_pc(struct profile *p);
+bool profile__has_pc(const struct profile *p);
+/* -E2BIG: past the table's bound, counted (profile__pc_dropped). */
+int profile__add_pc(struct profile *p, __u32 pid, __u64 crc, const char *kernel, __u64 offset,
+		    const char *stall, __u64 samples);
+__u64 profile__pc_dropped(const struct profile *p);
+/* fn for each (process, function, stall, cubin, offset), in the order first added; stops at fn's error. */
+int profile__each_pc(const struct profile *p, int (*fn)(void *ctx, const struct profile_pc *pc),
+		     void *ctx);
+
+/*
  * Written by user/output/profile_pprof.c, the room that writes pprof; its
  * comments (pprof's comment field: the duty cycle's windows), if any.
  */

@@ -61,6 +61,23 @@ struct proc_info {
 	struct u64map kernels;
 };
 
+/* PC sampling's samples (pc.c): (process, function, stall, cubin, offset) -> samples. */
+#define MAX_PC_ENTRIES (1u << 20)
+
+struct pc_entry {
+	__u32 pid, fn, stall; /* fn, stall: string ids */
+	__u32 next;           /* index + 1 of the next entry of the same hash, 0: none */
+	__u64 crc, offset, samples;
+};
+
+struct pc_table {
+	bool wanted;          /* the written profile has pc_samples, even none */
+	struct pc_entry *e;
+	size_t n, cap;
+	struct u64map head;   /* hash -> index + 1 of its first entry */
+	__u64 dropped;        /* samples of entries past MAX_PC_ENTRIES */
+};
+
 struct profile {
 	struct blobtab *str, *frames, *keys;
 	struct agg_val *vals;        /* vals[key id - 1] */
@@ -76,7 +93,11 @@ struct profile {
 	size_t nr_cubins, cap_cubins;
 	struct profile_cubin_stats cs;
 	struct profile_totals t;
+	struct pc_table pc;
 };
+
+void pc_table__reset(struct pc_table *t);
+void pc_table__fini(struct pc_table *t);
 
 __u32 profile__intern(struct profile *p, const char *s);
 /* The string of id; NULL for id 0. */

@@ -369,6 +369,14 @@ static int setup_targets(struct session *s)
 		} else {
 			libcuda__attach_system(s->lp, getenv("LD_LIBRARY_PATH"), s->o->verbose);
 		}
+		if (s->o->pc_sampling >= 0) {
+			char period[8];
+
+			/* The child's shim reads it (and so do its children's). */
+			snprintf(period, sizeof(period), "%d", s->o->pc_sampling);
+			if (setenv("GPUPROBE_PC_SAMPLING", period, 1))
+				return -errno;
+		}
 		err = launcher__start(&s->child, s->o->argv, s->o->shim, s->lp);
 		if (err)
 			return err;
@@ -404,6 +412,8 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	    (err = blobtab__new(1u << 18, 64u << 20, &s->names)) ||
 	    (err = join__new(&jo, session__on_sample, s, &s->join)))
 		return err;
+	if (o->pc_sampling >= 0)
+		profile__want_pc(s->prof);
 	join__on_unrecorded(s->join, session__on_unrecorded, s);
 	join__on_matched(s->join, session__on_matched, s);
 	s->resolved = calloc(1, sizeof(*s->resolved));

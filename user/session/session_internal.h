@@ -97,6 +97,10 @@ struct session {
 	/* losses the report line prints */
 	__u64 stacks_dropped, names_dropped, records_unknown, modules_settled;
 	__u64 targets_full;        /* events of processes not followed: the target table was full */
+	/* PC sampling (--pc-sampling): what the shims' records said */
+	__u64 pc_samples;          /* samples in the records read */
+	__u64 pc_total, pc_dropped, pc_non_user, pc_hw_full; /* CUPTI's figures */
+	__u64 pc_lost;             /* instructions a shim could not hand over (its ring or strings full) */
 	__u64 before_window;        /* activities that ended before we attached */
 	/* CUDA graphs: replayed kernels under their capture (or not, and why) */
 	__u64 graph_activities, graph_under_capture, graph_node_unknown, graph_capture_unknown;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "user/session/session_internal.h"
+#include "user/cubin/cubin_syms.h"
 #include "user/util/log.h"
 
 #define SHM_RETRY_NS (200 * NS_PER_MS)
@@ -88,6 +89,52 @@ static __u32 graph_origin(struct session *s, struct target *t, __u64 node)
 	return origin;
 }
 
+/* PC sampling: a stall reason's name (CUPTI's indexes are the process's own: kept per target). */
+static void pc_stall(struct session *s, struct target *t, const struct gp_record *r)
+{
+	char buf[160];
+	__u32 id;
+
+	if (!t->pc_stalls.cap && u64map__init(&t->pc_stalls, 256))
+		return;
+	if (shm_reader__name(t->shm, r->pc_stall.name_off, buf, sizeof(buf)) || !buf[0])
+		return;
+	if (blobtab__intern(s->names, buf, strlen(buf) + 1, &id)) {
+		s->names_dropped++;
+		return;
+	}
+	u64map__put(&t->pc_stalls, r->pc_stall.stall, id); /* past 256 reasons: named by index */
+}
+
+/* PC sampling: one instruction's samples of one stall reason, into the profile. */
+static void pc_sample(struct session *s, struct target *t, const struct gp_record *r)
+{
+	char fn[CUBIN_SYMS_MAX_NAME + 1], idx[24];
+	const char *stall = NULL;
+	__u64 id;
+
+	if (shm_reader__name(t->shm, r->pc.name_off, fn, sizeof(fn)) || !fn[0])
+		snprintf(fn, sizeof(fn), "[unknown]");
+	if (t->pc_stalls.cap && u64map__get(&t->pc_stalls, r->pc.stall, &id))
+		stall = blobtab__get(s->names, (__u32)id, NULL);
+	if (!stall) {
+		snprintf(idx, sizeof(idx), "stall %u", r->pc.stall);
+		stall = idx;
+	}
+	s->pc_samples += r->pc.samples;
+	/* Past the profile's bounds: counted there (pc_table_full). */
+	profile__add_pc(s->prof, t->pid, r->pc.cubin_crc, fn, r->pc.pc_offset, stall, r->pc.samples);
+}
+
+static void pc_totals(struct session *s, const struct gp_record *r)
+{
+	s->pc_total += r->pc_totals.total;
+	s->pc_dropped += r->pc_totals.dropped;
+	s->pc_non_user += r->pc_totals.non_user;
+	s->pc_hw_full += r->pc_totals.hw_full != 0;
+	s->pc_lost += r->pc_totals.pcs_lost;
+}
+
 static void ingest_record(struct session *s, struct target *t, const struct gp_record *r, __u64 now)
 {
 	if (r->type == GP_REC_API) {
@@ -127,6 +174,12 @@ static void ingest_record(struct session *s, struct target *t, const struct gp_r
 		join__add_activity(s->join, &act);
 	} else if (r->type == GP_REC_GRAPH_NODE) {
 		graph_node(s, t, r);
+	} else if (r->type == GP_REC_PC) {
+		pc_sample(s, t, r);
+	} else if (r->type == GP_REC_PC_STALL) {
+		pc_stall(s, t, r);
+	} else if (r->type == GP_REC_PC_TOTALS) {
+		pc_totals(s, r);
 	} else if (r->type != GP_REC_MODULE) {
 		s->records_unknown++;
 	}

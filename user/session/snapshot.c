@@ -93,6 +93,19 @@ static void probe_and_shim_counters(struct session *s, const __u64 *bpf, struct 
 	counters__add(c, "recording_off", shm[GP_CTR_RECORDING_OFF]);
 	counters__add(c, "records_bad", rs.records_bad);
 	counters__add(c, "ring_resyncs", rs.ring_resyncs);
+	counters__add(c, "pc_unload_busy", shm[GP_CTR_PC_UNLOAD_BUSY]);
+}
+
+/* PC sampling (--pc-sampling): samples read, and every way some were lost. */
+static void pc_counters(struct session *s, struct counters *c)
+{
+	counters__add(c, "pc_samples", s->pc_samples);
+	counters__add(c, "pc_cupti_total", s->pc_total);
+	counters__add(c, "pc_dropped", s->pc_dropped);
+	counters__add(c, "pc_non_user", s->pc_non_user);
+	counters__add(c, "pc_hw_full", s->pc_hw_full);
+	counters__add(c, "pc_lost", s->pc_lost);
+	counters__add(c, "pc_table_full", profile__pc_dropped(s->prof));
 }
 
 /* What the join made of them; unattributed activities by reason. */
@@ -244,6 +257,7 @@ void session__counters(struct session *s, struct counters *ret)
 	counters__init(ret);
 	probe_and_shim_counters(s, bpf, ret);
 	join_counters(s, ret);
+	pc_counters(s, ret);
 	loader_counters(s, bpf, ret);
 	hostile_counters(s, ret);
 	graph_counters(s, ret);

@@ -36,6 +36,8 @@ static void target__free(struct target *t)
 	if (t->shm_fd >= 0)
 		close(t->shm_fd);
 	u64map__fini(&t->names);
+	if (t->pc_stalls.cap)
+		u64map__fini(&t->pc_stalls);
 	space__destroy(t->space);
 	pycode_cache__destroy(t->py);
 	graph_nodes__destroy(t->graphs);

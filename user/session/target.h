@@ -31,6 +31,7 @@ struct target {
 				      made (-- COMMAND), or one it made (ring_watch.h) */
 	bool shm_fd_its_own;       /* shm_fd: made by this process (memfd_create seen) */
 	struct u64map names;       /* string-table offset -> profile-independent name id */
+	struct u64map pc_stalls;   /* PC sampling: CUPTI's stall reason index -> name id (s->names) */
 	struct space *space;       /* its address space, by mapping generation; its stack epoch */
 	__u64 py_checked_ns;       /* its code objects were last checked against reuse then */
 	__u64 py_old_until_ns;     /* launches until then ran the code of before the last replacement */

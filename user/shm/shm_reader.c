@@ -521,6 +521,16 @@ static bool record__valid(const struct shm_reader *r, const struct gp_record *re
 		if (!rec->graph.node || rec->graph.orig_node == rec->graph.node)
 			return false;
 		break;
+	case GP_REC_PC:
+		if (rec->pc.name_off >= r->layout.str_size || !rec->pc.samples)
+			return false;
+		break;
+	case GP_REC_PC_STALL:
+		if (rec->pc_stall.name_off >= r->layout.str_size)
+			return false;
+		break;
+	case GP_REC_PC_TOTALS:
+		break;
 	default:
 		return false;
 	}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# PC sampling (--pc-sampling) on the stub vendor, whose CUPTI samples each
+# kernel of grid g with g long_scoreboard and 1 selected at +0x40 and g wait
+# at +0x80 (stub/cupti/pcsampling.c):
+#  - exact: every (site, instruction, stall) of tests/progs/launcher holds
+#    its samples, each instruction under its kernel, in that kernel's cubin
+#    mapping at its offset, and dup_relu's samples (two call sites, one
+#    cubin CRC) shared between its sites by their GPU time. The shim's
+#    thread never collects here (GPUPROBE_FLUSH_MS: a minute): what it gets
+#    it gets when the launcher unloads its modules, whose uncollected
+#    samples the stub drops as they go (continuous collection's rule), so
+#    a shim that did not collect at an unload loses them;
+#  - a collection blocked inside CUPTI while the application unloads a
+#    module (the stub holds the shim's first GetData until an unload has
+#    finished, and that unload waits until the GetData is held): the
+#    application goes on, and what was not collected is counted
+#    (pc_unload_busy, pc_dropped), never waited for;
+#  - without --pc-sampling, the profile has no pc_samples and the shim
+#    samples nothing.
+source "$(dirname "$0")/lib.sh"
+
+T=4 N=10
+field() { # NAME FILE: NAME's value on the last counters line
+	grep "^counters:" "$2" | tail -n 1 | sed -n "s/.*[ (]$1=\([0-9]*\).*/\1/p"
+}
+run() { # NAME [ENV...]: the launcher under the loader with --pc-sampling
+	local name=$1
+	shift
+	env "$@" LD_LIBRARY_PATH="$B/stub" "$LOADER" --pc-sampling -o "$WORK/$name.pb.gz" -- \
+		"$PROGS/launcher" -t $T -n $N >"$WORK/$name.out" 2>"$WORK/$name.err" ||
+		{ tail -5 "$WORK/$name.err"; fail "$name: the loader or the launcher failed"; }
+}
+
+run exact GPUPROBE_FLUSH_MS=60000
+$CHECK "$WORK/exact.pb.gz" pc-launcher $T $N || { grep "^counters" "$WORK/exact.err"; fail "PC samples"; }
+$CHECK "$WORK/exact.pb.gz" launcher $T $N >/dev/null || fail "the GPU time beside them"
+L=$((T * N))
+want=$(((2 * (3 + 5 + 2 + 4 + 7 + 1 + 1) + 7) * L))
+[ "$(field pc_samples "$WORK/exact.err")" = $want ] && [ "$(field pc_cupti_total "$WORK/exact.err")" = $want ] &&
+	[ "$(field pc_dropped "$WORK/exact.err")" = 0 ] && [ "$(field pc_unload_busy "$WORK/exact.err")" = 0 ] ||
+	fail "want $want PC samples, none lost: $(grep '^counters' "$WORK/exact.err")"
+
+run held GPUPROBE_FLUSH_MS=20 GPUPROBE_STUB_PC_GETDATA_WAIT=1
+grep -q "stub: pc GetData held until an unload finished" "$WORK/held.err" ||
+	fail "the unload waited for the shim's collection: $(grep 'stub: pc' "$WORK/held.err")"
+busy=$(field pc_unload_busy "$WORK/held.err")
+[ "${busy:-0}" -ge 1 ] || fail "no unload found the collector busy: $(grep '^counters' "$WORK/held.err")"
+kept=$(field pc_samples "$WORK/held.err") lost=$(field pc_dropped "$WORK/held.err")
+[ "${lost:-0}" -ge 1 ] && [ $((kept + lost)) = "$(field pc_cupti_total "$WORK/held.err")" ] ||
+	fail "kept $kept and dropped $lost of $(field pc_cupti_total "$WORK/held.err")"
+
+LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/off.pb.gz" -- "$PROGS/launcher" -t 1 -n 2 \
+	>/dev/null 2>"$WORK/off.err" || fail "without --pc-sampling"
+! go tool pprof -raw "$WORK/off.pb.gz" 2>/dev/null | grep -q pc_samples || fail "pc_samples without --pc-sampling"
+[ "$(field pc_cupti_total "$WORK/off.err")" = 0 ] || fail "the shim sampled unasked"
+ok "$want PC samples exact under their instructions, kernels and sites; a collection held in CUPTI" \
+	"over an unload cost $lost samples, counted, and no wait"

@@ -5,10 +5,12 @@
  * back with each function's place in its process's cubins resolved.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "user/profile/profile.h"
 #include "user/profile/profile_internal.h"
+#include "user/symbolize/demangle.h"
 #include "user/util/grow.h"
 
 void profile__want_pc(struct profile *p)
@@ -129,4 +131,72 @@ int profile__each_pc(const struct profile *p, int (*fn)(void *ctx, const struct 
 		err = fn(ctx, &pc);
 	}
 	return err;
+}
+
+/* ------------------------------------------------------------ report */
+
+#define PC_REPORT_STALLS 64 /* distinct stall reasons a kernel's line weighs */
+#define PC_REPORT_SHOWN 3
+#define STALL_PREFIX "smsp__pcsamp_warps_issue_stalled_"
+
+struct stall_sum {
+	__u32 stall;
+	__u64 samples;
+};
+
+static int cmp_stall_sums(const void *a, const void *b)
+{
+	const struct stall_sum *x = a, *y = b;
+
+	return x->samples < y->samples ? 1 : x->samples > y->samples ? -1 : (x->stall > y->stall) - (x->stall < y->stall);
+}
+
+/* One kernel's stall reasons, every process's samples together: the heaviest few, with shares. */
+static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
+{
+	struct stall_sum sums[PC_REPORT_STALLS];
+	size_t n = 0, plen = strlen(STALL_PREFIX);
+	__u64 total = 0, other = 0;
+	char *name;
+
+	for (size_t i = 0; i < p->pc.n; i++) {
+		const struct pc_entry *e = &p->pc.e[i];
+		size_t k;
+
+		if (e->fn != kernel)
+			continue;
+		total += e->samples;
+		for (k = 0; k < n && sums[k].stall != e->stall; k++)
+			;
+		if (k == n && n == PC_REPORT_STALLS) {
+			other += e->samples;
+			continue;
+		}
+		if (k == n)
+			sums[n++] = (struct stall_sum){ .stall = e->stall };
+		sums[k].samples += e->samples;
+	}
+	if (!total)
+		return;
+	qsort(sums, n, sizeof(*sums), cmp_stall_sums);
+	name = demangle__or_copy(str_of(p, kernel));
+	fprintf(f, "  %-40.40s %10llu  ", name ? name : "?", (unsigned long long)total);
+	free(name);
+	for (size_t k = 0; k < n && k < PC_REPORT_SHOWN; k++) {
+		const char *st = str_of(p, sums[k].stall);
+
+		fprintf(f, "%s%s %.1f%%", k ? ", " : "", strncmp(st, STALL_PREFIX, plen) ? st : st + plen,
+			100.0 * sums[k].samples / total);
+	}
+	fprintf(f, "%s\n", n > PC_REPORT_SHOWN || other ? ", ..." : "");
+}
+
+void pc_table__report(const struct profile *p, FILE *f, const __u32 *kernels, size_t n)
+{
+	if (!p->pc.n)
+		return;
+	fprintf(f, "PC samples by stall reason (the top kernels):\n  %-40s %10s  %s\n", "kernel",
+		"samples", "stall reasons");
+	for (size_t i = 0; i < n; i++)
+		report_kernel(p, f, kernels[i]);
 }

@@ -330,6 +330,8 @@ void profile__reset_samples(struct profile *p)
 
 /* ------------------------------------------------------------ report */
 
+#define PC_REPORT_KERNELS 5 /* kernels whose stall reasons the report lists */
+
 struct kernel_row {
 	__u32 name;
 	__u64 ns, count;
@@ -429,6 +431,15 @@ void profile__report(const struct profile *p, FILE *f, unsigned top)
 	}
 	if (nrows > top)
 		fprintf(f, "  ... %zu more kernels\n", nrows - top);
+	/* PC sampling: where the heaviest kernels' warps stall */
+	if (nrows) {
+		__u32 names[PC_REPORT_KERNELS];
+		size_t n = nrows < PC_REPORT_KERNELS ? nrows : PC_REPORT_KERNELS;
+
+		for (size_t i = 0; i < n; i++)
+			names[i] = rows[i].name;
+		pc_table__report(p, f, names, n);
+	}
 	/* Losses of the kernel -> cubin link (DESIGN.md invariant 4). */
 	if (p->cs.cubins || p->cs.cubins_dropped)
 		fprintf(f, "cubins: cubins=%llu cubins_dropped=%llu cubins_bad=%llu cubin_kernels=%llu "

@@ -7,6 +7,7 @@
 #define GP_PROFILE_INTERNAL_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
@@ -98,6 +99,8 @@ struct profile {
 
 void pc_table__reset(struct pc_table *t);
 void pc_table__fini(struct pc_table *t);
+/* The report's lines of PC samples: the stall reasons of these kernels (string ids). */
+void pc_table__report(const struct profile *p, FILE *f, const __u32 *kernels, size_t n);
 
 __u32 profile__intern(struct profile *p, const char *s);
 /* The string of id; NULL for id 0. */

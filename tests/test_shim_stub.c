@@ -125,6 +125,33 @@ static void test_flushing_every_millisecond_never_stalls_the_program(void **stat
 	unlink(err);
 }
 
+/*
+ * PC sampling on, its collector running every millisecond beside eight
+ * launching threads and the program's module unloads (each collecting when
+ * the collector is idle), recording with no reader: the program ends, and
+ * (under ThreadSanitizer) no race is reported between the callbacks and
+ * the collector.
+ */
+static void test_pc_sampling_beside_flushes_every_millisecond_completes(void **state)
+{
+	char err[] = "/tmp/gpuprobe-shimstub-XXXXXX";
+	char *argv[] = { "launcher", "-t", "8", "-n", "100", NULL };
+	int fd = mkstemp(err);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	setenv("GPUPROBE_PC_SAMPLING", "0", 1);
+	setenv("GPUPROBE_RECORD", "always", 1);
+	assert_int_equal(finish(start(err, argv, "1"), 30), 0);
+	unsetenv("GPUPROBE_PC_SAMPLING");
+	unsetenv("GPUPROBE_RECORD");
+	assert_false(file_has(err, "stub cupti:"));
+	assert_false(file_has(err, "gpuprobe-shim:"));
+	assert_false(file_has(err, "ThreadSanitizer"));
+	unlink(err);
+}
+
 static pid_t find_child_ready(struct bounded *b, pid_t pid, const char *err)
 {
 	double t0 = now_s();
@@ -237,6 +264,7 @@ int main(void)
 	const char *b = getenv("GP_BUILD");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flushing_every_millisecond_never_stalls_the_program),
+		cmocka_unit_test(test_pc_sampling_beside_flushes_every_millisecond_completes),
 		cmocka_unit_test(test_a_late_reader_that_leaves_early_loses_nothing_uncounted),
 		cmocka_unit_test(test_another_cupti_subscriber_makes_the_shim_inert_in_one_line),
 	};

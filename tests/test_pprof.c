@@ -734,6 +734,28 @@ static void test_pc_samples_are_shared_by_gpu_time_exactly(void **state)
 	}
 }
 
+/*
+ * The PC table is bounded per process: one that makes up instructions
+ * fills its own share (65,536 entries), counted, and another process's
+ * samples still go in; a known instruction still adds up.
+ */
+static void test_pc_entries_are_bounded_per_process(void **state)
+{
+	struct profile *p;
+
+	(void)state;
+	assert_int_equal(profile__new(&p), 0);
+	for (__u64 off = 0; off < (1u << 16); off++)
+		assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", off, "wait", 1), 0);
+	assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", 1u << 16, "wait", 7), -E2BIG);
+	assert_int_equal(profile__pc_dropped(p), 7);
+	assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", 5, "wait", 1), 0); /* known: summed */
+	assert_int_equal(profile__add_pc(p, 2, 0xa1, "k", 1u << 16, "wait", 1), 0);
+	profile__reset_samples(p);
+	assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", 1u << 16, "wait", 1), 0); /* a new window */
+	profile__destroy(p);
+}
+
 static bool dec_has_fn(const struct decoded *d, const char *name)
 {
 	for (int i = 0; i < d->nfn; i++)
@@ -1054,6 +1076,7 @@ int main(void)
 		cmocka_unit_test(test_short_write_fails_and_keeps_the_old_profile),
 		cmocka_unit_test(test_profile_puts_each_kernel_in_the_mapping_of_its_cubin),
 		cmocka_unit_test(test_pc_samples_are_shared_by_gpu_time_exactly),
+		cmocka_unit_test(test_pc_entries_are_bounded_per_process),
 		cmocka_unit_test(test_compact_forgets_gone_processes_and_renumbers_kept_stacks),
 		cmocka_unit_test(test_the_executable_under_the_most_gpu_time_is_the_main_binary),
 		cmocka_unit_test(test_launches_without_a_record_count_apart_with_no_device),

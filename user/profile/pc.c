@@ -48,10 +48,11 @@ int profile__add_pc(struct profile *p, __u32 pid, __u64 crc, const char *kernel,
 {
 	struct pc_table *t = &p->pc;
 	struct pc_entry k = { .pid = pid, .crc = crc, .offset = offset }, *grown;
-	__u64 h, head = 0;
+	__u64 h, head = 0, mine = 0;
 	int err;
 
-	if (!t->head.cap && (err = u64map__init(&t->head, MAX_PC_ENTRIES)))
+	if (!t->head.cap && ((err = u64map__init(&t->head, MAX_PC_ENTRIES)) ||
+			     (err = u64map__init(&t->per_pid, 0))))
 		return err;
 	k.fn = profile__intern(p, kernel ? kernel : "[unknown]");
 	k.stall = profile__intern(p, stall ? stall : "[unknown]");
@@ -67,7 +68,8 @@ int profile__add_pc(struct profile *p, __u32 pid, __u64 crc, const char *kernel,
 			return 0;
 		}
 	}
-	if (t->n == MAX_PC_ENTRIES ||
+	u64map__get(&t->per_pid, pid, &mine);
+	if (t->n == MAX_PC_ENTRIES || mine == MAX_PC_ENTRIES_PER_PROC ||
 	    !(grown = grow__array(t->e, &t->cap, t->n + 1, sizeof(*t->e), 256))) {
 		t->dropped += samples;
 		return -E2BIG;
@@ -75,28 +77,34 @@ int profile__add_pc(struct profile *p, __u32 pid, __u64 crc, const char *kernel,
 	t->e = grown;
 	k.samples = samples;
 	k.next = (__u32)head;
-	t->e[t->n++] = k;
-	err = u64map__put(&t->head, h, t->n);
+	err = u64map__put(&t->per_pid, pid, mine + 1);
+	if (!err && (err = u64map__put(&t->head, h, t->n + 1)))
+		u64map__put(&t->per_pid, pid, mine); /* a replacement: cannot fail */
 	if (err) {
-		t->n--;
 		t->dropped += samples;
+		return err;
 	}
-	return err;
+	t->e[t->n++] = k;
+	return 0;
 }
 
 void pc_table__reset(struct pc_table *t)
 {
 	t->n = 0;
 	t->dropped = 0;
-	if (t->head.cap)
+	if (t->head.cap) {
 		u64map__clear(&t->head);
+		u64map__clear(&t->per_pid);
+	}
 }
 
 void pc_table__fini(struct pc_table *t)
 {
 	free(t->e);
-	if (t->head.cap)
+	if (t->head.cap) {
 		u64map__fini(&t->head);
+		u64map__fini(&t->per_pid);
+	}
 	memset(t, 0, sizeof(*t));
 }
 

@@ -64,6 +64,8 @@ struct proc_info {
 
 /* PC sampling's samples (pc.c): (process, function, stall, cubin, offset) -> samples. */
 #define MAX_PC_ENTRIES (1u << 20)
+/* Of them, one process's: one that makes up instructions cannot take every other's room. */
+#define MAX_PC_ENTRIES_PER_PROC (1u << 16)
 
 struct pc_entry {
 	__u32 pid, fn, stall; /* fn, stall: string ids */
@@ -76,6 +78,7 @@ struct pc_table {
 	struct pc_entry *e;
 	size_t n, cap;
 	struct u64map head;   /* hash -> index + 1 of its first entry */
+	struct u64map per_pid; /* pid -> its entries */
 	__u64 dropped;        /* samples of entries past MAX_PC_ENTRIES */
 };
 

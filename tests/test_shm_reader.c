@@ -201,7 +201,7 @@ static void test_invalid_records_are_counted_and_skipped(void **state)
 	struct shm *shm = small_shm();
 	struct shm_reader *r;
 	struct shm_reader_stats st;
-	struct gp_record out[8];
+	struct gp_record out[16];
 	size_t n;
 
 	shm__write_record(shm, &(struct gp_record){ .type = 77 });
@@ -209,12 +209,18 @@ static void test_invalid_records_are_counted_and_skipped(void **state)
 	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_API, .api.domain = 9 });
 	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_MEMCPY, .start_ns = 5, .end_ns = 4 });
 	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_API, .api.domain = GP_API_RUNTIME });
+	/* PC sampling's: a name past the table, no samples, a stall name past the table */
+	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_PC, .pc.name_off = 1u << 30, .pc.samples = 1 });
+	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_PC, .pc.samples = 0 });
+	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_PC_STALL, .pc_stall.name_off = 1u << 30 });
+	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_PC, .pc.samples = 3 });
 	assert_int_equal(shm_reader__open_fd(shm__fd(shm), &r), 0);
-	assert_int_equal(shm_reader__read(r, out, 8, &n), 0);
-	assert_int_equal(n, 1);
+	assert_int_equal(shm_reader__read(r, out, 16, &n), 0);
+	assert_int_equal(n, 2);
 	assert_int_equal(out[0].type, GP_REC_API);
+	assert_int_equal(out[1].type, GP_REC_PC);
 	shm_reader__stats(r, &st);
-	assert_int_equal(st.records_bad, 4);
+	assert_int_equal(st.records_bad, 7);
 	shm_reader__destroy(r);
 	shm__destroy(shm);
 }

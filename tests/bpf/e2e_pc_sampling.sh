@@ -42,7 +42,7 @@ want=$(((2 * (3 + 5 + 2 + 4 + 7 + 1 + 1) + 7) * L))
 	fail "want $want PC samples, none lost: $(grep '^counters' "$WORK/exact.err")"
 
 # The report: the heaviest kernels' stall reasons (lib_scale, grid 7: 7 + 7 + 1 a launch).
-grep -qE "^  lib_scale +$((15 * L))  (long_scoreboard|wait) 46\.7%, (long_scoreboard|wait) 46\.7%, selected 6\.7%$" \
+grep -qE "^  lib_scale +$((15 * L))  (long_scoreboard|wait) 46\.7%, (long_scoreboard|wait) 46\.7%, selected 6\.7%; hottest \+0x40 53\.3%$" \
 	"$WORK/exact.err" || fail "the report's stall reasons: $(grep -A6 '^PC samples' "$WORK/exact.err")"
 
 run held GPUPROBE_FLUSH_MS=20 GPUPROBE_STUB_PC_GETDATA_WAIT=1

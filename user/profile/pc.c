@@ -163,8 +163,10 @@ static int cmp_stall_sums(const void *a, const void *b)
 static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 {
 	struct stall_sum sums[PC_REPORT_STALLS];
-	size_t n = 0, plen = strlen(STALL_PREFIX);
-	__u64 total = 0, other = 0;
+	size_t n = 0, plen = strlen(STALL_PREFIX), it = 0;
+	__u64 total = 0, other = 0, off, v, hot_off = 0, hot = 0;
+	struct u64map by_off; /* offset -> its samples, every stall reason */
+	bool offs = !u64map__init(&by_off, 1u << 16);
 	char *name;
 
 	for (size_t i = 0; i < p->pc.n; i++) {
@@ -174,6 +176,11 @@ static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 		if (e->fn != kernel)
 			continue;
 		total += e->samples;
+		if (offs) {
+			v = 0;
+			u64map__get(&by_off, e->offset, &v);
+			u64map__put(&by_off, e->offset, v + e->samples); /* full: that one not weighed */
+		}
 		for (k = 0; k < n && sums[k].stall != e->stall; k++)
 			;
 		if (k == n && n == PC_REPORT_STALLS) {
@@ -184,6 +191,13 @@ static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 			sums[n++] = (struct stall_sum){ .stall = e->stall };
 		sums[k].samples += e->samples;
 	}
+	while (offs && u64map__next(&by_off, &it, &off, &v))
+		if (v > hot || (v == hot && off < hot_off)) {
+			hot = v;
+			hot_off = off;
+		}
+	if (offs)
+		u64map__fini(&by_off);
 	if (!total)
 		return;
 	qsort(sums, n, sizeof(*sums), cmp_stall_sums);
@@ -196,7 +210,10 @@ static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 		fprintf(f, "%s%s %.1f%%", k ? ", " : "", strncmp(st, STALL_PREFIX, plen) ? st : st + plen,
 			100.0 * sums[k].samples / total);
 	}
-	fprintf(f, "%s\n", n > PC_REPORT_SHOWN || other ? ", ..." : "");
+	fprintf(f, "%s", n > PC_REPORT_SHOWN || other ? ", ..." : "");
+	if (hot)
+		fprintf(f, "; hottest +0x%llx %.1f%%", (unsigned long long)hot_off, 100.0 * hot / total);
+	fputc('\n', f);
 }
 
 void pc_table__report(const struct profile *p, FILE *f, const __u32 *kernels, size_t n)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The timeline writer (user/output/trace.c): its JSON, its names, its bounds. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -101,17 +102,17 @@ static void test_a_launch_its_stack_its_kernel_and_the_arrow(void **state)
 	leaf = strstr(j, "\"name\":\"leaf\"");
 	call = strstr(j, "\"name\":\"cuLaunchKernel\"");
 	assert_true(root && mid && leaf && call && root < mid && mid < leaf && leaf < call);
-	assert_non_null(strstr(j, "\"ts\":0.000,\"dur\":5.000,\"name\":\"root\""));
+	assert_non_null(strstr(j, "\"ts\":0,\"dur\":5,\"name\":\"root\""));
 	/* ts 0 is the first event, on CLOCK_MONOTONIC (the clock of the probes and the records). */
 	assert_non_null(strstr(j, "\"clock\":\"CLOCK_MONOTONIC\",\"base_ns\":1000000,"));
 	/* Demangled, 10 us after the launch began, 2.5 us long, on the process's GPU. */
-	assert_non_null(strstr(j, "\"pid\":1073741866,\"tid\":13,\"ts\":10.000,\"dur\":2.500,\"name\":\"kernel()\""));
+	assert_non_null(strstr(j, "\"pid\":1073741866,\"tid\":13,\"ts\":10,\"dur\":2.5,\"name\":\"kernel()\""));
 	/* An arrow a kernel: one id at both ends, from the call's thread at its start. */
-	assert_non_null(strstr(j, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":1,\"pid\":42,\"tid\":43,\"ts\":0.000}"));
-	assert_non_null(strstr(j, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":1,\"pid\":1073741866,\"tid\":13,\"ts\":10.000}"));
+	assert_non_null(strstr(j, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":1,\"pid\":42,\"tid\":43,\"ts\":0}"));
+	assert_non_null(strstr(j, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":1,\"pid\":1073741866,\"tid\":13,\"ts\":10}"));
 	/* A graph launch: one call, a second kernel, an arrow of its own. */
-	assert_non_null(strstr(j, "\"id\":2,\"pid\":42,\"tid\":43,\"ts\":0.000}"));
-	assert_non_null(strstr(j, "\"id\":2,\"pid\":1073741866,\"tid\":13,\"ts\":20.000}"));
+	assert_non_null(strstr(j, "\"id\":2,\"pid\":42,\"tid\":43,\"ts\":0}"));
+	assert_non_null(strstr(j, "\"id\":2,\"pid\":1073741866,\"tid\":13,\"ts\":20}"));
 	assert_non_null(strstr(j, "\"name\":\"process_name\",\"pid\":42,\"args\":{\"name\":\"py\\\"thon\"}"));
 	assert_non_null(strstr(j, "\"name\":\"GPU of py\\\"thon (pid 42)\""));
 	assert_non_null(strstr(j, "\"name\":\"device 0 stream 13\""));
@@ -140,16 +141,27 @@ static void test_hostile_names_are_escaped(void **state)
 	trace__destroy(t);
 }
 
+/* ns as the old printing wrote it ("12.345" us), read back as a viewer reads it. */
+static double decimal_us(__u64 ns)
+{
+	char buf[40];
+
+	snprintf(buf, sizeof(buf), "%llu.%03llu", (unsigned long long)(ns / 1000),
+		 (unsigned long long)(ns % 1000));
+	return strtod(buf, NULL);
+}
+
 /*
  * Kernels back to back on a stream: each ends, in a viewer's double
- * arithmetic (ts + dur), exactly where the next begins, never a fraction
- * after it (speedscope would leave it open to the track's end), and within
- * a ns of its true end.
+ * arithmetic, exactly where the next begins, both as written (ts + dur)
+ * and after speedscope takes the first ts from every other, never a
+ * fraction after it (speedscope would leave it open to the track's end);
+ * each time within half a ns of the true one.
  */
 static void test_back_to_back_slices_stay_nested(void **state)
 {
 	enum { N = 2000 };
-	__u64 at = 1000000, seed = 12345, naive_over = 0;
+	__u64 at = 1000000, base = at, seed = 12345, naive_over = 0, want[N];
 	double ts[N], dur[N];
 	struct trace *t;
 	size_t n = 0;
@@ -162,9 +174,10 @@ static void test_back_to_back_slices_stay_nested(void **state)
 		__u64 len = 1 + (seed = seed * 6364136223846793005ull + 1442695040888963407ull) % 100000;
 
 		at += (seed >> 40) % 1000000000ull; /* up to a second, so the times grow large */
+		want[i] = at;
 		trace__activity(t, 42, at, at + len, 2, 0, 13, 100 + i, true);
 		at += len;
-		/* the next kernel starts where this one ends */
+		want[i + 1] = at; /* the next kernel starts where this one ends */
 		trace__activity(t, 42, at, at + 1000, 2, 0, 13, 100 + i, true);
 		at += 1000;
 	}
@@ -179,17 +192,48 @@ static void test_back_to_back_slices_stay_nested(void **state)
 	}
 	assert_int_equal(n, N);
 	for (size_t i = 0; i + 1 < n; i += 2) {
-		char naive[32];
-		double d_true = ts[i + 1] - ts[i];
+		double d_old = decimal_us(want[i + 1] - want[i]);
 
-		/* the end is the next start, to the bit */
 		assert_true(ts[i] + dur[i] == ts[i + 1]);
-		assert_true(dur[i] > d_true - 1e-6 && dur[i] < d_true + 1e-6);
-		snprintf(naive, sizeof(naive), "%.3f", d_true);
-		naive_over += ts[i] + strtod(naive, NULL) > ts[i + 1];
+		assert_true((ts[i] - ts[0]) + dur[i] == ts[i + 1] - ts[0]);
+		assert_true(fabs(ts[i] * 1000 - (double)(want[i] - base)) <= 0.5);
+		assert_true(fabs(ts[i + 1] * 1000 - (double)(want[i + 1] - base)) <= 0.5);
+		/* the old printing, for comparison: some of these ended past the next start */
+		naive_over += decimal_us(want[i] - base) + d_old > decimal_us(want[i + 1] - base) ||
+			      (decimal_us(want[i] - base) - decimal_us(want[0] - base)) + d_old >
+				      decimal_us(want[i + 1] - base) - decimal_us(want[0] - base);
 	}
-	/* the printing that rounds, for comparison: some of these overlapped */
 	assert_true(naive_over > 0);
+	free(j);
+	trace__destroy(t);
+}
+
+/*
+ * Kernels that overlap on one stream (programmatic dependent launch): the
+ * one that begins inside another and ends after it goes on the stream's
+ * second track, named so; one nested whole in another, or on another
+ * stream, stays.
+ */
+static void test_overlapping_kernels_take_a_second_track(void **state)
+{
+	struct trace *t;
+	char *j;
+
+	(void)state;
+	assert_int_equal(trace__new(&t), 0);
+	trace__activity(t, 42, 10000, 20000, 2, 0, 13, 1, false);
+	trace__activity(t, 42, 15000, 25000, 3, 0, 13, 2, false); /* overlaps the first */
+	trace__activity(t, 42, 30000, 40000, 2, 0, 13, 3, false);
+	trace__activity(t, 42, 32000, 35000, 3, 0, 13, 4, false); /* inside the third */
+	trace__activity(t, 42, 15000, 25000, 3, 0, 14, 5, false); /* another stream */
+	assert_int_equal(trace__write(t, path, &names), 0);
+	j = slurp(path);
+	assert_non_null(strstr(j, "\"name\":\"device 0 stream 13 (overlapping)\""));
+	assert_non_null(strstr(j, "\"tid\":2147483661,\"ts\":5,\"dur\":10"));
+	assert_non_null(strstr(j, "\"tid\":13,\"ts\":0,\"dur\":10"));
+	assert_non_null(strstr(j, "\"tid\":13,\"ts\":22,\"dur\":3"));
+	assert_non_null(strstr(j, "\"tid\":14,\"ts\":5,\"dur\":10"));
+	assert_null(strstr(j, "stream 14 (overlapping)"));
 	free(j);
 	trace__destroy(t);
 }
@@ -248,6 +292,7 @@ int main(void)
 		cmocka_unit_test(test_a_launch_its_stack_its_kernel_and_the_arrow),
 		cmocka_unit_test(test_hostile_names_are_escaped),
 		cmocka_unit_test(test_back_to_back_slices_stay_nested),
+		cmocka_unit_test(test_overlapping_kernels_take_a_second_track),
 		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_written_whole_or_not_at_all),
 	};

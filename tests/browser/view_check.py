@@ -127,8 +127,15 @@ def union_us(spans):
 
 
 def nested(key, spans):
-    """Slices on a track must nest as a viewer adds ts + dur: one that ends past
-    the next's start, inside it, is left open by speedscope to the track's end."""
+    """Slices on a track must nest as a viewer adds ts + dur, and as speedscope
+    does after taking the track's first ts from every ts: one that ends past the
+    next's start, inside it, is left open by speedscope to the track's end."""
+    first = min(a for a, _, _ in spans)
+    nested_as(key, [(a, a + d) for a, d, _ in spans])
+    nested_as(key, [((a - first), (a - first) + d) for a, d, _ in spans])
+
+
+def nested_as(key, spans):
     open_ends = []
     for a, b in sorted(spans, key=lambda s: (s[0], -s[1])):
         while open_ends and open_ends[-1] <= a:
@@ -149,11 +156,11 @@ def trace_tracks(path):
         elif e["ph"] == "M" and e["name"] == "thread_name":
             threads[(e["pid"], e["tid"])] = e["args"]["name"]
         elif e["ph"] == "X":
-            ts = float(e["ts"])
-            spans[(e["pid"], e["tid"])].append((ts, ts + float(e["dur"])))
+            spans[(e["pid"], e["tid"])].append((float(e["ts"]), float(e["dur"]), e["name"]))
     for k, v in spans.items():
         nested(k, v)
-    return {k: (procs.get(k[0]), threads.get(k), union_us(v)) for k, v in spans.items()}
+    return {k: (procs.get(k[0]), threads.get(k), union_us([(a, a + d) for a, d, _ in v]), len(v))
+            for k, v in spans.items()}
 
 
 
@@ -204,7 +211,7 @@ def check_speedscope(d, trace, speedscope_dir, outdir):
                                              d.find_element(By.TAG_NAME, "body").text, re.M) or None)
         if len(rows) != n:
             fail(f"speedscope lists {len(rows)} profiles, not {n}")
-        seen, busiest, gpu_us = set(), None, 0.0
+        seen, busiest, gpu_us, gpu_slices = set(), None, 0.0, 0
         for idx, name, weight in rows:
             # "PROCESS (pid P), THREAD (tid T)", or "THREAD (pid P, tid T)" for a nameless process
             pids, tid = re.findall(r"\(pid (\d+)", name), re.search(r"tid (\d+)\)$", name)
@@ -213,7 +220,7 @@ def check_speedscope(d, trace, speedscope_dir, outdir):
             key = (int(pids[-1]), int(tid.group(1)))
             if key not in tracks:
                 fail(f"speedscope shows a track {key} the timeline does not hold")
-            proc, thread, want = tracks[key]
+            proc, thread, want, nslices = tracks[key]
             if proc is None or thread is None:
                 fail(f"track {key} has no process or thread name in the timeline")
             for part in (proc, thread):
@@ -225,6 +232,7 @@ def check_speedscope(d, trace, speedscope_dir, outdir):
             seen.add(key)
             if thread and thread.startswith("device "):
                 gpu_us += want
+                gpu_slices += nslices
             elif busiest is None or want > busiest[1]:
                 busiest = (idx, want, name)
         if seen != set(tracks):
@@ -238,7 +246,7 @@ def check_speedscope(d, trace, speedscope_dir, outdir):
                      lambda d: [e for e in d.find_elements(By.TAG_NAME, "span")
                                 if e.text.endswith(f"({busiest[0]}/{n})")])
         d.save_screenshot(f"{outdir}/timeline.png")
-        return n, gpu_us
+        return n, gpu_us, gpu_slices
     finally:
         srv.shutdown()
 
@@ -251,11 +259,11 @@ def main():
     d = browser()
     try:
         boxes = check_pprof(d, profile, int(want_ns), args[5:], outdir)
-        n, gpu_us = check_speedscope(d, trace, speedscope_dir, outdir)
+        n, gpu_us, gpu_slices = check_speedscope(d, trace, speedscope_dir, outdir)
     finally:
         d.quit()
     print(f"view_check: pprof flame graph root {want_ns} ns, {boxes} boxes; speedscope {n} tracks, "
-          f"GPU tracks covering {gpu_us:.3f} us; screenshots in {outdir}")
+          f"GPU tracks covering {gpu_us:.3f} us in {gpu_slices} slices; screenshots in {outdir}")
 
 
 if __name__ == "__main__":

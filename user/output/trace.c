@@ -2,7 +2,6 @@
 /* The timeline in trace-event JSON (trace.h). */
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,57 +154,66 @@ static void out__str(struct out *o, const char *s)
 	OUT_LIT(o, "\"");
 }
 
-/* "12.345": ns - base in microseconds, the ns kept. */
-static void us_str(char *buf, size_t size, __u64 ns, __u64 base)
+/*
+ * Times are microseconds in steps of 1/1024 us (under a ns): a step count
+ * k prints exactly ("12.5009765625") and is a double exactly, so whatever
+ * a viewer adds or subtracts (ts + dur; every ts less the first one, as
+ * speedscope does) is exact too. With ns printed as decimals, one slice in
+ * eight that ended where the next began (kernels back to back on a
+ * stream) ended a fraction past it in a viewer's doubles, and speedscope,
+ * which needs a track's slices nested, then left the first open to the
+ * track's end. Each end is rounded to the nearest step: within half a ns.
+ */
+static __u64 steps_of(__u64 ns, __u64 base)
 {
 	__u64 d = ns > base ? ns - base : 0;
 
-	snprintf(buf, size, "%llu.%03llu", (unsigned long long)(d / 1000), (unsigned long long)(d % 1000));
+	return (__u64)(((unsigned __int128)d * 128 + 62) / 125); /* d * 1024 / 1000, rounded */
+}
+
+/* k steps as a JSON number: "12", "12.5", "0.0009765625". */
+static void steps_str(char *buf, size_t size, __u64 k)
+{
+	__u64 frac = (k & 1023) * 9765625ull; /* k % 1024 / 1024, in 1e-10 */
+	int digits = 10;
+
+	if (!frac) {
+		snprintf(buf, size, "%llu", (unsigned long long)(k >> 10));
+		return;
+	}
+	while (frac % 10 == 0) {
+		frac /= 10;
+		digits--;
+	}
+	snprintf(buf, size, "%llu.%0*llu", (unsigned long long)(k >> 10), digits, (unsigned long long)frac);
 }
 
 static void out__ts(struct out *o, const char *key, __u64 ns, __u64 base)
 {
-	char us[32];
+	char us[40];
 
-	us_str(us, sizeof(us), ns, base);
+	steps_str(us, sizeof(us), steps_of(ns, base));
 	out__printf(o, ",\"%s\":%s", key, us);
 }
 
-/*
- * A slice's duration, as a viewer adds it to its start. Viewers read both
- * as doubles and end the slice at ts + dur, rounded: one of eight slices
- * that end exactly where the next begins (kernels back to back on a stream)
- * would end a fraction of a ns after it, and a viewer that needs slices
- * nested (speedscope) then leaves the first open to the end of the track.
- * So dur is the double that, added to ts's double, gives exactly the
- * double of the end's own time: "2.500" where that sum is already exact,
- * else its 17 digits.
- */
+/* A slice's duration: its rounded end less its rounded start, so it ends where the next begins. */
 static void out__dur(struct out *o, __u64 start, __u64 end, __u64 base)
 {
-	char ts[32], te[32], dur[40];
-	double t, e, d;
+	char us[40];
 
-	us_str(ts, sizeof(ts), start, base);
-	us_str(te, sizeof(te), end, base);
-	us_str(dur, sizeof(dur), end, start);
-	t = strtod(ts, NULL);
-	e = strtod(te, NULL);
-	d = strtod(dur, NULL);
-	if (t + d != e) {
-		d = e - t;
-		for (int i = 0; i < 8 && t + d > e; i++)
-			d = nextafter(d, 0.0);
-		for (int i = 0; i < 8 && t + d < e; i++)
-			d = nextafter(d, INFINITY);
-		snprintf(dur, sizeof(dur), "%.17g", d);
-	}
-	out__printf(o, ",\"dur\":%s", dur);
+	steps_str(us, sizeof(us), steps_of(end, base) - steps_of(start, base));
+	out__printf(o, ",\"dur\":%s", us);
 }
 
 /* A process's GPU: a track group of its own, one track per device and stream. */
 #define GPU_PID(pid) (0x40000000u | (pid))
 #define GPU_TID(dev, stream) (((dev) & 0x7fu) << 24 | ((stream) & 0xffffffu))
+/*
+ * A stream's second track: the activities that begin inside another on
+ * the stream and end after it (kernels that overlap, as programmatic
+ * dependent launch lets them; viewers need a track's slices nested).
+ */
+#define GPU_TID_OVERLAP (1u << 31)
 /*
  * A call's key: its process and the low 31 bits of its correlation. Two
  * calls of one process 2^31 correlations apart would share it; the trace
@@ -239,8 +247,64 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static __u32 act_tid(const struct tactivity *a, bool overlap)
+{
+	return GPU_TID(a->device, a->stream) | (overlap ? GPU_TID_OVERLAP : 0);
+}
+
+static int cmp_by_track(const void *x, const void *y, void *ctx)
+{
+	const struct tactivity *a = &((const struct tactivity *)ctx)[*(const size_t *)x];
+	const struct tactivity *b = &((const struct tactivity *)ctx)[*(const size_t *)y];
+	__u64 ka = (__u64)a->pid << 32 | act_tid(a, false), kb = (__u64)b->pid << 32 | act_tid(b, false);
+
+	if (ka != kb)
+		return ka < kb ? -1 : 1;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return a->end > b->end ? -1 : a->end < b->end; /* the longer first: it holds the other */
+}
+
+/*
+ * Which activities go on their stream's second track: on each stream, in
+ * start order, one that begins inside an open slice and ends after it.
+ * NULL (none moved) when there is nothing to sort or no memory.
+ */
+static bool *overlaps(const struct trace *t)
+{
+	size_t *idx = t->na ? malloc(t->na * sizeof(*idx)) : NULL, depth = 0;
+	__u64 *open = t->na ? malloc(t->na * sizeof(*open)) : NULL;
+	bool *over = t->na ? calloc(t->na, sizeof(*over)) : NULL;
+
+	if (!idx || !open || !over) {
+		free(idx);
+		free(open);
+		free(over);
+		return NULL;
+	}
+	for (size_t i = 0; i < t->na; i++)
+		idx[i] = i;
+	qsort_r(idx, t->na, sizeof(*idx), cmp_by_track, t->a);
+	for (size_t k = 0; k < t->na; k++) {
+		const struct tactivity *a = &t->a[idx[k]], *prev = k ? &t->a[idx[k - 1]] : NULL;
+
+		if (prev && (prev->pid != a->pid || act_tid(prev, false) != act_tid(a, false)))
+			depth = 0; /* a track of its own */
+		while (depth && open[depth - 1] <= a->start)
+			depth--;
+		if (depth && a->end > open[depth - 1])
+			over[idx[k]] = true;
+		else
+			open[depth++] = a->end;
+	}
+	free(idx);
+	free(open);
+	return over;
+}
+
 /* Names each process, its threads, its GPU and that GPU's tracks: once each. */
-static int write_meta(const struct trace *t, struct out *o, bool *first, const struct trace_names *nm)
+static int write_meta(const struct trace *t, const bool *over, struct out *o, bool *first,
+		      const struct trace_names *nm)
 {
 	size_t n = 0, cap = t->nl + 2 * t->na;
 	__u64 *keys = cap ? malloc(cap * sizeof(*keys)) : NULL;
@@ -253,7 +317,7 @@ static int write_meta(const struct trace *t, struct out *o, bool *first, const s
 		keys[n++] = (__u64)t->l[i].pid << 32;
 	for (size_t i = 0; i < t->na; i++) {
 		keys[n++] = 2ull << 62 | (__u64)t->a[i].pid << 32;
-		keys[n++] = 3ull << 62 | (__u64)t->a[i].pid << 32 | GPU_TID(t->a[i].device, t->a[i].stream);
+		keys[n++] = 3ull << 62 | (__u64)t->a[i].pid << 32 | act_tid(&t->a[i], over && over[i]);
 	}
 	qsort(keys, n, sizeof(*keys), cmp_u64);
 	for (size_t i = 0; i < n; i++) {
@@ -270,7 +334,8 @@ static int write_meta(const struct trace *t, struct out *o, bool *first, const s
 			snprintf(name, sizeof(name), "GPU of %s (pid %u)", comm ? comm : "?", pid);
 			meta(o, first, "process_name", GPU_PID(pid), 0, false, name);
 		} else if (kind == 3) {
-			snprintf(name, sizeof(name), "device %u stream %u", tid >> 24, tid & 0xffffffu);
+			snprintf(name, sizeof(name), "device %u stream %u%s", (tid >> 24) & 0x7fu, tid & 0xffffffu,
+				 tid & GPU_TID_OVERLAP ? " (overlapping)" : "");
 			meta(o, first, "thread_name", GPU_PID(pid), tid, true, name);
 		}
 	}
@@ -322,7 +387,7 @@ static void write_launch(const struct tlaunch *l, struct out *o, bool *first,
  * arrow to each of its kernels. A joined activity whose call came after the
  * calls' bound says so, as one with no known call does.
  */
-static void write_activity(const struct trace *t, size_t i, struct out *o, bool *first,
+static void write_activity(const struct trace *t, size_t i, bool overlap, struct out *o, bool *first,
 			   const struct trace_names *nm, const struct u64map *kept, __u64 base)
 {
 	const struct tactivity *a = &t->a[i];
@@ -330,7 +395,7 @@ static void write_activity(const struct trace *t, size_t i, struct out *o, bool 
 	bool arrow = a->joined && u64map__get(kept, FLOW_ID(a->pid, a->corr), &li) && li;
 	const char *raw = nm->activity ? nm->activity(nm->ctx, a->name_id) : NULL;
 	char *pretty = demangle__or_copy(raw ? raw : "[unknown]");
-	__u32 pid = GPU_PID(a->pid), tid = GPU_TID(a->device, a->stream);
+	__u32 pid = GPU_PID(a->pid), tid = act_tid(a, overlap);
 
 	slice(o, first, "gpu", pretty ? pretty : "[unknown]", pid, tid, a->start, a->end, base);
 	free(pretty);
@@ -367,7 +432,7 @@ static int write_all(const struct trace *t, struct out *o, const struct trace_na
 	const char **names = malloc(TRACE_MAX_FRAMES * sizeof(*names));
 	__u64 base = first_ns(t);
 	struct u64map kept;
-	bool first = true;
+	bool first = true, *over;
 	int err;
 
 	if (!names || u64map__init(&kept, 0)) {
@@ -388,14 +453,16 @@ static int write_all(const struct trace *t, struct out *o, const struct trace_na
 		    (unsigned long long)t->st.launches_dropped,
 		    (unsigned long long)t->st.activities, (unsigned long long)t->st.activities_dropped,
 		    TRACE_MAX_LAUNCHES, TRACE_MAX_ACTIVITIES);
-	err = write_meta(t, o, &first, nm);
+	over = overlaps(t);
+	err = write_meta(t, over, o, &first, nm);
 	for (size_t i = 0; !err && i < t->nl; i++)
 		write_launch(&t->l[i], o, &first, nm, names, base);
 	for (size_t i = 0; !err && i < t->na; i++)
-		write_activity(t, i, o, &first, nm, &kept, base);
+		write_activity(t, i, over && over[i], o, &first, nm, &kept, base);
 	OUT_LIT(o, "\n]}\n");
 	u64map__fini(&kept);
 	free(names);
+	free(over);
 	return err;
 }
 

@@ -577,7 +577,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 		return;
 	if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
 		module__loaded(rd->resourceDescriptor);
-		pc__context_seen(rd->context);
+		pc__module_loaded(rd->context);
 	} else if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
 		pc__module_unloading(rd->context); /* collected before it goes, when idle */
 		module__unloading(rd->resourceDescriptor);

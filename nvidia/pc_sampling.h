@@ -51,8 +51,9 @@ bool pc__wanted(unsigned *ret_period);
 bool pc__setup(const struct pc_api *api, struct shm *shm, unsigned period);
 bool pc__on(void);
 
-/* Application threads, inside CUPTI callbacks. */
+/* Application threads, inside CUPTI callbacks: a context made, a module loaded or going, a context ending. */
 void pc__context_seen(CUcontext ctx);
+void pc__module_loaded(CUcontext ctx);
 void pc__module_unloading(CUcontext ctx);
 void pc__context_ending(CUcontext ctx);
 

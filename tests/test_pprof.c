@@ -736,8 +736,9 @@ static void test_pc_samples_are_shared_by_gpu_time_exactly(void **state)
 
 /*
  * The PC table is bounded per process: one that makes up instructions
- * fills its own share (65,536 entries), counted, and another process's
- * samples still go in; a known instruction still adds up.
+ * fills its own share (65,536 entries), then adds nothing more (its
+ * strings are not interned either: the string table is everyone's),
+ * counted, and another process's samples still go in.
  */
 static void test_pc_entries_are_bounded_per_process(void **state)
 {
@@ -749,7 +750,9 @@ static void test_pc_entries_are_bounded_per_process(void **state)
 		assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", off, "wait", 1), 0);
 	assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", 1u << 16, "wait", 7), -E2BIG);
 	assert_int_equal(profile__pc_dropped(p), 7);
-	assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", 5, "wait", 1), 0); /* known: summed */
+	/* at its bound a process adds nothing, not even to a known one: no string is looked up */
+	assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", 5, "wait", 1), -E2BIG);
+	assert_int_equal(profile__pc_dropped(p), 8);
 	assert_int_equal(profile__add_pc(p, 2, 0xa1, "k", 1u << 16, "wait", 1), 0);
 	profile__reset_samples(p);
 	assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", 1u << 16, "wait", 1), 0); /* a new window */

@@ -137,15 +137,18 @@ static void test_pc_sampling_beside_flushes_every_millisecond_completes(void **s
 	char err[] = "/tmp/gpuprobe-shimstub-XXXXXX";
 	char *argv[] = { "launcher", "-t", "8", "-n", "100", NULL };
 	int fd = mkstemp(err);
+	pid_t pid;
 
 	(void)state;
 	assert_true(fd >= 0);
 	close(fd);
 	setenv("GPUPROBE_PC_SAMPLING", "0", 1);
 	setenv("GPUPROBE_RECORD", "always", 1);
-	assert_int_equal(finish(start(err, argv, "1"), 30), 0);
+	pid = start(err, argv, "1");
+	/* the child has them: unset before anything can fail, or the next cases would inherit them */
 	unsetenv("GPUPROBE_PC_SAMPLING");
 	unsetenv("GPUPROBE_RECORD");
+	assert_int_equal(finish(pid, 30), 0);
 	assert_false(file_has(err, "stub cupti:"));
 	assert_false(file_has(err, "gpuprobe-shim:"));
 	assert_false(file_has(err, "ThreadSanitizer"));

@@ -13,9 +13,13 @@
  *   cubinCrc is cuptiGetCubinCrc's of the module it was loaded from.
  * - Held per (module, function, offset), STUB_PC_MAX_PCS at most: past it
  *   a kernel's samples are dropped (droppedSamples). GetData hands over up
- *   to collectNumPcs of them, each functionName malloc'ed (the client
- *   frees it), with totalSamples and droppedSamples since the last call
- *   and remainingNumPcs; it never waits for the GPU.
+ *   to collectNumPcs of them, with totalSamples and droppedSamples since
+ *   the last call and remainingNumPcs; it never waits for the GPU. Each
+ *   function's name is malloc'ed once and handed over in every hand-over
+ *   (shared_name): a client that frees it after one reads freed memory
+ *   and frees it twice.
+ * - Disable puts what is still held into the configured buffer
+ *   (SAMPLING_DATA_BUFFER), as far as it has room, and drops the rest.
  * - Continuous collection's rule: a module's samples must be collected
  *   before it goes. Those still held when it is unloaded (after the
  *   UNLOAD_STARTING callback returned) are dropped, counted in the next
@@ -199,12 +203,41 @@ CUptiResult CUPTIAPI cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *pParams
 	return r;
 }
 
+static bool hand_over(const struct stub_pc *pc, CUpti_PCSamplingPCData *d);
+
+/*
+ * Caller holds P.mu: what is still held goes into the configured buffer, as
+ * far as it has room (collectNumPcs); the rest is dropped, as CUPTI's
+ * Disable does.
+ */
+static void flush_to_configured(void)
+{
+	CUpti_PCSamplingData *d = P.cfg;
+	size_t given = 0;
+
+	if (d && d->pPcData)
+		while (given < d->collectNumPcs && given < P.n && hand_over(&P.pcs[given], &d->pPcData[given]))
+			given++;
+	for (size_t i = given; i < P.n; i++)
+		for (int s = 0; s < STUB_PC_NSTALL; s++)
+			P.dropped += P.pcs[i].samples[s];
+	if (d) {
+		d->totalNumPcs = given;
+		d->remainingNumPcs = 0;
+		d->totalSamples = P.total;
+		d->droppedSamples = P.dropped;
+		P.total = P.dropped = 0;
+	}
+	P.n = 0;
+}
+
 CUptiResult CUPTIAPI cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *pParams)
 {
 	if (!pParams || pParams->size < CUpti_PCSamplingDisableParamsSize)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&P.mu);
 	if (P.ctx == pParams->ctx) {
+		flush_to_configured();
 		P.ctx = NULL;
 		P.cfg = NULL;
 	}
@@ -325,6 +358,30 @@ static void hold_until_unload(void)
 		P.unloads != seen ? "held until an unload finished" : "waited out: no unload finished");
 }
 
+/*
+ * A function's name as CUPTI hands it over: one copy per function for the
+ * life of the process, the same pointer in every hand-over (as CUPTI may:
+ * "shared across all the records"), the client's to free once, at the end.
+ * Caller holds P.mu.
+ */
+static char *shared_name(const char *fn)
+{
+	static struct {
+		const char *fn;
+		char *copy;
+	} names[256];
+	static size_t n;
+
+	for (size_t i = 0; i < n; i++)
+		if (names[i].fn == fn)
+			return names[i].copy;
+	if (n == 256)
+		return strdup(fn); /* a test with more functions than this: a copy each time */
+	names[n].fn = fn;
+	names[n].copy = strdup(fn);
+	return names[n++].copy;
+}
+
 /* One held PC into d (its stall reasons those with samples); false when d has no room for them. */
 static bool hand_over(const struct stub_pc *pc, CUpti_PCSamplingPCData *d)
 {
@@ -336,7 +393,7 @@ static bool hand_over(const struct stub_pc *pc, CUpti_PCSamplingPCData *d)
 	d->cubinCrc = module_crc(pc->module_id);
 	d->pcOffset = pc->off;
 	d->functionIndex = 0;
-	d->functionName = strdup(pc->fn);
+	d->functionName = shared_name(pc->fn);
 	for (int s = 0; s < STUB_PC_NSTALL; s++)
 		if (pc->samples[s])
 			d->stallReason[n++] = (CUpti_PCSamplingStallReason){

@@ -337,7 +337,8 @@ static int pc_count(void *ctx, const struct profile_sample *s)
 		return 0;
 	total = 0;
 	u64map__get(&w->pc_total, key, &total);
-	return u64map__put(&w->pc_total, key, total + s->ns);
+	/* saturated: a process's GPU times are its own to choose */
+	return u64map__put(&w->pc_total, key, total + s->ns < total ? UINT64_MAX : total + s->ns);
 }
 
 /*
@@ -395,17 +396,19 @@ static __u64 muldiv(__u64 x, __u64 num, __u64 den)
 static int pc_shares(struct writer *w, const struct profile_sample *s, uint64_t *locs, size_t n,
 		     struct pprof_label *labels, size_t nl)
 {
-	__u64 key = pc_key(s->pid, s->kernel_id), head, total = 0, cum = 0;
+	__u64 key = pc_key(s->pid, s->kernel_id), head, total = 0, cum = 0, next;
 	int err = 0;
 
 	if (!w->pc || !s->has_device || !s->ns || !u64map__get(&w->pc_head, key, &head) ||
 	    !u64map__get(&w->pc_total, key, &total) || !total)
 		return 0;
 	u64map__get(&w->pc_cum, key, &cum);
+	/* Past a saturated total the running sum stops there: the shares never pass the samples. */
+	next = cum + s->ns < cum || cum + s->ns > total ? total : cum + s->ns;
 	for (__u64 i = head; i && !err; i = w->pcs[i - 1].next) {
 		const struct profile_pc *pc = &w->pcs[i - 1].pc;
-		__u64 share = muldiv(pc->samples, cum + s->ns, total) - muldiv(pc->samples, cum, total);
-		int64_t values[3] = { 0, 0, (int64_t)share };
+		__u64 share = muldiv(pc->samples, next, total) - muldiv(pc->samples, cum, total);
+		int64_t values[3] = { 0, 0, share > INT64_MAX ? INT64_MAX : (int64_t)share };
 
 		if (!share)
 			continue;
@@ -414,7 +417,7 @@ static int pc_shares(struct writer *w, const struct profile_sample *s, uint64_t 
 		if (!err)
 			err = pprof__add_sample(w->pp, locs, n + 1, values, labels, nl + 1);
 	}
-	return err ? err : u64map__put(&w->pc_cum, key, cum + s->ns);
+	return err ? err : u64map__put(&w->pc_cum, key, next);
 }
 
 /*
@@ -437,7 +440,7 @@ static int pc_unlaunched(struct writer *w)
 					     .cubin = pc->cubin, .cubin_crc = pc->crc,
 					     .cubin_sym = pc->cubin_sym };
 		struct pprof_label labels[3] = { { .key = "pid", .num = pc->pid }, stall_label(pc->stall) };
-		int64_t values[3] = { 0, 0, (int64_t)pc->samples };
+		int64_t values[3] = { 0, 0, pc->samples > INT64_MAX ? INT64_MAX : (int64_t)pc->samples };
 		size_t nl = 2;
 
 		if (u64map__get(&w->pc_total, pc_key(pc->pid, pc->kernel_id), &total) && total)

@@ -28,9 +28,10 @@ __u64 profile__pc_dropped(const struct profile *p)
 	return p->pc.dropped;
 }
 
-static __u64 entry_hash(const struct pc_entry *e)
+/* Keyed by the map's own secret: a process that guesses string ids cannot make chains at will. */
+static __u64 entry_hash(const struct pc_table *t, const struct pc_entry *e)
 {
-	__u64 h = u64map__hash((__u64)e->pid << 32 | e->fn);
+	__u64 h = u64map__hash(((__u64)e->pid << 32 | e->fn) ^ t->head.seed);
 
 	h = u64map__hash(h ^ e->stall);
 	h = u64map__hash(h ^ e->crc);
@@ -54,13 +55,19 @@ int profile__add_pc(struct profile *p, __u32 pid, __u64 crc, const char *kernel,
 	if (!t->head.cap && ((err = u64map__init(&t->head, MAX_PC_ENTRIES)) ||
 			     (err = u64map__init(&t->per_pid, 0))))
 		return err;
+	/* A process at its bound takes no more strings either (the table is every process's). */
+	u64map__get(&t->per_pid, pid, &mine);
+	if (mine >= MAX_PC_ENTRIES_PER_PROC) {
+		t->dropped += samples;
+		return -E2BIG;
+	}
 	k.fn = profile__intern(p, kernel ? kernel : "[unknown]");
 	k.stall = profile__intern(p, stall ? stall : "[unknown]");
 	if (!k.fn || !k.stall) {
 		t->dropped += samples;
 		return -E2BIG; /* the string table is full */
 	}
-	h = entry_hash(&k);
+	h = entry_hash(t, &k);
 	u64map__get(&t->head, h, &head);
 	for (__u64 i = head; i; i = t->e[i - 1].next) {
 		if (entry_same(&t->e[i - 1], &k)) {
@@ -68,8 +75,7 @@ int profile__add_pc(struct profile *p, __u32 pid, __u64 crc, const char *kernel,
 			return 0;
 		}
 	}
-	u64map__get(&t->per_pid, pid, &mine);
-	if (t->n == MAX_PC_ENTRIES || mine == MAX_PC_ENTRIES_PER_PROC ||
+	if (t->n == MAX_PC_ENTRIES ||
 	    !(grown = grow__array(t->e, &t->cap, t->n + 1, sizeof(*t->e), 256))) {
 		t->dropped += samples;
 		return -E2BIG;

@@ -95,7 +95,12 @@ static void pc_stall(struct session *s, struct target *t, const struct gp_record
 	char buf[160];
 	__u32 id;
 
+	__u64 known;
+
 	if (!t->pc_stalls.cap && u64map__init(&t->pc_stalls, 256))
+		return;
+	/* Named once; past 256 reasons, named by index: nothing more interned (s->names is shared). */
+	if (u64map__get(&t->pc_stalls, r->pc_stall.stall, &known) || u64map__len(&t->pc_stalls) >= 256)
 		return;
 	if (shm_reader__name(t->shm, r->pc_stall.name_off, buf, sizeof(buf)) || !buf[0])
 		return;

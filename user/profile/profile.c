@@ -323,7 +323,8 @@ void profile__reset_samples(struct profile *p)
 		return;
 	blobtab__destroy(p->keys);
 	p->keys = fresh;
-	memset(p->vals, 0, p->cap_vals * sizeof(*p->vals));
+	if (p->vals) /* none before the first sample */
+		memset(p->vals, 0, p->cap_vals * sizeof(*p->vals));
 	memset(&p->t, 0, sizeof(p->t));
 	pc_table__reset(&p->pc);
 }

@@ -1238,6 +1238,30 @@ static void test_fdes_are_built_on_demand_through_the_eh_frame_hdr_table(void **
 	cfi_table__free(t);
 }
 
+/* An .eh_frame_hdr table's pair i at hdr: function start and FDE address, relative to hdr. */
+static void eh_hdr__pair(__u8 *img, size_t hdr, size_t i, __u64 start, __u64 fde)
+{
+	__u32 u = (__u32)(start - hdr);
+
+	memcpy(img + hdr + 12 + 8 * i, &u, 4);
+	u = (__u32)(fde - hdr);
+	memcpy(img + hdr + 16 + 8 * i, &u, 4);
+}
+
+/* The .eh_frame_hdr at hdr (n pairs, .eh_frame at frame_at), and the ELF headers over it all. */
+static void eh_hdr__finish(__u8 *img, size_t total, size_t hdr, size_t frame_at, __u32 n)
+{
+	__u32 u = (__u32)(frame_at - (hdr + 4));
+
+	img[hdr] = 1;
+	img[hdr + 1] = 0x1b; /* eh_frame_ptr: pcrel sdata4 */
+	img[hdr + 2] = 0x03; /* fde_count: udata4 */
+	img[hdr + 3] = 0x3b; /* table: datarel sdata4 */
+	memcpy(img + hdr + 4, &u, 4);
+	memcpy(img + hdr + 8, &n, 4);
+	elf_image__phdrs(img, total, hdr, 12 + 8 * (size_t)n);
+}
+
 /*
  * Built on demand, the rows stay bounded whatever the lookups touch: 20,000
  * one-rule functions, each looked up (and answered right), leave at most the
@@ -1270,20 +1294,9 @@ static void test_fdes_built_on_demand_stay_bounded(void **state)
 		memcpy(p + 8, &v, 8);
 		v = 16;
 		memcpy(p + 16, &v, 8); /* then augmentation length 0 and nops */
-		u = (__u32)(0x100000 + 16 * i - hdr);
-		memcpy(img + hdr + 12 + 8 * i, &u, 4);
-		u = (__u32)(frame_at + off - hdr);
-		memcpy(img + hdr + 16 + 8 * i, &u, 4);
+		eh_hdr__pair(img, hdr, i, 0x100000 + 16 * i, frame_at + off);
 	}
-	img[hdr] = 1;
-	img[hdr + 1] = 0x1b;
-	img[hdr + 2] = 0x03;
-	img[hdr + 3] = 0x3b;
-	u = (__u32)(frame_at - (hdr + 4));
-	memcpy(img + hdr + 4, &u, 4);
-	u = N;
-	memcpy(img + hdr + 8, &u, 4);
-	elf_image__phdrs(img, total, hdr, 12 + 8 * N);
+	eh_hdr__finish(img, total, hdr, frame_at, N);
 	assert_int_equal(cfi_table__load_mem(img, total, &t), 0);
 	assert_int_equal(cfi_table__fdes_on_demand(t), N);
 	for (size_t i = 0; i < N; i++)
@@ -1336,20 +1349,9 @@ static void test_fdes_built_on_demand_stay_bounded_in_bytes(void **state)
 			p[26 + 3 * r] = 0x0e;
 			p[27 + 3 * r] = r % 2 ? 8 : 16;
 		}
-		u = (__u32)(0x100000 + (__u64)SPAN * i - hdr);
-		memcpy(img + hdr + 12 + 8 * i, &u, 4);
-		u = (__u32)(frame_at + off - hdr);
-		memcpy(img + hdr + 16 + 8 * i, &u, 4);
+		eh_hdr__pair(img, hdr, i, 0x100000 + (__u64)SPAN * i, frame_at + off);
 	}
-	img[hdr] = 1;
-	img[hdr + 1] = 0x1b;
-	img[hdr + 2] = 0x03;
-	img[hdr + 3] = 0x3b;
-	u = (__u32)(frame_at - (hdr + 4));
-	memcpy(img + hdr + 4, &u, 4);
-	u = N;
-	memcpy(img + hdr + 8, &u, 4);
-	elf_image__phdrs(img, total, hdr, 12 + 8 * N);
+	eh_hdr__finish(img, total, hdr, frame_at, N);
 	assert_int_equal(cfi_table__load_mem(img, total, &t), 0);
 	assert_int_equal(cfi_table__fdes_on_demand(t), N);
 	base = cfi_table__bytes(t); /* the index, and the image (copied) */

@@ -231,6 +231,16 @@ def expected_launcher_pc(T, N):
     return e
 
 
+def mismatches(got, want):
+    """Prints each key whose value differs; how many did."""
+    bad = 0
+    for key in sorted(set(got) | set(want)):
+        if got.get(key) != want.get(key):
+            print("MISMATCH %s: got %s want %s" % (" ".join(map(str, key)), got.get(key), want.get(key)))
+            bad += 1
+    return bad
+
+
 def main():
     path, mode = sys.argv[1], sys.argv[2]
     samples, locinfo, mappings = parse_raw(path)
@@ -256,11 +266,7 @@ def main():
             s["locinfo"] = [locinfo.get(i, (0, 0)) for i in s["locs"]]
             s["map_start"] = [mappings.get(m, (0,))[0] for m, _ in s["locinfo"]]
         (got, misplaced), want = pc_totals(samples), expected_launcher_pc(T, N)
-        bad = 0
-        for key in sorted(set(got) | set(want)):
-            if got.get(key) != want.get(key):
-                print("MISMATCH %s %s %s: got %s want %s" % (key + (got.get(key), want.get(key))))
-                bad += 1
+        bad = mismatches(got, want)
         if misplaced:
             print("MISPLACED: %d instructions not at their offset in their kernel's cubin mapping: %s" %
                   (len(misplaced), sorted(set(misplaced))[:5]))
@@ -275,11 +281,7 @@ def main():
         if len(sys.argv) > 5:
             samples = [s for s in samples if s["labels"].get("pid") == sys.argv[5]]
         got, want = totals(samples), expected_launcher(T, N)
-        bad = 0
-        for key in sorted(set(got) | set(want)):
-            if got.get(key) != want.get(key):
-                print("MISMATCH %s %s: got %s want %s" % (key[0], key[1], got.get(key), want.get(key)))
-                bad += 1
+        bad = mismatches(got, want)
         if bad:
             return 1
         print("profile matches launcher -t %d -n %d exactly: %d (site, activity) pairs, "

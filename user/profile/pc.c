@@ -114,20 +114,17 @@ void pc_table__fini(struct pc_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* Where the process's cubins put the function (as view.c does for a sample's kernel). */
+/* Where the process's cubins put the function, as for a sample's kernel. */
 static void pc_kernel(const struct profile *p, struct profile_pc *pc)
 {
-	__u64 idx, v;
-	const struct proc_info *pi = u64map__get(&p->procs, pc->pid, &idx) ? &p->proc_infos[idx] : NULL;
+	struct kernel_place kp;
 
-	if (!pi || !pi->kernels.cap ||
-	    !u64map__get(&pi->kernels, profile__kernel_hash(pc->kernel, strlen(pc->kernel)), &v) ||
-	    v == KERNEL_AMBIGUOUS)
+	if (!profile__kernel_place(p, pc->pid, pc->kernel, &kp))
 		return;
 	pc->in_cubin = true;
-	pc->cubin = (__u32)(v >> 32);
-	pc->crc = p->cubin_crcs[v >> 32];
-	pc->cubin_sym = (__u32)v;
+	pc->cubin = kp.cubin;
+	pc->crc = kp.crc;
+	pc->cubin_sym = kp.sym;
 }
 
 int profile__each_pc(const struct profile *p, int (*fn)(void *ctx, const struct profile_pc *pc),

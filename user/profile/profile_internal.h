@@ -120,4 +120,13 @@ __u64 profile__kernel_hash(const char *name, size_t len);
 int profile__proc(struct profile *p, __u32 pid, struct proc_info **ret_pi);
 int profile__cubin_index(struct profile *p, __u64 crc, __u64 *ret_idx);
 
+/* Where one cubin of a process defines a kernel (view.c): false when none, or two do. */
+struct kernel_place {
+	__u32 cubin;  /* its index among the profile's cubins */
+	__u64 crc;
+	__u32 sym;    /* the kernel's symbol index in it */
+};
+bool profile__kernel_place(const struct profile *p, __u32 pid, const char *name,
+			   struct kernel_place *ret);
+
 #endif

@@ -20,20 +20,31 @@ static const struct proc_info *proc_of(const struct profile *p, __u32 pid)
  * A kernel whose name one cubin of its process defines lies in that cubin;
  * "[memcpy HtoD]" and friends are labels, never symbols.
  */
-static void sample__kernel(const struct profile *p, const struct proc_info *pi,
-			   struct profile_sample *s)
+bool profile__kernel_place(const struct profile *p, __u32 pid, const char *name,
+			   struct kernel_place *ret)
 {
-	const char *name = s->kernel;
+	const struct proc_info *pi = proc_of(p, pid);
 	__u64 v;
 
 	if (!pi || !pi->kernels.cap || name[0] == '[' ||
 	    !u64map__get(&pi->kernels, profile__kernel_hash(name, strlen(name)), &v) ||
 	    v == KERNEL_AMBIGUOUS)
+		return false;
+	*ret = (struct kernel_place){ .cubin = (__u32)(v >> 32), .crc = p->cubin_crcs[v >> 32],
+				      .sym = (__u32)v };
+	return true;
+}
+
+static void sample__kernel(const struct profile *p, struct profile_sample *s)
+{
+	struct kernel_place kp;
+
+	if (!profile__kernel_place(p, s->pid, s->kernel, &kp))
 		return;
 	s->in_cubin = true;
-	s->cubin = (__u32)(v >> 32);
-	s->cubin_crc = p->cubin_crcs[v >> 32];
-	s->cubin_sym = (__u32)v;
+	s->cubin = kp.cubin;
+	s->cubin_crc = kp.crc;
+	s->cubin_sym = kp.sym;
 }
 
 static void sample__of(const struct profile *p, const struct agg_key *k, const struct agg_val *v,
@@ -53,7 +64,7 @@ static void sample__of(const struct profile *p, const struct agg_key *k, const s
 		s->comm = str_of(p, pi->comm);
 	if (pi && pi->cgroup)
 		s->cgroup = str_of(p, pi->cgroup);
-	sample__kernel(p, pi, s);
+	sample__kernel(p, s);
 	if (k->stack_id && u64map__get(&p->stack_idx, k->stack_id, &idx)) {
 		s->frames = p->stacks[idx].frames;
 		s->nframes = p->stacks[idx].n;

@@ -34,8 +34,8 @@ static void enable_if_idle(struct pc_ctx *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* A slot in state from, taken for ctx: CLAIMING while its context is set. */
-static struct pc_ctx *claim_from(CUcontext ctx, int from)
+/* A slot in state from, taken for ctx: CLAIMING while its context is set (*ret_old: what it held). */
+static struct pc_ctx *claim_from(CUcontext ctx, int from, CUcontext *ret_old)
 {
 	for (size_t i = 0; i < PC_CTX_MAX; i++) {
 		struct pc_ctx *c = &pc.ctx[i];
@@ -44,7 +44,7 @@ static struct pc_ctx *claim_from(CUcontext ctx, int from)
 		if (!__atomic_compare_exchange_n(&c->state, &st, PC_CLAIMING, false, __ATOMIC_ACQ_REL,
 						 __ATOMIC_RELAXED))
 			continue;
-		__atomic_store_n(&c->ctx, ctx, __ATOMIC_RELEASE);
+		*ret_old = __atomic_exchange_n(&c->ctx, ctx, __ATOMIC_ACQ_REL);
 		return c;
 	}
 	return NULL;
@@ -57,19 +57,19 @@ static struct pc_ctx *claim_from(CUcontext ctx, int from)
  */
 static struct pc_ctx *claim(CUcontext ctx)
 {
-	struct pc_ctx *c = claim_from(ctx, PC_FREE), *other;
+	CUcontext old = NULL;
+	struct pc_ctx *c = claim_from(ctx, PC_FREE, &old), *other;
 	int from = PC_FREE;
 
 	if (!c) {
-		c = claim_from(ctx, PC_GONE);
+		c = claim_from(ctx, PC_GONE, &old);
 		from = PC_GONE;
 	}
 	if (!c)
 		return NULL;
 	other = slot_of(ctx);
-	if (other) {
-		if (from == PC_FREE)
-			__atomic_store_n(&c->ctx, NULL, __ATOMIC_RELEASE);
+	if (other) { /* given back as it was */
+		__atomic_store_n(&c->ctx, old, __ATOMIC_RELEASE);
 		__atomic_store_n(&c->state, from, __ATOMIC_RELEASE);
 		return other;
 	}

@@ -104,6 +104,24 @@ static void test_the_duty_cycle_defaults_and_bounds(void **state)
 }
 
 /* --trace: one timeline at the end, never over the profile, never empty. */
+static void test_pc_sampling_period(void **state)
+{
+	struct gp_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(&o, err, "--pid", "1", NULL), 0);
+	assert_int_equal(o.pc_sampling, -1);
+	assert_int_equal(parse(&o, err, "--pc-sampling", "--pid", "1", NULL), 0);
+	assert_int_equal(o.pc_sampling, GP_PC_PERIOD_DEFAULT);
+	assert_int_equal(GP_PC_PERIOD_DEFAULT, 17); /* the measured default (docs/BENCHMARKS.md) */
+	assert_int_equal(parse(&o, err, "--pc-sampling=12", "--pid", "1", NULL), 0);
+	assert_int_equal(o.pc_sampling, 12);
+	assert_int_equal(parse(&o, err, "--pc-sampling=4", "--pid", "1", NULL), -EINVAL);
+	assert_non_null(strstr(err, "not in 5..31"));
+	assert_int_equal(parse(&o, err, "--pc-sampling=32", "--pid", "1", NULL), -EINVAL);
+}
+
 static void test_trace(void **state)
 {
 	struct gp_opts o;
@@ -185,6 +203,7 @@ int main(void)
 		cmocka_unit_test(test_a_command_after_double_dash_keeps_its_own_flags),
 		cmocka_unit_test(test_defaults_are_sane),
 		cmocka_unit_test(test_the_duty_cycle_defaults_and_bounds),
+		cmocka_unit_test(test_pc_sampling_period),
 		cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_bad_numbers_are_usage_errors),
 		cmocka_unit_test(test_targets_are_exclusive_and_required),

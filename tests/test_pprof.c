@@ -28,6 +28,7 @@
 #include "tests/skip.h"
 #include "user/output/pprof.h"
 #include "user/profile/profile.h"
+#include "user/profile/profile_internal.h" /* MAX_PC_ENTRIES_PER_PROC */
 #include "tests/progs/cubin.h"
 
 static char go_bin[PATH_MAX];
@@ -736,9 +737,9 @@ static void test_pc_samples_are_shared_by_gpu_time_exactly(void **state)
 
 /*
  * The PC table is bounded per process: one that makes up instructions
- * fills its own share (65,536 entries), then adds nothing more (its
- * strings are not interned either: the string table is everyone's),
- * counted, and another process's samples still go in.
+ * fills its own share (MAX_PC_ENTRIES_PER_PROC, 524,288 entries), then
+ * adds nothing more (its strings are not interned either: the string table
+ * is everyone's), counted, and another process's samples still go in.
  */
 static void test_pc_entries_are_bounded_per_process(void **state)
 {
@@ -746,16 +747,16 @@ static void test_pc_entries_are_bounded_per_process(void **state)
 
 	(void)state;
 	assert_int_equal(profile__new(&p), 0);
-	for (__u64 off = 0; off < (1u << 16); off++)
+	for (__u64 off = 0; off < MAX_PC_ENTRIES_PER_PROC; off++)
 		assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", off, "wait", 1), 0);
-	assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", 1u << 16, "wait", 7), -E2BIG);
+	assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", MAX_PC_ENTRIES_PER_PROC, "wait", 7), -E2BIG);
 	assert_int_equal(profile__pc_dropped(p), 7);
 	/* at its bound a process adds nothing, not even to a known one: no string is looked up */
 	assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", 5, "wait", 1), -E2BIG);
 	assert_int_equal(profile__pc_dropped(p), 8);
-	assert_int_equal(profile__add_pc(p, 2, 0xa1, "k", 1u << 16, "wait", 1), 0);
+	assert_int_equal(profile__add_pc(p, 2, 0xa1, "k", MAX_PC_ENTRIES_PER_PROC, "wait", 1), 0);
 	profile__reset_samples(p);
-	assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", 1u << 16, "wait", 1), 0); /* a new window */
+	assert_int_equal(profile__add_pc(p, 1, 0xa1, "k", MAX_PC_ENTRIES_PER_PROC, "wait", 1), 0); /* a new window */
 	profile__destroy(p);
 }
 

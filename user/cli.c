@@ -92,12 +92,12 @@ void cli__usage(FILE *f, const char *prog)
 		"                        --interval)\n"
 		"      --pc-sampling[=N] also sample the GPU's warps' program counters (CUPTI's\n"
 		"                        PC sampling, one sample every 2^N cycles per SM, N in\n"
-		"                        5..31; default CUPTI's): pc_samples in the profile,\n"
+		"                        5..31; default 17): pc_samples in the profile,\n"
 		"                        each under its SASS instruction (kernel+0xOFFSET), its\n"
 		"                        kernel and that kernel's launch stacks (shared by\n"
 		"                        their GPU time of it), labelled with the stall reason.\n"
 		"                        -- COMMAND sets it up; a --pid or --all-cgroups target\n"
-		"                        needs GPUPROBE_PC_SAMPLING=N (or 0) in its environment\n"
+		"                        needs GPUPROBE_PC_SAMPLING=N in its environment\n"
 		"  -d, --duration SECS   stop after SECS seconds (default: until the target exits\n"
 		"                        or SIGINT/SIGTERM/SIGHUP)\n"
 		"      --interval SECS   continuous mode: write one profile every SECS seconds,\n"
@@ -150,7 +150,8 @@ void cli__usage(FILE *f, const char *prog)
 		"                                              recording 10%% of it in windows\n"
 		"  sudo %1$s --duty 1 --all-cgroups --interval 60   the same, every launch\n"
 		"  sudo %1$s --trace run.json -- python3 t.py  and a timeline: open run.json\n"
-		"                                              in ui.perfetto.dev or speedscope\n"		"  sudo %1$s --pc-sampling -- ./app          and where in each kernel its warps\n"
+		"                                              in ui.perfetto.dev or speedscope\n"
+		"  sudo %1$s --pc-sampling -- ./app          and where in each kernel its warps\n"
 		"                                              stall, read with go tool pprof\n"
 		"                                              -sample_index=pc_samples -tags\n"
 		"  go tool pprof -top gpuprobe.pb.gz           read the result\n"
@@ -287,7 +288,7 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 		return 0;
 	case OPT_PC_SAMPLING:
 		if (!arg) {
-			o->pc_sampling = 0;
+			o->pc_sampling = GP_PC_PERIOD_DEFAULT;
 			return 0;
 		}
 		if (parse_uint(arg, 5, 31, &v))

@@ -36,7 +36,7 @@ struct gp_opts {
 	unsigned stack_cache;   /* --stack-cache: keys the stack cache holds, 0: no cache */
 	unsigned stack_audit;   /* --stack-audit: about 1 hit in N sent whole, 0: none */
 	unsigned stack_young;   /* --stack-young: audits a new key needs before bare hits */
-	int pc_sampling;        /* --pc-sampling: -1 off, 0 CUPTI's default period, else 5..31 */
+	int pc_sampling;        /* --pc-sampling: -1 off, else 5..31 (GP_PC_PERIOD_DEFAULT) */
 	bool help;
 	bool version;         /* -V: print the version and exit */
 };
@@ -54,5 +54,13 @@ double cli__duty_period(const struct gp_opts *o);
 /* 0 on success; -EINVAL with a one-line message in err (for exit status 2). */
 int cli__parse(int argc, char **argv, struct gp_opts *ret_opts, char *err, size_t errlen);
 void cli__usage(FILE *f, const char *prog);
+
+/*
+ * --pc-sampling's period without =N: a sample every 2^17 cycles per SM.
+ * CUPTI's own default on the H200 is 2^11 (as many samples as =11): on a
+ * training step that many overflowed the shim's ring and the profile's
+ * bound, and cost a third of the step (docs/BENCHMARKS.md, "PC sampling").
+ */
+#define GP_PC_PERIOD_DEFAULT 17
 
 #endif

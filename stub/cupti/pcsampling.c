@@ -11,6 +11,11 @@
  *   its gridX * gridY * gridZ, g samples of long_scoreboard and 1 of
  *   selected at pcOffset 0x40 of its function, and g of wait at 0x80. Its
  *   cubinCrc is cuptiGetCubinCrc's of the module it was loaded from.
+ *   As on the H200, a "_not_issued" reason counts again samples already
+ *   counted under its reason (those in which the warp issued nothing): g - 1
+ *   of long_scoreboard's g at 0x40 are also long_scoreboard_not_issued,
+ *   which totalSamples does not count again. A period under 2^11 samples
+ *   nothing, as measured on the H200 (=5 and =8 gave no sample at all).
  * - Held per (module, function, offset), STUB_PC_MAX_PCS at most: past it
  *   a kernel's samples are dropped (droppedSamples). GetData hands over up
  *   to collectNumPcs of them, with totalSamples and droppedSamples since
@@ -45,7 +50,7 @@
 
 #define STUB_PC_MAX_PCS 4096
 #define STUB_PC_MODULES 1024
-#define STUB_PC_NSTALL 4
+#define STUB_PC_NSTALL 5
 #define STUB_PC_WAIT_S 30
 
 static const struct {
@@ -56,8 +61,9 @@ static const struct {
 	{ 3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard" },
 	{ 9, "smsp__pcsamp_warps_issue_stalled_selected" },
 	{ 12, "smsp__pcsamp_warps_issue_stalled_wait" },
+	{ 4, "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued" },
 };
-enum { S_BARRIER, S_LONG_SB, S_SELECTED, S_WAIT };
+enum { S_BARRIER, S_LONG_SB, S_SELECTED, S_WAIT, S_LONG_SB_NOT_ISSUED };
 
 struct stub_pc {
 	uint32_t module_id;
@@ -86,6 +92,17 @@ static struct {
 	.held = PTHREAD_COND_INITIALIZER, .wait_hook = -1 };
 
 /* Caller holds P.mu: GPUPROBE_STUB_PC_GETDATA_WAIT, read once. */
+/* A PC's samples, each counted once (its _not_issued reason is a part of another's). */
+static uint64_t counted(const struct stub_pc *pc)
+{
+	uint64_t n = 0;
+
+	for (int s = 0; s < STUB_PC_NSTALL; s++)
+		if (s != S_LONG_SB_NOT_ISSUED)
+			n += pc->samples[s];
+	return n;
+}
+
 static int wait_hook(void)
 {
 	if (P.wait_hook < 0) {
@@ -140,8 +157,7 @@ void stub_pc_module_gone(uint32_t module_id)
 			P.pcs[kept++] = P.pcs[i];
 			continue;
 		}
-		for (int s = 0; s < STUB_PC_NSTALL; s++)
-			P.dropped += P.pcs[i].samples[s];
+		P.dropped += counted(&P.pcs[i]);
 	}
 	P.n = kept;
 	P.unloads++;
@@ -164,10 +180,12 @@ static void pc_add(uint32_t module_id, const char *fn, uint64_t off, int stall, 
 {
 	struct stub_pc *pc = pc_slot(module_id, fn, off);
 
-	P.total += n;
 	if (pc)
 		pc->samples[stall] += n;
-	else
+	if (stall == S_LONG_SB_NOT_ISSUED) /* counted once, under its reason */
+		return;
+	P.total += n;
+	if (!pc)
 		P.dropped += n;
 }
 
@@ -176,9 +194,11 @@ void stub_pc_kernel_ran(const struct stub_kernel_exec *k)
 	uint64_t g = (uint64_t)k->grid[0] * k->grid[1] * k->grid[2];
 
 	pthread_mutex_lock(&P.mu);
-	if (P.ctx && k->name) {
+	if (P.ctx && k->name && !(P.period && P.period < 11)) {
 		pc_add(k->module_id, k->name, 0x40, S_LONG_SB, g);
 		pc_add(k->module_id, k->name, 0x40, S_SELECTED, 1);
+		if (g > 1)
+			pc_add(k->module_id, k->name, 0x40, S_LONG_SB_NOT_ISSUED, g - 1);
 		pc_add(k->module_id, k->name, 0x80, S_WAIT, g);
 	}
 	pthread_mutex_unlock(&P.mu);
@@ -219,8 +239,7 @@ static void flush_to_configured(void)
 		while (given < d->collectNumPcs && given < P.n && hand_over(&P.pcs[given], &d->pPcData[given]))
 			given++;
 	for (size_t i = given; i < P.n; i++)
-		for (int s = 0; s < STUB_PC_NSTALL; s++)
-			P.dropped += P.pcs[i].samples[s];
+		P.dropped += counted(&P.pcs[i]);
 	if (d) {
 		d->totalNumPcs = given;
 		d->remainingNumPcs = 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # PC sampling (--pc-sampling) on the stub vendor, whose CUPTI samples each
 # kernel of grid g with g long_scoreboard and 1 selected at +0x40 and g wait
-# at +0x80 (stub/cupti/pcsampling.c):
+# at +0x80, and g - 1 of long_scoreboard's again as long_scoreboard_not_issued
+# (stub/cupti/pcsampling.c):
 #  - exact: every (site, instruction, stall) of tests/progs/launcher holds
 #    its samples, each instruction under its kernel, in that kernel's cubin
 #    mapping at its offset, and dup_relu's samples (two call sites, one
@@ -9,7 +10,8 @@
 #    thread never collects here (GPUPROBE_FLUSH_MS: a minute): what it gets
 #    it gets when the launcher unloads its modules, whose uncollected
 #    samples the stub drops as they go (continuous collection's rule), so
-#    a shim that did not collect at an unload loses them;
+#    a shim that did not collect at an unload loses them; the _not_issued
+#    samples are counted (pc_not_issued), not added;
 #  - a collection blocked inside CUPTI while the application unloads a
 #    module (the stub holds the shim's first GetData until an unload has
 #    finished, and that unload waits until the GetData is held): the
@@ -17,7 +19,7 @@
 #    (pc_unload_busy, pc_dropped), never waited for;
 #  - the report lists the heaviest kernels' stall reasons;
 #  - without --pc-sampling, the profile has no pc_samples and the shim
-#    samples nothing.
+#    samples nothing; with a period that samples nothing, the report says so.
 source "$(dirname "$0")/lib.sh"
 
 T=4 N=10
@@ -37,7 +39,9 @@ $CHECK "$WORK/exact.pb.gz" pc-launcher $T $N || { grep "^counters" "$WORK/exact.
 $CHECK "$WORK/exact.pb.gz" launcher $T $N >/dev/null || fail "the GPU time beside them"
 L=$((T * N))
 want=$(((2 * (3 + 5 + 2 + 4 + 7 + 1 + 1) + 7) * L))
-[ "$(field pc_samples "$WORK/exact.err")" = $want ] && [ "$(field pc_cupti_total "$WORK/exact.err")" = $want ] &&
+# The stub's long_scoreboard_not_issued (g - 1 a launch) counts samples again: never added.
+not_issued=$(((2 + 4 + 1 + 3 + 6) * L))
+[ "$(field pc_samples "$WORK/exact.err")" = $want ] && [ "$(field pc_not_issued "$WORK/exact.err")" = $not_issued ] && [ "$(field pc_cupti_total "$WORK/exact.err")" = $want ] &&
 	[ "$(field pc_dropped "$WORK/exact.err")" = 0 ] && [ "$(field pc_unload_busy "$WORK/exact.err")" = 0 ] ||
 	fail "want $want PC samples, none lost: $(grep '^counters' "$WORK/exact.err")"
 
@@ -60,6 +64,12 @@ total=$(field pc_cupti_total "$WORK/held.err")
 
 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/off.pb.gz" -- "$PROGS/launcher" -t 1 -n 2 \
 	>/dev/null 2>"$WORK/off.err" || fail "without --pc-sampling"
+! grep -q "^PC samples" "$WORK/off.err" || fail "a PC samples section without --pc-sampling"
+# A period that samples nothing (the stub, as the H200, below 2^11): said so.
+LD_LIBRARY_PATH="$B/stub" "$LOADER" --pc-sampling=8 -o "$WORK/none.pb.gz" -- "$PROGS/launcher" -t 1 -n 2 \
+	>/dev/null 2>"$WORK/none.err" || fail "--pc-sampling=8"
+grep -q "^PC samples: none in this profile" "$WORK/none.err" && [ "$(field pc_cupti_total "$WORK/none.err")" = 0 ] ||
+	fail "no sample, unsaid: $(grep -A2 '^PC samples' "$WORK/none.err")"
 ! go tool pprof -raw "$WORK/off.pb.gz" 2>/dev/null | grep -q pc_samples || fail "pc_samples without --pc-sampling"
 [ "$(field pc_cupti_total "$WORK/off.err")" = 0 ] || fail "the shim sampled unasked"
 ok "$want PC samples exact under their instructions, kernels and sites; a collection held in CUPTI" \

@@ -57,6 +57,7 @@ def main():
                                                            statistics.median(v) / b))
         pairs = [(m, "bare") for m in modes if m != "bare"]
         pairs += [(m, o) for m in ("full", "fullb") for o in ("shim", "peer") if m in modes and o in modes]
+        pairs += [("pc", "full")] if "pc" in modes and "full" in modes else []
         print("  per round: A - B, mean [95% interval], in the unit and in % of the round's bare")
         for mode, other in pairs:
             per, pct = [], []
@@ -107,7 +108,7 @@ def program(out):
 
 
 def loader(out):
-    for mode in ("full", "fullb"):
+    for mode in ("full", "fullb", "pc"):
         lines = [d for d in map(loader_line.last, sorted(glob.glob("%s/train-%s-*.log" % (out, mode))))
                  if d and "share_with_helper_pct" in d]
         if not lines:
@@ -123,6 +124,7 @@ def loader(out):
 def losses(out):
     for wl in ("launch", "train"):
         for mode, pattern in (("full", "%s-full-*.log"), ("fullb", "%s-fullb-*.log"),
+                              ("pc", "%s-pc-*.log"),
                               ("bpf", "%s-bpf-*.log.loader")):
             files = sorted(glob.glob(out + "/" + pattern % wl))
             if not files:

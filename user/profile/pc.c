@@ -221,6 +221,10 @@ static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 
 void pc_table__report(const struct profile *p, FILE *f, const __u32 *kernels, size_t n)
 {
+	/* Asked for and none came: said, not left to a missing section (an H200 at =5 or =8). */
+	if (!p->pc.n && p->pc.wanted)
+		fprintf(f, "PC samples: none in this profile (CUPTI's count is pc_cupti_total; on the "
+			   "H200 a period under --pc-sampling=11 gave no sample at all)\n");
 	if (!p->pc.n)
 		return;
 	fprintf(f, "PC samples by stall reason (the top kernels):\n  %-40s %10s  %s\n", "kernel",

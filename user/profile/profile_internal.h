@@ -65,7 +65,7 @@ struct proc_info {
 /* PC sampling's samples (pc.c): (process, function, stall, cubin, offset) -> samples. */
 #define MAX_PC_ENTRIES (1u << 20)
 /* Of them, one process's: one that makes up instructions cannot take every other's room. */
-#define MAX_PC_ENTRIES_PER_PROC (1u << 16)
+#define MAX_PC_ENTRIES_PER_PROC (1u << 19)
 
 struct pc_entry {
 	__u32 pid, fn, stall; /* fn, stall: string ids */

@@ -99,6 +99,7 @@ struct session {
 	__u64 targets_full;        /* events of processes not followed: the target table was full */
 	/* PC sampling (--pc-sampling): what the shims' records said */
 	__u64 pc_samples;          /* samples in the records read */
+	__u64 pc_not_issued;       /* samples of _not_issued reasons: counted again, not added */
 	__u64 pc_total, pc_dropped, pc_non_user, pc_hw_full; /* CUPTI's figures */
 	__u64 pc_lost;             /* instructions a shim could not hand over (its ring or strings full) */
 	__u64 before_window;        /* activities that ended before we attached */

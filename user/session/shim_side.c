@@ -89,12 +89,26 @@ static __u32 graph_origin(struct session *s, struct target *t, __u64 node)
 	return origin;
 }
 
+/*
+ * A "_not_issued" reason counts again samples already counted under its
+ * reason (those in which the warp issued nothing: H200, CUPTI 13): its
+ * samples are not added, so a profile's samples are CUPTI's total.
+ */
+#define PC_NOT_ISSUED_SUFFIX "_not_issued"
+#define PC_STALL_NOT_ISSUED (1ull << 32) /* flag beside the name id in t->pc_stalls */
+
+static bool pc_stall_not_issued(const char *name)
+{
+	size_t n = strlen(name), k = strlen(PC_NOT_ISSUED_SUFFIX);
+
+	return n > k && !strcmp(name + n - k, PC_NOT_ISSUED_SUFFIX);
+}
+
 /* PC sampling: a stall reason's name (CUPTI's indexes are the process's own: kept per target). */
 static void pc_stall(struct session *s, struct target *t, const struct gp_record *r)
 {
 	char buf[160];
 	__u32 id;
-
 	__u64 known;
 
 	if (!t->pc_stalls.cap && u64map__init(&t->pc_stalls, 256))
@@ -108,7 +122,8 @@ static void pc_stall(struct session *s, struct target *t, const struct gp_record
 		s->names_dropped++;
 		return;
 	}
-	u64map__put(&t->pc_stalls, r->pc_stall.stall, id); /* past 256 reasons: named by index */
+	u64map__put(&t->pc_stalls, r->pc_stall.stall,
+		    id | (pc_stall_not_issued(buf) ? PC_STALL_NOT_ISSUED : 0));
 }
 
 /* PC sampling: one instruction's samples of one stall reason, into the profile. */
@@ -120,8 +135,13 @@ static void pc_sample(struct session *s, struct target *t, const struct gp_recor
 
 	if (shm_reader__name(t->shm, r->pc.name_off, fn, sizeof(fn)) || !fn[0])
 		snprintf(fn, sizeof(fn), "[unknown]");
-	if (t->pc_stalls.cap && u64map__get(&t->pc_stalls, r->pc.stall, &id))
+	if (t->pc_stalls.cap && u64map__get(&t->pc_stalls, r->pc.stall, &id)) {
+		if (id & PC_STALL_NOT_ISSUED) {
+			s->pc_not_issued += r->pc.samples;
+			return;
+		}
 		stall = blobtab__get(s->names, (__u32)id, NULL);
+	}
 	if (!stall) {
 		snprintf(idx, sizeof(idx), "stall %u", r->pc.stall);
 		stall = idx;

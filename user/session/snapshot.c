@@ -101,6 +101,7 @@ static void pc_counters(struct session *s, struct counters *c)
 {
 	counters__add(c, "pc_samples", s->pc_samples);
 	counters__add(c, "pc_cupti_total", s->pc_total);
+	counters__add(c, "pc_not_issued", s->pc_not_issued);
 	counters__add(c, "pc_dropped", s->pc_dropped);
 	counters__add(c, "pc_non_user", s->pc_non_user);
 	counters__add(c, "pc_hw_full", s->pc_hw_full);

@@ -15,6 +15,7 @@
 #include "user/profile/profile.h"
 #include "user/output/pprof.h"
 #include "user/symbolize/demangle.h"
+#include "user/util/grow.h"
 #include "user/util/u64map.h"
 
 /*
@@ -29,8 +30,6 @@
 #define CUBIN_SPAN (1ull << 46)
 #define INSTR_BASE (1ull << 45)
 #define INSTR_OFFSET_BITS 24
-/* The stall reasons' common prefix, left out of the stall label. */
-#define STALL_PREFIX "smsp__pcsamp_warps_issue_stalled_"
 
 struct writer {
 	const struct profile *p;
@@ -50,7 +49,7 @@ struct writer {
 	/* PC sampling: the profile's samples, each kernel's shared among its launches */
 	bool pc;
 	struct pc_item *pcs;       /* profile__each_pc's, in order */
-	size_t npc;
+	size_t npc, cap_pcs;
 	struct u64map pc_head;     /* pid << 32 | kernel string id -> its first pc_item + 1 */
 	struct u64map pc_total;    /* the same key -> the GPU ns of its samples */
 	struct u64map pc_cum;      /* the same key -> of those, the ns written so far */
@@ -316,7 +315,7 @@ static __u64 pc_key(__u32 pid, __u32 kernel_id)
 static int pc_gather(void *ctx, const struct profile_pc *pc)
 {
 	struct writer *w = ctx;
-	struct pc_item *grown = realloc(w->pcs, (w->npc + 1) * sizeof(*w->pcs));
+	struct pc_item *grown = grow__array(w->pcs, &w->cap_pcs, w->npc + 1, sizeof(*w->pcs), 256);
 	__u64 key = pc_key(pc->pid, pc->kernel_id), head = 0;
 
 	if (!grown)
@@ -374,10 +373,7 @@ static int instr_loc(struct writer *w, const struct profile_pc *pc, uint64_t *re
 
 static struct pprof_label stall_label(const char *stall)
 {
-	size_t n = strlen(STALL_PREFIX);
-
-	return (struct pprof_label){ .key = "stall",
-				     .str = strncmp(stall, STALL_PREFIX, n) ? stall : stall + n };
+	return (struct pprof_label){ .key = "stall", .str = profile__stall_short(stall) };
 }
 
 /* x * num / den, the product in 128 bits: den > 0. */
@@ -425,39 +421,46 @@ static int pc_shares(struct writer *w, const struct profile_sample *s, uint64_t 
  * fell outside it, or its records were lost): under the kernel, a marker
  * and the process, not shared.
  */
+/* One such entry's sample. */
+static int pc_unlaunched_one(struct writer *w, const struct profile_pc *pc)
+{
+	const char *comm = profile__proc_comm(w->p, pc->pid);
+	struct profile_sample ks = { .pid = pc->pid, .kernel_id = pc->kernel_id, .kernel = pc->kernel,
+				     .in_cubin = pc->in_cubin, .cubin = pc->cubin,
+				     .cubin_crc = pc->crc, .cubin_sym = pc->cubin_sym };
+	struct pprof_label labels[3] = { { .key = "pid", .num = pc->pid }, stall_label(pc->stall) };
+	int64_t values[3] = { 0, 0, pc->samples > INT64_MAX ? INT64_MAX : (int64_t)pc->samples };
+	uint64_t locs[4];
+	size_t nl = 2;
+	char root[96];
+	int err;
+
+	if (comm)
+		labels[nl++] = (struct pprof_label){ .key = "comm", .str = comm };
+	snprintf(root, sizeof(root), "%s (pid %u)", comm ? comm : "?", pc->pid);
+	err = instr_loc(w, pc, &locs[0]);
+	if (!err)
+		err = kernel_loc(w, &ks, &locs[1]);
+	if (!err)
+		err = synthetic_loc(w, "[PC samples: no GPU time of this kernel in the profile]", &locs[2]);
+	if (!err)
+		err = synthetic_loc_by(w, &w->root_loc, pc->pid, root, &locs[3]);
+	if (!err)
+		err = pprof__add_sample(w->pp, locs, 4, values, labels, nl);
+	return err;
+}
+
 static int pc_unlaunched(struct writer *w)
 {
-	char root[96];
-	uint64_t locs[4];
-	__u64 total;
 	int err = 0;
 
 	for (size_t i = 0; i < w->npc && !err; i++) {
 		const struct profile_pc *pc = &w->pcs[i].pc;
-		const char *comm = profile__proc_comm(w->p, pc->pid);
-		struct profile_sample ks = { .pid = pc->pid, .kernel_id = pc->kernel_id,
-					     .kernel = pc->kernel, .in_cubin = pc->in_cubin,
-					     .cubin = pc->cubin, .cubin_crc = pc->crc,
-					     .cubin_sym = pc->cubin_sym };
-		struct pprof_label labels[3] = { { .key = "pid", .num = pc->pid }, stall_label(pc->stall) };
-		int64_t values[3] = { 0, 0, pc->samples > INT64_MAX ? INT64_MAX : (int64_t)pc->samples };
-		size_t nl = 2;
+		__u64 total;
 
-		if (u64map__get(&w->pc_total, pc_key(pc->pid, pc->kernel_id), &total) && total)
-			continue;
-		if (comm)
-			labels[nl++] = (struct pprof_label){ .key = "comm", .str = comm };
-		snprintf(root, sizeof(root), "%s (pid %u)", comm ? comm : "?", pc->pid);
-		err = instr_loc(w, pc, &locs[0]);
-		if (!err)
-			err = kernel_loc(w, &ks, &locs[1]);
-		if (!err)
-			err = synthetic_loc(w, "[PC samples: no GPU time of this kernel in the profile]",
-					    &locs[2]);
-		if (!err)
-			err = synthetic_loc_by(w, &w->root_loc, pc->pid, root, &locs[3]);
-		if (!err)
-			err = pprof__add_sample(w->pp, locs, 4, values, labels, nl);
+		/* The common case first: shared under its launches, nothing to build. */
+		if (!u64map__get(&w->pc_total, pc_key(pc->pid, pc->kernel_id), &total) || !total)
+			err = pc_unlaunched_one(w, pc);
 	}
 	return err;
 }

@@ -148,7 +148,6 @@ int profile__each_pc(const struct profile *p, int (*fn)(void *ctx, const struct 
 
 #define PC_REPORT_STALLS 64 /* distinct stall reasons a kernel's line weighs */
 #define PC_REPORT_SHOWN 3
-#define STALL_PREFIX "smsp__pcsamp_warps_issue_stalled_"
 
 struct stall_sum {
 	__u32 stall;
@@ -166,7 +165,7 @@ static int cmp_stall_sums(const void *a, const void *b)
 static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 {
 	struct stall_sum sums[PC_REPORT_STALLS];
-	size_t n = 0, plen = strlen(STALL_PREFIX), it = 0;
+	size_t n = 0, it = 0;
 	__u64 total = 0, other = 0, off, v, hot_off = 0, hot = 0;
 	struct u64map by_off; /* offset -> its samples, every stall reason */
 	bool offs = !u64map__init(&by_off, 1u << 16);
@@ -210,13 +209,20 @@ static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 	for (size_t k = 0; k < n && k < PC_REPORT_SHOWN; k++) {
 		const char *st = str_of(p, sums[k].stall);
 
-		fprintf(f, "%s%s %.1f%%", k ? ", " : "", strncmp(st, STALL_PREFIX, plen) ? st : st + plen,
+		fprintf(f, "%s%s %.1f%%", k ? ", " : "", profile__stall_short(st),
 			100.0 * sums[k].samples / total);
 	}
 	fprintf(f, "%s", n > PC_REPORT_SHOWN || other ? ", ..." : "");
 	if (hot)
 		fprintf(f, "; hottest +0x%llx %.1f%%", (unsigned long long)hot_off, 100.0 * hot / total);
 	fputc('\n', f);
+}
+
+const char *profile__stall_short(const char *stall)
+{
+	static const char prefix[] = "smsp__pcsamp_warps_issue_stalled_";
+
+	return strncmp(stall, prefix, sizeof(prefix) - 1) ? stall : stall + sizeof(prefix) - 1;
 }
 
 void pc_table__report(const struct profile *p, FILE *f, const __u32 *kernels, size_t n)

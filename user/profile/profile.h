@@ -185,6 +185,8 @@ bool profile__has_pc(const struct profile *p);
 int profile__add_pc(struct profile *p, __u32 pid, __u64 crc, const char *kernel, __u64 offset,
 		    const char *stall, __u64 samples);
 __u64 profile__pc_dropped(const struct profile *p);
+/* A stall reason's short name: CUPTI's without its smsp__pcsamp_warps_issue_stalled_ prefix. */
+const char *profile__stall_short(const char *stall);
 /* fn for each (process, function, stall, cubin, offset), in the order first added; stops at fn's error. */
 int profile__each_pc(const struct profile *p, int (*fn)(void *ctx, const struct profile_pc *pc),
 		     void *ctx);

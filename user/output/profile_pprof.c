@@ -419,9 +419,8 @@ static int pc_shares(struct writer *w, const struct profile_sample *s, uint64_t 
 /*
  * PC samples of a kernel with no GPU time in the profile (its launches
  * fell outside it, or its records were lost): under the kernel, a marker
- * and the process, not shared.
+ * and the process, not shared. One entry's sample.
  */
-/* One such entry's sample. */
 static int pc_unlaunched_one(struct writer *w, const struct profile_pc *pc)
 {
 	const char *comm = profile__proc_comm(w->p, pc->pid);

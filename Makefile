@@ -206,7 +206,15 @@ $(BPF_COUNTERS): $(call obj,tools/bpf_counters.c)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $^ $(LIBBPF_LIBS) $(SYS_LIBS)
 
-static: $(LOADER_STATIC) $(BUILD)/static/gpuprobe-table-cost $(BUILD)/static/gpuprobe-bpf-counters
+static: $(LOADER_STATIC) $(BUILD)/static/gpuprobe-table-cost $(BUILD)/static/gpuprobe-bpf-counters \
+	$(BUILD)/static/gpuprobe-crc
+# The CRC helper dlopens libcupti, so it stays dynamic (libc only); the loader
+# finds it beside itself, and without it names cubins by zlib's CRC, which
+# CUPTI's PC samples do not carry.
+$(BUILD)/static/gpuprobe-crc: $(CRC_HELPER)
+	$(call msg,CP,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cp $< $@
 $(LOADER_STATIC): $(call obj,$(USER_MAIN)) $(CORE_LIB)
 $(BUILD)/static/gpuprobe-table-cost: $(call obj,tools/table_cost.c) $(CORE_LIB)
 $(BUILD)/static/gpuprobe-bpf-counters: $(call obj,tools/bpf_counters.c)

@@ -92,8 +92,9 @@ static inline size_t elf_image__sections(__u8 *img, size_t cap, const struct elf
 
 		off = ELF_IMAGE_ALIGN8(off);
 		sh = (Elf64_Shdr){ .sh_name = (Elf64_Word)name_at, .sh_type = secs[i].type,
-				   .sh_flags = secs[i].flags, .sh_offset = off, .sh_size = secs[i].size,
-				   .sh_link = secs[i].link, .sh_info = secs[i].info, .sh_addralign = 8,
+				   .sh_flags = secs[i].flags, .sh_offset = off,
+				   .sh_size = secs[i].size, .sh_link = secs[i].link,
+				   .sh_info = secs[i].info, .sh_addralign = 8,
 				   .sh_entsize = secs[i].entsize };
 		memcpy(img + shoff + (i + 1) * sizeof(sh), &sh, sizeof(sh));
 		memcpy(img + names + name_at, secs[i].name, len);
@@ -103,8 +104,8 @@ static inline size_t elf_image__sections(__u8 *img, size_t cap, const struct elf
 		off += secs[i].size;
 	}
 	memcpy(img + names + name_at, ".shstrtab", sizeof(".shstrtab"));
-	sh = (Elf64_Shdr){ .sh_name = (Elf64_Word)name_at, .sh_type = SHT_STRTAB, .sh_offset = names,
-			   .sh_size = names_len, .sh_addralign = 1 };
+	sh = (Elf64_Shdr){ .sh_name = (Elf64_Word)name_at, .sh_type = SHT_STRTAB,
+			   .sh_offset = names, .sh_size = names_len, .sh_addralign = 1 };
 	memcpy(img + shoff + (n + 1) * sizeof(sh), &sh, sizeof(sh));
 	return off;
 }

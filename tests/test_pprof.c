@@ -30,6 +30,7 @@
 #include "user/profile/profile.h"
 #include "user/profile/profile_internal.h" /* MAX_PC_ENTRIES_PER_PROC */
 #include "tests/progs/cubin.h"
+#include "tests/line_image.h"
 
 static char go_bin[PATH_MAX];
 static char tmp_dir[PATH_MAX];
@@ -363,8 +364,8 @@ static void test_many_samples_merge_by_stack_and_sum(void **state)
 #define DEC_MAX 64
 
 struct dec_mapping { uint64_t id, start, limit, file, build_id; };
-struct dec_location { uint64_t id, mapping, address, function; };
-struct dec_function { uint64_t id, name; };
+struct dec_location { uint64_t id, mapping, address, function, line; };
+struct dec_function { uint64_t id, name, filename; };
 struct dec_sample { uint64_t leaf, pid, value[3]; int nvalue; };
 
 struct decoded {
@@ -483,16 +484,21 @@ static void decode_profile(const char *path, struct decoded *d)
 					l->mapping = v2;
 				else if (f2 == 3)
 					l->address = v2;
-				else if (f2 == 4) /* Line: its function_id is field 1 */
+				else if (f2 == 4) /* Line: function_id is field 1, line 2 */
 					for (const uint8_t *c3 = s2; pb_next(&c3, s2 + n2, &f2, &v2,
-									     &(const uint8_t *){ NULL }, &n2);)
+									     &(const uint8_t *){ NULL }, &n2);) {
 						if (f2 == 1)
 							l->function = v2;
+						else if (f2 == 2)
+							l->line = v2;
+					}
 			} else if (f == 5) {
 				if (f2 == 1)
 					d->fn[d->nfn].id = v2;
 				else if (f2 == 2)
 					d->fn[d->nfn].name = v2;
+				else if (f2 == 4)
+					d->fn[d->nfn].filename = v2;
 			}
 		}
 		d->nmap += f == 3;
@@ -733,6 +739,98 @@ static void test_pc_samples_are_shared_by_gpu_time_exactly(void **state)
 		assert_contains(tags, "1.0 ( 6.25%): barrier");
 		free(tags);
 	}
+}
+
+/* The source file of the instruction named name in d ("" when none), and its line. */
+static const char *instr_source(const struct decoded *d, const char *name, uint64_t *ret_line)
+{
+	for (int i = 0; i < d->nloc; i++) {
+		if (strcmp(dec_fn_name(d, d->loc[i].function), name))
+			continue;
+		*ret_line = d->loc[i].line;
+		for (int k = 0; k < d->nfn; k++)
+			if (d->fn[k].id == d->loc[i].function)
+				return dec_str(d, d->fn[k].filename);
+	}
+	fail_msg("no instruction %s", name);
+	return NULL;
+}
+
+/*
+ * A cubin with a line table (-lineinfo): each sampled instruction names its
+ * source file and line in the profile (the function's filename, the
+ * location's line), the report's hottest instruction says it, an offset
+ * past the kernel's rows names none, and a cubin's lines are read only
+ * when PC samples are wanted.
+ */
+static void test_pc_samples_carry_their_source_lines(void **state)
+{
+	static const char *const dirs[] = { "/src", NULL };
+	static const struct file_spec files[] = { { "k.cu", 1 }, { NULL, 0 } };
+	struct profile_frame frame = { .name = "site", .file = "/bin/app" };
+	struct profile_proc proc = { .pid = 100, .comm = "app" };
+	struct profile_activity act = { .name = "kern_a", .ns = 1000, .device = 0 };
+	struct rel_spec rel = { .sym = SYM_A, .type = R_CUDA_64 };
+	struct dw line = { 0 };
+	struct unit_at u;
+	static struct decoded d;
+	char path[PATH_MAX], *report = NULL;
+	size_t len, rlen = 0;
+	uint64_t at;
+	struct profile *p;
+	FILE *f;
+	__u8 *img;
+
+	(void)state;
+	unit__begin(&line, &u, 2, 10, dirs, files, false);
+	rel.at = op__set_address(&line, 0);
+	op__advance_line(&line, 9);
+	op__copy(&line);                    /* +0x0: line 10 */
+	op__special(&line, &u, 0x10, 2);    /* +0x10: line 12 */
+	op__advance_pc(&line, 0x10);
+	op__end_sequence(&line);            /* +0x20: none */
+	unit__end(&line, &u);
+	img = image__build(&line, &rel, 1, true, "kern_a", "kern_b", &len);
+
+	/* Not wanted: not read. */
+	p = profile_with(&proc, 1, &frame, 1, 0);
+	assert_int_equal(profile__add_cubin(p, 100, 0xa1, img, len), 0);
+	assert_int_equal(profile__lines_held(p), 0);
+	profile__destroy(p);
+
+	p = profile_with(&proc, 1, &frame, 1, 0);
+	profile__want_pc(p);
+	assert_int_equal(profile__add_cubin(p, 100, 0xa1, img, len), 0);
+	assert_int_equal(profile__lines_held(p), 3);
+	assert_int_equal(profile__lines_cut(p), 0);
+	assert_int_equal(profile__add(p, 100, 1, "cuLaunchKernel", NULL, &act), 0);
+	assert_int_equal(profile__add_pc(p, 100, 0xa1, "kern_a", 0x4, "wait", 1), 0);
+	assert_int_equal(profile__add_pc(p, 100, 0xa1, "kern_a", 0x18, "wait", 5), 0);
+	assert_int_equal(profile__add_pc(p, 100, 0xa1, "kern_a", 0x28, "wait", 1), 0);
+	/* A record of another cubin (its CRC differs): not this one's lines. */
+	assert_int_equal(profile__add_pc(p, 100, 0xb2, "kern_a", 0x1c, "wait", 1), 0);
+	f = open_memstream(&report, &rlen);
+	assert_non_null(f);
+	profile__report(p, f, 5);
+	fclose(f);
+	assert_non_null(strstr(report, "; hottest +0x18 62.5% (k.cu:12)"));
+	assert_non_null(strstr(report, "cubin lines: rows=3 cubins_cut=0"));
+	free(report);
+	path_in_tmp(path, sizeof(path), "lines.pb.gz");
+	assert_int_equal(profile__write_pprof(p, path, 1, 1, NULL, 0), 0);
+	profile__destroy(p);
+	free(img);
+	free(line.b);
+
+	decode_profile(path, &d);
+	assert_string_equal(instr_source(&d, "kern_a+0x4", &at), "/src/k.cu");
+	assert_int_equal(at, 10);
+	assert_string_equal(instr_source(&d, "kern_a+0x18", &at), "/src/k.cu");
+	assert_int_equal(at, 12);
+	assert_string_equal(instr_source(&d, "kern_a+0x28", &at), "");
+	assert_int_equal(at, 0);
+	assert_string_equal(instr_source(&d, "kern_a+0x1c", &at), "");
+	assert_int_equal(at, 0);
 }
 
 /*
@@ -1081,6 +1179,7 @@ int main(void)
 		cmocka_unit_test(test_profile_puts_each_kernel_in_the_mapping_of_its_cubin),
 		cmocka_unit_test(test_pc_samples_are_shared_by_gpu_time_exactly),
 		cmocka_unit_test(test_pc_entries_are_bounded_per_process),
+		cmocka_unit_test(test_pc_samples_carry_their_source_lines),
 		cmocka_unit_test(test_compact_forgets_gone_processes_and_renumbers_kept_stacks),
 		cmocka_unit_test(test_the_executable_under_the_most_gpu_time_is_the_main_binary),
 		cmocka_unit_test(test_launches_without_a_record_count_apart_with_no_device),

@@ -11,7 +11,7 @@ out=${1:?OUTDIR}; r=${2:-100}
 cupti_inc=$(dirname "$(dirname "$CUPTI")")/include
 nvcc -O2 -o build/graph_update tools/gpu/graph_update.cu || exit 1
 nvcc -O2 -DFACTS -I"$cupti_inc" -I"$CUDA/extras/CUPTI/include" -o build/graph_update_facts \
-	tools/gpu/graph_update.cu "$CUPTI" -lcuda -Xlinker -rpath -Xlinker "$(dirname "$CUPTI")" || exit 1
+	tools/gpu/graph_update.cu -L"$(dirname "$CUPTI")" -l:"$(basename "$CUPTI")" -lcuda -Xlinker -rpath -Xlinker "$(dirname "$CUPTI")" || exit 1
 build/graph_update_facts 3 >"$out/graph_update.facts" 2>&1
 echo "graph_update facts: exit=$?"
 grep -v "^kernel" "$out/graph_update.facts"

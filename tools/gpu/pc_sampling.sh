@@ -11,7 +11,7 @@
 #  4. the period: pc_hot under --pc-sampling=N for N in PERIODS (def is
 #     CUPTI's default: --pc-sampling alone), 3 rounds interleaved with bare: wall seconds, the
 #     profile's GPU time and the PC counters (OUTDIR/pc_period.txt).
-# Usage (repo root, GPU machine, after make static all): tools/gpu/pc_sampling.sh OUTDIR [R]
+# Usage (repo root, GPU machine, after make static all): [ONLY_HOT=1] tools/gpu/pc_sampling.sh OUTDIR [R]
 set -uo pipefail
 export GPUPROBE_COUNTERS=all
 out=${1:?OUTDIR}; runs=${2:-10}
@@ -30,6 +30,7 @@ loader --pc-sampling -o "$out/pc_hot.pb.gz" -- build/pc_hot build/pc_hot.cubin 1
 echo "pc_hot: exit=$?"
 grep -E "^pc_hot|^verdict|^PC samples" -A6 "$out/pc_hot.log" | grep -v "^counters"
 grep "^counters" "$out/pc_hot.log" | tail -1 | grep -o "pc_[a-z_]*=[0-9]*\|cupti_errors=[0-9]*" | tr '\n' ' '; echo
+[ "${ONLY_HOT:-0}" = 1 ] && exit 0 # step 1 alone
 
 hung=0
 for i in $(seq 1 "$runs"); do

@@ -362,11 +362,14 @@ static int instr_loc(struct writer *w, const struct profile_pc *pc, uint64_t *re
 		addr = start + INSTR_BASE + ((__u64)pc->cubin_sym << INSTR_OFFSET_BITS) +
 		       (pc->offset & ((1ull << INSTR_OFFSET_BITS) - 1));
 	}
+	/* Its source line where the cubin has them (-lineinfo): pprof -list and -lines read it. */
 	if (!err)
-		err = pprof__add_function(w->pp, name, name, "", 0, &fn);
+		err = pprof__add_function(w->pp, name, name, pc->file ? pc->file : "", 0, &fn);
 	if (!err)
-		err = pprof__add_location(w->pp, map, addr, &(struct pprof_line){ .function_id = fn }, 1,
-					  ret);
+		err = pprof__add_location(w->pp, map, addr,
+					  &(struct pprof_line){ .function_id = fn,
+								.line = pc->file ? pc->line : 0 },
+					  1, ret);
 	free(name);
 	return err;
 }

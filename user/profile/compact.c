@@ -123,6 +123,10 @@ int profile__compact(struct profile *p, const __u32 *remap, size_t n,
 	q->cs = p->cs;
 	q->cs.kernels = kernels;
 	q->cs.cubins = cubins;
+	/* Keyed by CRC with names of their own: the lines move whole. */
+	q->lines = p->lines;
+	p->lines = NULL;
+	q->pc.wanted = p->pc.wanted;
 	tmp = *p;
 	*p = *q;
 	*q = tmp;

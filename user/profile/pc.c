@@ -125,6 +125,9 @@ static void pc_kernel(const struct profile *p, struct profile_pc *pc)
 	pc->cubin = kp.cubin;
 	pc->crc = kp.crc;
 	pc->cubin_sym = kp.sym;
+	if (pc->crc == pc->cubin_crc &&
+	    !profile__line_of(p, pc->crc, pc->cubin_sym, pc->offset, &pc->file, &pc->line))
+		pc->file = NULL;
 }
 
 int profile__each_pc(const struct profile *p, int (*fn)(void *ctx, const struct profile_pc *pc),
@@ -169,6 +172,7 @@ static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 	__u64 total = 0, other = 0, off, v, hot_off = 0, hot = 0;
 	struct u64map by_off; /* offset -> its samples, every stall reason */
 	bool offs = !u64map__init(&by_off, 1u << 16);
+	struct profile_pc at = { 0 }; /* where the hottest is: one entry's process and cubin */
 	char *name;
 
 	for (size_t i = 0; i < p->pc.n; i++) {
@@ -177,6 +181,8 @@ static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 
 		if (e->fn != kernel)
 			continue;
+		if (!total)
+			at = (struct profile_pc){ .pid = e->pid, .kernel = str_of(p, e->fn), .cubin_crc = e->crc };
 		total += e->samples;
 		if (offs) {
 			v = 0;
@@ -215,6 +221,11 @@ static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 	fprintf(f, "%s", n > PC_REPORT_SHOWN || other ? ", ..." : "");
 	if (hot)
 		fprintf(f, "; hottest +0x%llx %.1f%%", (unsigned long long)hot_off, 100.0 * hot / total);
+	at.offset = hot_off;
+	if (hot)
+		pc_kernel(p, &at);
+	if (at.file && *at.file)
+		fprintf(f, " (%s:%u)", strrchr(at.file, '/') ? strrchr(at.file, '/') + 1 : at.file, at.line);
 	fputc('\n', f);
 }
 

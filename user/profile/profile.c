@@ -52,6 +52,7 @@ void profile__destroy(struct profile *p)
 	free(p->proc_infos);
 	u64map__fini(&p->cubin_idx);
 	free(p->cubin_crcs);
+	profile__lines_free(p->lines);
 	pc_table__fini(&p->pc);
 	free(p);
 }
@@ -301,6 +302,8 @@ int profile__add_cubin(struct profile *p, __u32 pid, __u64 crc, const void *elf,
 		p->cs.cubins_bad++;
 		return err;
 	}
+	if ((err = profile__add_cubin_lines(p, pid, crc, elf, size)))
+		return err;
 	return a.dropped ? -E2BIG : 0;
 }
 
@@ -446,6 +449,10 @@ void profile__report(const struct profile *p, FILE *f, unsigned top)
 		fprintf(f, "cubins: cubins=%llu cubins_dropped=%llu cubins_bad=%llu cubin_kernels=%llu "
 			"kernels_ambiguous=%llu kernels_dropped=%llu\n", p->cs.cubins, p->cs.cubins_dropped,
 			p->cs.cubins_bad, p->cs.kernels, p->cs.kernels_ambiguous, p->cs.kernels_dropped);
+	/* Source lines, read for PC samples: rows held, and cubins not read whole. */
+	if (p->lines)
+		fprintf(f, "cubin lines: rows=%zu cubins_cut=%llu\n", profile__lines_held(p),
+			(unsigned long long)profile__lines_cut(p));
 	u64map__fini(&row_of);
 	free(rows);
 }

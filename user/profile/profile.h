@@ -177,6 +177,8 @@ struct profile_pc {
 	__u32 cubin;               /* its index (profile_sample's), */
 	__u64 crc;                 /* that cubin's CRC (the record's may differ), */
 	__u32 cubin_sym;           /* and the function's symbol index in it */
+	const char *file;          /* its source file (-lineinfo), NULL when unknown, */
+	__u32 line;                /* and line */
 };
 /* The written profile has pc_samples (0 where none came). */
 void profile__want_pc(struct profile *p);
@@ -185,6 +187,18 @@ bool profile__has_pc(const struct profile *p);
 int profile__add_pc(struct profile *p, __u32 pid, __u64 crc, const char *kernel, __u64 offset,
 		    const char *stall, __u64 samples);
 __u64 profile__pc_dropped(const struct profile *p);
+/*
+ * A cubin's source lines (-lineinfo), read once per CRC when PC sampling is
+ * wanted (a no-op otherwise), bounded (profile_internal.h); errors are
+ * counted, not returned, but -ENOMEM.
+ */
+int profile__add_cubin_lines(struct profile *p, __u32 pid, __u64 crc, const void *elf, size_t size);
+/* The file and line of the instruction at offset of the cubin's symbol sym; false when unknown. */
+bool profile__line_of(const struct profile *p, __u64 crc, __u32 sym, __u64 offset,
+		      const char **ret_file, __u32 *ret_line);
+/* Cubins whose lines were not all kept; rows held. */
+__u64 profile__lines_cut(const struct profile *p);
+size_t profile__lines_held(const struct profile *p);
 /* A stall reason's short name: CUPTI's without its smsp__pcsamp_warps_issue_stalled_ prefix. */
 const char *profile__stall_short(const char *stall);
 /* fn for each (process, function, stall, cubin, offset), in the order first added; stops at fn's error. */

@@ -73,6 +73,14 @@ struct pc_entry {
 	__u64 crc, offset, samples;
 };
 
+/* Source lines of cubins (lines.c), read only when PC sampling is wanted. */
+#define MAX_LINE_ROWS (1u << 21)          /* 48 MiB of rows at most */
+#define MAX_LINE_ROWS_PER_PROC (1u << 19) /* of them, brought by one process */
+#define MAX_LINE_FILES (1u << 16)
+#define MAX_LINE_FILE_BYTES (8u << 20)
+struct line_store;
+void profile__lines_free(struct line_store *s);
+
 struct pc_table {
 	bool wanted;          /* the written profile has pc_samples, even none */
 	struct pc_entry *e;
@@ -98,6 +106,7 @@ struct profile {
 	struct profile_cubin_stats cs;
 	struct profile_totals t;
 	struct pc_table pc;
+	struct line_store *lines;    /* NULL until a cubin's lines are read */
 };
 
 void pc_table__reset(struct pc_table *t);

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "user/cubin/cubin_elf.h"
 #include "user/cubin/cubin_lines.h"
 #include "user/cubin/cubin_syms.h"
 
@@ -49,11 +50,6 @@ enum {
 
 static const char debug_line_name[] = ".debug_line";
 
-/* [off, off + len) inside an image of size bytes, without overflow. */
-static bool range__inside(__u64 off, __u64 len, size_t size)
-{
-	return off <= size && len <= size - off;
-}
 
 /* ---------------------------------------------------------------- ELF */
 
@@ -81,22 +77,19 @@ static int image__open(struct image *im, const __u8 *elf, size_t size)
 	Elf64_Ehdr eh;
 	Elf64_Shdr sh0;
 	__u64 n;
+	int err;
 
-	if (size < sizeof(eh))
-		return -ENOEXEC;
-	memcpy(&eh, elf, sizeof(eh));
-	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB)
-		return -ENOEXEC;
+	if ((err = cubin_elf__ehdr(elf, size, &eh)))
+		return err;
 	if (!eh.e_shoff)
 		return -ENOENT; /* no sections, so no line table */
-	if (eh.e_shentsize != sizeof(Elf64_Shdr) || !range__inside(eh.e_shoff, sizeof(sh0), size))
+	if (eh.e_shentsize != sizeof(Elf64_Shdr) || !cubin_elf__inside(eh.e_shoff, sizeof(sh0), size))
 		return -EBADMSG;
 	memcpy(&sh0, elf + eh.e_shoff, sizeof(sh0));
 	n = eh.e_shnum ? eh.e_shnum : sh0.sh_size;
 	if (n > CUBIN_SYMS_MAX_SECTIONS)
 		return -E2BIG;
-	if (!range__inside(eh.e_shoff, n * sizeof(Elf64_Shdr), size))
+	if (!cubin_elf__inside(eh.e_shoff, n * sizeof(Elf64_Shdr), size))
 		return -EBADMSG;
 	*im = (struct image){ .elf = elf, .size = size, .shoff = eh.e_shoff, .shnum = (__u32)n };
 	im->shstrndx = eh.e_shstrndx == SHN_XINDEX ? sh0.sh_link : eh.e_shstrndx;
@@ -122,7 +115,7 @@ static int image__debug_line(const struct image *im, __u32 *ret_idx, Elf64_Shdr 
 	if (im->shstrndx >= im->shnum)
 		return -EBADMSG;
 	image__shdr(im, im->shstrndx, &names);
-	if (names.sh_type != SHT_STRTAB || !range__inside(names.sh_offset, names.sh_size, im->size))
+	if (names.sh_type != SHT_STRTAB || !cubin_elf__inside(names.sh_offset, names.sh_size, im->size))
 		return -EBADMSG;
 	for (__u32 i = 1; i < im->shnum; i++) {
 		image__shdr(im, i, &sh);
@@ -131,7 +124,7 @@ static int image__debug_line(const struct image *im, __u32 *ret_idx, Elf64_Shdr 
 		if (sh.sh_flags & SHF_COMPRESSED)
 			return -EPROTONOSUPPORT;
 		if (sh.sh_type != SHT_PROGBITS ||
-		    !range__inside(sh.sh_offset, sh.sh_size, im->size))
+		    !cubin_elf__inside(sh.sh_offset, sh.sh_size, im->size))
 			return -EBADMSG;
 		*ret_idx = i;
 		*ret_sh = sh;
@@ -184,11 +177,11 @@ static int image__relsec(const struct image *im, __u32 i, __u32 target, Elf64_Sh
 	if ((sh.sh_type != SHT_REL && sh.sh_type != SHT_RELA) || sh.sh_info != target)
 		return 0;
 	if (sh.sh_entsize != (sh.sh_type == SHT_RELA ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel)) ||
-	    !range__inside(sh.sh_offset, sh.sh_size, im->size) || sh.sh_link >= im->shnum)
+	    !cubin_elf__inside(sh.sh_offset, sh.sh_size, im->size) || sh.sh_link >= im->shnum)
 		return -EBADMSG;
 	image__shdr(im, sh.sh_link, &sym);
 	if (sym.sh_type != SHT_SYMTAB || sym.sh_entsize != sizeof(Elf64_Sym) ||
-	    !range__inside(sym.sh_offset, sym.sh_size, im->size))
+	    !cubin_elf__inside(sym.sh_offset, sym.sh_size, im->size))
 		return -EBADMSG;
 	*ret_sh = sh;
 	*ret_symtab = sym;

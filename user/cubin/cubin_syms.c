@@ -11,27 +11,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include "user/cubin/cubin_elf.h"
 #include "user/cubin/cubin_syms.h"
 
-/* [off, off + len) inside an image of size bytes, without overflow. */
-static bool range__inside(__u64 off, __u64 len, size_t size)
-{
-	return off <= size && len <= size - off;
-}
 
-static int cubin_syms__ehdr(const __u8 *elf, size_t size, Elf64_Ehdr *ret_eh)
-{
-	Elf64_Ehdr eh;
-
-	if (size < sizeof(eh))
-		return -ENOEXEC;
-	memcpy(&eh, elf, sizeof(eh));
-	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB)
-		return -ENOEXEC;
-	*ret_eh = eh;
-	return 0;
-}
 
 static void cubin_syms__shdr(const __u8 *elf, __u64 shoff, __u32 i, Elf64_Shdr *ret_sh)
 {
@@ -52,7 +35,7 @@ static int cubin_syms__shnum(const __u8 *elf, size_t size, const Elf64_Ehdr *eh,
 		return -ENOENT; /* no section table, so no symbol table */
 	if (eh->e_shentsize != sizeof(Elf64_Shdr))
 		return -EBADMSG;
-	if (!range__inside(eh->e_shoff, sizeof(sh0), size))
+	if (!cubin_elf__inside(eh->e_shoff, sizeof(sh0), size))
 		return -EBADMSG;
 	if (!n) {
 		cubin_syms__shdr(elf, eh->e_shoff, 0, &sh0);
@@ -60,7 +43,7 @@ static int cubin_syms__shnum(const __u8 *elf, size_t size, const Elf64_Ehdr *eh,
 	}
 	if (n > CUBIN_SYMS_MAX_SECTIONS)
 		return -E2BIG;
-	if (!range__inside(eh->e_shoff, n * sizeof(Elf64_Shdr), size))
+	if (!cubin_elf__inside(eh->e_shoff, n * sizeof(Elf64_Shdr), size))
 		return -EBADMSG;
 	*ret_n = (__u32)n;
 	return 0;
@@ -113,7 +96,7 @@ int cubin_syms__parse(const void *image, size_t size, cubin_syms_fn cb, void *ct
 
 	if (!elf || !cb)
 		return -EINVAL;
-	err = cubin_syms__ehdr(elf, size, &eh);
+	err = cubin_elf__ehdr(elf, size, &eh);
 	if (err)
 		return err;
 	err = cubin_syms__shnum(elf, size, &eh, &shnum);
@@ -127,10 +110,10 @@ int cubin_syms__parse(const void *image, size_t size, cubin_syms_fn cb, void *ct
 			continue;
 		/* A table whose entries are not Elf64_Sym cannot be read as such. */
 		if (sh.sh_entsize != sizeof(Elf64_Sym) || sh.sh_link >= shnum || sh.sh_link == i ||
-		    !range__inside(sh.sh_offset, sh.sh_size, size))
+		    !cubin_elf__inside(sh.sh_offset, sh.sh_size, size))
 			return -EBADMSG;
 		cubin_syms__shdr(elf, eh.e_shoff, sh.sh_link, &str);
-		if (str.sh_type != SHT_STRTAB || !range__inside(str.sh_offset, str.sh_size, size))
+		if (str.sh_type != SHT_STRTAB || !cubin_elf__inside(str.sh_offset, str.sh_size, size))
 			return -EBADMSG;
 		found = true;
 		err = cubin_syms__table(&w, elf, &sh, &str);

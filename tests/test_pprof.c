@@ -707,6 +707,7 @@ static void test_pc_samples_are_shared_by_gpu_time_exactly(void **state)
 	assert_int_equal(profile__add_pc(p, 100, 0xa1, "gemm", 0x20, "barrier", 1), 0);
 	assert_int_equal(profile__add_pc(p, 100, 0xa1, "orphan", 0x30, "wait", 5), 0);
 	assert_true(profile__has_pc(p));
+	assert_int_equal(profile__pc_unplaced(p), 5); /* orphan: in no cubin of the process */
 	path_in_tmp(path, sizeof(path), "pc.pb.gz");
 	assert_int_equal(profile__write_pprof(p, path, 1, 1, NULL, 0), 0);
 	profile__destroy(p);
@@ -809,6 +810,7 @@ static void test_pc_samples_carry_their_source_lines(void **state)
 	assert_int_equal(profile__add_pc(p, 100, 0xa1, "kern_a", 0x28, "wait", 1), 0);
 	/* A record of another cubin (its CRC differs): not this one's lines. */
 	assert_int_equal(profile__add_pc(p, 100, 0xb2, "kern_a", 0x1c, "wait", 1), 0);
+	assert_int_equal(profile__pc_unplaced(p), 1);
 	f = open_memstream(&report, &rlen);
 	assert_non_null(f);
 	profile__report(p, f, 5);

@@ -130,6 +130,21 @@ static void pc_kernel(const struct profile *p, struct profile_pc *pc)
 		pc->file = NULL;
 }
 
+__u64 profile__pc_unplaced(const struct profile *p)
+{
+	__u64 n = 0;
+
+	for (size_t i = 0; i < p->pc.n; i++) {
+		const struct pc_entry *e = &p->pc.e[i];
+		struct profile_pc pc = { .pid = e->pid, .kernel = str_of(p, e->fn), .cubin_crc = e->crc };
+
+		pc_kernel(p, &pc);
+		if (!pc.in_cubin || pc.crc != pc.cubin_crc)
+			n += e->samples;
+	}
+	return n;
+}
+
 int profile__each_pc(const struct profile *p, int (*fn)(void *ctx, const struct profile_pc *pc),
 		     void *ctx)
 {

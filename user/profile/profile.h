@@ -187,6 +187,8 @@ bool profile__has_pc(const struct profile *p);
 int profile__add_pc(struct profile *p, __u32 pid, __u64 crc, const char *kernel, __u64 offset,
 		    const char *stall, __u64 samples);
 __u64 profile__pc_dropped(const struct profile *p);
+/* Samples of instructions in no cubin the profile holds for their process (or of another CRC). */
+__u64 profile__pc_unplaced(const struct profile *p);
 /*
  * A cubin's source lines (-lineinfo), read once per CRC when PC sampling is
  * wanted (a no-op otherwise), bounded (profile_internal.h); errors are

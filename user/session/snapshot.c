@@ -107,6 +107,7 @@ static void pc_counters(struct session *s, struct counters *c)
 	counters__add(c, "pc_hw_full", s->pc_hw_full);
 	counters__add(c, "pc_lost", s->pc_lost);
 	counters__add(c, "pc_table_full", profile__pc_dropped(s->prof));
+	counters__add(c, "pc_no_cubin", profile__pc_unplaced(s->prof));
 }
 
 /* What the join made of them; unattributed activities by reason. */

@@ -409,8 +409,9 @@ static void test_sort_orders_rows_whatever_they_came_in(void **state)
 /* ---------------------------------------------------------------- real tables */
 
 /*
- * .debug_line of tools/gpu/pc_hot.cu, nvcc 13.0 -cubin -arch=sm_90
- * -lineinfo: one DWARF 2 unit, two sequences, their set_address operands
+ * .debug_line of tools/gpu/pc_hot.cu as it was before its hot loop got
+ * `#pragma unroll 1` (so its lines are two above today's file), nvcc 13.0
+ * -cubin -arch=sm_90 -lineinfo: one DWARF 2 unit, two sequences, their set_address operands
  * at 0x44 (cold) and 0x93 (hot), each relocated R_CUDA_64 + 0.
  */
 static const __u8 pc_hot_line[] = {

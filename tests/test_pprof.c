@@ -805,17 +805,19 @@ static void test_pc_samples_carry_their_source_lines(void **state)
 	assert_int_equal(profile__lines_held(p), 3);
 	assert_int_equal(profile__lines_cut(p), 0);
 	assert_int_equal(profile__add(p, 100, 1, "cuLaunchKernel", NULL, &act), 0);
+	/* First at the hottest offset, a record of another build: the report's line is the heavier's. */
+	assert_int_equal(profile__add_pc(p, 100, 0xb2, "kern_a", 0x18, "wait", 1), 0);
 	assert_int_equal(profile__add_pc(p, 100, 0xa1, "kern_a", 0x4, "wait", 1), 0);
 	assert_int_equal(profile__add_pc(p, 100, 0xa1, "kern_a", 0x18, "wait", 5), 0);
 	assert_int_equal(profile__add_pc(p, 100, 0xa1, "kern_a", 0x28, "wait", 1), 0);
 	/* A record of another cubin (its CRC differs): not this one's lines. */
 	assert_int_equal(profile__add_pc(p, 100, 0xb2, "kern_a", 0x1c, "wait", 1), 0);
-	assert_int_equal(profile__pc_unplaced(p), 1);
+	assert_int_equal(profile__pc_unplaced(p), 2);
 	f = open_memstream(&report, &rlen);
 	assert_non_null(f);
 	profile__report(p, f, 5);
 	fclose(f);
-	assert_non_null(strstr(report, "; hottest +0x18 62.5% (k.cu:12)"));
+	assert_non_null(strstr(report, "; hottest +0x18 66.7% (k.cu:12)"));
 	assert_non_null(strstr(report, "cubin lines: rows=3 cubins_cut=0"));
 	free(report);
 	path_in_tmp(path, sizeof(path), "lines.pb.gz");
@@ -833,6 +835,86 @@ static void test_pc_samples_carry_their_source_lines(void **state)
 	assert_int_equal(at, 0);
 	assert_string_equal(instr_source(&d, "kern_a+0x1c", &at), "");
 	assert_int_equal(at, 0);
+}
+
+/* One sequence a kernel: kern_a's n_a rows at line 10, kern_b's at 21, 22, ..., a byte apart. */
+static __u8 *lines_cubin(size_t n_a, size_t n_b, bool b_broken, size_t *ret_len)
+{
+	static const char *const dirs[] = { "/src", NULL };
+	static const struct file_spec files[] = { { "k.cu", 1 }, { NULL, 0 } };
+	struct rel_spec rel[2] = { { .sym = SYM_A, .type = R_CUDA_64 },
+				   { .sym = SYM_B, .type = R_CUDA_64 } };
+	struct dw line = { 0 };
+	struct unit_at u;
+	__u8 *img;
+
+	unit__begin(&line, &u, 2, 10, dirs, files, false);
+	rel[0].at = op__set_address(&line, 0);
+	op__advance_line(&line, 9);
+	for (size_t i = 0; i < n_a; i++)
+		op__special(&line, &u, i ? 1 : 0, 0);
+	op__end_sequence(&line);
+	rel[1].at = op__set_address(&line, 0);
+	op__advance_line(&line, 19);
+	for (size_t i = 0; i < n_b; i++)
+		op__special(&line, &u, i ? 1 : 0, 1);
+	if (b_broken) { /* an extended opcode longer than the unit */
+		dw__u8(&line, 0);
+		dw__uleb(&line, 1000);
+	} else {
+		op__end_sequence(&line);
+	}
+	unit__end(&line, &u);
+	img = image__build(&line, rel, 2, true, "kern_a", "kern_b", ret_len);
+	free(line.b);
+	return img;
+}
+
+/*
+ * A line table broken inside a sequence keeps only its whole sequences
+ * (the cut one would lend its last line to the rest of its kernel), and
+ * is counted; a process past its own row bound keeps no row of a cubin,
+ * which another process then reads whole.
+ */
+static void test_cubin_lines_keep_whole_sequences_and_leave_what_a_process_cannot_pay_for(void **state)
+{
+	struct profile_proc proc = { .pid = 100, .comm = "app" };
+	struct profile_frame frame = { .name = "site", .file = "/bin/app" };
+	const char *file;
+	size_t len, big_len;
+	__u8 *img, *big;
+	struct profile *p;
+	__u32 line;
+
+	(void)state;
+	img = lines_cubin(3, 3, true, &len);
+	p = profile_with(&proc, 1, &frame, 1, 0);
+	profile__want_pc(p);
+	assert_int_equal(profile__add_cubin(p, 100, 0xa1, img, len), 0);
+	assert_int_equal(profile__lines_held(p), 3); /* kern_a's, its end on its last (one kept an address) */
+	assert_int_equal(profile__lines_cut(p), 1);
+	assert_true(profile__line_of(p, 0xa1, IDX_A, 0x1, &file, &line));
+	assert_int_equal(line, 10);
+	assert_false(profile__line_of(p, 0xa1, IDX_B, 0x1, &file, &line));
+	assert_false(profile__line_of(p, 0xa1, IDX_B, 0x40, &file, &line));
+	free(img);
+
+	/* Process 100 fills its share with one cubin; its next is left for 200. */
+	big = lines_cubin(MAX_LINE_ROWS_PER_PROC - 16, 1, false, &big_len);
+	img = lines_cubin(8, 8, false, &len);
+	assert_int_equal(profile__add_cubin(p, 100, 0xb1, big, big_len), 0);
+	assert_int_equal(profile__lines_cut(p), 1);
+	assert_int_equal(profile__add_cubin(p, 100, 0xc1, img, len), 0);
+	assert_int_equal(profile__lines_cut(p), 2);
+	assert_false(profile__line_of(p, 0xc1, IDX_B, 0x2, &file, &line));
+	assert_int_equal(profile__add_cubin(p, 200, 0xc1, img, len), 0);
+	assert_true(profile__line_of(p, 0xc1, IDX_B, 0x2, &file, &line));
+	assert_string_equal(file, "/src/k.cu");
+	assert_int_equal(line, 23); /* kern_b's rows: 21, 22, 23... a byte apart */
+	assert_int_equal(profile__lines_cut(p), 2);
+	profile__destroy(p);
+	free(img);
+	free(big);
 }
 
 /*
@@ -1182,6 +1264,7 @@ int main(void)
 		cmocka_unit_test(test_pc_samples_are_shared_by_gpu_time_exactly),
 		cmocka_unit_test(test_pc_entries_are_bounded_per_process),
 		cmocka_unit_test(test_pc_samples_carry_their_source_lines),
+		cmocka_unit_test(test_cubin_lines_keep_whole_sequences_and_leave_what_a_process_cannot_pay_for),
 		cmocka_unit_test(test_compact_forgets_gone_processes_and_renumbers_kept_stacks),
 		cmocka_unit_test(test_the_executable_under_the_most_gpu_time_is_the_main_binary),
 		cmocka_unit_test(test_launches_without_a_record_count_apart_with_no_device),

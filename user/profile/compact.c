@@ -123,9 +123,10 @@ int profile__compact(struct profile *p, const __u32 *remap, size_t n,
 	q->cs = p->cs;
 	q->cs.kernels = kernels;
 	q->cs.cubins = cubins;
-	/* Keyed by CRC with names of their own: the lines move whole. */
+	/* Keyed by CRC with names of their own: the lines move, those of cubins gone left behind. */
 	q->lines = p->lines;
 	p->lines = NULL;
+	profile__lines_prune(q); /* -ENOMEM: kept as they were */
 	q->pc.wanted = p->pc.wanted;
 	tmp = *p;
 	*p = *q;

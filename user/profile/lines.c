@@ -9,9 +9,12 @@
  * The cubin comes from the profiled process (DESIGN.md invariant 5): its
  * rows are bounded in all (MAX_LINE_ROWS) and per process that brought the
  * cubin first (MAX_LINE_ROWS_PER_PROC), its file names in count and bytes;
- * a cubin past a bound keeps the rows it had, and the rest is counted
- * (cubin_lines_cut). A hostile process can only leave its own kernels, or
- * kernels loaded after it filled the store, without lines.
+ * a cubin past the first bound keeps its whole sequences, one past the
+ * second is not kept (another process may bring it), both counted
+ * (cubin_lines_cut). Compaction drops the tables of cubins no longer held.
+ * A CRC is chosen by the process that computes it as much as by the bytes:
+ * a process that forges another's cubin CRC and loads it first chooses
+ * the lines shown for those kernels (README, Limits).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -43,9 +46,11 @@ struct lines_add {
 	struct line_store *s;
 	struct line_tab *t;
 	__u64 mine;              /* rows of the process adding */
+	size_t whole;            /* t->n after the last sequence's end: what a cut keeps */
+	bool own_bound;          /* stopped by the process's own bound */
+	bool unnamed;            /* a row's file name found no room */
 	__u32 last_file;         /* the previous row's name and id: most rows repeat it */
 	char last[CUBIN_LINES_MAX_NAME];
-	bool full;
 };
 
 static int store_new(struct line_store **ret)
@@ -95,26 +100,95 @@ static int add_row(void *ctx, __u32 sym, __u64 offset, const char *file, __u32 l
 	struct lines_add *a = ctx;
 	struct line_tab *t = a->t;
 	struct cubin_line_row *grown;
+	__u32 id = 0;
 
-	if (a->s->rows >= MAX_LINE_ROWS || a->mine >= MAX_LINE_ROWS_PER_PROC) {
-		a->full = true;
+	if (a->s->rows >= MAX_LINE_ROWS)
+		return -E2BIG;
+	if (a->mine >= MAX_LINE_ROWS_PER_PROC) {
+		a->own_bound = true;
 		return -E2BIG;
 	}
 	grown = grow__array(t->rows, &t->cap, t->n + 1, sizeof(*t->rows), 64);
 	if (!grown)
 		return -ENOMEM;
 	t->rows = grown;
+	if (line && !(id = file_id(a, file)))
+		a->unnamed = true;
 	t->rows[t->n++] = (struct cubin_line_row){ .sym_index = sym, .offset = offset, .line = line,
-						   .file = line ? file_id(a, file) : 0 };
+						   .file = id };
 	a->s->rows++;
 	a->mine++;
+	if (!line)
+		a->whole = t->n; /* a sequence's end (or no line from here): a cut may end here */
 	return 0;
+}
+
+/* Gives back n rows of t's last ones, to the store's and the process's counts. */
+static void rows_drop(struct lines_add *a, size_t n)
+{
+	a->t->n -= n;
+	a->s->rows -= n;
+	a->mine -= n;
+}
+
+/*
+ * Reads the cubin's rows into t: 0 and cut false when whole (or it has no
+ * line table); rows only of whole sequences when cut (a sequence cut short
+ * would lend its last line to the rest of its kernel); none when the
+ * process's own bound stopped it (*ret_own: the cubin is left for another
+ * process to read).
+ */
+static int lines_read(struct line_store *s, struct line_tab *t, __u32 pid, const void *elf,
+		      size_t size, bool *ret_cut, bool *ret_own)
+{
+	struct lines_add *a = calloc(1, sizeof(*a));
+	int err;
+
+	if (!a)
+		return -ENOMEM;
+	*a = (struct lines_add){ .s = s, .t = t };
+	u64map__get(&s->per_pid, pid, &a->mine);
+	err = cubin_lines__parse(elf, size, add_row, a);
+	*ret_own = a->own_bound;
+	*ret_cut = (err && err != -ENOENT) || a->unnamed;
+	if (err == -ENOMEM)
+		*ret_cut = false;
+	if (a->own_bound || err == -ENOMEM)
+		rows_drop(a, t->n);
+	else if (err && err != -ENOENT)
+		rows_drop(a, t->n - a->whole);
+	u64map__put(&s->per_pid, pid, a->mine); /* full: that process is not charged */
+	free(a);
+	return err == -ENOMEM ? err : 0;
+}
+
+/* Keeps t's rows (t->n > 0) for crc: false, with t's rows freed, when there is no room. */
+static bool lines_keep(struct line_store *s, struct line_tab *t, __u64 crc)
+{
+	struct line_tab *tabs = grow__array(s->tabs, &s->cap_tabs, s->nr_tabs + 1, sizeof(*tabs), 16);
+	struct cubin_line_row *fit = realloc(t->rows, t->n * sizeof(*t->rows));
+
+	if (fit) { /* the bound counts rows held, not rows a doubling left room for */
+		t->rows = fit;
+		t->cap = t->n;
+	}
+	if (tabs)
+		s->tabs = tabs;
+	if (!tabs || u64map__put(&s->by_crc, crc, s->nr_tabs + 1)) {
+		s->rows -= t->n;
+		free(t->rows);
+		return false;
+	}
+	cubin_lines__sort(t->rows, t->n);
+	s->tabs[s->nr_tabs++] = *t;
+	return true;
 }
 
 int profile__add_cubin_lines(struct profile *p, __u32 pid, __u64 crc, const void *elf, size_t size)
 {
-	struct lines_add *a;
-	struct line_tab *t;
+	struct line_tab t = { 0 };
+	struct line_store *s;
+	bool cut, own, kept;
 	__u64 known;
 	int err;
 
@@ -122,32 +196,68 @@ int profile__add_cubin_lines(struct profile *p, __u32 pid, __u64 crc, const void
 		return 0;
 	if (!p->lines && (err = store_new(&p->lines)))
 		return err;
-	if (u64map__get(&p->lines->by_crc, crc, &known))
+	s = p->lines;
+	if (u64map__get(&s->by_crc, crc, &known))
 		return 0; /* read once, by whoever brought it first */
-	t = grow__array_zeroed(p->lines->tabs, &p->lines->cap_tabs, p->lines->nr_tabs + 1,
-			       sizeof(*t), 16);
-	a = calloc(1, sizeof(*a));
-	if (!t || !a) {
-		free(a);
+	err = lines_read(s, &t, pid, elf, size, &cut, &own);
+	if (err || own) {
+		free(t.rows);
+		s->cut += !err;
+		return err;
+	}
+	if (!t.n) {
+		free(t.rows);
+		s->cut += cut;
+		u64map__put(&s->by_crc, crc, 0); /* full: read again when met again */
+		return 0;
+	}
+	kept = lines_keep(s, &t, crc); /* false: t's rows freed, counted below */
+	s->cut += cut || !kept;
+	return 0;
+}
+
+/*
+ * After compaction (compact.c): the tables of cubins the profile no longer
+ * holds go, and every process's budget starts again. -ENOMEM leaves the
+ * store as it was.
+ */
+int profile__lines_prune(struct profile *p)
+{
+	struct line_store *s = p->lines;
+	struct line_tab *kept;
+	struct u64map by_crc;
+	size_t n = 0, it = 0;
+	__u64 crc, idx, held;
+
+	if (!s)
+		return 0;
+	kept = calloc(s->nr_tabs ? s->nr_tabs : 1, sizeof(*kept));
+	if (!kept || u64map__init(&by_crc, MAX_CUBINS)) {
+		free(kept);
 		return -ENOMEM;
 	}
-	p->lines->tabs = t;
-	t = &p->lines->tabs[p->lines->nr_tabs];
-	*t = (struct line_tab){ 0 };
-	*a = (struct lines_add){ .s = p->lines, .t = t };
-	u64map__get(&p->lines->per_pid, pid, &a->mine);
-	err = cubin_lines__parse(elf, size, add_row, a);
-	u64map__put(&p->lines->per_pid, pid, a->mine);
-	if (err && err != -ENOENT)
-		p->lines->cut++; /* this cubin's lines: some, or all, not read */
-	free(a);
-	if (!t->n) {
-		free(t->rows);
-		return u64map__put(&p->lines->by_crc, crc, 0);
+	while (u64map__next(&s->by_crc, &it, &crc, &idx)) {
+		struct line_tab *t = idx && idx <= s->nr_tabs ? &s->tabs[idx - 1] : NULL;
+
+		if (!u64map__get(&p->cubin_idx, crc, &held)) {
+			if (t) {
+				s->rows -= t->n;
+				free(t->rows);
+			}
+			continue;
+		}
+		if (t)
+			kept[n++] = *t;
+		u64map__put(&by_crc, crc, t ? n : 0); /* no larger than the map it replaces */
 	}
-	cubin_lines__sort(t->rows, t->n);
-	p->lines->nr_tabs++;
-	return u64map__put(&p->lines->by_crc, crc, p->lines->nr_tabs);
+	free(s->tabs);
+	s->tabs = kept;
+	s->cap_tabs = s->nr_tabs ? s->nr_tabs : 1;
+	s->nr_tabs = n;
+	u64map__fini(&s->by_crc);
+	s->by_crc = by_crc;
+	u64map__clear(&s->per_pid);
+	return 0;
 }
 
 bool profile__line_of(const struct profile *p, __u64 crc, __u32 sym, __u64 offset,

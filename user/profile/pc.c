@@ -115,7 +115,8 @@ void pc_table__fini(struct pc_table *t)
 }
 
 /* Where the process's cubins put the function, as for a sample's kernel. */
-static void pc_kernel(const struct profile *p, struct profile_pc *pc)
+/* Where pc's kernel is: in one cubin of its process, or not (in_cubin false). */
+static void pc_place(const struct profile *p, struct profile_pc *pc)
 {
 	struct kernel_place kp;
 
@@ -125,7 +126,13 @@ static void pc_kernel(const struct profile *p, struct profile_pc *pc)
 	pc->cubin = kp.cubin;
 	pc->crc = kp.crc;
 	pc->cubin_sym = kp.sym;
-	if (pc->crc == pc->cubin_crc &&
+}
+
+/* pc placed, and its source line where its cubin (the record's CRC) has them. */
+static void pc_kernel(const struct profile *p, struct profile_pc *pc)
+{
+	pc_place(p, pc);
+	if (pc->in_cubin && pc->crc == pc->cubin_crc &&
 	    !profile__line_of(p, pc->crc, pc->cubin_sym, pc->offset, &pc->file, &pc->line))
 		pc->file = NULL;
 }
@@ -138,7 +145,7 @@ __u64 profile__pc_unplaced(const struct profile *p)
 		const struct pc_entry *e = &p->pc.e[i];
 		struct profile_pc pc = { .pid = e->pid, .kernel = str_of(p, e->fn), .cubin_crc = e->crc };
 
-		pc_kernel(p, &pc);
+		pc_place(p, &pc);
 		if (!pc.in_cubin || pc.crc != pc.cubin_crc)
 			n += e->samples;
 	}
@@ -180,6 +187,32 @@ static int cmp_stall_sums(const void *a, const void *b)
 }
 
 /* One kernel's stall reasons, every process's samples together: the heaviest few, with shares. */
+/*
+ * " (file:line)" of the kernel's instruction at off, from the entry there
+ * with the most samples: its process's cubin, its record's CRC (one kernel
+ * name may come from two builds).
+ */
+static void report_line(const struct profile *p, FILE *f, __u32 kernel, __u64 off)
+{
+	const struct pc_entry *best = NULL;
+	struct profile_pc at;
+
+	for (size_t i = 0; i < p->pc.n; i++) {
+		const struct pc_entry *e = &p->pc.e[i];
+
+		if (e->fn == kernel && e->offset == off && (!best || e->samples > best->samples))
+			best = e;
+	}
+	if (!best)
+		return;
+	at = (struct profile_pc){ .pid = best->pid, .kernel = str_of(p, kernel),
+				  .cubin_crc = best->crc, .offset = off };
+	pc_kernel(p, &at);
+	if (at.file && *at.file)
+		fprintf(f, " (%s:%u)", strrchr(at.file, '/') ? strrchr(at.file, '/') + 1 : at.file,
+			at.line);
+}
+
 static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 {
 	struct stall_sum sums[PC_REPORT_STALLS];
@@ -187,7 +220,6 @@ static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 	__u64 total = 0, other = 0, off, v, hot_off = 0, hot = 0;
 	struct u64map by_off; /* offset -> its samples, every stall reason */
 	bool offs = !u64map__init(&by_off, 1u << 16);
-	struct profile_pc at = { 0 }; /* where the hottest is: one entry's process and cubin */
 	char *name;
 
 	for (size_t i = 0; i < p->pc.n; i++) {
@@ -196,8 +228,6 @@ static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 
 		if (e->fn != kernel)
 			continue;
-		if (!total)
-			at = (struct profile_pc){ .pid = e->pid, .kernel = str_of(p, e->fn), .cubin_crc = e->crc };
 		total += e->samples;
 		if (offs) {
 			v = 0;
@@ -234,13 +264,10 @@ static void report_kernel(const struct profile *p, FILE *f, __u32 kernel)
 			100.0 * sums[k].samples / total);
 	}
 	fprintf(f, "%s", n > PC_REPORT_SHOWN || other ? ", ..." : "");
-	if (hot)
+	if (hot) {
 		fprintf(f, "; hottest +0x%llx %.1f%%", (unsigned long long)hot_off, 100.0 * hot / total);
-	at.offset = hot_off;
-	if (hot)
-		pc_kernel(p, &at);
-	if (at.file && *at.file)
-		fprintf(f, " (%s:%u)", strrchr(at.file, '/') ? strrchr(at.file, '/') + 1 : at.file, at.line);
+		report_line(p, f, kernel, hot_off);
+	}
 	fputc('\n', f);
 }
 

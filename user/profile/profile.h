@@ -191,8 +191,10 @@ __u64 profile__pc_dropped(const struct profile *p);
 __u64 profile__pc_unplaced(const struct profile *p);
 /*
  * A cubin's source lines (-lineinfo), read once per CRC when PC sampling is
- * wanted (a no-op otherwise), bounded (profile_internal.h); errors are
- * counted, not returned, but -ENOMEM.
+ * wanted (a no-op otherwise), bounded (profile_internal.h): a cubin not read
+ * whole is counted (profile__lines_cut) and keeps only whole sequences; one
+ * that the adding process's own bound stops is not kept at all, so that
+ * another process may read it. Returns 0, or -ENOMEM.
  */
 int profile__add_cubin_lines(struct profile *p, __u32 pid, __u64 crc, const void *elf, size_t size);
 /* The file and line of the instruction at offset of the cubin's symbol sym; false when unknown. */

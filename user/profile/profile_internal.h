@@ -80,6 +80,8 @@ struct pc_entry {
 #define MAX_LINE_FILE_BYTES (8u << 20)
 struct line_store;
 void profile__lines_free(struct line_store *s);
+/* After compaction: only the lines of cubins p still holds stay (lines.c). */
+int profile__lines_prune(struct profile *p);
 
 struct pc_table {
 	bool wanted;          /* the written profile has pc_samples, even none */

@@ -1018,6 +1018,43 @@ static void test_compact_forgets_gone_processes_and_renumbers_kept_stacks(void *
 }
 
 /*
+ * Compaction keeps the source lines of the cubins still held (pid 100's)
+ * and drops a gone process's (200's), and PC samples stay wanted.
+ */
+static void test_compact_keeps_the_lines_of_cubins_still_held(void **state)
+{
+	struct profile_frame fr[] = { { .name = "main", .file = "/bin/app" },
+				      { .name = "worker", .file = "/lib/w.so" },
+				      { .name = "gone_fn", .file = "/bin/gone" } };
+	struct profile_proc procs[] = { { .pid = 100, .comm = "app" }, { .pid = 200, .comm = "gone" } };
+	__u32 remap[] = { 0, 0, 1, 0 }, line;
+	size_t alen, blen;
+	__u8 *a = lines_cubin(4, 1, false, &alen), *b = lines_cubin(6, 1, false, &blen);
+	struct profile *p;
+	const char *file;
+
+	(void)state;
+	p = profile_with(procs, 2, fr, 3, 2);
+	profile__want_pc(p);
+	assert_int_equal(profile__add_cubin(p, 100, 0xa1, a, alen), 0);
+	assert_int_equal(profile__add_cubin(p, 200, 0xb2, b, blen), 0);
+	assert_int_equal(profile__lines_held(p), 5 + 7); /* n_a + 1 each: an end replaces its last row */
+	profile__reset_samples(p);
+	assert_int_equal(profile__compact(p, remap, 3, keep_pid_100, NULL), 0);
+	assert_true(profile__has_pc(p));
+	assert_int_equal(profile__lines_held(p), 5);
+	assert_true(profile__line_of(p, 0xa1, IDX_A, 0x2, &file, &line));
+	assert_int_equal(line, 10);
+	assert_false(profile__line_of(p, 0xb2, IDX_A, 0x2, &file, &line));
+	/* The gone cubin may be read again: its CRC was forgotten with it. */
+	assert_int_equal(profile__add_cubin(p, 100, 0xb2, b, blen), 0);
+	assert_true(profile__line_of(p, 0xb2, IDX_A, 0x2, &file, &line));
+	profile__destroy(p);
+	free(a);
+	free(b);
+}
+
+/*
  * Launches without a GPU record: counted under launches with no GPU time,
  * their own leaf, no device or stream label, apart from the kernels'
  * totals; a kernel launched from the same stack keeps its own sample.
@@ -1266,6 +1303,7 @@ int main(void)
 		cmocka_unit_test(test_pc_samples_carry_their_source_lines),
 		cmocka_unit_test(test_cubin_lines_keep_whole_sequences_and_leave_what_a_process_cannot_pay_for),
 		cmocka_unit_test(test_compact_forgets_gone_processes_and_renumbers_kept_stacks),
+		cmocka_unit_test(test_compact_keeps_the_lines_of_cubins_still_held),
 		cmocka_unit_test(test_the_executable_under_the_most_gpu_time_is_the_main_binary),
 		cmocka_unit_test(test_launches_without_a_record_count_apart_with_no_device),
 	};

@@ -63,35 +63,26 @@ struct image {
 
 static void image__shdr(const struct image *im, __u32 i, Elf64_Shdr *ret_sh)
 {
-	memcpy(ret_sh, im->elf + im->shoff + (__u64)i * sizeof(*ret_sh), sizeof(*ret_sh));
+	cubin_elf__shdr(im->elf, im->shoff, i, ret_sh);
 }
 
 /*
- * The header and the section table, with ELF's extended numbering (e_shnum
- * 0: the count is section 0's sh_size; e_shstrndx SHN_XINDEX: the index is
- * section 0's sh_link), as cubin_syms reads them. The whole table is
- * checked to be inside.
+ * The header and the section table, with ELF's extended numbering
+ * (cubin_elf__shnum; e_shstrndx SHN_XINDEX: the index is section 0's
+ * sh_link), as cubin_syms reads them. No section table: -ENOENT, no line
+ * table.
  */
 static int image__open(struct image *im, const __u8 *elf, size_t size)
 {
 	Elf64_Ehdr eh;
 	Elf64_Shdr sh0;
-	__u64 n;
+	__u32 n;
 	int err;
 
-	if ((err = cubin_elf__ehdr(elf, size, &eh)))
+	if ((err = cubin_elf__ehdr(elf, size, &eh)) || (err = cubin_elf__shnum(elf, size, &eh, &n)))
 		return err;
-	if (!eh.e_shoff)
-		return -ENOENT; /* no sections, so no line table */
-	if (eh.e_shentsize != sizeof(Elf64_Shdr) || !cubin_elf__inside(eh.e_shoff, sizeof(sh0), size))
-		return -EBADMSG;
-	memcpy(&sh0, elf + eh.e_shoff, sizeof(sh0));
-	n = eh.e_shnum ? eh.e_shnum : sh0.sh_size;
-	if (n > CUBIN_SYMS_MAX_SECTIONS)
-		return -E2BIG;
-	if (!cubin_elf__inside(eh.e_shoff, n * sizeof(Elf64_Shdr), size))
-		return -EBADMSG;
-	*im = (struct image){ .elf = elf, .size = size, .shoff = eh.e_shoff, .shnum = (__u32)n };
+	cubin_elf__shdr(elf, eh.e_shoff, 0, &sh0);
+	*im = (struct image){ .elf = elf, .size = size, .shoff = eh.e_shoff, .shnum = n };
 	im->shstrndx = eh.e_shstrndx == SHN_XINDEX ? sh0.sh_link : eh.e_shstrndx;
 	return 0;
 }

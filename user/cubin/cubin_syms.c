@@ -14,41 +14,6 @@
 #include "user/cubin/cubin_elf.h"
 #include "user/cubin/cubin_syms.h"
 
-
-
-static void cubin_syms__shdr(const __u8 *elf, __u64 shoff, __u32 i, Elf64_Shdr *ret_sh)
-{
-	memcpy(ret_sh, elf + shoff + (__u64)i * sizeof(*ret_sh), sizeof(*ret_sh));
-}
-
-/*
- * The section count, with ELF's extended numbering (e_shnum 0: the count is
- * section 0's sh_size), which cubins holding tens of thousands of kernels
- * (three sections each) need. The whole table is checked to be inside.
- */
-static int cubin_syms__shnum(const __u8 *elf, size_t size, const Elf64_Ehdr *eh, __u32 *ret_n)
-{
-	Elf64_Shdr sh0;
-	__u64 n = eh->e_shnum;
-
-	if (!eh->e_shoff)
-		return -ENOENT; /* no section table, so no symbol table */
-	if (eh->e_shentsize != sizeof(Elf64_Shdr))
-		return -EBADMSG;
-	if (!cubin_elf__inside(eh->e_shoff, sizeof(sh0), size))
-		return -EBADMSG;
-	if (!n) {
-		cubin_syms__shdr(elf, eh->e_shoff, 0, &sh0);
-		n = sh0.sh_size;
-	}
-	if (n > CUBIN_SYMS_MAX_SECTIONS)
-		return -E2BIG;
-	if (!cubin_elf__inside(eh->e_shoff, n * sizeof(Elf64_Shdr), size))
-		return -EBADMSG;
-	*ret_n = (__u32)n;
-	return 0;
-}
-
 struct walk {
 	cubin_syms_fn cb;
 	void *ctx;
@@ -99,20 +64,20 @@ int cubin_syms__parse(const void *image, size_t size, cubin_syms_fn cb, void *ct
 	err = cubin_elf__ehdr(elf, size, &eh);
 	if (err)
 		return err;
-	err = cubin_syms__shnum(elf, size, &eh, &shnum);
+	err = cubin_elf__shnum(elf, size, &eh, &shnum);
 	if (err)
 		return err;
 	for (__u32 i = 0; i < shnum; i++) {
 		Elf64_Shdr sh, str;
 
-		cubin_syms__shdr(elf, eh.e_shoff, i, &sh);
+		cubin_elf__shdr(elf, eh.e_shoff, i, &sh);
 		if (sh.sh_type != SHT_SYMTAB)
 			continue;
 		/* A table whose entries are not Elf64_Sym cannot be read as such. */
 		if (sh.sh_entsize != sizeof(Elf64_Sym) || sh.sh_link >= shnum || sh.sh_link == i ||
 		    !cubin_elf__inside(sh.sh_offset, sh.sh_size, size))
 			return -EBADMSG;
-		cubin_syms__shdr(elf, eh.e_shoff, sh.sh_link, &str);
+		cubin_elf__shdr(elf, eh.e_shoff, sh.sh_link, &str);
 		if (str.sh_type != SHT_STRTAB || !cubin_elf__inside(str.sh_offset, str.sh_size, size))
 			return -EBADMSG;
 		found = true;

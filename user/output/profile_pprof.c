@@ -357,7 +357,7 @@ static int instr_loc(struct writer *w, const struct profile_pc *pc, uint64_t *re
 		return -ENOMEM;
 	}
 	free(pretty);
-	if (pc->in_cubin && pc->crc == pc->cubin_crc) {
+	if (profile_pc__placed(pc)) {
 		err = cubin_mapping(w, pc->cubin, pc->crc, &map, &start);
 		addr = start + INSTR_BASE + ((__u64)pc->cubin_sym << INSTR_OFFSET_BITS) +
 		       (pc->offset & ((1ull << INSTR_OFFSET_BITS) - 1));

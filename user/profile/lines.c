@@ -17,7 +17,6 @@
  * the lines shown for those kernels (README, Limits).
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "user/profile/profile.h"
@@ -49,8 +48,6 @@ struct lines_add {
 	size_t whole;            /* t->n after the last sequence's end: what a cut keeps */
 	bool own_bound;          /* stopped by the process's own bound */
 	bool unnamed;            /* a row's file name found no room */
-	__u32 last_file;         /* the previous row's name and id: most rows repeat it */
-	char last[CUBIN_LINES_MAX_NAME];
 };
 
 static int store_new(struct line_store **ret)
@@ -81,18 +78,12 @@ void profile__lines_free(struct line_store *s)
 	free(s);
 }
 
-/* A row's file as an id in s->files; 0 (no file) when the names are full. */
-static __u32 file_id(struct lines_add *a, const char *file)
+/* A row's file as an id in s->files (interned once); 0 (no file) when the names are full. */
+static __u32 file_id(struct line_store *s, const char *file)
 {
 	__u32 id = 0;
 
-	if (a->last_file && !strcmp(file, a->last))
-		return a->last_file;
-	if (blobtab__intern(a->s->files, file, strlen(file) + 1, &id))
-		return 0;
-	snprintf(a->last, sizeof(a->last), "%s", file);
-	a->last_file = id;
-	return id;
+	return blobtab__intern(s->files, file, strlen(file) + 1, &id) ? 0 : id;
 }
 
 static int add_row(void *ctx, __u32 sym, __u64 offset, const char *file, __u32 line)
@@ -112,7 +103,7 @@ static int add_row(void *ctx, __u32 sym, __u64 offset, const char *file, __u32 l
 	if (!grown)
 		return -ENOMEM;
 	t->rows = grown;
-	if (line && !(id = file_id(a, file)))
+	if (line && !(id = file_id(a->s, file)))
 		a->unnamed = true;
 	t->rows[t->n++] = (struct cubin_line_row){ .sym_index = sym, .offset = offset, .line = line,
 						   .file = id };
@@ -141,24 +132,20 @@ static void rows_drop(struct lines_add *a, size_t n)
 static int lines_read(struct line_store *s, struct line_tab *t, __u32 pid, const void *elf,
 		      size_t size, bool *ret_cut, bool *ret_own)
 {
-	struct lines_add *a = calloc(1, sizeof(*a));
+	struct lines_add a = { .s = s, .t = t };
 	int err;
 
-	if (!a)
-		return -ENOMEM;
-	*a = (struct lines_add){ .s = s, .t = t };
-	u64map__get(&s->per_pid, pid, &a->mine);
-	err = cubin_lines__parse(elf, size, add_row, a);
-	*ret_own = a->own_bound;
-	*ret_cut = (err && err != -ENOENT) || a->unnamed;
+	u64map__get(&s->per_pid, pid, &a.mine);
+	err = cubin_lines__parse(elf, size, add_row, &a);
+	*ret_own = a.own_bound;
+	*ret_cut = (err && err != -ENOENT) || a.unnamed;
 	if (err == -ENOMEM)
 		*ret_cut = false;
-	if (a->own_bound || err == -ENOMEM)
-		rows_drop(a, t->n);
+	if (a.own_bound || err == -ENOMEM)
+		rows_drop(&a, t->n);
 	else if (err && err != -ENOENT)
-		rows_drop(a, t->n - a->whole);
-	u64map__put(&s->per_pid, pid, a->mine); /* full: that process is not charged */
-	free(a);
+		rows_drop(&a, t->n - a.whole);
+	u64map__put(&s->per_pid, pid, a.mine); /* full: that process is not charged */
 	return err == -ENOMEM ? err : 0;
 }
 

@@ -132,7 +132,7 @@ static void pc_place(const struct profile *p, struct profile_pc *pc)
 static void pc_kernel(const struct profile *p, struct profile_pc *pc)
 {
 	pc_place(p, pc);
-	if (pc->in_cubin && pc->crc == pc->cubin_crc &&
+	if (profile_pc__placed(pc) &&
 	    !profile__line_of(p, pc->crc, pc->cubin_sym, pc->offset, &pc->file, &pc->line))
 		pc->file = NULL;
 }
@@ -146,7 +146,7 @@ __u64 profile__pc_unplaced(const struct profile *p)
 		struct profile_pc pc = { .pid = e->pid, .kernel = str_of(p, e->fn), .cubin_crc = e->crc };
 
 		pc_place(p, &pc);
-		if (!pc.in_cubin || pc.crc != pc.cubin_crc)
+		if (!profile_pc__placed(&pc))
 			n += e->samples;
 	}
 	return n;

@@ -180,6 +180,11 @@ struct profile_pc {
 	const char *file;          /* its source file (-lineinfo), NULL when unknown, */
 	__u32 line;                /* and line */
 };
+/* The instruction is in its kernel's cubin: one defines it, and of the record's CRC. */
+static inline bool profile_pc__placed(const struct profile_pc *pc)
+{
+	return pc->in_cubin && pc->crc == pc->cubin_crc;
+}
 /* The written profile has pc_samples (0 where none came). */
 void profile__want_pc(struct profile *p);
 bool profile__has_pc(const struct profile *p);

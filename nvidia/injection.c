@@ -524,12 +524,28 @@ static void module__unloading(const CUpti_ModuleResourceData *m)
  * launch's call: the loader finds the call, and its stack, by that). Once
  * per node at capture and at instantiation; nothing per replay.
  */
+static __u32 graph__event(CUpti_CallbackId cbid)
+{
+	if (cbid == CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED)
+		return GP_GRAPH_NODE_UPDATED;
+	if (cbid == CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS)
+		return GP_GRAPH_NODE_SET_PARAMS;
+	return GP_GRAPH_NODE_MADE;
+}
+
+/*
+ * A graph node made, cloned, updated or given new parameters (gp_abi.h,
+ * gp_record_graph_node): CUPTI names the node a made one is cloned from,
+ * the executable graph's node an update changes, and the node a parameter
+ * change's executable node was instantiated from, all as originalNode.
+ */
 static void graph__node(CUpti_CallbackId cbid, const CUpti_GraphData *gd)
 {
 	struct gp_record r;
 	uint64_t node = 0, orig = 0;
 	uint32_t graph = 0;
-	bool cloned = cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED;
+	__u32 event = graph__event(cbid);
+	bool cloned = cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED || event == GP_GRAPH_NODE_UPDATED;
 	CUptiResult st;
 
 	if (__atomic_load_n(&g.graphs_off, __ATOMIC_RELAXED) || !gd->node)
@@ -538,6 +554,9 @@ static void graph__node(CUpti_CallbackId cbid, const CUpti_GraphData *gd)
 	if (st == CUPTI_SUCCESS && cloned)
 		st = gd->originalNode ? g.api.cuptiGetGraphNodeId(gd->originalNode, &orig)
 				      : CUPTI_ERROR_INVALID_PARAMETER;
+	else if (st == CUPTI_SUCCESS && event == GP_GRAPH_NODE_SET_PARAMS && gd->originalNode &&
+		 g.api.cuptiGetGraphNodeId(gd->originalNode, &orig) != CUPTI_SUCCESS)
+		orig = 0;
 	if (st != CUPTI_SUCCESS) {
 		/* Counted once when this CUPTI cannot name nodes at all: each node would fail. */
 		if (st != CUPTI_ERROR_NOT_SUPPORTED ||
@@ -555,6 +574,7 @@ static void graph__node(CUpti_CallbackId cbid, const CUpti_GraphData *gd)
 	r.graph.orig_node = orig;
 	r.graph.graph_id = graph;
 	r.graph.node_type = (__u32)gd->nodeType;
+	r.graph.event = event;
 	shm__write_record(g.shm, &r);
 }
 
@@ -582,7 +602,9 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 		pc__module_unloading(rd->context); /* collected before it goes, when idle */
 		module__unloading(rd->resourceDescriptor);
 	} else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ||
-		 cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)
+		 cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED ||
+		 cbid == CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED ||
+		 cbid == CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS)
 		graph__node(cbid, rd->resourceDescriptor);
 }
 
@@ -880,7 +902,11 @@ static CUptiResult cupti__start(void)
 	    (CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
 			CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) ||
 	     CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
-			CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)))
+			CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) ||
+	     CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
+			CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED) ||
+	     CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
+			CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS)))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
 	api__enable();
 	pc__start();

@@ -206,13 +206,26 @@ struct gp_record_module {
  * the calling thread and start_ns = end_ns the time, in the records' clock:
  * a node made by a launch during stream capture is made inside that launch's
  * API call, so the time tells which call on that thread made it.
+ * event says which: GP_GRAPH_NODE_MADE (made, or cloned from orig_node);
+ * GP_GRAPH_NODE_UPDATED (GRAPH_NODE_UPDATED: cuGraphExecUpdate made the
+ * executable graph's node orig_node run what node, of the graph it was
+ * updated from, holds); GP_GRAPH_NODE_SET_PARAMS (GRAPH_NODE_SET_PARAMS:
+ * the executable graph's node node was given new parameters; orig_node is
+ * the node it was instantiated from).
  */
+enum gp_graph_node_event {
+	GP_GRAPH_NODE_MADE = 0,
+	GP_GRAPH_NODE_UPDATED = 1,
+	GP_GRAPH_NODE_SET_PARAMS = 2,
+};
+
 struct gp_record_graph_node {
 	__u64 node;         /* 32: CUPTI's id of the node */
 	__u64 orig_node;    /* 40: the node it was cloned from; 0: made */
 	__u32 graph_id;     /* 48: the graph it is in */
 	__u32 node_type;    /* 52: CUgraphNodeType */
-	__u64 reserved;     /* 56 */
+	__u32 event;        /* 56: enum gp_graph_node_event */
+	__u32 reserved0;    /* 60 */
 };
 
 /*

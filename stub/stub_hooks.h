@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STUB_HOOKS_VERSION 2u
+#define STUB_HOOKS_VERSION 3u
 
 /* One driver API call, bracketed by api_enter/api_exit. */
 struct stub_api_call {
@@ -122,6 +122,11 @@ struct stub_cupti_ops {
 	void (*graph_node_created)(const struct stub_graph_event *g);
 	void (*graph_node_cloned)(const struct stub_graph_event *g);
 	void (*graph_exec_created)(const struct stub_graph_event *g);
+	/* An exec's node updated (cuGraphExecUpdate: node is the new graph's,
+	 * original_node the exec's), or given new parameters (node the exec's,
+	 * original_node the node it was instantiated from). */
+	void (*graph_node_updated)(const struct stub_graph_event *g);
+	void (*graph_node_set_params)(const struct stub_graph_event *g);
 };
 
 /* What the driver gives back: lock-free queries plus the sync point. */

@@ -18,12 +18,12 @@ static struct graph_nodes *fresh(void)
 	return gn;
 }
 
-static __u64 site_of(const struct graph_nodes *gn, __u64 node)
+static __u64 site_of(struct graph_nodes *gn, __u64 node)
 {
 	__u64 site = 0;
 	__u32 probe = 0;
 
-	return graph_nodes__site(gn, graph_nodes__origin(gn, node), &site, &probe) ? site : 0;
+	return graph_nodes__site(gn, graph_nodes__origin(gn, node, ~0ull), &site, &probe) ? site : 0;
 }
 
 /*
@@ -41,7 +41,7 @@ static void test_a_replayed_copy_leads_to_the_launch_that_captured_its_node(void
 	graph_nodes__add(gn, NODE(1, 0), 0, 7, 105);
 	graph_nodes__add(gn, NODE(1, 1), 0, 7, 205);
 	/* Not bound yet: the calls have not paired. */
-	assert_false(graph_nodes__site(gn, graph_nodes__origin(gn, NODE(1, 0)), &site, &probe));
+	assert_false(graph_nodes__site(gn, graph_nodes__origin(gn, NODE(1, 0), ~0ull), &site, &probe));
 	graph_nodes__on_call(gn, 7, 100, 110, 1001, 3);
 	graph_nodes__on_call(gn, 7, 200, 210, 1002, 4);
 	/* Instantiation: graph 3's copies, each made and then cloned. */
@@ -51,7 +51,7 @@ static void test_a_replayed_copy_leads_to_the_launch_that_captured_its_node(void
 	}
 	assert_int_equal(site_of(gn, NODE(3, 0)), 1001);
 	assert_int_equal(site_of(gn, NODE(3, 1)), 1002);
-	assert_true(graph_nodes__site(gn, graph_nodes__origin(gn, NODE(3, 1)), &site, &probe));
+	assert_true(graph_nodes__site(gn, graph_nodes__origin(gn, NODE(3, 1), ~0ull), &site, &probe));
 	assert_int_equal(probe, 4);
 	/* A later call on that thread takes none of the copies. */
 	graph_nodes__on_call(gn, 7, 295, 400, 1003, 3);
@@ -91,14 +91,14 @@ static void test_hostile_ids_are_refused_and_a_clone_loop_ends(void **state)
 	/* a -> b -> a */
 	graph_nodes__add(gn, NODE(2, 0), NODE(2, 1), 1, 1);
 	graph_nodes__add(gn, NODE(2, 1), NODE(2, 0), 1, 1);
-	assert_int_equal(graph_nodes__origin(gn, NODE(2, 0)), 0);
-	assert_int_equal(graph_nodes__origin(gn, NODE(9, 9)), 0);
+	assert_int_equal(graph_nodes__origin(gn, NODE(2, 0), ~0ull), 0);
+	assert_int_equal(graph_nodes__origin(gn, NODE(9, 9), ~0ull), 0);
 	/* A chain longer than GRAPH_CLONE_HOPS is not followed. */
 	graph_nodes__add(gn, NODE(10, 0), 0, 1, 1);
 	for (unsigned i = 1; i <= GRAPH_CLONE_HOPS + 1; i++)
 		graph_nodes__add(gn, NODE(10, i), NODE(10, i - 1), 1, 1);
-	assert_int_not_equal(graph_nodes__origin(gn, NODE(10, GRAPH_CLONE_HOPS)), 0);
-	assert_int_equal(graph_nodes__origin(gn, NODE(10, GRAPH_CLONE_HOPS + 1)), 0);
+	assert_int_not_equal(graph_nodes__origin(gn, NODE(10, GRAPH_CLONE_HOPS), ~0ull), 0);
+	assert_int_equal(graph_nodes__origin(gn, NODE(10, GRAPH_CLONE_HOPS + 1), ~0ull), 0);
 	graph_nodes__stats(gn, &st);
 	assert_int_equal(st.refused, 3);
 	graph_nodes__destroy(gn);
@@ -222,6 +222,162 @@ static void test_sites_are_renumbered_with_the_stack_table(void **state)
 	graph_nodes__destroy(gn);
 }
 
+/* A node made by a call on thread 7 at ts (site 0: by no call seen). */
+static void made(struct graph_nodes *gn, __u64 node, __u64 ts, __u64 site)
+{
+	graph_nodes__add(gn, node, 0, 7, ts);
+	if (site)
+		assert_int_equal(graph_nodes__on_call(gn, 7, ts, ts, site, 1), 1);
+}
+
+/* A copy, reported made and then cloned, as the driver reports one. */
+static void cloned(struct graph_nodes *gn, __u64 node, __u64 orig, __u32 tid, __u64 ts)
+{
+	graph_nodes__add(gn, node, 0, tid, ts);
+	graph_nodes__add(gn, node, orig, tid, ts);
+}
+
+static __u64 site_at(struct graph_nodes *gn, __u64 node, __u64 ts)
+{
+	__u64 site = 0;
+	__u32 probe = 0;
+
+	return graph_nodes__site(gn, graph_nodes__origin(gn, node, ts), &site, &probe) ? site : 0;
+}
+
+/*
+ * cuGraphExecUpdate as the H200 reported it (tools/gpu/graph_update.sh):
+ * exec node 2:0, cloned from capture 1's node, updated from capture 4's
+ * node. Kernels that began before the update keep the first capture; those
+ * after lead to the second. New parameters are counted and change nothing.
+ */
+static void test_an_update_leads_later_kernels_to_the_graph_it_came_from(void **state)
+{
+	struct graph_nodes *gn = fresh();
+	struct graph_nodes_stats st;
+
+	made(gn, NODE(1, 0), 100, 1001);
+	cloned(gn, NODE(2, 0), NODE(1, 0), 7, 200);
+	made(gn, NODE(4, 0), 300, 1004);
+	graph_nodes__update(gn, NODE(2, 0), NODE(4, 0), 500);
+	graph_nodes__set_params(gn, NODE(2, 0));
+	assert_int_equal(site_at(gn, NODE(2, 0), 499), 1001);
+	assert_int_equal(site_at(gn, NODE(2, 0), 500), 1004);
+	assert_int_equal(site_at(gn, NODE(2, 0), 900), 1004);
+	/* Refused: a node not held, a made node (no executable graph's), from not held, no time. */
+	graph_nodes__update(gn, NODE(9, 0), NODE(4, 0), 600);
+	graph_nodes__update(gn, NODE(4, 0), NODE(1, 0), 600);
+	graph_nodes__update(gn, NODE(2, 0), NODE(9, 0), 600);
+	graph_nodes__update(gn, NODE(2, 0), NODE(1, 0), 0);
+	graph_nodes__set_params(gn, NODE(9, 1));
+	assert_int_equal(site_at(gn, NODE(2, 0), 900), 1004);
+	assert_int_equal(site_at(gn, NODE(4, 0), 900), 1004);
+	graph_nodes__stats(gn, &st);
+	assert_int_equal(st.updated, 1);
+	assert_int_equal(st.params_set, 1);
+	assert_int_equal(st.refused, 5);
+	graph_nodes__destroy(gn);
+}
+
+/*
+ * Child graphs, node for node as the H200 reported them (graph_update.sh's
+ * second run): a parent (graph 11) of child node A (a copy of graph 5: two
+ * captured kernels and a child node holding graph 7's kernel), a kernel
+ * added by the node API, and child node B (a copy of graph 9: a child node
+ * holding graph 6's kernel, and a kernel added by the node API).
+ * Instantiated as graph 16, its embedded copies 17-20, depth first; the
+ * child graphs' kernels ran as 16:3, 16:4, 16:6, 16:8 and 16:9, ids no
+ * callback named.
+ */
+static void child_graphs(struct graph_nodes *gn, __u32 copy_tid)
+{
+	made(gn, NODE(5, 0), 100, 51);   /* cap_child: k_child */
+	made(gn, NODE(5, 1), 110, 52);   /* cap_child: k_child2 */
+	made(gn, NODE(6, 0), 120, 61);   /* cap_deep: k_deep */
+	made(gn, NODE(7, 0), 130, 71);   /* cap_inner: k_inner */
+	cloned(gn, NODE(8, 0), NODE(7, 0), 7, 140);
+	made(gn, NODE(5, 2), 141, 0);    /* inner_site's child node */
+	cloned(gn, NODE(10, 0), NODE(6, 0), 7, 150);
+	made(gn, NODE(9, 0), 151, 0);    /* nest_site's child node */
+	made(gn, NODE(9, 1), 152, 91);   /* nest_site: k_nest */
+	cloned(gn, NODE(12, 0), NODE(5, 0), 7, 160);
+	cloned(gn, NODE(12, 1), NODE(5, 1), 7, 161);
+	cloned(gn, NODE(13, 0), NODE(8, 0), 7, 162);
+	cloned(gn, NODE(12, 2), NODE(5, 2), 7, 163);
+	made(gn, NODE(11, 0), 164, 0);   /* child_site: child node A */
+	made(gn, NODE(11, 1), 166, 111); /* child_site: k_parent */
+	cloned(gn, NODE(15, 0), NODE(10, 0), 7, 168);
+	cloned(gn, NODE(14, 0), NODE(9, 0), 7, 169);
+	cloned(gn, NODE(14, 1), NODE(9, 1), 7, 170);
+	made(gn, NODE(11, 2), 171, 0);   /* child_site: child node B */
+	/* Instantiation. */
+	cloned(gn, NODE(17, 0), NODE(12, 0), copy_tid, 200);
+	cloned(gn, NODE(17, 1), NODE(12, 1), copy_tid, 201);
+	cloned(gn, NODE(18, 0), NODE(13, 0), copy_tid, 202);
+	cloned(gn, NODE(17, 2), NODE(12, 2), copy_tid, 203);
+	cloned(gn, NODE(16, 0), NODE(11, 0), 7, 204);
+	cloned(gn, NODE(16, 1), NODE(11, 1), 7, 205);
+	cloned(gn, NODE(20, 0), NODE(15, 0), 7, 206);
+	cloned(gn, NODE(19, 0), NODE(14, 0), 7, 207);
+	cloned(gn, NODE(19, 1), NODE(14, 1), 7, 208);
+	cloned(gn, NODE(16, 2), NODE(11, 2), 7, 209);
+	made(gn, NODE(22, 2), 210, 0);   /* the driver's own, never replayed */
+	made(gn, NODE(21, 0), 211, 0);
+	made(gn, NODE(16, 10), 212, 0);
+}
+
+static void test_child_graphs_kernels_are_found_by_their_place(void **state)
+{
+	struct graph_nodes *gn = fresh();
+	struct graph_nodes_stats st;
+
+	child_graphs(gn, 7);
+	assert_int_equal(site_of(gn, NODE(16, 1)), 111);
+	assert_int_equal(site_of(gn, NODE(16, 3)), 51);
+	assert_int_equal(site_of(gn, NODE(16, 4)), 52);
+	assert_int_equal(site_of(gn, NODE(16, 6)), 71);
+	assert_int_equal(site_of(gn, NODE(16, 8)), 91);
+	assert_int_equal(site_of(gn, NODE(16, 9)), 61);
+	/* Child nodes themselves, made by no call; a place past the embedded graphs. */
+	assert_int_not_equal(graph_nodes__origin(gn, NODE(16, 5), ~0ull), 0);
+	assert_int_equal(site_of(gn, NODE(16, 5)), 0);
+	assert_int_equal(graph_nodes__origin(gn, NODE(16, 11), ~0ull), 0);
+	/* Again: now held. */
+	assert_int_equal(site_of(gn, NODE(16, 9)), 61);
+	graph_nodes__stats(gn, &st);
+	assert_int_equal(st.embedded, 6);
+	graph_nodes__destroy(gn);
+}
+
+/* Copies cloned on another thread than the executable graph's own are not its. */
+static void test_another_threads_copies_are_not_an_executable_graphs(void **state)
+{
+	struct graph_nodes *gn = fresh();
+
+	child_graphs(gn, 8);
+	assert_int_equal(graph_nodes__origin(gn, NODE(16, 3), ~0ull), 0);
+	assert_int_equal(site_of(gn, NODE(16, 1)), 111);
+	graph_nodes__destroy(gn);
+}
+
+/* Made-up executable graphs: laid out GRAPH_LAYOUTS_MAX times at most, counted. */
+static void test_layouts_are_bounded(void **state)
+{
+	struct graph_nodes *gn = fresh();
+	struct graph_nodes_stats st;
+
+	made(gn, NODE(1, 0), 100, 1001);
+	for (__u32 g = 0; g < GRAPH_LAYOUTS_MAX + 10; g++) {
+		cloned(gn, NODE(1000 + 2 * g, 0), NODE(1, 0), 7, 200 + g);
+		assert_int_equal(graph_nodes__origin(gn, NODE(1000 + 2 * g, 5), ~0ull), 0);
+		assert_int_equal(graph_nodes__origin(gn, NODE(1000 + 2 * g, 6), ~0ull), 0);
+	}
+	graph_nodes__stats(gn, &st);
+	assert_int_equal(st.layouts_refused, 2 * 10);
+	assert_int_equal(st.embedded, 0);
+	graph_nodes__destroy(gn);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +389,10 @@ int main(void)
 		cmocka_unit_test(test_a_large_graph_instantiated_before_its_calls_pair_binds_whole),
 		cmocka_unit_test(test_a_node_no_call_takes_is_given_up_in_time),
 		cmocka_unit_test(test_other_threads_nodes_are_swept_at_a_bounded_rate),
+		cmocka_unit_test(test_an_update_leads_later_kernels_to_the_graph_it_came_from),
+		cmocka_unit_test(test_child_graphs_kernels_are_found_by_their_place),
+		cmocka_unit_test(test_another_threads_copies_are_not_an_executable_graphs),
+		cmocka_unit_test(test_layouts_are_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -390,6 +390,16 @@ static void op_graph_exec_created(const struct stub_graph_event *g)
 	graph_callback(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, g);
 }
 
+static void op_graph_node_updated(const struct stub_graph_event *g)
+{
+	graph_callback(CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED, g);
+}
+
+static void op_graph_node_set_params(const struct stub_graph_event *g)
+{
+	graph_callback(CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS, g);
+}
+
 static const struct stub_cupti_ops ops = {
 	.version = STUB_HOOKS_VERSION,
 	.size = sizeof(struct stub_cupti_ops),
@@ -403,6 +413,8 @@ static const struct stub_cupti_ops ops = {
 	.graph_node_created = op_graph_node_created,
 	.graph_node_cloned = op_graph_node_cloned,
 	.graph_exec_created = op_graph_exec_created,
+	.graph_node_updated = op_graph_node_updated,
+	.graph_node_set_params = op_graph_node_set_params,
 };
 
 /* ------------------------------------------------------------ attach */

@@ -14,10 +14,24 @@
  * 4 and 6 never showed in CUPTI): the stub skips that id too, so graph ids
  * are unique but not dense, and the graph_nodes scenario
  * (tests/progs/graphsub.c) gets the real run's ids.
+ *
+ * Child graphs as the same driver gave them (tools/gpu/graph_update.sh):
+ * cuGraphAddChildGraphNode copies the child graph, depth first, into new
+ * graphs (each copy's id taken when its child node is reached), reporting
+ * each node of a copy made then cloned, a child node after its own copy's
+ * nodes; then the child node itself is made. Instantiation does the same
+ * for every child node of the source into graphs E+1, E+2, ... after the
+ * exec's own graph E, and the exec runs the embedded graphs' kernels as
+ * E:(the source's node count + their place, graph by graph): ids that no
+ * callback reports. cuGraphExecUpdate (same shape only) reports per node
+ * GRAPH_NODE_UPDATED (the new graph's node -> the exec's) then
+ * GRAPH_NODE_SET_PARAMS; cuGraphExecKernelNodeSetParams reports
+ * GRAPH_NODE_SET_PARAMS (the exec's node, from the source node named).
  */
 #include "stub/libcuda/internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static bool graph_live(const struct CUgraph_st *g)
 {
@@ -42,6 +56,19 @@ STUB_API CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 	pthread_mutex_unlock(&g_drv.mu);
 	*phGraph = g;
 	API_END(CUDA_SUCCESS);
+}
+
+/* A graph and the copies its child nodes own. */
+static void graph_free(struct CUgraph_st *g)
+{
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->n; i++) {
+		graph_free(g->nodes[i]->child);
+		free(g->nodes[i]);
+	}
+	free(g->nodes);
+	free(g);
 }
 
 static bool graph_grow(struct CUgraph_st *g)
@@ -168,31 +195,202 @@ STUB_API CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 				numDependencies, p->func, &tmpl));
 }
 
+/* Caller holds g_drv.mu. A copy of src (ids taken depth first), its child
+ * nodes owning copies of theirs; NULL when out of memory. */
+static struct CUgraph_st *graph_copy(const struct CUgraph_st *src)
+{
+	struct CUgraph_st *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->magic = STUB_MAGIC_GRAPH;
+	g->id = g_drv.next_graph_id++;
+	for (size_t i = 0; i < src->n; i++) {
+		struct CUgraphNode_st *n;
+
+		if (!graph_grow(g) || !(n = malloc(sizeof(*n)))) {
+			graph_free(g);
+			return NULL;
+		}
+		*n = *src->nodes[i];
+		n->id = drv_node_id(g->id, i);
+		n->child = NULL;
+		g->nodes[g->n++] = n;
+		if (src->nodes[i]->child && !(n->child = graph_copy(src->nodes[i]->child))) {
+			graph_free(g);
+			return NULL;
+		}
+	}
+	return g;
+}
+
+/* No driver lock held: a node made, then cloned from orig. */
+static void report_clone(const struct stub_api_call *c, struct CUgraph_st *g,
+			 struct CUgraphNode_st *n, struct CUgraph_st *og,
+			 struct CUgraphNode_st *orig)
+{
+	struct stub_graph_event ev = {
+		.context = &g_drv.primary,
+		.graph = g,
+		.node = n,
+		.node_type = n->child ? CU_GRAPH_NODE_TYPE_GRAPH : CU_GRAPH_NODE_TYPE_KERNEL,
+		.original_graph = og,
+		.original_node = orig,
+	};
+
+	const struct stub_cupti_ops *ops = c->cupti;
+
+	if (!ops)
+		return;
+	drv_report_node_created(c, g, n);
+	ops->graph_node_cloned(&ev);
+}
+
+/* No driver lock held: copy's nodes (cloned from src's), a child node after its own copy's. */
+static void report_copy(const struct stub_api_call *c, struct CUgraph_st *copy,
+			struct CUgraph_st *src)
+{
+	for (size_t i = 0; i < copy->n && i < src->n; i++) {
+		if (copy->nodes[i]->child && src->nodes[i]->child)
+			report_copy(c, copy->nodes[i]->child, src->nodes[i]->child);
+		report_clone(c, copy, copy->nodes[i], src, src->nodes[i]);
+	}
+}
+
+STUB_API CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					   const CUgraphNode *dependencies,
+					   size_t numDependencies, CUgraph childGraph)
+{
+	struct CUgraphNode_st tmpl = { 0 }, *node = NULL;
+	struct CUgraph_st *copy = NULL;
+	CUresult r;
+
+	API_BEGIN(cuGraphAddChildGraphNode);
+	r = drv_check_ctx();
+	if (r != CUDA_SUCCESS)
+		API_END(r);
+	if (!phGraphNode || (numDependencies && !dependencies))
+		API_END(CUDA_ERROR_INVALID_VALUE);
+	pthread_mutex_lock(&g_drv.mu);
+	if (!graph_live(hGraph) || !graph_live(childGraph) || hGraph == childGraph) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (!(copy = graph_copy(childGraph)) || !graph_grow(hGraph) ||
+		   !(node = malloc(sizeof(*node)))) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		*node = tmpl;
+		node->magic = STUB_MAGIC_NODE;
+		node->id = drv_node_id(hGraph->id, hGraph->n);
+		node->child = copy;
+		hGraph->nodes[hGraph->n++] = node;
+	}
+	pthread_mutex_unlock(&g_drv.mu);
+	if (r != CUDA_SUCCESS) {
+		graph_free(copy);
+		API_END(r);
+	}
+	report_copy(&call_, copy, childGraph);
+	if (call_.cupti) {
+		const struct stub_cupti_ops *ops = call_.cupti;
+		struct stub_graph_event ev = {
+			.context = &g_drv.primary, .graph = hGraph, .node = node,
+			.node_type = CU_GRAPH_NODE_TYPE_GRAPH,
+		};
+
+		ops->graph_node_created(&ev);
+	}
+	*phGraphNode = node;
+	API_END(CUDA_SUCCESS);
+}
+
+/* No driver lock held: the copy of embedded graph src that instantiation
+ * made as graph id (its nodes' handles made up here: the callbacks read
+ * their ids), nested ones taking the next ids depth first. */
+static void report_embedded(const struct stub_api_call *c, struct CUgraph_st *src,
+			    uint32_t id, uint32_t *next)
+{
+	struct CUgraph_st gh = { .magic = STUB_MAGIC_GRAPH, .id = id };
+
+	for (size_t j = 0; j < src->n; j++) {
+		struct CUgraphNode_st nh = *src->nodes[j];
+
+		nh.id = drv_node_id(id, j);
+		if (src->nodes[j]->child)
+			report_embedded(c, src->nodes[j]->child, (*next)++, next);
+		report_clone(c, &gh, &nh, src, src->nodes[j]);
+	}
+}
+
 /* No driver lock held: the clones of instantiation as the real driver
  * reports them, per node GRAPHNODE_CREATED then GRAPHNODE_CLONED (graphExec
- * NULL, as measured), then GRAPHEXEC_CREATED naming the source graph. */
+ * NULL, as measured), a child node after its embedded copies; then
+ * GRAPHEXEC_CREATED naming the source graph. */
 static void report_instantiated(const struct stub_api_call *c,
 				struct CUgraph_st *g, struct CUgraphExec_st *e)
 {
 	const struct stub_cupti_ops *ops = c->cupti;
-	struct stub_graph_event ev = {
-		.context = &g_drv.primary,
-		.node_type = CU_GRAPH_NODE_TYPE_KERNEL,
-	};
+	struct stub_graph_event ev;
+	uint32_t next = e->graph.id + 1;
 
 	if (!ops)
 		return;
-	for (size_t i = 0; i < e->n; i++) {
-		drv_report_node_created(c, &e->graph, &e->nodes[i]);
-		ev.graph = &e->graph;
-		ev.node = &e->nodes[i];
-		ev.original_graph = g;
-		ev.original_node = g->nodes[i];
-		ops->graph_node_cloned(&ev);
+	for (size_t i = 0; i < g->n; i++) {
+		if (g->nodes[i]->child)
+			report_embedded(c, g->nodes[i]->child, next++, &next);
+		report_clone(c, &e->graph, &e->nodes[i], g, g->nodes[i]);
 	}
 	ev = (struct stub_graph_event){ .context = &g_drv.primary, .graph = g,
 					.graph_exec = e };
 	ops->graph_exec_created(&ev);
+}
+
+/* The graphs g's child nodes embed, depth first (NULL: count only); how many. */
+static size_t embedded_list(const struct CUgraph_st *g, const struct CUgraph_st **out, size_t at)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		if (!g->nodes[i]->child)
+			continue;
+		if (out)
+			out[at] = g->nodes[i]->child;
+		at = embedded_list(g->nodes[i]->child, out, at + 1);
+	}
+	return at;
+}
+
+/* Caller holds g_drv.mu; g is live. The exec: g's nodes as E:0.., then
+ * each embedded graph's, in order, as E:(g->n + their place). */
+static struct CUgraphExec_st *exec_make(const struct CUgraph_st *g)
+{
+	size_t nemb = embedded_list(g, NULL, 0), total = g->n, at;
+	const struct CUgraph_st **emb = calloc(nemb + 1, sizeof(*emb));
+	struct CUgraphExec_st *e = NULL;
+
+	if (!emb)
+		return NULL;
+	embedded_list(g, emb, 0);
+	for (size_t k = 0; k < nemb; k++)
+		total += emb[k]->n;
+	e = calloc(1, sizeof(*e) + total * sizeof(e->nodes[0]));
+	if (e) {
+		e->magic = STUB_MAGIC_EXEC;
+		e->graph.magic = STUB_MAGIC_EXEC_GRAPH;
+		e->graph.id = g_drv.next_graph_id;
+		/* its own, its embedded copies', one more: see the top of this file */
+		g_drv.next_graph_id += (uint32_t)nemb + 2;
+		e->n = total;
+		for (at = 0; at < g->n; at++) {
+			e->nodes[at] = *g->nodes[at];
+			e->nodes[at].id = drv_node_id(e->graph.id, at);
+		}
+		for (size_t k = 0; k < nemb; k++) {
+			for (size_t j = 0; j < emb[k]->n; j++, at++) {
+				e->nodes[at] = *emb[k]->nodes[j];
+				e->nodes[at].id = drv_node_id(e->graph.id, at);
+			}
+		}
+	}
+	free(emb);
+	return e;
 }
 
 static CUresult instantiate(const struct stub_api_call *c, CUgraphExec *phExec,
@@ -207,18 +405,7 @@ static CUresult instantiate(const struct stub_api_call *c, CUgraphExec *phExec,
 		pthread_mutex_unlock(&g_drv.mu);
 		return CUDA_ERROR_INVALID_HANDLE;
 	}
-	e = calloc(1, sizeof(*e) + g->n * sizeof(e->nodes[0]));
-	if (e) {
-		e->magic = STUB_MAGIC_EXEC;
-		e->graph.magic = STUB_MAGIC_EXEC_GRAPH;
-		e->graph.id = g_drv.next_graph_id;
-		g_drv.next_graph_id += 2; /* see the top of this file */
-		e->n = g->n;
-		for (size_t i = 0; i < g->n; i++) {
-			e->nodes[i] = *g->nodes[i];
-			e->nodes[i].id = drv_node_id(e->graph.id, i);
-		}
-	}
+	e = exec_make(g);
 	pthread_mutex_unlock(&g_drv.mu);
 	if (!e)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -258,6 +445,146 @@ STUB_API CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph
 	API_END(instantiate(&call_, phGraphExec, hGraph));
 }
 
+/* No driver lock held: an exec's node updated from node `from`, then given its parameters. */
+static void report_updated(const struct stub_api_call *c, struct CUgraph_st *g,
+			   struct CUgraphNode_st *from, struct CUgraphExec_st *e,
+			   struct CUgraphNode_st *n)
+{
+	struct stub_graph_event ev = {
+		.context = &g_drv.primary, .graph = g, .node = from,
+		.node_type = CU_GRAPH_NODE_TYPE_KERNEL, .original_node = n, .graph_exec = e,
+	};
+
+	const struct stub_cupti_ops *ops = c->cupti;
+
+	if (!ops)
+		return;
+	ops->graph_node_updated(&ev);
+	ev = (struct stub_graph_event){ .context = &g_drv.primary, .node = n,
+					.node_type = CU_GRAPH_NODE_TYPE_KERNEL, .graph_exec = e };
+	ops->graph_node_set_params(&ev);
+}
+
+/* Caller holds g_drv.mu. An exec the stub can update from g: kernel nodes
+ * only on both sides, as many. */
+static bool same_shape(const struct CUgraphExec_st *e, const struct CUgraph_st *g)
+{
+	if (e->n != g->n)
+		return false;
+	for (size_t i = 0; i < g->n; i++)
+		if (e->nodes[i].child || g->nodes[i]->child)
+			return false;
+	return true;
+}
+
+STUB_API CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	API_BEGIN(cuGraphGetNodes);
+	if (!numNodes)
+		API_END(CUDA_ERROR_INVALID_VALUE);
+	pthread_mutex_lock(&g_drv.mu);
+	if (!graph_live(hGraph)) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (!nodes) {
+		*numNodes = hGraph->n;
+	} else {
+		size_t n = *numNodes < hGraph->n ? *numNodes : hGraph->n;
+
+		for (size_t i = 0; i < n; i++)
+			nodes[i] = hGraph->nodes[i];
+		for (size_t i = n; i < *numNodes; i++)
+			nodes[i] = NULL;
+		*numNodes = n;
+	}
+	pthread_mutex_unlock(&g_drv.mu);
+	API_END(r);
+}
+
+/* Each kernel node of e runs what g's node at its place holds (ids kept). */
+STUB_API CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+				       CUgraphExecUpdateResultInfo *resultInfo)
+{
+	CUresult r = CUDA_SUCCESS;
+	size_t n = 0;
+
+	API_BEGIN(cuGraphExecUpdate_v2);
+	if (!resultInfo)
+		API_END(CUDA_ERROR_INVALID_VALUE);
+	memset(resultInfo, 0, sizeof(*resultInfo));
+	pthread_mutex_lock(&g_drv.mu);
+	if (!hGraphExec || hGraphExec->magic != STUB_MAGIC_EXEC || !graph_live(hGraph)) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (!same_shape(hGraphExec, hGraph)) {
+		resultInfo->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+		r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+	} else {
+		n = hGraph->n;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t id = hGraphExec->nodes[i].id;
+
+			hGraphExec->nodes[i] = *hGraph->nodes[i];
+			hGraphExec->nodes[i].id = id;
+		}
+		resultInfo->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+	}
+	pthread_mutex_unlock(&g_drv.mu);
+	for (size_t i = 0; i < n; i++)
+		report_updated(&call_, hGraph, hGraph->nodes[i], hGraphExec, &hGraphExec->nodes[i]);
+	API_END(r);
+}
+
+/* hNode: the source graph's node; the exec's copy of it runs p from now on. */
+STUB_API CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+						    const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	struct CUgraphNode_st *n = NULL;
+	struct CUfunc_st *f;
+	CUresult r = CUDA_SUCCESS;
+
+	API_BEGIN(cuGraphExecKernelNodeSetParams_v2);
+	if (!p)
+		API_END(CUDA_ERROR_INVALID_VALUE);
+	pthread_mutex_lock(&g_drv.mu);
+	f = drv_func(p->func ? p->func : (CUfunction)p->kern);
+	if (!hGraphExec || hGraphExec->magic != STUB_MAGIC_EXEC || !hNode ||
+	    hNode->magic != STUB_MAGIC_NODE || !f) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else {
+		size_t i = (uint32_t)hNode->id;
+
+		if (i >= hGraphExec->n || hGraphExec->nodes[i].child || hNode->child)
+			r = CUDA_ERROR_INVALID_VALUE;
+		else
+			n = &hGraphExec->nodes[i];
+	}
+	if (n) {
+		struct CUgraphNode_st tmpl = NODE_TMPL(p);
+
+		if (!drv_dims_ok(tmpl.grid) || !drv_dims_ok(tmpl.block)) {
+			r = CUDA_ERROR_INVALID_VALUE;
+			n = NULL;
+		} else {
+			n->func = f;
+			memcpy(n->grid, tmpl.grid, sizeof(n->grid));
+			memcpy(n->block, tmpl.block, sizeof(n->block));
+			n->smem = tmpl.smem;
+		}
+	}
+	pthread_mutex_unlock(&g_drv.mu);
+	if (n && call_.cupti) {
+		const struct stub_cupti_ops *ops = call_.cupti;
+		struct stub_graph_event ev = {
+			.context = &g_drv.primary, .node = n, .node_type = CU_GRAPH_NODE_TYPE_KERNEL,
+			.original_node = hNode, .graph_exec = hGraphExec,
+		};
+
+		ops->graph_node_set_params(&ev);
+	}
+	API_END(r);
+}
+
 STUB_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
 	API_BEGIN(cuGraphExecDestroy);
@@ -268,13 +595,6 @@ STUB_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 	API_END(CUDA_SUCCESS);
 }
 
-static void graph_free(struct CUgraph_st *g)
-{
-	for (size_t i = 0; i < g->n; i++)
-		free(g->nodes[i]);
-	free(g->nodes);
-	free(g);
-}
 
 STUB_API CUresult cuGraphDestroy(CUgraph hGraph)
 {

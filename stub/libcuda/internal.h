@@ -100,6 +100,7 @@ struct CUgraphNode_st {
 	uint32_t cluster[3];      /* captured launches only; else 0 */
 	uint32_t smem;
 	bool cooperative;         /* captured launches only */
+	struct CUgraph_st *child; /* a child-graph node: its own copy of the graph (no func) */
 };
 
 struct CUgraph_st {
@@ -113,7 +114,9 @@ struct CUgraphExec_st {
 	uint32_t magic;
 	struct CUgraph_st graph;  /* the exec's own graph (no node list) */
 	size_t n;
-	struct CUgraphNode_st nodes[]; /* clones: the source may go first */
+	/* Clones, the source's own nodes first, then each embedded graph's
+	 * (graph.c, instantiate): child-graph nodes among them run nothing. */
+	struct CUgraphNode_st nodes[];
 };
 
 static inline uint64_t drv_node_id(uint32_t graph_id, size_t index)

@@ -241,6 +241,8 @@ static CUresult graph_launch(const struct stub_api_call *c, CUgraphExec e,
 			.cooperative = n->cooperative,
 		};
 
+		if (n->child)
+			continue; /* a child-graph node: its kernels are nodes of their own */
 		if (!drv_func((CUfunction)n->func)) {
 			r = CUDA_ERROR_INVALID_HANDLE; /* module unloaded */
 			break;

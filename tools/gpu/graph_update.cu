@@ -5,9 +5,16 @@
 //            update_site, then e1 replayed R times
 //   k_three  cudaGraphExecKernelNodeSetParams(e1, ...) in set_site, then e1
 //            replayed R times
-//   k_child  captured in cap_child, embedded by cudaGraphAddChildGraphNode
-//            in child_site into a parent that also has
-//   k_parent added by cudaGraphAddKernelNode in child_site; replayed R times
+//   k_child, k_child2  captured in cap_child (two launches), beside a child
+//            node (inner_site) holding k_inner, captured in cap_inner; that
+//            graph embedded by
+//            cudaGraphAddChildGraphNode in child_site into a parent that
+//            also has
+//   k_parent added by cudaGraphAddKernelNode in child_site, then a second
+//            child node holding a graph (nest_site) that holds
+//   k_deep   captured in cap_deep, embedded by a child node in nest_site,
+//            beside k_nest, added by cudaGraphAddKernelNode in nest_site;
+//            the parent replayed R times
 // Every replay from replay_site. Under gpuprobe-bpf each kernel should sit
 // under the site that decided it, then "[graph captured at]", then
 // replay_site.
@@ -36,6 +43,10 @@ __global__ void k_two(float *p) { p[threadIdx.x] += 2.0f; }
 __global__ void k_three(float *p) { p[threadIdx.x] += 3.0f; }
 __global__ void k_child(float *p) { p[threadIdx.x] *= 2.0f; }
 __global__ void k_parent(float *p) { p[threadIdx.x] *= 3.0f; }
+__global__ void k_child2(float *p) { p[threadIdx.x] *= 4.0f; }
+__global__ void k_deep(float *p) { p[threadIdx.x] *= 5.0f; }
+__global__ void k_nest(float *p) { p[threadIdx.x] *= 6.0f; }
+__global__ void k_inner(float *p) { p[threadIdx.x] *= 7.0f; }
 
 #ifdef FACTS
 static unsigned tid(void) { return (unsigned)syscall(SYS_gettid); }
@@ -131,7 +142,25 @@ static cudaKernelNodeParams kparams(void *func, void **args)
 
 CAPTURE_SITE(cap_one, k_one)
 CAPTURE_SITE(cap_two, k_two)
-CAPTURE_SITE(cap_child, k_child)
+CAPTURE_SITE(cap_deep, k_deep)
+CAPTURE_SITE(cap_inner, k_inner)
+
+__attribute__((noinline)) static void inner_site(cudaGraph_t into, cudaGraph_t inner)
+{
+	cudaGraphNode_t cn;
+
+	CK(cudaGraphAddChildGraphNode(&cn, into, NULL, 0, inner));
+}
+
+__attribute__((noinline)) static cudaGraph_t cap_child(cudaStream_t s, float *buf)
+{
+	cudaGraph_t g;
+	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+	k_child<<<1, 32, 0, s>>>(buf);
+	k_child2<<<1, 32, 0, s>>>(buf);
+	CK(cudaStreamEndCapture(s, &g));
+	return g;
+}
 
 __attribute__((noinline)) static int update_site(cudaGraphExec_t e, cudaGraph_t g)
 {
@@ -152,16 +181,30 @@ __attribute__((noinline)) static void set_site(cudaGraphExec_t e, cudaGraph_t ma
 	CK(cudaGraphExecKernelNodeSetParams(e, node, &kp));
 }
 
-__attribute__((noinline)) static cudaGraph_t child_site(cudaGraph_t child, float **buf)
+__attribute__((noinline)) static cudaGraph_t nest_site(cudaGraph_t deep, float **buf)
 {
 	cudaGraph_t g;
 	cudaGraphNode_t cn, kn;
+	void *args[] = { buf };
+	cudaKernelNodeParams kp = kparams((void *)k_nest, args);
+
+	CK(cudaGraphCreate(&g, 0));
+	CK(cudaGraphAddChildGraphNode(&cn, g, NULL, 0, deep));
+	CK(cudaGraphAddKernelNode(&kn, g, &cn, 1, &kp));
+	return g;
+}
+
+__attribute__((noinline)) static cudaGraph_t child_site(cudaGraph_t child, cudaGraph_t nest, float **buf)
+{
+	cudaGraph_t g;
+	cudaGraphNode_t cn, kn, nn;
 	void *args[] = { buf };
 	cudaKernelNodeParams kp = kparams((void *)k_parent, args);
 
 	CK(cudaGraphCreate(&g, 0));
 	CK(cudaGraphAddChildGraphNode(&cn, g, NULL, 0, child));
 	CK(cudaGraphAddKernelNode(&kn, g, &cn, 1, &kp));
+	CK(cudaGraphAddChildGraphNode(&nn, g, &kn, 1, nest));
 	return g;
 }
 
@@ -175,7 +218,7 @@ __attribute__((noinline)) static void replay_site(cudaGraphExec_t e, cudaStream_
 int main(int argc, char **argv)
 {
 	int r = argc > 1 ? atoi(argv[1]) : 100, upd;
-	cudaGraph_t g1, g2, gc, gp;
+	cudaGraph_t g1, g2, gc, gd, gn, gp;
 	cudaGraphExec_t e1, ep;
 	cudaStream_t s;
 	float *buf;
@@ -204,8 +247,13 @@ int main(int argc, char **argv)
 	replay_site(e1, s, r);
 	PHASE("capture_child");
 	gc = cap_child(s, buf);
+	gd = cap_deep(s, buf);
+	PHASE("inner_node");
+	inner_site(gc, cap_inner(s, buf));
+	PHASE("nest_node");
+	gn = nest_site(gd, &buf);
 	PHASE("child_node");
-	gp = child_site(gc, &buf);
+	gp = child_site(gc, gn, &buf);
 	PHASE("instantiate_parent");
 	CK(cudaGraphInstantiate(&ep, gp, 0));
 	PHASE("replay_parent");

@@ -15,7 +15,7 @@ nvcc -O2 -DFACTS -I"$cupti_inc" -I"$CUDA/extras/CUPTI/include" -o build/graph_up
 build/graph_update_facts 3 >"$out/graph_update.facts" 2>&1
 echo "graph_update facts: exit=$?"
 grep -v "^kernel" "$out/graph_update.facts"
-grep "^kernel" "$out/graph_update.facts" | sort | uniq -c | sort -k5 | head -40
+awk '/^kernel/ { print $3, $4, $5 }' "$out/graph_update.facts" | sort | uniq -c | head -40
 build/static/gpuprobe-bpf --shim "$PWD/build/libgpuprobe_shim.so" --cupti "$CUPTI" \
 	-o "$out/graph_update.pb.gz" -- build/graph_update "$r" >"$out/graph_update.log" 2>&1
 echo "graph_update profiled: exit=$?"

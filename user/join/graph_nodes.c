@@ -15,12 +15,24 @@ struct gnode {
 	__u64 node, orig; /* orig: the node it was cloned from; 0: made here */
 	__u64 ts;         /* made: when */
 	__u64 site;       /* made and bound: the site of the launch that made it; 0: none */
+	__u64 prev_orig;  /* updated: what orig was before the last update, */
+	__u64 since;      /* and when that update came (0: never updated) */
 	__u32 tid;
 	__u32 probe;
 };
 
+/* An executable graph's child graphs, laid out (graph_nodes.h): E:top.. are theirs. */
+struct layout {
+	__u32 top;      /* the executable graph's own nodes, E:0..top-1 */
+	__u32 ngraphs;  /* embedded graphs E+1..E+ngraphs */
+	__u32 *counts;  /* the nodes of each */
+};
+
 struct graph_nodes {
 	struct u64map by_node;  /* node id -> index in n */
+	struct u64map by_exec;  /* executable graph id -> index in layouts */
+	struct layout *layouts;
+	size_t nlayouts, layouts_cap;
 	struct gnode *n;
 	size_t len, cap;
 	__u32 *pending;         /* indices of made nodes waiting for their call, by (tid, ts) */
@@ -39,7 +51,8 @@ int graph_nodes__new(struct graph_nodes **ret)
 		return -ENOMEM;
 	gn->pending = calloc(GRAPH_PENDING_MAX, sizeof(*gn->pending));
 	gn->calls_since_sweep = GRAPH_SWEEP_CALLS;
-	if (!gn->pending || u64map__init(&gn->by_node, GRAPH_NODES_MAX)) {
+	if (!gn->pending || u64map__init(&gn->by_node, GRAPH_NODES_MAX) ||
+	    u64map__init(&gn->by_exec, GRAPH_LAYOUTS_MAX)) {
 		graph_nodes__destroy(gn);
 		return -ENOMEM;
 	}
@@ -52,6 +65,10 @@ void graph_nodes__destroy(struct graph_nodes *gn)
 	if (!gn)
 		return;
 	u64map__fini(&gn->by_node);
+	u64map__fini(&gn->by_exec);
+	for (size_t i = 0; i < gn->nlayouts; i++)
+		free(gn->layouts[i].counts);
+	free(gn->layouts);
 	free(gn->n);
 	free(gn->pending);
 	free(gn->scratch);
@@ -263,16 +280,157 @@ size_t graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u6
 	return took;
 }
 
-__u32 graph_nodes__origin(const struct graph_nodes *gn, __u64 node)
+void graph_nodes__update(struct graph_nodes *gn, __u64 exec_node, __u64 from, __u64 ts)
 {
+	__u64 at, have;
+	struct gnode *n;
+
+	if (exec_node == from || !ts || !u64map__get(&gn->by_node, exec_node, &at) ||
+	    !gn->n[at].orig || !u64map__get(&gn->by_node, from, &have)) {
+		gn->st.refused++;
+		return;
+	}
+	n = &gn->n[at];
+	n->prev_orig = n->orig;
+	n->since = ts;
+	n->orig = from;
+	gn->st.updated++;
+}
+
+void graph_nodes__set_params(struct graph_nodes *gn, __u64 exec_node)
+{
+	__u64 at;
+
+	if (u64map__get(&gn->by_node, exec_node, &at))
+		gn->st.params_set++;
+	else
+		gn->st.refused++;
+}
+
+static __u64 node_id(__u32 graph, __u32 index)
+{
+	return (__u64)graph << 32 | index;
+}
+
+/* Held clones graph:0, graph:1, ... in a row, cloned on thread tid: how many (at most max). */
+static __u32 clones_in_row(const struct graph_nodes *gn, __u32 graph, __u32 tid, __u32 max)
+{
+	__u32 n = 0;
 	__u64 idx;
 
+	while (n < max && u64map__get(&gn->by_node, node_id(graph, n), &idx) && gn->n[idx].orig &&
+	       gn->n[idx].tid == tid)
+		n++;
+	return n;
+}
+
+/*
+ * The layout of executable graph `graph`'s child graphs (graph_nodes.h), made
+ * once from the clones held: its own nodes, then graphs graph+1, graph+2, ...
+ * while each has clones of the same thread. At most GRAPH_LAYOUT_NODES
+ * lookups a layout and GRAPH_LAYOUTS_MAX layouts a process: a hostile ring's
+ * made-up graph ids cost a bounded count of lookups in all. NULL: none.
+ */
+static const struct layout *layout__of(struct graph_nodes *gn, __u32 graph)
+{
+	__u32 counts[GRAPH_LAYOUT_GRAPHS], ngraphs = 0, budget = GRAPH_LAYOUT_NODES, top, tid;
+	struct layout *l;
+	__u64 at;
+
+	if (u64map__get(&gn->by_exec, graph, &at))
+		return &gn->layouts[at];
+	if (!u64map__get(&gn->by_node, node_id(graph, 0), &at) || !gn->n[at].orig)
+		return NULL; /* not an executable graph this process instantiated */
+	if (gn->nlayouts >= GRAPH_LAYOUTS_MAX) {
+		gn->st.layouts_refused++;
+		return NULL;
+	}
+	tid = gn->n[at].tid;
+	top = clones_in_row(gn, graph, tid, budget);
+	budget -= top;
+	while (ngraphs < GRAPH_LAYOUT_GRAPHS && budget && graph + ngraphs + 1 > graph) {
+		__u32 c = clones_in_row(gn, graph + ngraphs + 1, tid, budget);
+
+		if (!c)
+			break;
+		counts[ngraphs++] = c;
+		budget -= c;
+	}
+	l = grow__array(gn->layouts, &gn->layouts_cap, gn->nlayouts + 1, sizeof(*l), 8);
+	if (!l) {
+		gn->st.layouts_refused++;
+		return NULL;
+	}
+	gn->layouts = l;
+	l = &gn->layouts[gn->nlayouts];
+	*l = (struct layout){ .top = top, .ngraphs = ngraphs };
+	if (ngraphs) {
+		l->counts = malloc(ngraphs * sizeof(*l->counts));
+		if (!l->counts) {
+			gn->st.layouts_refused++;
+			return NULL;
+		}
+		memcpy(l->counts, counts, ngraphs * sizeof(*l->counts));
+	}
+	if (u64map__put(&gn->by_exec, graph, gn->nlayouts)) {
+		free(l->counts);
+		gn->st.layouts_refused++;
+		return NULL;
+	}
+	return &gn->layouts[gn->nlayouts++];
+}
+
+/* The clone an unknown node of an executable graph stands for, by its position; 0: none. */
+static __u64 embedded__find(struct graph_nodes *gn, __u64 node)
+{
+	__u32 graph = (__u32)(node >> 32), rest = (__u32)node;
+	const struct layout *l = layout__of(gn, graph);
+
+	if (!l || rest < l->top)
+		return 0;
+	rest -= l->top;
+	for (__u32 k = 0; k < l->ngraphs; k++) {
+		if (rest < l->counts[k])
+			return node_id(graph + 1 + k, rest);
+		rest -= l->counts[k];
+	}
+	return 0;
+}
+
+/* node, not held, found to stand for clone `as`: kept as its clone (when there is room). */
+static void embedded__keep(struct graph_nodes *gn, __u64 node, __u64 as)
+{
+	struct gnode *n;
+
+	gn->st.embedded++;
+	if (gn->len >= GRAPH_NODES_MAX)
+		return;
+	n = grow__array(gn->n, &gn->cap, gn->len + 1, sizeof(*n), 64);
+	if (!n)
+		return;
+	gn->n = n;
+	if (u64map__put(&gn->by_node, node, gn->len))
+		return;
+	gn->n[gn->len++] = (struct gnode){ .node = node, .orig = as };
+}
+
+__u32 graph_nodes__origin(struct graph_nodes *gn, __u64 node, __u64 ts)
+{
+	__u64 idx, as;
+
+	if (node && !u64map__get(&gn->by_node, node, &idx) && (as = embedded__find(gn, node))) {
+		embedded__keep(gn, node, as);
+		node = as;
+	}
 	for (unsigned hop = 0; hop <= GRAPH_CLONE_HOPS; hop++) {
+		const struct gnode *n;
+
 		if (!node || !u64map__get(&gn->by_node, node, &idx))
 			return 0;
-		if (!gn->n[idx].orig)
+		n = &gn->n[idx];
+		if (!n->orig)
 			return (__u32)idx + 1;
-		node = gn->n[idx].orig;
+		node = n->since && ts < n->since ? n->prev_orig : n->orig;
 	}
 	return 0;
 }
@@ -323,4 +481,8 @@ void graph_nodes__add_stats(const struct graph_nodes *gn, struct graph_nodes_sta
 	sum->unbound += one.unbound;
 	sum->waiting += one.waiting;
 	sum->refused += one.refused;
+	sum->updated += one.updated;
+	sum->params_set += one.params_set;
+	sum->embedded += one.embedded;
+	sum->layouts_refused += one.layouts_refused;
 }

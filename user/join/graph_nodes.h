@@ -17,6 +17,22 @@
  * nothing); a clone chain is followed GRAPH_CLONE_HOPS deep at most. Nodes are never
  * forgotten while the process lives (a graph captured once is replayed for
  * the rest of the run); a full table refuses new ones, counted.
+ *
+ * Changed graphs (measured on the H200, CUDA 13.0, docs/BENCHMARKS.md
+ * "Graph updates and child graphs"):
+ * - cuGraphExecUpdate keeps the executable graph's node ids and reports,
+ *   per node, which node of the graph it was updated from it now runs: the
+ *   node then leads to that one's site (graph_nodes__update).
+ * - New parameters for an executable graph's node (cuGraphExecKernelNodeSetParams,
+ *   and each node an update changes) are counted; the node keeps its site.
+ * - A child graph's nodes run under ids no callback announces. Node ids are
+ *   (graph id << 32 | index); instantiating a graph with child-graph nodes
+ *   clones the graph into the executable's graph E (its own nodes E:0..n-1),
+ *   then each embedded graph, depth first, into graphs E+1, E+2, ..., on the
+ *   same thread; the kernels of embedded graph E+k run as E:(n + the nodes of
+ *   E+1..E+k-1 + index). graph_nodes__origin finds an unknown node of E by
+ *   that position (its layout made once per executable graph and bounded),
+ *   and keeps what it found.
  */
 #ifndef GP_JOIN_GRAPH_NODES_H
 #define GP_JOIN_GRAPH_NODES_H
@@ -33,6 +49,11 @@
  */
 #define GRAPH_PENDING_NS (10ull * 1000 * 1000 * 1000)
 #define GRAPH_CLONE_HOPS 8u
+/* Executable graphs whose child graphs' nodes were laid out, per process. */
+#define GRAPH_LAYOUTS_MAX 1024u
+/* Graphs embedded in one executable graph, and nodes counted for its layout, at most. */
+#define GRAPH_LAYOUT_GRAPHS 256u
+#define GRAPH_LAYOUT_NODES 65536u
 
 struct graph_nodes_stats {
 	__u64 nodes;        /* made and cloned, held */
@@ -41,6 +62,10 @@ struct graph_nodes_stats {
 			       the call's launch event never came): given up on */
 	__u64 waiting;      /* made nodes still waiting for their call (a gauge) */
 	__u64 refused;      /* nodes not held: the table was full, or a duplicate id */
+	__u64 updated;      /* executable graphs' nodes an update pointed at another node */
+	__u64 params_set;   /* executable graphs' nodes given new parameters: kept their site */
+	__u64 embedded;     /* child graphs' nodes found by their position */
+	__u64 layouts_refused; /* executable graphs whose child graphs were not laid out (bounds) */
 };
 
 struct graph_nodes;
@@ -64,10 +89,23 @@ void graph_nodes__add(struct graph_nodes *gn, __u64 node, __u64 orig, __u32 tid,
 size_t graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u64 end, __u64 site,
 			    __u32 probe);
 /*
- * The made node a node comes from (itself, or the one its clones were
- * copied from): a handle > 0, or 0 when unknown.
+ * An update (GP_GRAPH_NODE_UPDATED) at ts: the executable graph's node
+ * exec_node now runs what node from holds, and its kernels that began at ts
+ * or later lead to from's site (those before, to what it led to before the
+ * last update). Refused (counted) when exec_node is not a held clone or
+ * from is not held.
  */
-__u32 graph_nodes__origin(const struct graph_nodes *gn, __u64 node);
+void graph_nodes__update(struct graph_nodes *gn, __u64 exec_node, __u64 from, __u64 ts);
+/* New parameters for an executable graph's node: counted; it keeps its site. */
+void graph_nodes__set_params(struct graph_nodes *gn, __u64 exec_node);
+/*
+ * The made node a node's kernel that began at ts comes from (itself, or the
+ * one its clones were copied from, as updates had it then): a handle > 0,
+ * or 0 when unknown. A node not held, of an executable graph with child
+ * graphs, is looked for by its position (the top of this file) and kept as
+ * a clone of what it was found to be.
+ */
+__u32 graph_nodes__origin(struct graph_nodes *gn, __u64 node, __u64 ts);
 /* The site and probe of the launch that made origin; false when none is known (yet). */
 bool graph_nodes__site(const struct graph_nodes *gn, __u32 origin, __u64 *ret_site,
 		       __u32 *ret_probe);

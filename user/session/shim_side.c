@@ -71,19 +71,28 @@ static void graph_node(struct session *s, struct target *t, const struct gp_reco
 		}
 		s->graph_targets++;
 	}
-	graph_nodes__add(t->graphs, r->graph.node, r->graph.orig_node, r->tid,
-			 fix_clock(t, r->start_ns));
+	if (r->graph.event == GP_GRAPH_NODE_UPDATED)
+		graph_nodes__update(t->graphs, r->graph.orig_node, r->graph.node,
+				    fix_clock(t, r->start_ns));
+	else if (r->graph.event == GP_GRAPH_NODE_SET_PARAMS)
+		graph_nodes__set_params(t->graphs, r->graph.node);
+	else
+		graph_nodes__add(t->graphs, r->graph.node, r->graph.orig_node, r->tid,
+				 fix_clock(t, r->start_ns));
 }
 
-/* A kernel a graph ran: its node's origin in t, for on_sample (0: not a graph's, or unknown). */
-static __u32 graph_origin(struct session *s, struct target *t, __u64 node)
+/*
+ * A kernel a graph ran, beginning at start: its node's origin in t, for
+ * on_sample (0: not a graph's, or unknown).
+ */
+static __u32 graph_origin(struct session *s, struct target *t, __u64 node, __u64 start)
 {
 	__u32 origin;
 
 	if (!node)
 		return 0;
 	s->graph_activities++;
-	origin = t->graphs ? graph_nodes__origin(t->graphs, node) : 0;
+	origin = t->graphs ? graph_nodes__origin(t->graphs, node, start) : 0;
 	if (!origin)
 		s->graph_node_unknown++;
 	return origin;
@@ -189,12 +198,12 @@ static void ingest_record(struct session *s, struct target *t, const struct gp_r
 			act.aux[1] = r->kernel.device;
 			act.aux[2] = r->kernel.stream;
 			act.aux[3] = r->kernel.graph_id;
-			act.aux[4] = graph_origin(s, t, r->kernel.graph_node);
+			act.aux[4] = graph_origin(s, t, r->kernel.graph_node, act.start);
 		} else {
 			act.aux[1] = r->copy.device;
 			act.aux[2] = r->copy.stream;
 			act.aux[3] = r->copy.graph_id;
-			act.aux[4] = graph_origin(s, t, r->copy.graph_node);
+			act.aux[4] = graph_origin(s, t, r->copy.graph_node, act.start);
 		}
 		join__add_activity(s->join, &act);
 	} else if (r->type == GP_REC_GRAPH_NODE) {

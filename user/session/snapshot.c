@@ -223,6 +223,10 @@ static void graph_counters(struct session *s, struct counters *c)
 	counters__add_part(c, "unbound", g.unbound);
 	counters__add_part(c, "waiting", g.waiting);
 	counters__add_part(c, "refused", g.refused);
+	counters__add_part(c, "updated", g.updated);
+	counters__add_part(c, "params_set", g.params_set);
+	counters__add_part(c, "embedded", g.embedded);
+	counters__add_part(c, "layouts_refused", g.layouts_refused);
 }
 
 /*

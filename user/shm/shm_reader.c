@@ -518,7 +518,9 @@ static bool record__valid(const struct shm_reader *r, const struct gp_record *re
 		return rec->module.event == 1;
 	case GP_REC_GRAPH_NODE:
 		/* A node is never its own origin (a loop in the loader's walk otherwise). */
-		if (!rec->graph.node || rec->graph.orig_node == rec->graph.node)
+		if (!rec->graph.node || rec->graph.orig_node == rec->graph.node ||
+		    rec->graph.event > GP_GRAPH_NODE_SET_PARAMS ||
+		    (rec->graph.event == GP_GRAPH_NODE_UPDATED && !rec->graph.orig_node))
 			return false;
 		break;
 	case GP_REC_PC:

@@ -214,13 +214,22 @@ static void test_invalid_records_are_counted_and_skipped(void **state)
 	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_PC, .pc.samples = 0 });
 	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_PC_STALL, .pc_stall.name_off = 1u << 30 });
 	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_PC, .pc.samples = 3 });
+	/* Graph nodes': an unknown event, an update naming no executable graph's node */
+	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_GRAPH_NODE, .graph.node = 1,
+						   .graph.event = GP_GRAPH_NODE_SET_PARAMS + 1 });
+	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_GRAPH_NODE, .graph.node = 1,
+						   .graph.event = GP_GRAPH_NODE_UPDATED });
+	shm__write_record(shm, &(struct gp_record){ .type = GP_REC_GRAPH_NODE, .graph.node = 1,
+						   .graph.orig_node = 2,
+						   .graph.event = GP_GRAPH_NODE_UPDATED });
 	assert_int_equal(shm_reader__open_fd(shm__fd(shm), &r), 0);
 	assert_int_equal(shm_reader__read(r, out, 16, &n), 0);
-	assert_int_equal(n, 2);
+	assert_int_equal(n, 3);
 	assert_int_equal(out[0].type, GP_REC_API);
 	assert_int_equal(out[1].type, GP_REC_PC);
+	assert_int_equal(out[2].type, GP_REC_GRAPH_NODE);
 	shm_reader__stats(r, &st);
-	assert_int_equal(st.records_bad, 7);
+	assert_int_equal(st.records_bad, 9);
 	shm_reader__destroy(r);
 	shm__destroy(shm);
 }

@@ -78,3 +78,9 @@ $SC "$WORK/stale.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid
 $SC "$WORK/stale.pb.gz" split k_after deep_after=1 || fail "stale: main's launch after its passes"
 no_marker stale k_after
 ok "main's own reentrant pass, its address reused by another thread: main's later launch stays its own"
+cases graph
+$SC "$WORK/graph.pb.gz" graph-under k_graph 3 6000 capture_graph replay_node \
+	"[autograd thread for tid $tid_b]" $API caller_g || fail "graph: a replay on the engine thread"
+[ "$(field under_capture "$WORK/graph.err")" = 3 ] && [ "$(field under_caller "$WORK/graph.err")" = 3 ] ||
+	{ grep "^counters:" "$WORK/graph.err" | tail -1; fail "graph: counters"; }
+ok "a graph the engine thread replayed: its kernels under the capture, the replay, then the pass's caller"

@@ -33,6 +33,10 @@
       node), frames down to CAPTURE, ..., "[graph captured
       at]", cuGraphLaunch, frames down to REPLAY, ..., a root; both halves
       whole.
+  stack_check.py FILE graph-under KERNEL COUNT NS CAPTURE REPLAY MARK OUTER_API OUTER
+      a graph replayed for another thread: the graph shape (CAPTURE, then
+      "[graph captured at]", cuGraphLaunch, frames down to REPLAY, a root),
+      then MARK, OUTER_API, frames down to OUTER, a root.
   stack_check.py FILE under KERNEL COUNT NS INNER MARK OUTER_API OUTER
       the same shape for any inner and outer stack: cuLaunchKernel, frames
       down to INNER, ..., a root, the frame MARK, OUTER_API, frames down to
@@ -233,6 +237,34 @@ def check_under(samples, kernel, count, ns_want, inner, mark, outer_api, outer):
 MARK = "[graph captured at]"
 
 
+def check_graph_under(samples, kernel, count, ns_want, capture, replay, mark, outer_api, outer):
+    """Each launch of kernel: its capture, the graph marker, the replay,
+    then mark and an outer stack, each part whole to a root."""
+    got_n = got_ns = 0
+    short = ("[truncated", "[native frames", "[stack unknown", "[python:", "[unattributed")
+    for ns, n, frames in samples:
+        if not frames or frames[0][0] != kernel:
+            continue
+        names = [f[0] for f in frames]
+        if MARK not in names or mark not in names or names.index(MARK) > names.index(mark):
+            fail("%s: %d launches not under %s then %s: %s" % (kernel, n, MARK, mark, names), FRAMES_DIFFER)
+        a, b = names.index(MARK), names.index(mark)
+        cap, rep, out = names[1:a], names[a + 1:b], names[b + 1:]
+        if not cap or not cap[0].startswith("cuLaunchKernel") or capture not in cap or \
+                not is_root(cap[-1]) or not rep or not rep[0].startswith("cuGraphLaunch") or \
+                replay not in rep or not is_root(rep[-1]) or not out or \
+                not out[0].startswith(outer_api) or outer not in out or not is_root(out[-2]) or \
+                any(x.startswith(short) for x in cap + rep + out):
+            fail("%s: want %s, %s, %s, %s, %s and %s, each to a root: %s" %
+                 (kernel, capture, MARK, replay, mark, outer_api, outer, names), FRAMES_DIFFER)
+        got_n += n
+        got_ns += ns
+    if (got_n, got_ns) != (count, ns_want):
+        fail("%s: %d launches for %d ns, want %d for %d" % (kernel, got_n, got_ns, count, ns_want))
+    print("%s: %d launches, %d ns, each under %s, %s, %s, %s, %s" %
+          (kernel, count, ns_want, capture, MARK, replay, mark, outer))
+
+
 def main():
     path, mode = sys.argv[1], sys.argv[2]
     samples = parse(path)
@@ -247,6 +279,8 @@ def main():
     elif mode == "graph":  # KERNEL COUNT NS CAPTURE REPLAY
         check_under(samples, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], MARK,
                     "cuGraphLaunch", sys.argv[7])
+    elif mode == "graph-under":  # KERNEL COUNT NS CAPTURE REPLAY MARK OUTER_API OUTER
+        check_graph_under(samples, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), *sys.argv[6:11])
     elif mode == "under":  # KERNEL COUNT NS INNER MARK OUTER_API OUTER
         check_under(samples, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7],
                     sys.argv[8], sys.argv[9])

@@ -4,6 +4,9 @@ launches, for the whose-launch checks (issue 22, the backward half).
 MODE=compile (default): a torch.compile training loop; its compiled backward
 runs on the engine's device thread, with Python frames of its own.
 MODE=eager: the same loop, not compiled.
+MODE=overhead: MODE=compile with mode="reduce-overhead": forward and
+backward each replayed as CUDA graphs (cudagraph trees), the backward's
+replays launched by the engine's device thread.
 MODE=two: two threads, each with its own model on its own stream, each
 calling backward at once from its own step function (step_a, step_b): the
 engine's one device thread serves both graph tasks.
@@ -46,11 +49,16 @@ def loss_of(model, x, y):
 
 
 def train_body(model, opt, x, y):
+    if MARK_STEP:
+        torch.compiler.cudagraph_mark_step_begin()
     opt.zero_grad(set_to_none=True)
     loss = loss_of(model, x, y)
     loss.backward()
     opt.step()
     return loss
+
+
+MARK_STEP = os.environ.get("MODE") == "overhead"
 
 
 def compile_step(model, opt, x, y):
@@ -102,9 +110,9 @@ def main():
     model = make_model()
     data = batch()  # made before any profiled step: the steps alone are compared
     prof_path = os.environ.get("TORCH_PROFILE")
-    if mode == "compile":
-        cmodel = torch.compile(model)
-        run_loop(compile_warmup, cmodel, 3, data)  # compiles outside the profiled steps
+    if mode in ("compile", "overhead"):
+        cmodel = torch.compile(model, mode="reduce-overhead" if mode == "overhead" else "default")
+        run_loop(compile_warmup, cmodel, 5, data)  # compiles (and records graphs) outside the profiled steps
         with profiled(prof_path) as prof:
             ms = run_loop(compile_step, cmodel, steps, data)
     elif mode == "eager":

@@ -244,30 +244,29 @@ static int count_exe(struct writer *w, const struct profile_sample *s)
 }
 
 /*
- * The inner stack (a graph replay's kernel: the launch that captured its
+ * An inner stack (a graph replay's kernel: the launch that captured its
  * node; an autograd thread's launch: that thread's): API, frames, leaf
- * first, at most half the locations, then the marker the sample's own API
- * and frames follow.
+ * first, up to the location `end`, then the marker the next stack (or the
+ * sample's own API and frames) follows.
  */
-static int under_locs(struct writer *w, const struct profile_sample *s, uint64_t *locs,
-		      size_t *n)
+static int under_locs(struct writer *w, const struct profile_sample_under *u, size_t end,
+		      uint64_t *locs, size_t *n)
 {
-	int err = synthetic_loc_by(w, &w->fn_loc, s->under_api_id,
-				   s->under_api ? s->under_api : "?", &locs[(*n)++]);
+	int err = synthetic_loc_by(w, &w->fn_loc, u->api_id, u->api ? u->api : "?",
+				   &locs[(*n)++]);
 	__u32 i;
 
-	for (i = 0; !err && s->under_frames && i < s->under_nframes &&
-		    *n < GP_PROFILE_MAX_LOCS / 2 - 1; i++)
-		err = frame_loc(w, s->under_frames[i], &locs[(*n)++]);
+	for (i = 0; !err && u->frames && i < u->nframes && *n < end - 1; i++)
+		err = frame_loc(w, u->frames[i], &locs[(*n)++]);
 	/* A capture half cut here, or cut when it was walked, says so. */
-	if (!err && s->under_frames && (i < s->under_nframes || s->under_truncated)) {
+	if (!err && u->frames && (i < u->nframes || u->truncated)) {
 		if (!w->truncated_loc)
 			err = synthetic_loc(w, "[truncated stack]", &w->truncated_loc);
 		locs[(*n)++] = w->truncated_loc;
 	}
 	if (!err)
-		err = synthetic_loc_by(w, &w->fn_loc, s->under_marker_id,
-				       s->under_marker ? s->under_marker : "[under]", &locs[(*n)++]);
+		err = synthetic_loc_by(w, &w->fn_loc, u->marker_id,
+				       u->marker ? u->marker : "[under]", &locs[(*n)++]);
 	return err;
 }
 
@@ -280,8 +279,10 @@ static int sample_locs(struct writer *w, const struct profile_sample *s, uint64_
 	int err;
 
 	err = kernel_loc(w, s, &locs[n++]);
-	if (!err && s->stack_id && s->under_stack)
-		err = under_locs(w, s, locs, &n);
+	/* The inner stacks end by half the locations, the second by three quarters. */
+	for (unsigned l = 0; !err && s->stack_id && l < PROFILE_UNDERS && s->under[l].stack; l++)
+		err = under_locs(w, &s->under[l],
+				 l ? GP_PROFILE_MAX_LOCS * 3 / 4 : GP_PROFILE_MAX_LOCS / 2, locs, &n);
 	if (!err && !s->stack_id) {
 		snprintf(unattr, sizeof(unattr), "[unattributed: %s]", s->reason);
 		err = synthetic_loc_by(w, &w->unattr_loc, s->reason_id, unattr, &locs[n++]);

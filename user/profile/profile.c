@@ -176,10 +176,13 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 {
 	struct agg_key k = { .pid = pid, .stack_id = stack_id, .api = profile__intern(p, api),
 			     .reason = profile__intern(p, reason), .name = profile__intern(p, act->name),
-			     .device = act->device, .stream = act->stream, .graph_id = act->graph_id,
-			     .under = act->under.stack,
-			     .under_api = act->under.stack ? profile__intern(p, act->under.api) : 0,
-			     .under_marker = act->under.stack ? profile__intern(p, act->under.marker) : 0 };
+			     .device = act->device, .stream = act->stream, .graph_id = act->graph_id };
+
+	for (unsigned l = 0; l < PROFILE_UNDERS && act->under[l].stack; l++) {
+		k.under[l] = act->under[l].stack;
+		k.under_api[l] = profile__intern(p, act->under[l].api);
+		k.under_marker[l] = profile__intern(p, act->under[l].marker);
+	}
 
 	p->t.activities++;
 	if (!stack_id) {
@@ -198,9 +201,9 @@ int profile__add_launch(struct profile *p, __u32 pid, __u32 stack_id, const char
 			     .reason = profile__intern(p, stack_id ? NULL : "stack table full"),
 			     .name = profile__intern(p, leaf ? leaf : GP_PROFILE_NO_RECORD),
 			     .device = NO_DEVICE, .stream = NO_DEVICE,
-			     .under = in ? under->stack : 0,
-			     .under_api = in ? profile__intern(p, under->api) : 0,
-			     .under_marker = in ? profile__intern(p, under->marker) : 0 };
+			     .under = { in ? under->stack : 0 },
+			     .under_api = { in ? profile__intern(p, under->api) : 0 },
+			     .under_marker = { in ? profile__intern(p, under->marker) : 0 } };
 
 	p->t.launches_unrecorded++;
 	return add_to(p, &k, 0);

@@ -20,6 +20,9 @@
 
 struct profile;
 
+/* Inner stacks a sample can have (profile_activity's under). */
+#define PROFILE_UNDERS 2
+
 /* The inner stack of a sample (profile_activity's under): its stack id, launch API, marker. */
 struct profile_under {
 	__u32 stack;           /* 0: none */
@@ -33,14 +36,16 @@ struct profile_activity {
 	__u64 ns;              /* duration */
 	__u32 device, stream, graph_id;
 	/*
-	 * A second stack between the kernel and the sample's own, after a
-	 * marker frame: a CUDA-graph replay's kernel goes under the launch that
-	 * captured its node ("[graph captured at]", the sample's stack the
-	 * replay's); an autograd engine thread's launch goes under the call
-	 * that began its backward pass ("[autograd thread for tid N]", the
-	 * sample's stack that caller's). stack 0: none.
+	 * Stacks between the kernel and the sample's own, each after a marker
+	 * frame, under[0] nearest the kernel: a CUDA-graph replay's kernel goes
+	 * under the launch that captured its node ("[graph captured at]", the
+	 * sample's stack the replay's); an autograd engine thread's launch goes
+	 * under the call that began its backward pass ("[autograd thread for
+	 * tid N]", the sample's stack that caller's); both, for a graph an
+	 * engine thread replayed: capture, replay, caller. stack 0: none (and
+	 * none after it).
 	 */
-	struct profile_under under;
+	struct profile_under under[PROFILE_UNDERS];
 };
 
 /* One symbolized frame; strings are copied. */
@@ -132,18 +137,20 @@ struct profile_sample {
 	__u32 nframes;
 	bool truncated;
 	/*
-	 * The inner stack (profile_activity's under): that stack (leaf first)
+	 * The inner stacks (profile_activity's under): each stack (leaf first)
 	 * and its launch API go between the kernel and the sample's own
-	 * frames, which follow the marker.
+	 * frames, under[0] first, each followed by its marker.
 	 */
-	__u32 under_stack;         /* 0: none */
-	__u32 under_api_id;        /* string id of its launch API */
-	const char *under_api;
-	__u32 under_marker_id;     /* string id of the marker */
-	const char *under_marker;
-	const __u32 *under_frames; /* NULL when that stack is not named */
-	__u32 under_nframes;
-	bool under_truncated;
+	struct profile_sample_under {
+		__u32 stack;           /* 0: none (and none after it) */
+		__u32 api_id;          /* string id of its launch API */
+		const char *api;
+		__u32 marker_id;       /* string id of the marker */
+		const char *marker;
+		const __u32 *frames;   /* NULL when that stack is not named */
+		__u32 nframes;
+		bool truncated;
+	} under[PROFILE_UNDERS];
 	bool has_device;           /* false for a launch without a GPU record */
 	__u32 device, stream, graph_id;
 	__u64 ns, count;

@@ -32,7 +32,8 @@
 
 struct agg_key {
 	__u32 pid, stack_id, api, reason, name, device, stream, graph_id;
-	__u32 under, under_api, under_marker; /* profile_under: the inner stack, its API, marker */
+	/* profile_under: the inner stacks, their APIs, markers */
+	__u32 under[PROFILE_UNDERS], under_api[PROFILE_UNDERS], under_marker[PROFILE_UNDERS];
 };
 #define NO_DEVICE UINT32_MAX /* device and stream of a launch without a GPU record */
 

@@ -70,15 +70,19 @@ static void sample__of(const struct profile *p, const struct agg_key *k, const s
 		s->nframes = p->stacks[idx].n;
 		s->truncated = p->stacks[idx].truncated;
 	}
-	s->under_stack = k->under;
-	s->under_api_id = k->under_api;
-	s->under_api = str_of(p, k->under_api);
-	s->under_marker_id = k->under_marker;
-	s->under_marker = str_of(p, k->under_marker);
-	if (k->under && u64map__get(&p->stack_idx, k->under, &idx)) {
-		s->under_frames = p->stacks[idx].frames;
-		s->under_nframes = p->stacks[idx].n;
-		s->under_truncated = p->stacks[idx].truncated;
+	for (unsigned l = 0; l < PROFILE_UNDERS && k->under[l]; l++) {
+		struct profile_sample_under *u = &s->under[l];
+
+		u->stack = k->under[l];
+		u->api_id = k->under_api[l];
+		u->api = str_of(p, k->under_api[l]);
+		u->marker_id = k->under_marker[l];
+		u->marker = str_of(p, k->under_marker[l]);
+		if (u64map__get(&p->stack_idx, k->under[l], &idx)) {
+			u->frames = p->stacks[idx].frames;
+			u->nframes = p->stacks[idx].n;
+			u->truncated = p->stacks[idx].truncated;
+		}
 	}
 }
 

@@ -24,8 +24,9 @@ static void graph_capture(struct session *s, __u32 pid, __u32 origin, struct pro
 		s->graph_capture_unknown++;
 		return;
 	}
-	pa->under = (struct profile_under){ .stack = site__stack(site), .api = entry_point__name(probe),
-					    .marker = "[graph captured at]" };
+	pa->under[0] = (struct profile_under){ .stack = site__stack(site),
+					       .api = entry_point__name(probe),
+					       .marker = "[graph captured at]" };
 	s->graph_under_capture++;
 }
 
@@ -66,11 +67,17 @@ void session__on_sample(void *ctx, const struct join_sample *js)
 		graph_capture(s, js->pid, a->aux[4], &pa);
 	else if (a->aux[4])
 		s->graph_replay_unattributed++;
-	/* An autograd thread's launch: under the caller of its pass (a graph replay's stays). */
-	if (js->reason == JOIN_OK && stack && !pa.under.stack &&
-	    session__autograd_under(s, js->pid, js->site, &stack, &pa.under)) {
-		pa.under.api = api;
-		api = entry_point__name(GP_PROBE_AUTOGRAD_EXECUTE);
+	/*
+	 * An autograd thread's launch: under the caller of its pass; a graph
+	 * it replayed: capture, then that replay, then the caller.
+	 */
+	if (js->reason == JOIN_OK && stack) {
+		struct profile_under *u = &pa.under[pa.under[0].stack ? 1 : 0];
+
+		if (session__autograd_under(s, js->pid, js->site, &stack, u)) {
+			u->api = api;
+			api = entry_point__name(GP_PROBE_AUTOGRAD_EXECUTE);
+		}
 	}
 	if (js->reason == JOIN_OK && stack)
 		profile__add(s->prof, js->pid, stack, api, NULL, &pa);

@@ -4,7 +4,7 @@
  * stand-in engine (engine.h; exits 0 on success, 1 on a CUDA failure, 2 on
  * bad arguments, 3 when the engine's probes never appeared).
  *
- *   autograd_cases reent|lost|stale|hold
+ *   autograd_cases reent|lost|stale|graph|hold
  *
  * reent  caller_a's pass has one node, reentrant_node, which (on the engine
  *        thread) begins a pass of its own once caller_b's node waits in the
@@ -20,9 +20,14 @@
  *        there (a reentrant backward on the calling thread); then
  *        caller_b_reuse's pass reuses the first task's address (k_b); then
  *        main launches k_after 16 frames deep, in no pass: main's own.
+ * graph  main captures k_graph (grid 2) in capture_graph, in no pass;
+ *        caller_g's pass has 3 nodes, each replay_node on the engine
+ *        thread: cuGraphLaunch of that graph. Each k_graph belongs to its
+ *        capture, the engine's replay and caller_g's backward, in that order.
  * hold   once the engine is probed, prints "held" and waits for a signal
  *        (tests/bpf/e2e_hostile_autograd.sh: engines that take the slots).
- * Prints "autograd_cases: MODE main=<tid> tid_a=<tid> tid_b=<tid>".
+ * Prints "autograd_cases: MODE main=<tid> tid_a=<tid> tid_b=<tid>" (graph:
+ * tid_b is caller_g's).
  */
 #define _GNU_SOURCE
 #define PROG "autograd_cases"
@@ -32,7 +37,7 @@
 
 #include "prog.h"
 
-enum { K_WARM, K_INNER, K_B, K_AFTER, NK };
+enum { K_WARM, K_INNER, K_B, K_AFTER, K_GRAPH, NK };
 static CUfunction k[NK];
 #define k_inner k[K_INNER]
 #define k_b k[K_B]
@@ -41,6 +46,7 @@ static pid_t tid_a, tid_b;
 static volatile int b_may_go;
 static struct engine_task shared_task; /* one address, as an allocator reuses a GraphTask's */
 static int outer_nodes;
+static CUgraphExec replayed;
 
 static int b_allowed(void)
 {
@@ -135,6 +141,36 @@ __attribute__((noinline)) static void own_reentrant_pass(void)
 	__asm__ volatile("" ::: "memory");
 }
 
+__attribute__((noinline)) static void capture_graph(void)
+{
+	CUgraph g;
+
+	CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	CHECK(cuLaunchKernel(k[K_GRAPH], 2, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
+	CHECK(cuStreamEndCapture(stream, &g));
+	CHECK(cuGraphInstantiate(&replayed, g, 0));
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void replay_node(void *arg)
+{
+	(void)arg;
+	on_engine();
+	CHECK(cuGraphLaunch(replayed, stream));
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void *caller_g(void *arg)
+{
+	struct engine_task t = { .fn = replay_node, .nodes = 3 };
+
+	(void)arg;
+	tid_b = gettid();
+	engine__backward(&t);
+	__asm__ volatile("" ::: "memory");
+	return NULL;
+}
+
 static void run(const char *mode)
 {
 	pthread_t a, b;
@@ -143,6 +179,11 @@ static void run(const char *mode)
 		if (pthread_create(&a, NULL, caller_a, NULL) || pthread_create(&b, NULL, caller_b, NULL))
 			exit(1);
 		pthread_join(a, NULL);
+		pthread_join(b, NULL);
+	} else if (!strcmp(mode, "graph")) {
+		capture_graph();
+		if (pthread_create(&b, NULL, caller_g, NULL))
+			exit(1);
 		pthread_join(b, NULL);
 	} else if (!strcmp(mode, "lost")) {
 		if (pthread_create(&b, NULL, caller_b_reuse, &shared_task))
@@ -161,12 +202,12 @@ static void run(const char *mode)
 
 int main(int argc, char **argv)
 {
-	static const char *const names[NK] = { "k_warm", "k_inner", "k_b", "k_after" };
+	static const char *const names[NK] = { "k_warm", "k_inner", "k_b", "k_after", "k_graph" };
 	int err;
 
 	if (argc != 2 || (strcmp(argv[1], "reent") && strcmp(argv[1], "lost") && strcmp(argv[1], "stale") &&
-			  strcmp(argv[1], "hold"))) {
-		fprintf(stderr, "usage: autograd_cases reent|lost|stale|hold\n");
+			  strcmp(argv[1], "graph") && strcmp(argv[1], "hold"))) {
+		fprintf(stderr, "usage: autograd_cases reent|lost|stale|graph|hold\n");
 		return 2;
 	}
 	if ((err = prog__start(names, k, NK)))

@@ -228,6 +228,8 @@ _Static_assert(sizeof(struct gp_stack_val) == 16, "gp_stack_val ABI");
 #define GP_EV_F_AUDIT 0x40       /* a hit sent whole (an audit): cache_id is the entry hit */
 #define GP_EV_F_KEYED 0x80       /* a miss whose key the loader may install */
 #define GP_EV_PY_STATUS_SHIFT 8  /* bits 8-10: enum gp_py_walk_status of that walk */
+/* autograd_pass is the pass of the engine thread's last node, which has returned: its post-processing */
+#define GP_EV_F_AG_AFTER 0x800
 
 /* Indices into the per-CPU counters map. */
 enum gp_bpf_counter {

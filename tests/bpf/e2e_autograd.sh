@@ -84,3 +84,11 @@ $SC "$WORK/graph.pb.gz" graph-under k_graph 3 6000 capture_graph replay_node \
 [ "$(field under_capture "$WORK/graph.err")" = 3 ] && [ "$(field under_caller "$WORK/graph.err")" = 3 ] ||
 	{ grep "^counters:" "$WORK/graph.err" | tail -1; fail "graph: counters"; }
 ok "a graph the engine thread replayed: its kernels under the capture, the replay, then the pass's caller"
+cases post
+$SC "$WORK/post.pb.gz" under k_b 2 6000 launch_b "[autograd thread for tid $tid_b]" $API caller_p ||
+	fail "post: the pass's nodes"
+$SC "$WORK/post.pb.gz" under k_post 1 1000 final_cb "[autograd thread for tid $tid_b]" $API caller_p ||
+	fail "post: the final callback's launch, after the last node returned"
+[ "$(field under_caller "$WORK/post.err")" = 3 ] && [ "$(field after_node "$WORK/post.err")" = 1 ] ||
+	{ grep "^counters:" "$WORK/post.err" | tail -1; fail "post: counters"; }
+ok "a pass's final callback, run by the engine thread after its last node: under the pass's caller, counted after_node"

@@ -108,6 +108,7 @@ __u64 session__autograd_site(struct session *s, struct target *t, const struct g
 	if (!e->autograd_pass)
 		return stack_id;
 	s->autograd_launches++;
+	s->autograd_after_node += (e->flags & GP_EV_F_AG_AFTER) != 0;
 	caller = caller_of(t, e, &own);
 	if (own) {
 		s->autograd_own_thread++;

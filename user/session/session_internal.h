@@ -110,6 +110,7 @@ struct session {
 	unsigned graph_targets;     /* targets with graph nodes: calls pair with nodes */
 	/* Backward passes: engine threads' launches under their pass's caller (or not) */
 	__u64 autograd_launches, autograd_under_caller, autograd_caller_unknown, autograd_own_thread;
+	__u64 autograd_after_node; /* of autograd_launches: a pass's post-processing (GP_EV_F_AG_AFTER) */
 	__u64 autograd_engines;     /* targets whose autograd engine is probed */
 	__u64 autograd_no_slot;     /* targets whose engine found no probe slot */
 	struct autograd_callers_stats autograd_gone; /* of targets removed */

@@ -247,6 +247,7 @@ static void autograd_counters(struct session *s, struct counters *c)
 	counters__add_part(c, "under_caller", s->autograd_under_caller);
 	counters__add_part(c, "caller_unknown", s->autograd_caller_unknown);
 	counters__add_part(c, "own_thread", s->autograd_own_thread);
+	counters__add_part(c, "after_node", s->autograd_after_node);
 	counters__add(c, "autograd_passes", a.passes);
 	counters__add_part(c, "nested", a.nested);
 	counters__add_part(c, "callers", a.callers);

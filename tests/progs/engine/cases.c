@@ -4,7 +4,7 @@
  * stand-in engine (engine.h; exits 0 on success, 1 on a CUDA failure, 2 on
  * bad arguments, 3 when the engine's probes never appeared).
  *
- *   autograd_cases reent|lost|stale|graph|hold
+ *   autograd_cases reent|lost|stale|graph|post|hold
  *
  * reent  caller_a's pass has one node, reentrant_node, which (on the engine
  *        thread) begins a pass of its own once caller_b's node waits in the
@@ -24,6 +24,9 @@
  *        caller_g's pass has 3 nodes, each replay_node on the engine
  *        thread: cuGraphLaunch of that graph. Each k_graph belongs to its
  *        capture, the engine's replay and caller_g's backward, in that order.
+ * post   caller_p's pass has 2 nodes (launch_b: k_b) and a final callback,
+ *        final_cb, that the engine thread runs after the last node
+ *        returned: k_post (grid 1), caller_p's backward's too.
  * hold   once the engine is probed, prints "held" and waits for a signal
  *        (tests/bpf/e2e_hostile_autograd.sh: engines that take the slots).
  * Prints "autograd_cases: MODE main=<tid> tid_a=<tid> tid_b=<tid>" (graph:
@@ -37,7 +40,7 @@
 
 #include "prog.h"
 
-enum { K_WARM, K_INNER, K_B, K_AFTER, K_GRAPH, NK };
+enum { K_WARM, K_INNER, K_B, K_AFTER, K_GRAPH, K_POST, NK };
 static CUfunction k[NK];
 #define k_inner k[K_INNER]
 #define k_b k[K_B]
@@ -171,6 +174,24 @@ __attribute__((noinline)) static void *caller_g(void *arg)
 	return NULL;
 }
 
+__attribute__((noinline)) static void final_cb(void *arg)
+{
+	(void)arg;
+	CHECK(cuLaunchKernel(k[K_POST], 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void *caller_p(void *arg)
+{
+	struct engine_task t = { .fn = launch_b, .nodes = 2, .post = final_cb };
+
+	(void)arg;
+	tid_b = gettid();
+	engine__backward(&t);
+	__asm__ volatile("" ::: "memory");
+	return NULL;
+}
+
 static void run(const char *mode)
 {
 	pthread_t a, b;
@@ -179,6 +200,10 @@ static void run(const char *mode)
 		if (pthread_create(&a, NULL, caller_a, NULL) || pthread_create(&b, NULL, caller_b, NULL))
 			exit(1);
 		pthread_join(a, NULL);
+		pthread_join(b, NULL);
+	} else if (!strcmp(mode, "post")) {
+		if (pthread_create(&b, NULL, caller_p, NULL))
+			exit(1);
 		pthread_join(b, NULL);
 	} else if (!strcmp(mode, "graph")) {
 		capture_graph();
@@ -202,12 +227,13 @@ static void run(const char *mode)
 
 int main(int argc, char **argv)
 {
-	static const char *const names[NK] = { "k_warm", "k_inner", "k_b", "k_after", "k_graph" };
+	static const char *const names[NK] = { "k_warm", "k_inner", "k_b", "k_after", "k_graph",
+					       "k_post" };
 	int err;
 
 	if (argc != 2 || (strcmp(argv[1], "reent") && strcmp(argv[1], "lost") && strcmp(argv[1], "stale") &&
-			  strcmp(argv[1], "graph") && strcmp(argv[1], "hold"))) {
-		fprintf(stderr, "usage: autograd_cases reent|lost|stale|graph|hold\n");
+			  strcmp(argv[1], "graph") && strcmp(argv[1], "post") && strcmp(argv[1], "hold"))) {
+		fprintf(stderr, "usage: autograd_cases reent|lost|stale|graph|post|hold\n");
 		return 2;
 	}
 	if ((err = prog__start(names, k, NK)))

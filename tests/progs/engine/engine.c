@@ -138,6 +138,8 @@ static void *thread_main(void *arg)
 		sp.obj = n->task;
 		_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_11InputBufferERKS2_INS0_10ReadyQueueEE(
 			engine_obj, &sp, n, NULL, NULL);
+		if (n->task->post && n->task->done + 1 == n->task->nodes)
+			n->task->post(n->task->arg); /* the pass's post-processing */
 		pthread_mutex_lock(&lock);
 		n->task->done++;
 		pthread_mutex_unlock(&lock);

@@ -11,12 +11,18 @@
 #ifndef GP_TESTS_ENGINE_H
 #define GP_TESTS_ENGINE_H
 
-/* A backward pass: its address is the graph task's; nodes calls of fn(arg) on the engine thread. */
+/*
+ * A backward pass: its address is the graph task's; nodes calls of fn(arg)
+ * on the engine thread; then, when set, post(arg) on the thread that ran
+ * the last node, outside any node (PyTorch's final callbacks, run by
+ * GraphTask::exec_post_processing), before the caller is told.
+ */
 struct engine_task {
 	void (*fn)(void *arg);
 	void *arg;
 	int nodes;
 	int done;      /* nodes run (the engine's) */
+	void (*post)(void *arg);
 };
 
 /* Starts the engine's device thread (named "pt_autograd_0"). 0 or -1. */

@@ -14,5 +14,5 @@ STEPS=${STEPS:-20} timeout 300 build/static/gpuprobe-bpf --shim "$PWD/build/libg
 	--cupti "$CUPTI" -o "$out/post.pb.gz" -- $PY tools/gpu/post_callback.py >"$out/post.log" 2>&1
 echo "== profiled: exit=$?"
 grep -E "^post_callback|^verdict" "$out/post.log"
-grep "^counters" "$out/post.log" | tail -1 | tr ' ' '\n' | grep -E "autograd|caller|own_thread|nested" | tr '\n' ' '
+grep "^counters" "$out/post.log" | tail -1 | tr ' ' '\n' | grep -E "autograd|caller|own_thread|after_node|nested" | tr '\n' ' '
 echo

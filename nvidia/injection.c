@@ -123,6 +123,13 @@ static __u32 this_tid(void)
 	return (__u32)syscall(SYS_gettid);
 }
 
+static bool env_is(const char *name, const char *value)
+{
+	const char *v = getenv(name);
+
+	return v && !strcmp(v, value);
+}
+
 static unsigned env_uint(const char *name, unsigned def, unsigned lo, unsigned hi)
 {
 	const char *s = getenv(name);
@@ -908,7 +915,9 @@ static CUptiResult cupti__start(void)
 	     CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
 			CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS)))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
-	api__enable();
+	/* GPUPROBE_API_RECORDS=off: for measuring what the API records cost (nothing joins). */
+	if (!env_is("GPUPROBE_API_RECORDS", "off"))
+		api__enable();
 	pc__start();
 	/* With no reader yet, the flush thread switches activity on when one comes. */
 	if (recording__wanted())
@@ -920,9 +929,7 @@ static CUptiResult cupti__start(void)
 /* GPUPROBE_RECORD=always records with no reader too; anything else: only with one. */
 static bool record__always_from_env(void)
 {
-	const char *v = getenv("GPUPROBE_RECORD");
-
-	return v && !strcmp(v, "always");
+	return env_is("GPUPROBE_RECORD", "always");
 }
 
 static int shim__setup_memory(void)

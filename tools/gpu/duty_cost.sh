@@ -5,6 +5,8 @@
 #         duty cycle (--all-cgroups --interval INTERVAL: 10% in 1 s windows)
 #   idle  the shim alone, no loader (no reader, no records)
 #   probes the loader at its default duty cycle, no shim (its probes' part)
+#   noapi the shim alone without its per-call API records
+#         (GPUPROBE_API_RECORDS=off: what idle costs beyond them)
 # (MODES picks them, default "bare duty") on train.py's small step ((b), MODEL=small) or its GPU-bound bf16 step
 # ((e), MODEL=big). Each run writes its step times; duty runs label each step
 # by its shim's state (on: in a window; after/idle: between). Then
@@ -28,6 +30,7 @@ run() {
 	case $m in
 	bare|probes) env=(LABELS=bare) ;;
 	idle|duty) env=(CUDA_INJECTION64_PATH=$SHIM) ;;
+	noapi) env=(CUDA_INJECTION64_PATH=$SHIM GPUPROBE_API_RECORDS=off) ;;
 	esac
 	if [ "$m" = duty ] || [ "$m" = probes ]; then
 		$L -v --all-cgroups --interval "$INTERVAL" --libcuda "$LIBCUDA" -o "$out/$m-$MODEL-$r.pb.gz" \

@@ -9,7 +9,9 @@
  * On one stream s, all from main, each step a noinline function of its own
  * (frame pointers kept):
  *   cap_one      captures k_one (grid 2): graph g1; main instantiates e1;
- *                replay_old replays e1 N times and synchronizes
+ *                main launches k_slow (grid 100000: 0.1 s of the fake GPU),
+ *                then replay_old replays e1 N times, not synchronizing: the
+ *                replays' kernels run after the update below
  *   cap_two      captures k_two (grid 3): graph g2; update_site:
  *                cuGraphExecUpdate(e1, g2); replay_new replays e1 N times
  *   set_site     cuGraphExecKernelNodeSetParams(e1, g1's node, k_three grid
@@ -27,11 +29,13 @@
  *
  * Expected kernel records (the stub runs a kernel grid*1000 ns), each under
  * the site named, then "[graph captured at]", then its replay function:
- *   k_one N (cap_one, replay_old), k_two N (cap_two, replay_new),
+ *   k_one N (cap_one, replay_old: launched before the update, run after
+ *   it), k_two N (cap_two, replay_new),
  *   k_three N (cap_two, replay_set), k_child M, k_child2 M (cap_child),
  *   k_inner M (cap_inner), k_deep M (cap_deep), k_nest M (nest_site),
  *   k_parent M (child_site), all under replay_child.
- * Prints one line at the end: "graphchange: kernels=<3N+6M>".
+ * and k_slow once, eagerly, from main.
+ * Prints one line at the end: "graphchange: kernels=<3N+6M+1>".
  */
 #include <cuda.h>
 
@@ -55,7 +59,8 @@
 
 enum { BLOCK = 32 };
 
-static CUfunction k_one, k_two, k_three, k_child, k_child2, k_deep, k_inner, k_nest, k_parent;
+static CUfunction k_one, k_two, k_three, k_child, k_child2, k_deep, k_inner, k_nest, k_parent,
+	k_slow;
 
 static CUDA_KERNEL_NODE_PARAMS params(CUfunction f, unsigned grid)
 {
@@ -158,26 +163,27 @@ __attribute__((noinline)) static CUgraph child_site(CUgraph child, CUgraph nest)
 	return g;
 }
 
-#define REPLAY_SITE(site) \
+#define REPLAY_SITE(site, sync) \
 	__attribute__((noinline)) static void site(CUgraphExec e, CUstream s, long r) \
 	{ \
 		for (long i = 0; i < r; i++) \
 			CHECK(cuGraphLaunch(e, s)); \
-		CHECK(cuStreamSynchronize(s)); \
+		if (sync) \
+			CHECK(cuStreamSynchronize(s)); \
 		KEEP(); \
 	}
 
-REPLAY_SITE(replay_old)
-REPLAY_SITE(replay_new)
-REPLAY_SITE(replay_set)
-REPLAY_SITE(replay_child)
+REPLAY_SITE(replay_old, 0)
+REPLAY_SITE(replay_new, 1)
+REPLAY_SITE(replay_set, 1)
+REPLAY_SITE(replay_child, 1)
 
 int main(int argc, char **argv)
 {
 	static const char *const names[] = { "k_one", "k_two", "k_three", "k_child", "k_child2",
-					     "k_deep", "k_inner", "k_nest", "k_parent" };
+					     "k_deep", "k_inner", "k_nest", "k_parent", "k_slow" };
 	CUfunction *const fns[] = { &k_one, &k_two, &k_three, &k_child, &k_child2,
-				    &k_deep, &k_inner, &k_nest, &k_parent };
+				    &k_deep, &k_inner, &k_nest, &k_parent, &k_slow };
 	CUgraph g1, g2, gc, gd, gn, gp;
 	CUgraphExec e1, ep;
 	uint8_t img[4096];
@@ -195,15 +201,16 @@ int main(int argc, char **argv)
 	CHECK(cuInit(0));
 	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
 	CHECK(cuCtxSetCurrent(ctx));
-	if (!cubin_build(img, sizeof(img), "graphchange", names, 9))
+	if (!cubin_build(img, sizeof(img), "graphchange", names, 10))
 		return 1;
 	CHECK(cuModuleLoadData(&mod, img));
-	for (int i = 0; i < 9; i++)
+	for (int i = 0; i < 10; i++)
 		CHECK(cuModuleGetFunction(fns[i], mod, names[i]));
 	CHECK(cuStreamCreate(&s, 0));
 
 	g1 = cap_one(s);
 	CHECK(cuGraphInstantiate(&e1, g1, 0));
+	launch(k_slow, 100000, s);
 	replay_old(e1, s, n);
 	g2 = cap_two(s);
 	update_site(e1, g2);
@@ -229,6 +236,6 @@ int main(int argc, char **argv)
 	CHECK(cuGraphDestroy(g1));
 	CHECK(cuModuleUnload(mod));
 	CHECK(cuDevicePrimaryCtxRelease(0));
-	printf("graphchange: kernels=%ld\n", 3 * n + 6 * m);
+	printf("graphchange: kernels=%ld\n", 3 * n + 6 * m + 1);
 	return 0;
 }

@@ -15,10 +15,16 @@ struct gnode {
 	__u64 node, orig; /* orig: the node it was cloned from; 0: made here */
 	__u64 ts;         /* made: when */
 	__u64 site;       /* made and bound: the site of the launch that made it; 0: none */
-	__u64 prev_orig;  /* updated: what orig was before the last update, */
-	__u64 since;      /* and when that update came (0: never updated) */
 	__u32 tid;
 	__u32 probe;
+	__u32 hist;       /* updated: 1 + its entry in hists; 0: never updated */
+};
+
+/* An updated node's last GRAPH_HISTORY updates: when, and what orig was before each. */
+struct history {
+	__u64 since[GRAPH_HISTORY];
+	__u64 before[GRAPH_HISTORY];
+	__u32 n;          /* updates seen; the last GRAPH_HISTORY kept, in a ring */
 };
 
 /* An executable graph's child graphs, laid out (graph_nodes.h): E:top.. are theirs. */
@@ -33,6 +39,9 @@ struct graph_nodes {
 	struct u64map by_exec;  /* executable graph id -> index in layouts */
 	struct layout *layouts;
 	size_t nlayouts, layouts_cap;
+	bool layouts_full;      /* by_exec could hold no more: counted once */
+	struct history *hists;
+	size_t nhists, hists_cap;
 	struct gnode *n;
 	size_t len, cap;
 	__u32 *pending;         /* indices of made nodes waiting for their call, by (tid, ts) */
@@ -52,7 +61,7 @@ int graph_nodes__new(struct graph_nodes **ret)
 	gn->pending = calloc(GRAPH_PENDING_MAX, sizeof(*gn->pending));
 	gn->calls_since_sweep = GRAPH_SWEEP_CALLS;
 	if (!gn->pending || u64map__init(&gn->by_node, GRAPH_NODES_MAX) ||
-	    u64map__init(&gn->by_exec, GRAPH_LAYOUTS_MAX)) {
+	    u64map__init(&gn->by_exec, 2 * GRAPH_LAYOUTS_MAX)) {
 		graph_nodes__destroy(gn);
 		return -ENOMEM;
 	}
@@ -69,6 +78,7 @@ void graph_nodes__destroy(struct graph_nodes *gn)
 	for (size_t i = 0; i < gn->nlayouts; i++)
 		free(gn->layouts[i].counts);
 	free(gn->layouts);
+	free(gn->hists);
 	free(gn->n);
 	free(gn->pending);
 	free(gn->scratch);
@@ -221,6 +231,23 @@ static void made__to_clone(struct graph_nodes *gn, __u64 idx, __u64 orig)
 	n->orig = orig;
 }
 
+/* A node not held, made a new entry (zero but its ids); NULL when the table is full. */
+static struct gnode *node__insert(struct graph_nodes *gn, __u64 node, __u64 orig)
+{
+	struct gnode *n;
+
+	if (gn->len >= GRAPH_NODES_MAX)
+		return NULL;
+	n = grow__array(gn->n, &gn->cap, gn->len + 1, sizeof(*n), 64);
+	if (!n)
+		return NULL;
+	gn->n = n;
+	if (u64map__put(&gn->by_node, node, gn->len))
+		return NULL;
+	gn->n[gn->len] = (struct gnode){ .node = node, .orig = orig };
+	return &gn->n[gn->len++];
+}
+
 void graph_nodes__add(struct graph_nodes *gn, __u64 node, __u64 orig, __u32 tid, __u64 ts)
 {
 	struct gnode *n;
@@ -231,22 +258,14 @@ void graph_nodes__add(struct graph_nodes *gn, __u64 node, __u64 orig, __u32 tid,
 		return;
 	}
 	if (!node || node == orig || u64map__get(&gn->by_node, node, &have) ||
-	    gn->len >= GRAPH_NODES_MAX) {
+	    !(n = node__insert(gn, node, orig))) {
 		gn->st.refused++;
 		return;
 	}
-	n = grow__array(gn->n, &gn->cap, gn->len + 1, sizeof(*n), 64);
-	if (!n || u64map__put(&gn->by_node, node, gn->len)) {
-		if (n)
-			gn->n = n;
-		gn->st.refused++;
-		return;
-	}
-	gn->n = n;
-	gn->n[gn->len] = (struct gnode){ .node = node, .orig = orig, .ts = ts, .tid = tid };
+	n->ts = ts;
+	n->tid = tid;
 	if (!orig)
-		pending__push(gn, (__u32)gn->len);
-	gn->len++;
+		pending__push(gn, (__u32)(n - gn->n));
 	gn->st.nodes++;
 }
 
@@ -280,76 +299,84 @@ size_t graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u6
 	return took;
 }
 
-void graph_nodes__update(struct graph_nodes *gn, __u64 exec_node, __u64 from, __u64 ts)
-{
-	__u64 at, have;
-	struct gnode *n;
-
-	if (exec_node == from || !ts || !u64map__get(&gn->by_node, exec_node, &at) ||
-	    !gn->n[at].orig || !u64map__get(&gn->by_node, from, &have)) {
-		gn->st.refused++;
-		return;
-	}
-	n = &gn->n[at];
-	n->prev_orig = n->orig;
-	n->since = ts;
-	n->orig = from;
-	gn->st.updated++;
-}
-
-void graph_nodes__set_params(struct graph_nodes *gn, __u64 exec_node)
-{
-	__u64 at;
-
-	if (u64map__get(&gn->by_node, exec_node, &at))
-		gn->st.params_set++;
-	else
-		gn->st.refused++;
-}
-
 static __u64 node_id(__u32 graph, __u32 index)
 {
 	return (__u64)graph << 32 | index;
 }
 
-/* Held clones graph:0, graph:1, ... in a row, cloned on thread tid: how many (at most max). */
-static __u32 clones_in_row(const struct graph_nodes *gn, __u32 graph, __u32 tid, __u32 max)
+/* Held nodes graph:0, graph:1, ... in a row: how many (at most max). */
+static __u32 row_len(const struct graph_nodes *gn, __u32 graph, __u32 max)
 {
 	__u32 n = 0;
-	__u64 idx;
 
-	while (n < max && u64map__get(&gn->by_node, node_id(graph, n), &idx) && gn->n[idx].orig &&
-	       gn->n[idx].tid == tid)
+	while (n < max && u64map__get(&gn->by_node, node_id(graph, n), NULL))
 		n++;
 	return n;
 }
 
 /*
- * The layout of executable graph `graph`'s child graphs (graph_nodes.h), made
- * once from the clones held: its own nodes, then graphs graph+1, graph+2, ...
- * while each has clones of the same thread. At most GRAPH_LAYOUT_NODES
- * lookups a layout and GRAPH_LAYOUTS_MAX layouts a process: a hostile ring's
- * made-up graph ids cost a bounded count of lookups in all. NULL: none.
+ * Held clones graph:0, graph:1, ... in a row, cloned on thread tid, each
+ * from the node at its place in one graph, and as many as that graph
+ * holds in a row: how many (at most max); 0 when they are not (a record
+ * lost on either side would shift every place after it).
+ */
+static __u32 copy_row(const struct graph_nodes *gn, __u32 graph, __u32 tid, __u32 max)
+{
+	__u32 n = 0, from = 0;
+	__u64 idx;
+
+	while (n < max && u64map__get(&gn->by_node, node_id(graph, n), &idx)) {
+		const struct gnode *c = &gn->n[idx];
+
+		if (!c->orig || c->tid != tid)
+			break;
+		if (!n)
+			from = (__u32)(c->orig >> 32);
+		if (c->orig != node_id(from, n))
+			return 0;
+		n++;
+	}
+	return n && n == row_len(gn, from, n + 1) ? n : 0;
+}
+
+#define LAYOUT_NONE UINT64_MAX /* by_exec: a graph whose layout was refused */
+
+static const struct layout *layout__refuse(struct graph_nodes *gn, __u32 graph)
+{
+	if (!u64map__put(&gn->by_exec, graph, LAYOUT_NONE))
+		gn->st.layouts_refused++;
+	else if (!gn->layouts_full && (gn->layouts_full = true))
+		gn->st.layouts_refused++;
+	return NULL;
+}
+
+/*
+ * The layout of executable graph `graph`'s child graphs (graph_nodes.h),
+ * made once from the copies held: its own nodes, then graphs graph+1,
+ * graph+2, ... while each is a whole copy on the same thread. At most
+ * GRAPH_LAYOUT_NODES lookups a layout and GRAPH_LAYOUTS_MAX layouts (and
+ * as many refusals) a process: a hostile ring's made-up graph ids cost a
+ * bounded count of lookups in all. NULL: none.
  */
 static const struct layout *layout__of(struct graph_nodes *gn, __u32 graph)
 {
-	__u32 counts[GRAPH_LAYOUT_GRAPHS], ngraphs = 0, budget = GRAPH_LAYOUT_NODES, top, tid;
+	__u32 counts[GRAPH_LAYOUT_GRAPHS], ngraphs = 0, budget = GRAPH_LAYOUT_NODES / 2, top, tid;
 	struct layout *l;
 	__u64 at;
 
 	if (u64map__get(&gn->by_exec, graph, &at))
-		return &gn->layouts[at];
+		return at == LAYOUT_NONE ? NULL : &gn->layouts[at];
 	if (!u64map__get(&gn->by_node, node_id(graph, 0), &at) || !gn->n[at].orig)
 		return NULL; /* not an executable graph this process instantiated */
-	if (gn->nlayouts >= GRAPH_LAYOUTS_MAX) {
-		gn->st.layouts_refused++;
-		return NULL;
-	}
+	if (gn->nlayouts >= GRAPH_LAYOUTS_MAX)
+		return layout__refuse(gn, graph);
 	tid = gn->n[at].tid;
-	top = clones_in_row(gn, graph, tid, budget);
+	top = copy_row(gn, graph, tid, budget);
+	if (!top)
+		return layout__refuse(gn, graph);
 	budget -= top;
 	while (ngraphs < GRAPH_LAYOUT_GRAPHS && budget && graph + ngraphs + 1 > graph) {
-		__u32 c = clones_in_row(gn, graph + ngraphs + 1, tid, budget);
+		__u32 c = copy_row(gn, graph + ngraphs + 1, tid, budget);
 
 		if (!c)
 			break;
@@ -357,30 +384,23 @@ static const struct layout *layout__of(struct graph_nodes *gn, __u32 graph)
 		budget -= c;
 	}
 	l = grow__array(gn->layouts, &gn->layouts_cap, gn->nlayouts + 1, sizeof(*l), 8);
-	if (!l) {
-		gn->st.layouts_refused++;
-		return NULL;
-	}
+	if (!l)
+		return layout__refuse(gn, graph);
 	gn->layouts = l;
 	l = &gn->layouts[gn->nlayouts];
 	*l = (struct layout){ .top = top, .ngraphs = ngraphs };
-	if (ngraphs) {
-		l->counts = malloc(ngraphs * sizeof(*l->counts));
-		if (!l->counts) {
-			gn->st.layouts_refused++;
-			return NULL;
-		}
+	if (ngraphs && !(l->counts = malloc(ngraphs * sizeof(*l->counts))))
+		return layout__refuse(gn, graph);
+	if (ngraphs)
 		memcpy(l->counts, counts, ngraphs * sizeof(*l->counts));
-	}
 	if (u64map__put(&gn->by_exec, graph, gn->nlayouts)) {
 		free(l->counts);
-		gn->st.layouts_refused++;
-		return NULL;
+		return layout__refuse(gn, graph);
 	}
 	return &gn->layouts[gn->nlayouts++];
 }
 
-/* The clone an unknown node of an executable graph stands for, by its position; 0: none. */
+/* The clone an unknown node of an executable graph stands for, by its place; 0: none. */
 static __u64 embedded__find(struct graph_nodes *gn, __u64 node)
 {
 	__u32 graph = (__u32)(node >> 32), rest = (__u32)node;
@@ -397,40 +417,108 @@ static __u64 embedded__find(struct graph_nodes *gn, __u64 node)
 	return 0;
 }
 
-/* node, not held, found to stand for clone `as`: kept as its clone (when there is room). */
-static void embedded__keep(struct graph_nodes *gn, __u64 node, __u64 as)
+/* The entry of node, held or found by its place (then kept as a clone of what it stands for). */
+static bool node__find(struct graph_nodes *gn, __u64 node, __u64 *ret_idx)
 {
 	struct gnode *n;
+	__u64 as;
 
+	if (!node)
+		return false;
+	if (u64map__get(&gn->by_node, node, ret_idx))
+		return true;
+	if (!(as = embedded__find(gn, node)))
+		return false;
 	gn->st.embedded++;
-	if (gn->len >= GRAPH_NODES_MAX)
-		return;
-	n = grow__array(gn->n, &gn->cap, gn->len + 1, sizeof(*n), 64);
-	if (!n)
-		return;
-	gn->n = n;
-	if (u64map__put(&gn->by_node, node, gn->len))
-		return;
-	gn->n[gn->len++] = (struct gnode){ .node = node, .orig = as };
+	if ((n = node__insert(gn, node, as))) {
+		*ret_idx = (__u64)(n - gn->n);
+		return true;
+	}
+	return u64map__get(&gn->by_node, as, ret_idx); /* no room: the clone it stands for */
 }
 
-__u32 graph_nodes__origin(struct graph_nodes *gn, __u64 node, __u64 ts)
+void graph_nodes__update(struct graph_nodes *gn, __u64 exec_node, __u64 from, __u64 ts)
 {
-	__u64 idx, as;
+	struct history *h;
+	struct gnode *n;
+	__u64 at, have;
 
-	if (node && !u64map__get(&gn->by_node, node, &idx) && (as = embedded__find(gn, node))) {
-		embedded__keep(gn, node, as);
-		node = as;
+	if (exec_node == from || !ts || !node__find(gn, exec_node, &at) || !gn->n[at].orig ||
+	    !u64map__get(&gn->by_node, from, &have)) {
+		gn->st.refused++;
+		return;
 	}
-	for (unsigned hop = 0; hop <= GRAPH_CLONE_HOPS; hop++) {
-		const struct gnode *n;
+	n = &gn->n[at];
+	if (!n->hist && gn->nhists < GRAPH_UPDATED_MAX &&
+	    (h = grow__array_zeroed(gn->hists, &gn->hists_cap, gn->nhists + 1, sizeof(*h), 16))) {
+		gn->hists = h;
+		n->hist = (__u32)++gn->nhists;
+	}
+	if (n->hist) {
+		h = &gn->hists[n->hist - 1];
+		h->since[h->n % GRAPH_HISTORY] = ts;
+		h->before[h->n % GRAPH_HISTORY] = n->orig;
+		h->n++;
+	} else {
+		gn->st.history_lost++; /* no room: its earlier kernels will read as updated */
+	}
+	n->orig = from;
+	gn->st.updated++;
+}
 
-		if (!node || !u64map__get(&gn->by_node, node, &idx))
-			return 0;
-		n = &gn->n[idx];
+void graph_nodes__set_params(struct graph_nodes *gn, __u64 exec_node)
+{
+	__u64 at;
+
+	if (node__find(gn, exec_node, &at))
+		gn->st.params_set++;
+	else
+		gn->st.refused++;
+}
+
+__u32 graph_nodes__find(struct graph_nodes *gn, __u64 node)
+{
+	__u64 idx;
+
+	return node__find(gn, node, &idx) ? (__u32)idx + 1 : 0;
+}
+
+/* What n led to for a kernel launched at ts: orig, or what it was before the updates since. */
+static __u64 orig_at(struct graph_nodes *gn, const struct gnode *n, __u64 ts)
+{
+	const struct history *h;
+	__u64 orig = n->orig;
+	__u32 k;
+
+	if (!n->hist)
+		return orig;
+	h = &gn->hists[n->hist - 1];
+	for (k = 0; k < h->n && k < GRAPH_HISTORY; k++) {
+		__u32 i = (h->n - 1 - k) % GRAPH_HISTORY;
+
+		if (ts >= h->since[i])
+			return orig;
+		orig = h->before[i];
+	}
+	if (h->n > GRAPH_HISTORY)
+		gn->st.history_lost++; /* launched before the oldest update kept */
+	return orig;
+}
+
+__u32 graph_nodes__origin(struct graph_nodes *gn, __u32 handle, __u64 ts)
+{
+	__u64 idx = handle ? handle - 1 : 0, node;
+
+	if (!handle || handle > gn->len)
+		return 0;
+	for (unsigned hop = 0; hop <= GRAPH_CLONE_HOPS; hop++) {
+		const struct gnode *n = &gn->n[idx];
+
 		if (!n->orig)
 			return (__u32)idx + 1;
-		node = n->since && ts < n->since ? n->prev_orig : n->orig;
+		node = orig_at(gn, n, ts);
+		if (!u64map__get(&gn->by_node, node, &idx))
+			return 0;
 	}
 	return 0;
 }
@@ -485,4 +573,5 @@ void graph_nodes__add_stats(const struct graph_nodes *gn, struct graph_nodes_sta
 	sum->params_set += one.params_set;
 	sum->embedded += one.embedded;
 	sum->layouts_refused += one.layouts_refused;
+	sum->history_lost += one.history_lost;
 }

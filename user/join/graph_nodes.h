@@ -51,6 +51,9 @@
 #define GRAPH_CLONE_HOPS 8u
 /* Executable graphs whose child graphs' nodes were laid out, per process. */
 #define GRAPH_LAYOUTS_MAX 1024u
+/* Updates of one executable graph's node remembered, and nodes updated with a history. */
+#define GRAPH_HISTORY 8u
+#define GRAPH_UPDATED_MAX 65536u
 /* Graphs embedded in one executable graph, and nodes counted for its layout, at most. */
 #define GRAPH_LAYOUT_GRAPHS 256u
 #define GRAPH_LAYOUT_NODES 65536u
@@ -65,7 +68,10 @@ struct graph_nodes_stats {
 	__u64 updated;      /* executable graphs' nodes an update pointed at another node */
 	__u64 params_set;   /* executable graphs' nodes given new parameters: kept their site */
 	__u64 embedded;     /* child graphs' nodes found by their position */
-	__u64 layouts_refused; /* executable graphs whose child graphs were not laid out (bounds) */
+	__u64 layouts_refused; /* executable graphs whose child graphs were not laid out: the
+				  bound, or copies not whole (a record lost) */
+	__u64 history_lost; /* kernels launched before the oldest update of their node kept
+			       (or updates kept with no history): they read as updated */
 };
 
 struct graph_nodes;
@@ -90,22 +96,26 @@ size_t graph_nodes__on_call(struct graph_nodes *gn, __u32 tid, __u64 start, __u6
 			    __u32 probe);
 /*
  * An update (GP_GRAPH_NODE_UPDATED) at ts: the executable graph's node
- * exec_node now runs what node from holds, and its kernels that began at ts
- * or later lead to from's site (those before, to what it led to before the
- * last update). Refused (counted) when exec_node is not a held clone or
- * from is not held.
+ * exec_node now runs what node from holds: its kernels launched at ts or
+ * later lead to from's site, those launched before to what it led to then
+ * (its last GRAPH_HISTORY updates are kept). Refused (counted) when
+ * exec_node is not a held (or found) clone or from is not held.
  */
 void graph_nodes__update(struct graph_nodes *gn, __u64 exec_node, __u64 from, __u64 ts);
 /* New parameters for an executable graph's node: counted; it keeps its site. */
 void graph_nodes__set_params(struct graph_nodes *gn, __u64 exec_node);
 /*
- * The made node a node's kernel that began at ts comes from (itself, or the
- * one its clones were copied from, as updates had it then): a handle > 0,
- * or 0 when unknown. A node not held, of an executable graph with child
- * graphs, is looked for by its position (the top of this file) and kept as
- * a clone of what it was found to be.
+ * The node a kernel record names: a handle > 0, or 0 when unknown. A node
+ * not held, of an executable graph with child graphs, is looked for by its
+ * place (the top of this file) and kept as a clone of what it stands for.
  */
-__u32 graph_nodes__origin(struct graph_nodes *gn, __u64 node, __u64 ts);
+__u32 graph_nodes__find(struct graph_nodes *gn, __u64 node);
+/*
+ * The made node a kernel of node `handle` (graph_nodes__find), launched at
+ * ts, comes from: the node itself, or the one its clones were copied from,
+ * as updates had it at ts. A handle > 0, or 0 when unknown.
+ */
+__u32 graph_nodes__origin(struct graph_nodes *gn, __u32 handle, __u64 ts);
 /* The site and probe of the launch that made origin; false when none is known (yet). */
 bool graph_nodes__site(const struct graph_nodes *gn, __u32 origin, __u64 *ret_site,
 		       __u32 *ret_probe);

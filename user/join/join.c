@@ -459,10 +459,10 @@ void join__stop(struct join *j, __u64 stop_ns)
 /* ------------------------------------------------------------ emission */
 
 static void emit(struct join *j, const struct join_activity *act, __u32 tid, __u64 site,
-		 __u32 probe, enum join_reason reason)
+		 __u32 probe, __u64 call_ts, enum join_reason reason)
 {
 	struct join_sample s = { .act = act, .pid = act->pid, .tid = tid, .site = site,
-				 .probe = probe, .reason = reason };
+				 .probe = probe, .call_ts = call_ts, .reason = reason };
 
 	if (reason == JOIN_OUTSIDE) {
 		j->c.activities_outside++;
@@ -494,7 +494,7 @@ static void resolve_pending(struct join *j, struct jproc *p, const struct jcorr 
 	for (node = (__u32)first; node != NONE;) {
 		__u32 next = p->pending[node].next;
 
-		emit(j, &p->pending[node].act, c->tid, c->site, c->probe, c->reason);
+		emit(j, &p->pending[node].act, c->tid, c->site, c->probe, c->ts, c->reason);
 		pending_release(p, node);
 		node = next;
 	}
@@ -904,17 +904,17 @@ void join__add_activity(struct join *j, const struct join_activity *act)
 	struct jcorr *c;
 
 	if (!p) {
-		emit(j, act, 0, 0, 0, JOIN_TABLE_FULL);
+		emit(j, act, 0, 0, 0, 0, JOIN_TABLE_FULL);
 		return;
 	}
 	c = corr_find(p, act->corr);
 	if (c) {
 		c->seen = true;
-		emit(j, act, c->tid, c->site, c->probe, c->reason);
+		emit(j, act, c->tid, c->site, c->probe, c->ts, c->reason);
 		return;
 	}
 	if (pending_add(j, p, act))
-		emit(j, act, 0, 0, 0, JOIN_TABLE_FULL);
+		emit(j, act, 0, 0, 0, 0, JOIN_TABLE_FULL);
 }
 
 /* ------------------------------------------------------------ time */
@@ -947,7 +947,7 @@ static void pending_expire(struct join *j, struct jproc *p, __u32 node)
 			}
 		}
 	}
-	emit(j, &p->pending[node].act, 0, 0, 0,
+	emit(j, &p->pending[node].act, 0, 0, 0, 0,
 	     at_close(j, p->pending[node].act.start) ? JOIN_OUTSIDE : JOIN_NO_API_RECORD);
 	pending_release(p, node);
 }

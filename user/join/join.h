@@ -77,6 +77,7 @@ struct join_sample {
 	__u32 pid, tid;        /* tid 0 when unknown */
 	__u64 site;            /* valid when reason == JOIN_OK */
 	__u32 probe;           /* valid when reason == JOIN_OK */
+	__u64 call_ts;         /* the paired launch event's time; 0: none */
 	enum join_reason reason;
 };
 

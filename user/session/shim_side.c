@@ -82,20 +82,20 @@ static void graph_node(struct session *s, struct target *t, const struct gp_reco
 }
 
 /*
- * A kernel a graph ran, beginning at start: its node's origin in t, for
- * on_sample (0: not a graph's, or unknown).
+ * A kernel a graph ran: its node in t, for on_sample to find where the node
+ * came from as of its launch (0: not a graph's, or unknown).
  */
-static __u32 graph_origin(struct session *s, struct target *t, __u64 node, __u64 start)
+static __u32 graph_node_of(struct session *s, struct target *t, __u64 node)
 {
-	__u32 origin;
+	__u32 handle;
 
 	if (!node)
 		return 0;
 	s->graph_activities++;
-	origin = t->graphs ? graph_nodes__origin(t->graphs, node, start) : 0;
-	if (!origin)
+	handle = t->graphs ? graph_nodes__find(t->graphs, node) : 0;
+	if (!handle)
 		s->graph_node_unknown++;
-	return origin;
+	return handle;
 }
 
 /*
@@ -198,12 +198,12 @@ static void ingest_record(struct session *s, struct target *t, const struct gp_r
 			act.aux[1] = r->kernel.device;
 			act.aux[2] = r->kernel.stream;
 			act.aux[3] = r->kernel.graph_id;
-			act.aux[4] = graph_origin(s, t, r->kernel.graph_node, act.start);
+			act.aux[4] = graph_node_of(s, t, r->kernel.graph_node);
 		} else {
 			act.aux[1] = r->copy.device;
 			act.aux[2] = r->copy.stream;
 			act.aux[3] = r->copy.graph_id;
-			act.aux[4] = graph_origin(s, t, r->copy.graph_node, act.start);
+			act.aux[4] = graph_node_of(s, t, r->copy.graph_node);
 		}
 		join__add_activity(s->join, &act);
 	} else if (r->type == GP_REC_GRAPH_NODE) {

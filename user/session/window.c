@@ -13,14 +13,19 @@
 #include "user/probe/entry_points.h"
 #include "user/util/log.h"
 
-/* A graph replay's kernel whose node came from origin: under the launch that captured it. */
-static void graph_capture(struct session *s, __u32 pid, __u32 origin, struct profile_activity *pa)
+/*
+ * A graph replay's kernel of node `node` (graph_nodes__find's), its replay
+ * launched at ts: under the launch that captured that node's origin then.
+ */
+static void graph_capture(struct session *s, __u32 pid, __u32 node, __u64 ts,
+			  struct profile_activity *pa)
 {
 	struct target *t = target_table__find(&s->tt, (pid_t)pid);
 	__u64 site;
 	__u32 probe;
 
-	if (!t || !t->graphs || !graph_nodes__site(t->graphs, origin, &site, &probe)) {
+	if (!t || !t->graphs ||
+	    !graph_nodes__site(t->graphs, graph_nodes__origin(t->graphs, node, ts), &site, &probe)) {
 		s->graph_capture_unknown++;
 		return;
 	}
@@ -64,7 +69,7 @@ void session__on_sample(void *ctx, const struct join_sample *js)
 	session__trace_activity(s, js);
 
 	if (a->aux[4] && js->reason == JOIN_OK && stack)
-		graph_capture(s, js->pid, a->aux[4], &pa);
+		graph_capture(s, js->pid, a->aux[4], js->call_ts ? js->call_ts : a->start, &pa);
 	else if (a->aux[4])
 		s->graph_replay_unattributed++;
 	/*

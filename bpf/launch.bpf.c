@@ -120,7 +120,7 @@ struct scratch {
 	bool python;           /* and whether its process runs CPython */
 	bool py_kept;          /* its Python frames' hash is a kept walk's: frames not read */
 	struct ag_node ag, ag2; /* the thread's autograd nodes (task_memo's) */
-	bool ag_drove;         /* the thread has begun a pass (task_memo's driving_gt) */
+	struct ag_node drives; /* the pass the thread began last: its call's slot (task_memo's) */
 	bool ag_after;         /* this event's pass is its post-processing (autograd_of) */
 };
 
@@ -294,11 +294,15 @@ static __always_inline struct gp_launch_event *begin(__u32 probe)
 	e->ns_pid = ns_id(leader);
 	e->autograd_pass = 0; /* autograd_of, once sp is known */
 	sc->ag.sp = sc->ag2.sp = 0;
-	sc->ag_drove = sc->ag_after = false;
+	sc->drives.sp = 0;
+	sc->ag_after = false;
 	if (m != &sc->memo) {
 		sc->ag = m->ag;
 		sc->ag2 = m->ag2;
-		sc->ag_drove = m->driving_gt != 0;
+		if (m->driving_gt) {
+			sc->drives.sp = m->driving_sp;
+			sc->drives.ret = m->driving_ret;
+		}
 	}
 	return e;
 }
@@ -707,12 +711,14 @@ static __always_inline bool slot_holds(__u64 slot, __u64 ret, __u64 sp)
  * The pass a launch at sp runs for: the node the thread is inside (the
  * last one's call still under way below it), else the one it was inside
  * when it began a pass of its own; 0: none (or the thread's own pass).
- * An engine thread (it took nodes, began no pass) outside its nodes runs
- * the post-processing of its last node's pass: GraphTask's final
- * callbacks (DDP's reducer, queue_callback) run on the thread that
- * finished the pass, after its last node returned, in no function the
- * probes see (exec_post_processing is not exported: PyTorch 2.11,
- * tools/gpu/post_callback.sh); flagged GP_EV_F_AG_AFTER.
+ * A thread whose last node was of a pass seen to begin, outside its nodes
+ * and inside no pass it began itself (an engine thread between nodes), runs
+ * the post-processing of that pass: GraphTask's final callbacks (DDP's
+ * reducer, queue_callback) run on the thread that finished the pass, after
+ * its last node returned, in no function the probes see
+ * (exec_post_processing is not exported: PyTorch 2.11,
+ * tools/gpu/post_callback.sh); flagged GP_EV_F_AG_AFTER. The thread that
+ * began a pass runs that pass's CPU nodes for itself (pass 0): never so.
  */
 static __always_inline __u64 autograd_of(struct scratch *sc, __u64 sp)
 {
@@ -720,7 +726,8 @@ static __always_inline __u64 autograd_of(struct scratch *sc, __u64 sp)
 		return sc->ag.pass;
 	if (slot_holds(sc->ag2.sp, sc->ag2.ret, sp))
 		return sc->ag2.pass;
-	if (sc->ag.sp && sc->ag.pass && !sc->ag_drove) {
+	if (sc->ag.sp && sc->ag.pass > AUTOGRAD_PASS_UNSEEN &&
+	    !slot_holds(sc->drives.sp, sc->drives.ret, sp)) {
 		sc->ag_after = true;
 		return sc->ag.pass;
 	}

@@ -70,7 +70,10 @@ $SC "$WORK/lost.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_
 	fail "lost: b's pass"
 $SC "$WORK/lost.pb.gz" split k_inner thread_main=1 || fail "lost: the unseen pass's launch"
 no_marker lost k_inner
-[ "$(field caller_unknown "$WORK/lost.err")" = 1 ] || fail "lost: caller_unknown $(field caller_unknown "$WORK/lost.err")"
+$SC "$WORK/lost.pb.gz" split k_post thread_main=1 || fail "lost: the unseen pass's final callback"
+no_marker lost k_post
+[ "$(field caller_unknown "$WORK/lost.err")" = 1 ] && [ "$(field after_node "$WORK/lost.err")" = 0 ] ||
+	fail "lost: caller_unknown $(field caller_unknown "$WORK/lost.err") after_node $(field after_node "$WORK/lost.err")"
 ok "a pass never seen to begin at a finished pass's address: its own stack, counted, not the old caller"
 cases stale
 $SC "$WORK/stale.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_b]" $API caller_b_reuse ||

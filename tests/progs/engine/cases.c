@@ -14,8 +14,9 @@
  * lost   caller_b_reuse runs a pass on a task at one address (k_b), then
  *        one on another (nothing launched: its pass at the first address
  *        is over); then main hands the engine a pass at the first address
- *        without the call a pass begins with (launch_inner: k_inner): no
- *        caller, not caller_b_reuse's old one.
+ *        without the call a pass begins with (launch_inner: k_inner), and
+ *        a final callback (final_cb: k_post): no caller, not
+ *        caller_b_reuse's old one, for either.
  * stale  main runs a pass itself whose first node begins a second pass
  *        there (a reentrant backward on the calling thread); then
  *        caller_b_reuse's pass reuses the first task's address (k_b); then
@@ -214,7 +215,7 @@ static void run(const char *mode)
 		if (pthread_create(&b, NULL, caller_b_reuse, &shared_task))
 			exit(1);
 		pthread_join(b, NULL);
-		shared_task = (struct engine_task){ .fn = launch_inner, .nodes = 1 };
+		shared_task = (struct engine_task){ .fn = launch_inner, .nodes = 1, .post = final_cb };
 		engine__backward_unannounced(&shared_task);
 	} else {
 		own_reentrant_pass();

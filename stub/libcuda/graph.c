@@ -375,6 +375,7 @@ static struct CUgraphExec_st *exec_make(const struct CUgraph_st *g)
 		e->magic = STUB_MAGIC_EXEC;
 		e->graph.magic = STUB_MAGIC_EXEC_GRAPH;
 		e->graph.id = g_drv.next_graph_id;
+		e->source = g->id;
 		/* its own, its embedded copies', one more: see the top of this file */
 		g_drv.next_graph_id += (uint32_t)nemb + 2;
 		e->n = total;
@@ -554,7 +555,8 @@ STUB_API CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgr
 	} else {
 		size_t i = (uint32_t)hNode->id;
 
-		if (i >= hGraphExec->n || hGraphExec->nodes[i].child || hNode->child)
+		if ((uint32_t)(hNode->id >> 32) != hGraphExec->source || i >= hGraphExec->n ||
+		    hGraphExec->nodes[i].child || hNode->child)
 			r = CUDA_ERROR_INVALID_VALUE;
 		else
 			n = &hGraphExec->nodes[i];

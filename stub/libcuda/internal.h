@@ -113,9 +113,11 @@ struct CUgraph_st {
 struct CUgraphExec_st {
 	uint32_t magic;
 	struct CUgraph_st graph;  /* the exec's own graph (no node list) */
+	uint32_t source;          /* the id of the graph it was instantiated from */
 	size_t n;
 	/* Clones, the source's own nodes first, then each embedded graph's
-	 * (graph.c, instantiate): child-graph nodes among them run nothing. */
+	 * (graph.c, instantiate): child-graph nodes among them run nothing
+	 * (their child pointer only says so: it is never followed). */
 	struct CUgraphNode_st nodes[];
 };
 

@@ -279,7 +279,11 @@ static int sample_locs(struct writer *w, const struct profile_sample *s, uint64_
 	int err;
 
 	err = kernel_loc(w, s, &locs[n++]);
-	/* The inner stacks end by half the locations, the second by three quarters. */
+	/*
+	 * The inner stacks end by half the locations, the second by three
+	 * quarters; the sample's own frames and root take the rest: at most
+	 * 1 + 160 + 80 + 79 = GP_PROFILE_MAX_LOCS, locs' size.
+	 */
 	for (unsigned l = 0; !err && s->stack_id && l < PROFILE_UNDERS && s->under[l].stack; l++)
 		err = under_locs(w, &s->under[l],
 				 l ? GP_PROFILE_MAX_LOCS * 3 / 4 : GP_PROFILE_MAX_LOCS / 2, locs, &n);

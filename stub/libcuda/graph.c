@@ -246,14 +246,23 @@ static void report_clone(const struct stub_api_call *c, struct CUgraph_st *g,
 	ops->graph_node_cloned(&ev);
 }
 
-/* No driver lock held: copy's nodes (cloned from src's), a child node after its own copy's. */
-static void report_copy(const struct stub_api_call *c, struct CUgraph_st *copy,
-			struct CUgraph_st *src)
+/* No driver lock held: the copy of graph src made as graph id (by
+ * cuGraphAddChildGraphNode, or instantiation for a child node), its nodes'
+ * handles made up here (the callbacks read their ids), nested copies
+ * taking the next ids depth first (as graph_copy numbers them); a child
+ * node reported after its own copy's nodes. */
+static void report_embedded(const struct stub_api_call *c, struct CUgraph_st *src,
+			    uint32_t id, uint32_t *next)
 {
-	for (size_t i = 0; i < copy->n && i < src->n; i++) {
-		if (copy->nodes[i]->child && src->nodes[i]->child)
-			report_copy(c, copy->nodes[i]->child, src->nodes[i]->child);
-		report_clone(c, copy, copy->nodes[i], src, src->nodes[i]);
+	struct CUgraph_st gh = { .magic = STUB_MAGIC_GRAPH, .id = id };
+
+	for (size_t j = 0; j < src->n; j++) {
+		struct CUgraphNode_st nh = *src->nodes[j];
+
+		nh.id = drv_node_id(id, j);
+		if (src->nodes[j]->child)
+			report_embedded(c, src->nodes[j]->child, (*next)++, next);
+		report_clone(c, &gh, &nh, src, src->nodes[j]);
 	}
 }
 
@@ -263,6 +272,7 @@ STUB_API CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGr
 {
 	struct CUgraphNode_st tmpl = { 0 }, *node = NULL;
 	struct CUgraph_st *copy = NULL;
+	uint32_t next;
 	CUresult r;
 
 	API_BEGIN(cuGraphAddChildGraphNode);
@@ -289,7 +299,8 @@ STUB_API CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGr
 		graph_free(copy);
 		API_END(r);
 	}
-	report_copy(&call_, copy, childGraph);
+	next = copy->id + 1;
+	report_embedded(&call_, childGraph, copy->id, &next);
 	if (call_.cupti) {
 		const struct stub_cupti_ops *ops = call_.cupti;
 		struct stub_graph_event ev = {
@@ -301,24 +312,6 @@ STUB_API CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGr
 	}
 	*phGraphNode = node;
 	API_END(CUDA_SUCCESS);
-}
-
-/* No driver lock held: the copy of embedded graph src that instantiation
- * made as graph id (its nodes' handles made up here: the callbacks read
- * their ids), nested ones taking the next ids depth first. */
-static void report_embedded(const struct stub_api_call *c, struct CUgraph_st *src,
-			    uint32_t id, uint32_t *next)
-{
-	struct CUgraph_st gh = { .magic = STUB_MAGIC_GRAPH, .id = id };
-
-	for (size_t j = 0; j < src->n; j++) {
-		struct CUgraphNode_st nh = *src->nodes[j];
-
-		nh.id = drv_node_id(id, j);
-		if (src->nodes[j]->child)
-			report_embedded(c, src->nodes[j]->child, (*next)++, next);
-		report_clone(c, &gh, &nh, src, src->nodes[j]);
-	}
 }
 
 /* No driver lock held: the clones of instantiation as the real driver

@@ -207,31 +207,49 @@ def check_split(samples, kernel, want, rooted=True):
     print("%s: %s" % (kernel, ", ".join("%d under %s" % (v, k) for k, v in want.items())))
 
 
-def check_under(samples, kernel, count, ns_want, inner, mark, outer_api, outer):
-    """Each launch of kernel under an inner stack, then the marker, then an
-    outer stack (see the usage: graph and under)."""
+SHORT = ("[truncated", "[native frames", "[stack unknown", "[python:", "[unattributed")
+
+
+def whole_part(part, api, frame, last):
+    """A part of a stack between markers: it starts at one of the APIs
+    (a prefix, or a tuple of them), holds frame, ends at a root (at
+    part[last]), and nothing in it says it is short."""
+    return bool(part) and part[0].startswith(api) and frame in part and is_root(part[last]) and \
+        not any(x.startswith(SHORT) for x in part)
+
+
+def check_parts(samples, kernel, count, ns_want, marks, parts):
+    """Each launch of kernel: its frames cut at the markers (in this order,
+    leaf first) into len(marks) + 1 parts, each whole_part's (API, FRAME)
+    of parts; the last part's root is before the process's own frame."""
     got_n = got_ns = 0
     for ns, n, frames in samples:
         if not frames or frames[0][0] != kernel:
             continue
         names = [f[0] for f in frames]
-        if mark not in names:
-            fail("%s: %d launches not under %s: %s" % (kernel, n, mark, names), FRAMES_DIFFER)
-        cut = names.index(mark)
-        cap, rep = names[1:cut], names[cut + 1:]
-        short = ("[truncated", "[native frames", "[stack unknown", "[python:", "[unattributed")
-        if not cap or not cap[0].startswith(("cuLaunchKernel", "cuGraphAdd")) or inner not in cap or \
-                not is_root(cap[-1]) or \
-                not rep or not rep[0].startswith(outer_api) or outer not in rep or \
-                not is_root(rep[-2]) or any(x.startswith(short) for x in cap + rep):
-            fail("%s: want %s, then %s, then %s and %s to a root: %s" %
-                 (kernel, inner, mark, outer_api, outer, names), FRAMES_DIFFER)
+        cuts = [names.index(m) if m in names else -1 for m in marks]
+        if -1 in cuts or cuts != sorted(cuts):
+            fail("%s: %d launches not under %s: %s" % (kernel, n, ", ".join(marks), names), FRAMES_DIFFER)
+        bounds = [0] + cuts + [len(names)]
+        for k, (api, frame) in enumerate(parts):
+            part = names[bounds[k] + 1:bounds[k + 1]]
+            if not whole_part(part, api, frame, -2 if k == len(parts) - 1 else -1):
+                fail("%s: want %s: %s" % (kernel, " | ".join("%s..%s" % p for p in parts), names),
+                     FRAMES_DIFFER)
         got_n += n
         got_ns += ns
     if (got_n, got_ns) != (count, ns_want):
-        fail("%s: %d launches for %d ns under %s, want %d for %d" %
-             (kernel, got_n, got_ns, mark, count, ns_want))
-    print("%s: %d launches, %d ns, each under %s, %s, %s" % (kernel, count, ns_want, inner, mark, outer))
+        fail("%s: %d launches for %d ns, want %d for %d" % (kernel, got_n, got_ns, count, ns_want))
+    print("%s: %d launches, %d ns, each under %s" %
+          (kernel, count, ns_want, ", ".join(p[1] + (", " + m if m else "")
+                                             for p, m in zip(parts, marks + [""]))))
+
+
+def check_under(samples, kernel, count, ns_want, inner, mark, outer_api, outer):
+    """Each launch of kernel under an inner stack, then the marker, then an
+    outer stack (see the usage: graph and under)."""
+    check_parts(samples, kernel, count, ns_want, [mark],
+                [(("cuLaunchKernel", "cuGraphAdd"), inner), (outer_api, outer)])
 
 
 MARK = "[graph captured at]"
@@ -240,29 +258,8 @@ MARK = "[graph captured at]"
 def check_graph_under(samples, kernel, count, ns_want, capture, replay, mark, outer_api, outer):
     """Each launch of kernel: its capture, the graph marker, the replay,
     then mark and an outer stack, each part whole to a root."""
-    got_n = got_ns = 0
-    short = ("[truncated", "[native frames", "[stack unknown", "[python:", "[unattributed")
-    for ns, n, frames in samples:
-        if not frames or frames[0][0] != kernel:
-            continue
-        names = [f[0] for f in frames]
-        if MARK not in names or mark not in names or names.index(MARK) > names.index(mark):
-            fail("%s: %d launches not under %s then %s: %s" % (kernel, n, MARK, mark, names), FRAMES_DIFFER)
-        a, b = names.index(MARK), names.index(mark)
-        cap, rep, out = names[1:a], names[a + 1:b], names[b + 1:]
-        if not cap or not cap[0].startswith("cuLaunchKernel") or capture not in cap or \
-                not is_root(cap[-1]) or not rep or not rep[0].startswith("cuGraphLaunch") or \
-                replay not in rep or not is_root(rep[-1]) or not out or \
-                not out[0].startswith(outer_api) or outer not in out or not is_root(out[-2]) or \
-                any(x.startswith(short) for x in cap + rep + out):
-            fail("%s: want %s, %s, %s, %s, %s and %s, each to a root: %s" %
-                 (kernel, capture, MARK, replay, mark, outer_api, outer, names), FRAMES_DIFFER)
-        got_n += n
-        got_ns += ns
-    if (got_n, got_ns) != (count, ns_want):
-        fail("%s: %d launches for %d ns, want %d for %d" % (kernel, got_n, got_ns, count, ns_want))
-    print("%s: %d launches, %d ns, each under %s, %s, %s, %s, %s" %
-          (kernel, count, ns_want, capture, MARK, replay, mark, outer))
+    check_parts(samples, kernel, count, ns_want, [MARK, mark],
+                [("cuLaunchKernel", capture), ("cuGraphLaunch", replay), (outer_api, outer)])
 
 
 def main():

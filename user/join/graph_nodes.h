@@ -54,7 +54,8 @@
 /* Updates of one executable graph's node remembered, and nodes updated with a history. */
 #define GRAPH_HISTORY 8u
 #define GRAPH_UPDATED_MAX 65536u
-/* Graphs embedded in one executable graph, and lookups to lay it out (copies and sources), at most. */
+/* Graphs embedded in one executable graph, and lookups to lay it out (its copies and
+ * their sources), at most. */
 #define GRAPH_LAYOUT_GRAPHS 256u
 #define GRAPH_LAYOUT_NODES 65536u
 

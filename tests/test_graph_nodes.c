@@ -18,12 +18,18 @@ static struct graph_nodes *fresh(void)
 	return gn;
 }
 
+/* A kernel record's node: where it comes from as of now. */
+static __u32 origin_of(struct graph_nodes *gn, __u64 node)
+{
+	return graph_nodes__origin(gn, graph_nodes__find(gn, node), ~0ull);
+}
+
 static __u64 site_of(struct graph_nodes *gn, __u64 node)
 {
 	__u64 site = 0;
 	__u32 probe = 0;
 
-	return graph_nodes__site(gn, graph_nodes__origin(gn, graph_nodes__find(gn, node), ~0ull), &site, &probe) ? site : 0;
+	return graph_nodes__site(gn, origin_of(gn, node), &site, &probe) ? site : 0;
 }
 
 /*
@@ -41,7 +47,7 @@ static void test_a_replayed_copy_leads_to_the_launch_that_captured_its_node(void
 	graph_nodes__add(gn, NODE(1, 0), 0, 7, 105);
 	graph_nodes__add(gn, NODE(1, 1), 0, 7, 205);
 	/* Not bound yet: the calls have not paired. */
-	assert_false(graph_nodes__site(gn, graph_nodes__origin(gn, graph_nodes__find(gn, NODE(1, 0)), ~0ull), &site, &probe));
+	assert_false(graph_nodes__site(gn, origin_of(gn, NODE(1, 0)), &site, &probe));
 	graph_nodes__on_call(gn, 7, 100, 110, 1001, 3);
 	graph_nodes__on_call(gn, 7, 200, 210, 1002, 4);
 	/* Instantiation: graph 3's copies, each made and then cloned. */
@@ -51,7 +57,7 @@ static void test_a_replayed_copy_leads_to_the_launch_that_captured_its_node(void
 	}
 	assert_int_equal(site_of(gn, NODE(3, 0)), 1001);
 	assert_int_equal(site_of(gn, NODE(3, 1)), 1002);
-	assert_true(graph_nodes__site(gn, graph_nodes__origin(gn, graph_nodes__find(gn, NODE(3, 1)), ~0ull), &site, &probe));
+	assert_true(graph_nodes__site(gn, origin_of(gn, NODE(3, 1)), &site, &probe));
 	assert_int_equal(probe, 4);
 	/* A later call on that thread takes none of the copies. */
 	graph_nodes__on_call(gn, 7, 295, 400, 1003, 3);
@@ -91,14 +97,14 @@ static void test_hostile_ids_are_refused_and_a_clone_loop_ends(void **state)
 	/* a -> b -> a */
 	graph_nodes__add(gn, NODE(2, 0), NODE(2, 1), 1, 1);
 	graph_nodes__add(gn, NODE(2, 1), NODE(2, 0), 1, 1);
-	assert_int_equal(graph_nodes__origin(gn, graph_nodes__find(gn, NODE(2, 0)), ~0ull), 0);
-	assert_int_equal(graph_nodes__origin(gn, graph_nodes__find(gn, NODE(9, 9)), ~0ull), 0);
+	assert_int_equal(origin_of(gn, NODE(2, 0)), 0);
+	assert_int_equal(origin_of(gn, NODE(9, 9)), 0);
 	/* A chain longer than GRAPH_CLONE_HOPS is not followed. */
 	graph_nodes__add(gn, NODE(10, 0), 0, 1, 1);
 	for (unsigned i = 1; i <= GRAPH_CLONE_HOPS + 1; i++)
 		graph_nodes__add(gn, NODE(10, i), NODE(10, i - 1), 1, 1);
-	assert_int_not_equal(graph_nodes__origin(gn, graph_nodes__find(gn, NODE(10, GRAPH_CLONE_HOPS)), ~0ull), 0);
-	assert_int_equal(graph_nodes__origin(gn, graph_nodes__find(gn, NODE(10, GRAPH_CLONE_HOPS + 1)), ~0ull), 0);
+	assert_int_not_equal(origin_of(gn, NODE(10, GRAPH_CLONE_HOPS)), 0);
+	assert_int_equal(origin_of(gn, NODE(10, GRAPH_CLONE_HOPS + 1)), 0);
 	graph_nodes__stats(gn, &st);
 	assert_int_equal(st.refused, 3);
 	graph_nodes__destroy(gn);
@@ -242,7 +248,8 @@ static __u64 site_at(struct graph_nodes *gn, __u64 node, __u64 ts)
 	__u64 site = 0;
 	__u32 probe = 0;
 
-	return graph_nodes__site(gn, graph_nodes__origin(gn, graph_nodes__find(gn, node), ts), &site, &probe) ? site : 0;
+	return graph_nodes__site(gn, graph_nodes__origin(gn, graph_nodes__find(gn, node), ts), &site,
+				 &probe) ? site : 0;
 }
 
 /*
@@ -339,9 +346,9 @@ static void test_child_graphs_kernels_are_found_by_their_place(void **state)
 	assert_int_equal(site_of(gn, NODE(16, 8)), 91);
 	assert_int_equal(site_of(gn, NODE(16, 9)), 61);
 	/* Child nodes themselves, made by no call; a place past the embedded graphs. */
-	assert_int_not_equal(graph_nodes__origin(gn, graph_nodes__find(gn, NODE(16, 5)), ~0ull), 0);
+	assert_int_not_equal(origin_of(gn, NODE(16, 5)), 0);
 	assert_int_equal(site_of(gn, NODE(16, 5)), 0);
-	assert_int_equal(graph_nodes__origin(gn, graph_nodes__find(gn, NODE(16, 11)), ~0ull), 0);
+	assert_int_equal(origin_of(gn, NODE(16, 11)), 0);
 	/* Again: now held. */
 	assert_int_equal(site_of(gn, NODE(16, 9)), 61);
 	graph_nodes__stats(gn, &st);
@@ -355,7 +362,7 @@ static void test_another_threads_copies_are_not_an_executable_graphs(void **stat
 	struct graph_nodes *gn = fresh();
 
 	child_graphs(gn, 8);
-	assert_int_equal(graph_nodes__origin(gn, graph_nodes__find(gn, NODE(16, 3)), ~0ull), 0);
+	assert_int_equal(origin_of(gn, NODE(16, 3)), 0);
 	assert_int_equal(site_of(gn, NODE(16, 1)), 111);
 	graph_nodes__destroy(gn);
 }
@@ -469,8 +476,8 @@ static void test_layouts_are_bounded(void **state)
 	made(gn, NODE(1, 0), 100, 1001);
 	for (__u32 g = 0; g < GRAPH_LAYOUTS_MAX + 10; g++) {
 		cloned(gn, NODE(1000 + 2 * g, 0), NODE(1, 0), 7, 200 + g);
-		assert_int_equal(graph_nodes__origin(gn, graph_nodes__find(gn, NODE(1000 + 2 * g, 5)), ~0ull), 0);
-		assert_int_equal(graph_nodes__origin(gn, graph_nodes__find(gn, NODE(1000 + 2 * g, 6)), ~0ull), 0);
+		assert_int_equal(origin_of(gn, NODE(1000 + 2 * g, 5)), 0);
+		assert_int_equal(origin_of(gn, NODE(1000 + 2 * g, 6)), 0);
 	}
 	graph_nodes__stats(gn, &st);
 	assert_int_equal(st.layouts_refused, 10); /* once each */

@@ -525,12 +525,7 @@ static void module__unloading(const CUpti_ModuleResourceData *m)
 		shm__count(g.shm, GP_CTR_MODULES_UNLOADED, 1);
 }
 
-/*
- * A graph node made or cloned: its ids, copied, and when and on which thread
- * (a node made by a launch during stream capture is made inside that
- * launch's call: the loader finds the call, and its stack, by that). Once
- * per node at capture and at instantiation; nothing per replay.
- */
+/* The gp_graph_node_event a graph resource callback reports. */
 static __u32 graph__event(CUpti_CallbackId cbid)
 {
 	if (cbid == CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED)
@@ -542,9 +537,13 @@ static __u32 graph__event(CUpti_CallbackId cbid)
 
 /*
  * A graph node made, cloned, updated or given new parameters (gp_abi.h,
- * gp_record_graph_node): CUPTI names the node a made one is cloned from,
- * the executable graph's node an update changes, and the node a parameter
- * change's executable node was instantiated from, all as originalNode.
+ * gp_record_graph_node): its ids, copied, and when and on which thread (a
+ * node made by a launch during stream capture is made inside that launch's
+ * call: the loader finds the call, and its stack, by that). CUPTI names the
+ * node a made one is cloned from, the executable graph's node an update
+ * changes, and the node a parameter change's executable node was
+ * instantiated from, all as originalNode. Once per node at capture, at
+ * instantiation and at a change; nothing per replay.
  */
 static void graph__node(CUpti_CallbackId cbid, const CUpti_GraphData *gd)
 {

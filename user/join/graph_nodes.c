@@ -389,10 +389,12 @@ static const struct layout *layout__of(struct graph_nodes *gn, __u32 graph)
 	gn->layouts = l;
 	l = &gn->layouts[gn->nlayouts];
 	*l = (struct layout){ .top = top, .ngraphs = ngraphs };
-	if (ngraphs && !(l->counts = malloc(ngraphs * sizeof(*l->counts))))
-		return layout__refuse(gn, graph);
-	if (ngraphs)
+	if (ngraphs) {
+		l->counts = malloc(ngraphs * sizeof(*l->counts));
+		if (!l->counts)
+			return layout__refuse(gn, graph);
 		memcpy(l->counts, counts, ngraphs * sizeof(*l->counts));
+	}
 	if (u64map__put(&gn->by_exec, graph, gn->nlayouts)) {
 		free(l->counts);
 		return layout__refuse(gn, graph);
@@ -507,10 +509,11 @@ static __u64 orig_at(struct graph_nodes *gn, const struct gnode *n, __u64 ts)
 
 __u32 graph_nodes__origin(struct graph_nodes *gn, __u32 handle, __u64 ts)
 {
-	__u64 idx = handle ? handle - 1 : 0, node;
+	__u64 idx, node;
 
 	if (!handle || handle > gn->len)
 		return 0;
+	idx = handle - 1;
 	for (unsigned hop = 0; hop <= GRAPH_CLONE_HOPS; hop++) {
 		const struct gnode *n = &gn->n[idx];
 

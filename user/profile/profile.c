@@ -171,6 +171,14 @@ static int add_to(struct profile *p, const struct agg_key *k, __u64 ns)
 	return 0;
 }
 
+/* Inner stack l of a key (profile_activity's under[l]): its stack, API and marker. */
+static void key_under(struct profile *p, struct agg_key *k, unsigned l, const struct profile_under *u)
+{
+	k->under[l] = u->stack;
+	k->under_api[l] = profile__intern(p, u->api);
+	k->under_marker[l] = profile__intern(p, u->marker);
+}
+
 int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 		 const char *reason, const struct profile_activity *act)
 {
@@ -178,11 +186,8 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 			     .reason = profile__intern(p, reason), .name = profile__intern(p, act->name),
 			     .device = act->device, .stream = act->stream, .graph_id = act->graph_id };
 
-	for (unsigned l = 0; l < PROFILE_UNDERS && act->under[l].stack; l++) {
-		k.under[l] = act->under[l].stack;
-		k.under_api[l] = profile__intern(p, act->under[l].api);
-		k.under_marker[l] = profile__intern(p, act->under[l].marker);
-	}
+	for (unsigned l = 0; l < PROFILE_UNDERS && act->under[l].stack; l++)
+		key_under(p, &k, l, &act->under[l]);
 
 	p->t.activities++;
 	if (!stack_id) {
@@ -196,15 +201,13 @@ int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 int profile__add_launch(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 			const struct profile_under *under, const char *leaf)
 {
-	bool in = stack_id && under && under->stack;
 	struct agg_key k = { .pid = pid, .stack_id = stack_id, .api = profile__intern(p, api),
 			     .reason = profile__intern(p, stack_id ? NULL : "stack table full"),
 			     .name = profile__intern(p, leaf ? leaf : GP_PROFILE_NO_RECORD),
-			     .device = NO_DEVICE, .stream = NO_DEVICE,
-			     .under = { in ? under->stack : 0 },
-			     .under_api = { in ? profile__intern(p, under->api) : 0 },
-			     .under_marker = { in ? profile__intern(p, under->marker) : 0 } };
+			     .device = NO_DEVICE, .stream = NO_DEVICE };
 
+	if (stack_id && under && under->stack)
+		key_under(p, &k, 0, under);
 	p->t.launches_unrecorded++;
 	return add_to(p, &k, 0);
 }

@@ -229,6 +229,7 @@ static void report_clone(const struct stub_api_call *c, struct CUgraph_st *g,
 			 struct CUgraphNode_st *n, struct CUgraph_st *og,
 			 struct CUgraphNode_st *orig)
 {
+	const struct stub_cupti_ops *ops = c->cupti;
 	struct stub_graph_event ev = {
 		.context = &g_drv.primary,
 		.graph = g,
@@ -237,8 +238,6 @@ static void report_clone(const struct stub_api_call *c, struct CUgraph_st *g,
 		.original_graph = og,
 		.original_node = orig,
 	};
-
-	const struct stub_cupti_ops *ops = c->cupti;
 
 	if (!ops)
 		return;
@@ -439,24 +438,35 @@ STUB_API CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph
 	API_END(instantiate(&call_, phGraphExec, hGraph));
 }
 
+/* No driver lock held: exec e's node n given new parameters (orig: its source node, or NULL). */
+static void report_set_params(const struct stub_api_call *c, struct CUgraphExec_st *e,
+			      struct CUgraphNode_st *n, struct CUgraphNode_st *orig)
+{
+	const struct stub_cupti_ops *ops = c->cupti;
+	struct stub_graph_event ev = {
+		.context = &g_drv.primary, .node = n, .node_type = CU_GRAPH_NODE_TYPE_KERNEL,
+		.original_node = orig, .graph_exec = e,
+	};
+
+	if (ops)
+		ops->graph_node_set_params(&ev);
+}
+
 /* No driver lock held: an exec's node updated from node `from`, then given its parameters. */
 static void report_updated(const struct stub_api_call *c, struct CUgraph_st *g,
 			   struct CUgraphNode_st *from, struct CUgraphExec_st *e,
 			   struct CUgraphNode_st *n)
 {
+	const struct stub_cupti_ops *ops = c->cupti;
 	struct stub_graph_event ev = {
 		.context = &g_drv.primary, .graph = g, .node = from,
 		.node_type = CU_GRAPH_NODE_TYPE_KERNEL, .original_node = n, .graph_exec = e,
 	};
 
-	const struct stub_cupti_ops *ops = c->cupti;
-
 	if (!ops)
 		return;
 	ops->graph_node_updated(&ev);
-	ev = (struct stub_graph_event){ .context = &g_drv.primary, .node = n,
-					.node_type = CU_GRAPH_NODE_TYPE_KERNEL, .graph_exec = e };
-	ops->graph_node_set_params(&ev);
+	report_set_params(c, e, n, NULL);
 }
 
 /* Caller holds g_drv.mu. An exec the stub can update from g: kernel nodes
@@ -568,15 +578,8 @@ STUB_API CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgr
 		}
 	}
 	pthread_mutex_unlock(&g_drv.mu);
-	if (n && call_.cupti) {
-		const struct stub_cupti_ops *ops = call_.cupti;
-		struct stub_graph_event ev = {
-			.context = &g_drv.primary, .node = n, .node_type = CU_GRAPH_NODE_TYPE_KERNEL,
-			.original_node = hNode, .graph_exec = hGraphExec,
-		};
-
-		ops->graph_node_set_params(&ev);
-	}
+	if (n)
+		report_set_params(&call_, hGraphExec, n, hNode);
 	API_END(r);
 }
 

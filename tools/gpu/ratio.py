@@ -10,3 +10,11 @@ def interval(a, b, n=2000):
     rs = sorted(statistics.median(rng.choices(a, k=len(a))) /
                 statistics.median(rng.choices(b, k=len(b))) for _ in range(n))
     return statistics.median(a) / statistics.median(b), rs[int(0.025 * n)], rs[int(0.975 * n)]
+
+
+def difference(a, b, n=2000):
+    """Difference of medians median(a) - median(b), and its 95% bootstrap interval."""
+    rng = random.Random(1)
+    ds = sorted(statistics.median(rng.choices(a, k=len(a))) -
+                statistics.median(rng.choices(b, k=len(b))) for _ in range(n))
+    return statistics.median(a) - statistics.median(b), ds[int(0.025 * n)], ds[int(0.975 * n)]

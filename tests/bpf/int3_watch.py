@@ -28,11 +28,20 @@ def edges(log):
     return (text.count("duty: window open at "), text.count("duty: window closed at "))
 
 
+def running(pid):
+    """Whether pid is there and not a zombie: it may go between any two reads."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
 def main():
     pid, addr, log, loader = int(sys.argv[1]), int(sys.argv[2], 0), sys.argv[3], int(sys.argv[4])
     counts = {"in_cc": 0, "in_other": 0, "out_cc": 0, "out_other": 0}
     mem = os.open("/proc/%d/mem" % pid, os.O_RDONLY)
-    while os.path.exists("/proc/%d" % loader) and not open("/proc/%d/stat" % loader).read().split(") ")[-1].startswith("Z"):
+    while running(loader):
         before = edges(log)
         try:
             byte = os.pread(mem, 1, addr)

@@ -4,8 +4,12 @@ and the memory figures of its last `loader:` line.
 
   loader_mem.py SMAPS [LOADER_LOG]
 """
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import loader_line  # noqa: E402
 
 
 def kind(name):
@@ -37,16 +41,11 @@ def main():
     print("  RSS at the highest sample: %.1f MB" % (total / 1024))
     for k, v in sorted(rss.items(), key=lambda kv: -kv[1]):
         print("    %-20s %7.1f MB" % (k, v / 1024))
-    if len(sys.argv) > 2:
-        last = None
-        for line in open(sys.argv[2], errors="replace"):
-            if line.startswith("loader:"):
-                last = line
-        if last:
-            keep = ("max_rss_mb", "queue_peak_mb", "queue_mb", "syms_mb", "cfi_mb", "cpu_share",
-                    "cpu_s", "wall_s", "helper_rss_mb", "cache_keys")
-            print("  loader: " + " ".join(f for f in last.split() if f.split("=")[0] in keep))
-
+    kv = loader_line.last(sys.argv[2]) if len(sys.argv) > 2 else None
+    if kv:
+        keep = ("max_rss_mb", "queue_peak_mb", "queue_mb", "syms_mb", "cfi_mb", "cpu_share",
+                "cpu_s", "wall_s", "helper_rss_mb", "cache_keys")
+        print("  loader: " + " ".join("%s=%g" % (k, kv[k]) for k in keep if k in kv))
 
 if __name__ == "__main__":
     main()

@@ -13,26 +13,30 @@ STEPS=${STEPS:-3000}; BIG_STEPS=${BIG_STEPS:-1000}; WINDOW=${WINDOW:-1}; RUNS=${
 LAUNCHES=${LAUNCHES:-0}
 . "$(dirname "$0")/launch_tools.sh"
 L=$PWD/build/static/gpuprobe-bpf
+# CMD under the loader's windows, the shim recording throughout; the
+# program's stdout to STDOUT, the loader's -v log to LOG, its window edges
+# to EDGES; prints the loader's exit, verdict and duty lines.
+windows() { # LABEL PROFILE STDOUT LOG EDGES CMD...
+	local label=$1 pb=$2 stdout=$3 log=$4 edges=$5
+	shift 5
+	$L -v --duty 0.5 --window "$WINDOW" --shim "$PWD/build/libgpuprobe_shim.so" -o "$pb" -- \
+		env GPUPROBE_RECORD=always "$@" >"$stdout" 2>"$log"
+	echo "$label: loader exit $?"
+	grep "^verdict\|^duty:" "$log"
+	grep "duty: window\|stopping at" "$log" >"$edges"
+}
 train_run() { # RUN
 	local r=$1
-	$L -v --duty 0.5 --window "$WINDOW" --shim "$PWD/build/libgpuprobe_shim.so" -o "$out/p$r.pb.gz" -- \
-		env GPUPROBE_RECORD=always STEPS="$STEPS" BIG_STEPS="$BIG_STEPS" GRAPH_REPLAYS=0 \
-		STEP_TIMES="$out/steps-b-$r.txt" BIG_STEP_TIMES="$out/steps-e-$r.txt" $PY tools/gpu/train.py \
-		>"$out/train-$r.log" 2>"$out/loader-$r.log"
-	echo "run $r: loader exit $?"
-	grep "^verdict\|^duty:" "$out/loader-$r.log"
-	grep "duty: window\|stopping at" "$out/loader-$r.log" >"$out/edges-$r.txt"
+	windows "run $r" "$out/p$r.pb.gz" "$out/train-$r.log" "$out/loader-$r.log" "$out/edges-$r.txt" \
+		STEPS="$STEPS" BIG_STEPS="$BIG_STEPS" GRAPH_REPLAYS=0 STEP_TIMES="$out/steps-b-$r.txt" \
+		BIG_STEP_TIMES="$out/steps-e-$r.txt" $PY tools/gpu/train.py
 	echo "(b):"; $PY tools/gpu/probe_windows.py "$out/edges-$r.txt" "$out/steps-b-$r.txt"
 	echo "(e):"; $PY tools/gpu/probe_windows.py "$out/edges-$r.txt" "$out/steps-e-$r.txt"
 }
 launch_run() { # RUN
 	local r=$1
-	$L -v --duty 0.5 --window "$WINDOW" --shim "$PWD/build/libgpuprobe_shim.so" -o "$out/a$r.pb.gz" -- \
-		env GPUPROBE_RECORD=always BATCH_TIMES="$out/steps-a-$r.txt" build/empty_launch "$LAUNCHES" \
-		>"$out/launch-$r.log" 2>"$out/loader-a-$r.log"
-	echo "run $r (a): loader exit $?"
-	grep "^verdict\|^duty:" "$out/loader-a-$r.log"
-	grep "duty: window\|stopping at" "$out/loader-a-$r.log" >"$out/edges-a-$r.txt"
+	windows "run $r (a)" "$out/a$r.pb.gz" "$out/launch-$r.log" "$out/loader-a-$r.log" \
+		"$out/edges-a-$r.txt" BATCH_TIMES="$out/steps-a-$r.txt" build/empty_launch "$LAUNCHES"
 	echo "(a):"; $PY tools/gpu/probe_windows.py "$out/edges-a-$r.txt" "$out/steps-a-$r.txt" 20 5000
 }
 for r in $(seq "$RUNS"); do

@@ -6,7 +6,8 @@
 # and modules load. N runs, each under a watchdog, each result line
 # compared with a bare run's.
 # Usage (repo root, GPU machine, after make static and the shim):
-#   tools/gpu/duty_hangs.sh OUTDIR [N]
+#   [LOADER_ARGS="-v"] [WANT="result ..."] tools/gpu/duty_hangs.sh OUTDIR [N]
+# (WANT: the bare result line, when a caller has it already)
 set -uo pipefail
 out=${1:?OUTDIR}; n=${2:-10}
 mkdir -p "$out"
@@ -15,7 +16,7 @@ L=$PWD/build/static/gpuprobe-bpf
 SHIM=$PWD/build/libgpuprobe_shim.so
 export STEPS=${STEPS:-1200} GRAPH_REPLAYS=${GRAPH_REPLAYS:-40} GPUPROBE_COUNTERS=all
 log="$out/duty_hangs.log"; : >"$log"
-want=$(timeout 120 $PY tools/gpu/train.py | grep '^result')
+want=${WANT:-$(timeout 120 $PY tools/gpu/train.py | grep "^result")}
 echo "bare: $want" >>"$log"
 ok=0
 for i in $(seq 1 "$n"); do
@@ -23,7 +24,7 @@ for i in $(seq 1 "$n"); do
 	p=$!
 	(sleep 120; kill -9 $p 2>/dev/null) &
 	dog=$!
-	$L --pid $p --duty 0.5 --window 1 -o "$out/d-$i.pb.gz" >"$out/loader-$i.log" 2>&1
+	$L --pid $p --duty 0.5 --window 1 ${LOADER_ARGS:-} -o "$out/d-$i.pb.gz" >"$out/loader-$i.log" 2>&1
 	wait $p; rc=$?
 	kill $dog 2>/dev/null
 	got=$(grep '^result' "$out/run-$i.log")

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Where the loader's own CPU goes on the bench's (b) workload: train.py as
 # `gpuprobe-bpf -- python3 train.py` (the full mode, as loader_cpu.sh runs
-# it), with perf sampling the loader's threads only (attached to its pid
-# and its children once it started, frame-pointer call chains; reports
-# keep the loader's threads only, by comm; the first milliseconds of the
-# start are missed). Writes, per run, the loader's
-# log, perf's flat profile (self time by thread, library and symbol) and
-# the inclusive one (by symbol).
+# it). perf is attached to the loader's pid once it started (so its first
+# milliseconds are missed), cpu-clock at 999 Hz with frame-pointer chains;
+# the children it forks later are sampled too, and the reports keep the
+# loader's comm only. Writes, per run, the loader's log, the flat profile
+# (self time by library and symbol), the inclusive one (by symbol) and the
+# callers of the hottest symbols.
 # Usage (repo root, GPU machine, after make static all):
 #   [PERF="perf"] tools/gpu/loader_perf.sh OUTDIR [RUNS]
+# Without perf on the GPU machine, carry one with its libraries, e.g. a
+# folder K holding Debian's /usr/bin/perf, the libraries `ldd` lists and
+# ld-linux-x86-64.so.2:
+#   PERF="$K/ld-linux-x86-64.so.2 --library-path $K $K/perf"
 set -uo pipefail
 out=${1:?OUTDIR}; runs=${2:-2}
 mkdir -p "$out"

@@ -13,11 +13,8 @@ set -uo pipefail
 out=${1:?OUTDIR}; rounds=${2:?ROUNDS}; shift 2
 [ $# -ge 1 ] || set -- "$PWD/build/static/gpuprobe-bpf"
 mkdir -p "$out"
-PY=${PY:-/opt/torch/.venv/bin/python3}
+. "$(dirname "$0")/cupti_env.sh"
 SHIM=$PWD/build/libgpuprobe_shim.so
-site=$($PY -c 'import site; print(site.getsitepackages()[0])')
-CUPTI=$(ls "$site"/nvidia/cu13/lib/libcupti.so* | head -1)
-export GPUPROBE_CUPTI=$CUPTI
 STEPS=${STEPS:-60}; REPLAYS=${REPLAYS:-200}
 for r in $(seq 1 "$rounds"); do
 	i=0

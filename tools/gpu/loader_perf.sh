@@ -17,12 +17,9 @@ set -uo pipefail
 out=${1:?OUTDIR}; runs=${2:-2}
 mkdir -p "$out"
 PERF=${PERF:-perf}
-PY=${PY:-/opt/torch/.venv/bin/python3}
+. "$(dirname "$0")/cupti_env.sh"
 L=$PWD/build/static/gpuprobe-bpf
 SHIM=$PWD/build/libgpuprobe_shim.so
-site=$($PY -c 'import site; print(site.getsitepackages()[0])')
-CUPTI=$(ls "$site"/nvidia/cu13/lib/libcupti.so* | head -1)
-export GPUPROBE_CUPTI=$CUPTI
 STEPS=${STEPS:-60}; REPLAYS=${REPLAYS:-200}
 for r in $(seq 1 "$runs"); do
 	STEPS=$STEPS GRAPH_REPLAYS=$REPLAYS "$L" --shim "$SHIM" --cupti "$CUPTI" \

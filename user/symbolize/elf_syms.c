@@ -144,7 +144,7 @@ static int elf_sym__cmp(const void *a, const void *b)
 	return x->name < y->name ? -1 : (x->name > y->name);
 }
 
-/* What a symbol table's walk collects: its function symbols, grown geometrically. */
+/* What a symbol table's walk collects: its function symbols (room reserved, else grown). */
 struct collect_ctx {
 	struct elf_syms *s;
 	size_t cap;
@@ -181,33 +181,51 @@ static int elf_syms__collect(void *ctx, const Elf64_Sym *sym)
 
 #define RADIX_BITS 11
 #define RADIX_MASK ((1u << RADIX_BITS) - 1)
+#define RADIX_DIGITS ((64 + RADIX_BITS - 1) / RADIX_BITS)
+
+/* Every digit's histogram, for sort_by_addr: 48 KiB, on the heap. */
+typedef uint32_t radix_counts[RADIX_DIGITS][RADIX_MASK + 1];
 
 /*
- * Sorts a[0..n) by address, stably, a digit of RADIX_BITS at a time from
- * the lowest, through tmp (n entries); a digit every address shares (the
- * high ones, mostly) costs one counting pass. Returns a or tmp, whichever
- * holds the result. A library of 350,000 functions (libtorch_cpu) took
- * qsort tens of ms at every loader start that named its frames.
+ * Sorts a[0..n) (n < 2^32) by address, stably, a digit of RADIX_BITS at a
+ * time from the lowest, through tmp (n entries). A digit's histogram does
+ * not depend on the order, so one read counts them all and finds the
+ * digits some address differs in; a digit every address shares (the high
+ * ones: a library spans far less than 2^64) costs nothing more. Returns a
+ * or tmp, whichever holds the result. A library of 350,000 functions
+ * (libtorch_cpu) took qsort tens of ms at every loader start that named
+ * its frames.
  */
-static struct elf_sym *sort_by_addr(struct elf_sym *a, struct elf_sym *tmp, size_t n)
+static struct elf_sym *sort_by_addr(struct elf_sym *a, struct elf_sym *tmp, size_t n,
+				    radix_counts *counts)
 {
-	size_t count[RADIX_MASK + 1], i, at;
+	uint32_t(*count)[RADIX_MASK + 1] = *counts;
+	uint64_t differ = 0, first = a[0].addr;
 	struct elf_sym *swap;
+	size_t i;
 
-	for (unsigned shift = 0; shift < 64; shift += RADIX_BITS) {
-		memset(count, 0, sizeof(count));
-		for (i = 0; i < n; i++)
-			count[(a[i].addr >> shift) & RADIX_MASK]++;
-		if (count[(a[0].addr >> shift) & RADIX_MASK] == n)
+	memset(count, 0, sizeof(*counts));
+	for (i = 0; i < n; i++) {
+		uint64_t addr = a[i].addr;
+
+		differ |= addr ^ first;
+		for (unsigned d = 0; d < RADIX_DIGITS; d++)
+			count[d][(addr >> (d * RADIX_BITS)) & RADIX_MASK]++;
+	}
+	for (unsigned d = 0; d < RADIX_DIGITS; d++) {
+		unsigned shift = d * RADIX_BITS;
+		uint32_t *c = count[d], at = 0;
+
+		if (!((differ >> shift) & RADIX_MASK))
 			continue;
-		for (i = 0, at = 0; i <= RADIX_MASK; i++) {
-			size_t c = count[i];
+		for (i = 0; i <= RADIX_MASK; i++) {
+			uint32_t k = c[i];
 
-			count[i] = at;
-			at += c;
+			c[i] = at;
+			at += k;
 		}
 		for (i = 0; i < n; i++)
-			tmp[count[(a[i].addr >> shift) & RADIX_MASK]++] = a[i];
+			tmp[c[(a[i].addr >> shift) & RADIX_MASK]++] = a[i];
 		swap = a;
 		a = tmp;
 		tmp = swap;
@@ -223,12 +241,14 @@ static void elf_syms__sort(struct elf_syms *s)
 {
 	size_t i, j, best, n = 0;
 	struct elf_sym *fit, *tmp, *sorted;
+	radix_counts *counts;
 
 	if (!s->n_syms)
 		return;
 	tmp = malloc(s->n_syms * sizeof(*tmp));
-	if (tmp) {
-		sorted = sort_by_addr(s->syms, tmp, s->n_syms);
+	counts = malloc(sizeof(*counts));
+	if (tmp && counts) {
+		sorted = sort_by_addr(s->syms, tmp, s->n_syms, counts);
 	} else {
 		qsort(s->syms, s->n_syms, sizeof(*s->syms), elf_sym__cmp);
 		sorted = s->syms;
@@ -243,6 +263,7 @@ static void elf_syms__sort(struct elf_syms *s)
 		s->syms[n++].size &= ELF_SYM_SIZE_MAX;
 	}
 	free(tmp);
+	free(counts);
 	s->n_syms = n;
 	fit = n ? realloc(s->syms, n * sizeof(*s->syms)) : NULL;
 	if (fit)
@@ -258,6 +279,20 @@ static void elf_syms__drop_symbols(struct elf_syms *s)
 }
 
 /*
+ * Room for every entry of the table at once (addresses only as written:
+ * the entries past the functions are never touched), so that collecting
+ * copies nothing; sized to fit once sorted. Without it, grown as it goes.
+ */
+static void elf_syms__reserve(struct elf_syms *s, struct collect_ctx *c)
+{
+	size_t want = s->tab.count < ELF_SYMTAB_MAX_SYMS ? s->tab.count : ELF_SYMTAB_MAX_SYMS;
+	struct elf_sym *room = want ? grow__array(s->syms, &c->cap, want, sizeof(*room), want) : NULL;
+
+	if (room)
+		s->syms = room;
+}
+
+/*
  * The function symbols of one table (elf_symtab.h reads it in chunks
  * straight from the file: neither it nor its names are ever held whole).
  * 0 with symbols found.
@@ -269,6 +304,8 @@ static int elf_syms__read_table(Elf *e, int fd, uint64_t file_size, unsigned typ
 	int err;
 
 	err = elf_symtab__open(e, fd, file_size, type, &s->tab);
+	if (!err)
+		elf_syms__reserve(s, &c);
 	if (!err)
 		err = elf_symtab__each(&s->tab, elf_syms__collect, &c);
 	if (!err)

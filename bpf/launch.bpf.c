@@ -204,6 +204,7 @@ struct {
 /* gp_stack_key -> the loader's entry for the stack of launches with that key. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* filled by the loader only: nothing to make at load */
 	__uint(max_entries, 16384); /* sized by the loader (--stack-cache) */
 	__type(key, struct gp_stack_key);
 	__type(value, struct gp_stack_val);

@@ -12,6 +12,7 @@
 /* tgid -> where that process's CPython keeps threads and frames. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* filled by the loader only: nothing to make at load */
 	__uint(max_entries, 16384);
 	__type(key, __u32);
 	__type(value, struct gp_py_config);

@@ -163,6 +163,9 @@ static void attach_maps_watch(struct launch_probe *lp)
 	lp->cache_on = true;
 }
 
+/* py_tstates' size when only followed processes are probed (--pid, -- COMMAND). */
+#define PY_TSTATES_FOLLOWED 8192
+
 /* Opens and loads the programs; with multi, the uprobe program for multi links. */
 static int load_skel(struct launch_probe *lp, const struct launch_probe_opts *opts, bool multi)
 {
@@ -182,6 +185,13 @@ static int load_skel(struct launch_probe *lp, const struct launch_probe_opts *op
 	if (!err)
 		err = bpf_map__set_max_entries(lp->skel->maps.stack_cache,
 					       opts->cache_entries ? opts->cache_entries : 1);
+	/*
+	 * Python threads' states: a cache (a miss walks the interpreter's list
+	 * again), made whole at load (an LRU map cannot be made on demand).
+	 * Following a few processes, a node's worth of threads is room wasted.
+	 */
+	if (!err && opts->filter_pids)
+		err = bpf_map__set_max_entries(lp->skel->maps.py_tstates, PY_TSTATES_FOLLOWED);
 	if (!err && multi)
 		err = bpf_program__set_expected_attach_type(lp->skel->progs.cu_call,
 							    GP_BPF_TRACE_UPROBE_MULTI);

@@ -285,7 +285,7 @@ static void elf_syms__drop_symbols(struct elf_syms *s)
  */
 static void elf_syms__reserve(struct elf_syms *s, struct collect_ctx *c)
 {
-	size_t want = s->tab.count < ELF_SYMTAB_MAX_SYMS ? s->tab.count : ELF_SYMTAB_MAX_SYMS;
+	size_t want = elf_symtab__len(&s->tab);
 	struct elf_sym *room = want ? grow__array(s->syms, &c->cap, want, sizeof(*room), want) : NULL;
 
 	if (room)

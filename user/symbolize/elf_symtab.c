@@ -70,11 +70,16 @@ int elf_symtab__open(Elf *e, int fd, uint64_t file_size, unsigned sh_type,
 	return -ENOENT;
 }
 
+uint64_t elf_symtab__len(const struct elf_symtab *t)
+{
+	return t->count < ELF_SYMTAB_MAX_SYMS ? t->count : ELF_SYMTAB_MAX_SYMS;
+}
+
 int elf_symtab__each(const struct elf_symtab *t, int (*fn)(void *ctx, const Elf64_Sym *sym),
 		     void *ctx)
 {
 	Elf64_Sym chunk[ELF_SYMTAB_READ_CHUNK];
-	uint64_t n = t->count < ELF_SYMTAB_MAX_SYMS ? t->count : ELF_SYMTAB_MAX_SYMS, i, j, want;
+	uint64_t n = elf_symtab__len(t), i, j, want;
 	ssize_t got;
 	int rc;
 

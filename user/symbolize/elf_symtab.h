@@ -38,6 +38,8 @@ struct elf_symtab {
  */
 int elf_symtab__open(Elf *e, int fd, uint64_t file_size, unsigned sh_type,
 		     struct elf_symtab *ret);
+/* How many entries elf_symtab__each visits at most: the table's first ELF_SYMTAB_MAX_SYMS. */
+uint64_t elf_symtab__len(const struct elf_symtab *t);
 /*
  * fn for each of the table's first ELF_SYMTAB_MAX_SYMS entries, in order;
  * a short read ends the table. fn returns 0 to go on; anything else stops

@@ -43,6 +43,14 @@ bool stack_cache_on = false;
 bool launches_paused = false;
 
 /*
+ * Bumped by the loader each time it attaches the autograd node probe again
+ * (a duty window's opening): a node a thread took under another value may
+ * have been followed by nodes no probe saw, so the pass it names is not
+ * trusted (AUTOGRAD_PASS_UNSEEN).
+ */
+__u32 ag_epoch = 0;
+
+/*
  * Bumped by the loader after every change to pids, copy_hints or
  * py_configs: a thread's memo (below) filled under another value is stale.
  */
@@ -77,6 +85,7 @@ struct {
 /* A node's call: the pass it runs for, and its return slot. */
 struct ag_node {
 	__u64 pass, sp, ret;
+	__u32 epoch, pad; /* ag_epoch when the node was taken */
 };
 
 struct task_memo {
@@ -300,6 +309,10 @@ static __always_inline struct gp_launch_event *begin(__u32 probe)
 	if (m != &sc->memo) {
 		sc->ag = m->ag;
 		sc->ag2 = m->ag2;
+		if (sc->ag.sp && sc->ag.epoch != ag_epoch)
+			sc->ag.pass = AUTOGRAD_PASS_UNSEEN;
+		if (sc->ag2.sp && sc->ag2.epoch != ag_epoch)
+			sc->ag2.pass = AUTOGRAD_PASS_UNSEEN;
 		if (m->driving_gt) {
 			sc->drives.sp = m->driving_sp;
 			sc->drives.ret = m->driving_ret;
@@ -818,8 +831,10 @@ static __always_inline int autograd_node(struct pt_regs *ctx)
 	m = thread_memo(task, id, &sc->memo);
 	if (m == &sc->memo || !m->followed)
 		return 0;
+	count(GP_BPF_AG_NODES);
 	bpf_probe_read_user(&gt, sizeof(gt), (void *)PT_REGS_PARM2(ctx));
 	m->ag.sp = sp;
+	m->ag.epoch = ag_epoch;
 	m->ag.ret = 0;
 	bpf_probe_read_user(&m->ag.ret, sizeof(m->ag.ret), (void *)sp);
 	if (gt == m->driving_gt && slot_holds(m->driving_sp, m->driving_ret, sp)) {

@@ -248,6 +248,7 @@ enum gp_bpf_counter {
 	GP_BPF_PY_KEPT,          /* launches for the main thread that took its kept walk */
 	GP_BPF_PY_KEPT_STALE,    /* of those sent whole, frames read then that differed from it */
 	GP_BPF_AUDITS_SKIPPED,   /* audits the ring had no room for, sent as hits (counted in both) */
+	GP_BPF_AG_NODES,         /* autograd nodes a followed thread took, seen by the node probe */
 	GP_BPF_COUNTER_MAX,
 };
 

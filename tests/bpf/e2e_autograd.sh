@@ -40,6 +40,7 @@ $SC "$WORK/a.pb.gz" split k_after deep_after=1 || fail "a launch after main's ow
 	[ "$(field caller_unknown "$WORK/a.err")" = 1 ] && [ "$(field own_thread "$WORK/a.err")" = 0 ] &&
 	[ "$(field autograd_passes "$WORK/a.err")" = $((2 * N + 1)) ] &&
 	[ "$(field callers "$WORK/a.err")" = 3 ] && [ "$(field autograd_engines "$WORK/a.err")" = 1 ] &&
+	[ "$(field autograd_nodes "$WORK/a.err")" = $((4 * N + 2)) ] &&
 	[ "$(field unattributed "$WORK/a.err")" = 0 ] ||
 	{ grep "^counters:" "$WORK/a.err" | tail -1; fail "autograd counters"; }
 ok "$((4 * N)) engine-thread launches under the thread that began each pass, exact; 1 without, counted"

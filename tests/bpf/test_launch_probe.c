@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,7 +22,9 @@
 #include "user/probe/launch_probe.h"
 #include "user/ingest/event_pump.h"
 #include "user/session/stack_cache.h"
+#include "user/probe/entry_points.h"
 #include "user/probe/uprobe_multi.h"
+#include "tests/progs/engine/engine.h"
 
 #define THREADS 4
 #define CALLS 2500
@@ -732,6 +735,129 @@ static void test_an_audit_past_a_half_full_ring_goes_as_its_hit(void **state)
 	launch_probe__destroy(lp);
 }
 
+/* ------------------------------------------------ autograd nodes in windows */
+
+/* The stand-in autograd engine (tests/progs/engine), beside the test programs. */
+struct engine_lib {
+	char path[4096];
+	void (*backward)(struct engine_task *task);
+	const unsigned char *node_entry, *begin_entry;
+};
+
+static struct launch_probe *node_lp; /* what a node that resumes the probes resumes */
+
+static void engine_lib(struct engine_lib *ret_lib)
+{
+	static void *h;
+	char exe[4096], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	int (*start)(void);
+
+	assert_true(n > 0);
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	assert_non_null(slash);
+	*slash = 0;
+	snprintf(ret_lib->path, sizeof(ret_lib->path), "%s/../progs/libtorch_cpu.so", exe);
+	if (!h) {
+		h = dlopen(ret_lib->path, RTLD_NOW);
+		assert_non_null(h);
+		start = (int (*)(void))dlsym(h, "engine__start");
+		assert_non_null(start);
+		assert_int_equal(start(), 0);
+	}
+	ret_lib->backward = (void (*)(struct engine_task *))dlsym(h, "engine__backward");
+	ret_lib->node_entry = dlsym(h, autograd_points[1].symbol);
+	ret_lib->begin_entry = dlsym(h, autograd_points[0].symbol);
+	assert_non_null(ret_lib->backward);
+	assert_non_null(ret_lib->node_entry);
+	assert_non_null(ret_lib->begin_entry);
+}
+
+/* A node's work: one launch whose function names it. */
+static void node_launches(void *arg)
+{
+	cuLaunchKernel(arg, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+}
+
+/* A node under way when a window opens: the probes come back, then it launches. */
+static void node_resumes_then_launches(void *arg)
+{
+	launch_probe__pause(node_lp, false);
+	node_launches(arg);
+}
+
+struct passes {
+	pid_t pid;
+	unsigned begun;
+	__u64 begin[4], of[4]; /* begin events' passes; each node's launch's pass */
+};
+
+static int on_pass_event(void *ctx, const struct gp_launch_event *e, size_t size)
+{
+	struct passes *p = ctx;
+
+	(void)size;
+	if (e->pid != (__u32)p->pid)
+		return 0;
+	if (e->probe == GP_PROBE_AUTOGRAD_EXECUTE && p->begun < 4)
+		p->begin[p->begun++] = e->ts_ns;
+	if (e->probe == GP_PROBE_LAUNCH_KERNEL && e->func >= 0xa0 && e->func < 0xa4)
+		p->of[e->func - 0xa0] = e->autograd_pass;
+	return 0;
+}
+
+/*
+ * Between duty windows the autograd node probe is detached with the
+ * launches (where links can be), and the pass a begin names stays probed.
+ * A node the engine thread took before a gap (a at the same call site, the
+ * same return slot) must not name the pass of a node it took unseen in the
+ * gap (b): b's launch after the window opened is of a pass not seen
+ * (counted caller_unknown by the loader), not of a's. Nodes taken in the
+ * window (c) name their pass again.
+ */
+static void test_a_node_taken_between_windows_names_no_older_pass(void **state)
+{
+	struct launch_probe *lp = probe_self();
+	struct launch_attach_result res;
+	struct passes p = { .pid = getpid() };
+	struct engine_lib lib;
+	struct engine_task a = { .fn = node_launches, .arg = (void *)0xa0, .nodes = 1 };
+	struct engine_task b = { .fn = node_resumes_then_launches, .arg = (void *)0xa1, .nodes = 1 };
+	struct engine_task c = { .fn = node_launches, .arg = (void *)0xa2, .nodes = 1 };
+	bool detached = launch_probe__uses_multi(lp);
+	__u64 ctr[GP_BPF_COUNTER_MAX];
+
+	(void)state;
+	engine_lib(&lib);
+	assert_int_equal(launch_probe__attach_autograd(lp, lib.path, &res), 0);
+	assert_int_equal(res.missing, 0);
+	node_lp = lp;
+	lib.backward(&a);
+	assert_int_equal(lib.node_entry[0], 0xcc);
+	assert_int_equal(launch_probe__pause(lp, true), 0);
+	/* A pass's begin stays probed; its nodes' probe goes where links can go. */
+	assert_int_equal(lib.begin_entry[0], 0xcc);
+	assert_int_equal(lib.node_entry[0] == 0xcc, !detached);
+	lib.backward(&b);
+	assert_int_equal(lib.node_entry[0], 0xcc);
+	lib.backward(&c);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(launch_probe__poll(lp, 20, on_pass_event, &p), 0);
+	assert_int_equal(p.begun, 3);
+	assert_int_equal(p.of[0], p.begin[0]);
+	/* Probes that stayed (perf links) saw b's node: its pass is known. */
+	if (detached)
+		assert_int_equal(p.of[1], AUTOGRAD_PASS_UNSEEN);
+	else
+		assert_int_equal(p.of[1], p.begin[1]);
+	assert_int_equal(p.of[2], p.begin[2]);
+	/* And what the detached probe costs between windows: no run at all. */
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	assert_int_equal(ctr[GP_BPF_AG_NODES], detached ? 2 : 3);
+	launch_probe__destroy(lp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -746,6 +872,7 @@ int main(void)
 		cmocka_unit_test(test_records_that_run_past_the_rings_end_arrive_whole),
 		cmocka_unit_test(test_a_launch_whose_key_is_held_is_sent_without_its_stack),
 		cmocka_unit_test(test_an_audit_past_a_half_full_ring_goes_as_its_hit),
+		cmocka_unit_test(test_a_node_taken_between_windows_names_no_older_pass),
 	};
 
 	int failed = cmocka_run_group_tests_name("default uprobes", tests, NULL, NULL);

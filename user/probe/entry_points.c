@@ -60,13 +60,19 @@ const struct entry_point entry_points[GP_PROBE_MAX] = {
 	[GP_PROBE_GRAPH_ADD_NODE_V2] = { "cuGraphAddNode_v2", NULL, .node = true },
 };
 
+/*
+ * A pass's begin stays probed between duty windows (once a pass; its caller
+ * must be known whenever its nodes are); a node (a trap each, hundreds a
+ * step) is probed in windows only, and a thread's node taken before the
+ * window's probes were attached is not trusted (bpf/launch.bpf.c: ag_epoch).
+ */
 const struct engine_point autograd_points[NR_AUTOGRAD_POINTS] = {
 	/* Engine::execute_with_graph_task(shared_ptr<GraphTask> const&, shared_ptr<Node>, InputBuffer&&) */
 	{ "_ZN5torch8autograd6Engine23execute_with_graph_taskERKSt10shared_ptrINS0_9GraphTaskEES2_INS0_4NodeEEONS0_11InputBufferE",
 	  GP_PROBE_AUTOGRAD_EXECUTE },
 	/* Engine::evaluate_function(shared_ptr<GraphTask>&, Node*, InputBuffer&, shared_ptr<ReadyQueue> const&) */
 	{ "_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_11InputBufferERKS2_INS0_10ReadyQueueEE",
-	  GP_PROBE_AUTOGRAD_NODE },
+	  GP_PROBE_AUTOGRAD_NODE, .windowed = true },
 };
 
 const char *entry_point__name(__u32 probe)

@@ -32,6 +32,7 @@ extern const struct entry_point entry_points[GP_PROBE_MAX];
 struct engine_point {
 	const char *symbol;
 	__u32 probe;
+	bool windowed; /* off between the duty cycle's windows, as the launches are */
 };
 #define NR_AUTOGRAD_POINTS 2
 extern const struct engine_point autograd_points[NR_AUTOGRAD_POINTS];

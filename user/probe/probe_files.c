@@ -111,7 +111,8 @@ static size_t probe_rows(enum probe_file_kind kind, struct probe_row *rows)
 	if (kind == PROBE_FILE_AUTOGRAD) {
 		for (size_t i = 0; i < NR_AUTOGRAD_POINTS; i++)
 			rows[n++] = (struct probe_row){ .name = { autograd_points[i].symbol, NULL },
-							.probe = autograd_points[i].probe };
+							.probe = autograd_points[i].probe,
+							.windowed = autograd_points[i].windowed };
 		return n;
 	}
 	for (__u32 p = 0; p < GP_PROBE_MAX; p++)

@@ -235,9 +235,10 @@ static void graph_counters(struct session *s, struct counters *c)
  * known (attached mid-pass, its begin lost, its caller refused) or because
  * the thread is the caller (a pass's CPU nodes run on the thread that
  * began it); the passes begun (nested: inside another's node), the
- * distinct callers, those refused (docs/ARCHITECTURE.md).
+ * distinct callers, those refused; the nodes the node probe saw (in duty
+ * windows only, where its links can go between them) (docs/ARCHITECTURE.md).
  */
-static void autograd_counters(struct session *s, struct counters *c)
+static void autograd_counters(struct session *s, const __u64 *bpf, struct counters *c)
 {
 	struct autograd_callers_stats a = s->autograd_gone;
 
@@ -254,6 +255,7 @@ static void autograd_counters(struct session *s, struct counters *c)
 	counters__add_part(c, "callers_refused", a.refused);
 	counters__add(c, "autograd_engines", s->autograd_engines);
 	counters__add_part(c, "no_slot", s->autograd_no_slot);
+	counters__add(c, "autograd_nodes", bpf[GP_BPF_AG_NODES]);
 }
 
 void session__counters(struct session *s, struct counters *ret)
@@ -268,7 +270,7 @@ void session__counters(struct session *s, struct counters *ret)
 	loader_counters(s, bpf, ret);
 	hostile_counters(s, ret);
 	graph_counters(s, ret);
-	autograd_counters(s, ret);
+	autograd_counters(s, bpf, ret);
 }
 
 static double tv_s(struct timeval tv)

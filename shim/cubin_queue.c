@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define ENTRY_SIZE ((__u64)sizeof(struct gp_cubin_entry))
 
@@ -223,6 +224,27 @@ static void tail__publish(struct cubin_queue *q)
 }
 
 /*
+ * A payload's len bytes at ring position pos into dst: from the ring's file
+ * when it has one (what it could not read there, through the mapping).
+ */
+static void payload__copy(const struct cubin_ring *r, __u64 pos, __u8 *dst, __u64 len)
+{
+	__u64 done = 0;
+	ssize_t n;
+
+	while (r->read_fd && done < len) {
+		n = pread(r->fd, dst + done, len - done, (off_t)(r->fd_off + pos + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (__u64)n;
+	}
+	if (done < len)
+		memcpy(dst + done, r->data + pos + done, len - done);
+}
+
+/*
  * Copies the entry at q->tail out of the ring, header first, and validates
  * the private copy: the producer may scribble on the ring at any time.
  */
@@ -263,7 +285,7 @@ static enum take_result settle__take(struct cubin_queue *q, __u64 head,
 	}
 	bytes = malloc(e.size ? e.size : 1);
 	if (bytes)
-		memcpy(bytes, r->data + pos + ENTRY_SIZE, e.size);
+		payload__copy(r, pos + ENTRY_SIZE, bytes, e.size);
 	q->tail += need;
 	*ret_e = e;
 	*ret_bytes = bytes;

@@ -28,6 +28,7 @@
 #ifndef GP_SHIM_CUBIN_QUEUE_H
 #define GP_SHIM_CUBIN_QUEUE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "shim/gp_abi.h"
 
@@ -39,6 +40,16 @@ struct cubin_ring {
 	__u64 *head;      /* producer position, free-running bytes */
 	__u64 *tail;      /* consumer position, free-running bytes */
 	__u64 *counters;  /* GP_CTR_MAX counters (enum gp_counter) */
+	/*
+	 * The settler's other way to the payloads: when set, read with pread
+	 * from fd at fd_off + position. A mapping of another process's memfd
+	 * faults its pages in one at a time as they are copied; the file
+	 * hands them over from the page cache (about 4x faster for 54 MB of
+	 * cubins, docs/BENCHMARKS.md). The headers are still read through data.
+	 */
+	bool read_fd;
+	int fd;
+	__u64 fd_off;     /* data's offset in fd's file */
 };
 
 /* What the module-loaded callback saw. Deliberately no CRC here. */

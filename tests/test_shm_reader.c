@@ -322,6 +322,57 @@ static void test_the_loader_settles_what_the_shim_captured_through_its_own_mappi
 	shm__destroy(shm);
 }
 
+/*
+ * The payloads the loader reads from the ring's file (pread, not the
+ * mapping) are the bytes captured: each cubin a pattern of its own and a
+ * size off the page grid, in three rounds, the third wrapping the ring's end.
+ */
+static void pattern(__u8 *p, size_t size, unsigned seed)
+{
+	for (size_t i = 0; i < size; i++)
+		p[i] = (__u8)(i * 7 + seed * 13 + (i >> 12));
+}
+
+static void test_payloads_read_from_the_rings_file_are_the_bytes_captured(void **state)
+{
+	struct shm *shm = small_shm();
+	struct cubin_ring ring;
+	struct cubin_queue *shim_q;
+	struct shm_reader *r;
+	static __u8 cubin[60001];
+	__u64 want[10];
+
+	shm__cubin_ring(shm, &ring);
+	assert_int_equal(cubin_queue__new(&ring, NULL, &shim_q), 0);
+	assert_int_equal(shm_reader__open_fd(shm__fd(shm), &r), 0);
+	for (unsigned round = 0; round < 3; round++) {
+		struct seen seen = { 0 };
+
+		for (unsigned i = 0; i < 10; i++) {
+			size_t size = sizeof(cubin) - i * 4099;
+
+			pattern(cubin, size, round * 10 + i);
+			sum_crc(NULL, cubin, size, &want[i]);
+			assert_int_equal(cubin_queue__capture(shim_q, &(struct cubin_capture){
+				.module_id = i + 1, .data = cubin, .size = size }), 0);
+			if (i == 7) { /* past the first round's records: seen is 8 long */
+				assert_int_equal(shm_reader__settle(r, sum_crc, NULL, on_rec, &seen), 8);
+				for (unsigned k = 0; k < 8; k++)
+					assert_int_equal(seen.recs[k].crc, want[k]);
+				seen.n = 0;
+			}
+		}
+		assert_int_equal(shm_reader__settle(r, sum_crc, NULL, on_rec, &seen), 2);
+		assert_int_equal(seen.recs[0].crc, want[8]);
+		assert_int_equal(seen.recs[1].crc, want[9]);
+		cubin_queue__drain(shm_reader__cubins(r), 0, NULL, NULL);
+	}
+	assert_true(shm__header(shm)->producer.cubin_head > shm__header(shm)->layout.cubin_size);
+	shm_reader__destroy(r);
+	cubin_queue__destroy(shim_q);
+	shm__destroy(shm);
+}
+
 /* Rss in KiB of the gpuprobe-shm mapping that does not start at not_at. */
 static long other_shm_mapping_rss_kb(const void *not_at)
 {
@@ -681,6 +732,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_records_are_counted_and_skipped),
 		cmocka_unit_test(test_a_read_looks_at_most_max_slots_and_the_backlog_says_what_is_left),
 		cmocka_unit_test(test_the_loader_settles_what_the_shim_captured_through_its_own_mapping),
+		cmocka_unit_test(test_payloads_read_from_the_rings_file_are_the_bytes_captured),
 		cmocka_unit_test(test_a_cubin_over_the_loaders_own_limit_is_skipped_before_any_allocation),
 		cmocka_unit_test(test_settled_cubin_pages_leave_the_readers_mapping),
 #ifndef UNDER_TSAN

@@ -58,6 +58,7 @@ struct shm_reader {
 	__u8 *base;
 	__u64 map_size;
 	bool owns_map;
+	int map_fd;  /* the mapped memfd (owns_map), for the cubins' payloads, or -1 */
 	pid_t pid;
 	int pidfd;
 	struct gp_shm_layout layout; /* validated snapshot */
@@ -192,6 +193,9 @@ static int reader__init(struct shm_reader *r, __u64 real_size)
 	ring.head = &r->hdr->producer.cubin_head;
 	ring.tail = &r->hdr->consumer.cubin_tail;
 	ring.counters = r->hdr->producer.counters;
+	ring.read_fd = r->map_fd >= 0;
+	ring.fd = r->map_fd;
+	ring.fd_off = r->layout.cubin_off; /* mapped from the file's start */
 	err = cubin_queue__new(&ring, &(struct cubin_queue_opts){
 					.settle_max = READER_SETTLE_ENTRIES,
 					.settle_max_bytes = READER_SETTLE_BYTES,
@@ -216,7 +220,7 @@ static struct shm_reader *reader__alloc(void)
 	struct shm_reader *r = calloc(1, sizeof(*r));
 
 	if (r)
-		r->pidfd = -1;
+		r->pidfd = r->map_fd = -1;
 	return r;
 }
 
@@ -292,6 +296,8 @@ int shm_reader__open_fd(int fd, struct shm_reader **ret_r)
 	r->base = map;
 	r->map_size = l.total_size;
 	r->owns_map = true;
+	/* Without it (no fd left), the payloads are copied through the mapping. */
+	r->map_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	err = reader__init(r, l.total_size);
 	if (err)
 		goto err_unmap;
@@ -299,6 +305,8 @@ int shm_reader__open_fd(int fd, struct shm_reader **ret_r)
 	return 0;
 err_unmap:
 	munmap(map, l.total_size);
+	if (r->map_fd >= 0)
+		close(r->map_fd);
 err_free:
 	free(r);
 	return err;
@@ -490,6 +498,8 @@ void shm_reader__destroy(struct shm_reader *r)
 	cubin_queue__destroy(r->cubins);
 	if (r->owns_map)
 		munmap(r->base, r->map_size);
+	if (r->map_fd >= 0)
+		close(r->map_fd);
 	if (r->pidfd >= 0)
 		close(r->pidfd);
 	free(r);

@@ -7,6 +7,8 @@
 #   probes the loader at its default duty cycle, no shim (its probes' part)
 #   noapi the shim alone without its per-call API records
 #         (GPUPROBE_API_RECORDS=off: what idle costs beyond them)
+#   duty_old  duty with another loader build, L_OLD (default
+#         build/old/gpuprobe-bpf): a change's effect, interleaved
 # (MODES picks them, default "bare duty") on train.py's small step ((b), MODEL=small) or its GPU-bound bf16 step
 # ((e), MODEL=big). Each run writes its step times; duty runs label each step
 # by its shim's state (on: in a window; after/idle: between). Then
@@ -20,6 +22,7 @@ out=${1:?OUTDIR}; mkdir -p "$out"
 MODEL=${MODEL:-small}; ROUNDS=${ROUNDS:-3}; SECS=${SECS:-40}; INTERVAL=${INTERVAL:-20}
 . "$(dirname "$0")/launch_tools.sh"
 L=$PWD/build/static/gpuprobe-bpf
+L_OLD=${L_OLD:-$PWD/build/old/gpuprobe-bpf}
 SHIM=$PWD/build/libgpuprobe_shim.so
 LIBCUDA=$(ldconfig -p | awk '/libcuda.so.1 /{print $NF; exit}')
 export GPUPROBE_COUNTERS=all
@@ -29,11 +32,13 @@ run() {
 	local m=$1 r=$2 lp= env=()
 	case $m in
 	bare|probes) env=(LABELS=bare) ;;
-	idle|duty) env=(CUDA_INJECTION64_PATH=$SHIM) ;;
+	idle|duty|duty_old) env=(CUDA_INJECTION64_PATH=$SHIM) ;;
 	noapi) env=(CUDA_INJECTION64_PATH=$SHIM GPUPROBE_API_RECORDS=off) ;;
 	esac
-	if [ "$m" = duty ] || [ "$m" = probes ]; then
-		$L -v --all-cgroups --interval "$INTERVAL" --libcuda "$LIBCUDA" -o "$out/$m-$MODEL-$r.pb.gz" \
+	if [ "$m" = duty ] || [ "$m" = duty_old ] || [ "$m" = probes ]; then
+		local loader=$L
+		[ "$m" = duty_old ] && loader=$L_OLD
+		$loader -v --all-cgroups --interval "$INTERVAL" --libcuda "$LIBCUDA" -o "$out/$m-$MODEL-$r.pb.gz" \
 			2>"$out/loader-$m-$MODEL-$r.err" &
 		lp=$!
 		until grep -q "^counters:" "$out/loader-$m-$MODEL-$r.err" 2>/dev/null; do
@@ -47,7 +52,7 @@ run() {
 	kill -INT $lp; wait $lp
 	echo "$m $r: $(grep "^duty:" "$out/loader-$m-$MODEL-$r.err" | tail -1)"
 	grep "^counters:" "$out/loader-$m-$MODEL-$r.err" | tail -1 | tr ' ' '\n' |
-		grep -E "^(joined|launches_without_record|unattributed|ring_dropped|launches_outside|activities_outside|launches_before_recording|duty_windows|duty_probe_errors|recording_on|autograd_passes)=" | tr '\n' ' '; echo
+		grep -E "^(joined|launches_without_record|unattributed|ring_dropped|launches_outside|activities_outside|launches_before_recording|duty_windows|duty_probe_errors|recording_on|autograd_passes|autograd_nodes|caller_unknown)=" | tr '\n' ' '; echo
 	grep "^loader:" "$out/loader-$m-$MODEL-$r.err" | tail -1 | cut -c1-80
 }
 for r in $(seq "$ROUNDS"); do

@@ -933,6 +933,119 @@ static void test_ordering_out_of_order_records_has_a_budget(void **state)
 	join__destroy(j);
 }
 
+/* ------------------------------------------------------------ memory budget */
+
+static void launch_of(struct join *j, __u32 pid, __u32 tid, __u64 ts, __u64 site)
+{
+	struct join_launch l = { .pid = pid, .tid = tid, .ts = ts, .cls = JOIN_CLASS_LAUNCH,
+				 .site = site };
+
+	join__add_launch(j, &l);
+}
+
+static void api_of(struct join *j, __u32 pid, __u32 tid, __u64 start, __u64 end, __u64 corr)
+{
+	struct join_api a = { .pid = pid, .tid = tid, .start = start, .end = end, .corr = corr,
+			      .domain = JOIN_DOMAIN_DRIVER, .cls = JOIN_CLASS_LAUNCH };
+
+	join__add_api(j, &a);
+}
+
+static void kernel_of(struct join *j, __u32 pid, __u64 corr, __u32 cookie)
+{
+	struct join_activity a = { .pid = pid, .corr = corr, .start = 1, .end = 2, .aux = { cookie } };
+
+	join__add_activity(j, &a);
+}
+
+struct pid_unrecorded {
+	unsigned n[2]; /* pid 100's, pid 200's */
+};
+
+static void count_unrecorded(void *ctx, const struct join_unrecorded *u)
+{
+	struct pid_unrecorded *pu = ctx;
+
+	pu->n[u->pid == 200]++;
+}
+
+/*
+ * The memory budget (all processes together): a process that swells its
+ * queues (launch events no record takes, as a hostile ring's would) grows
+ * to the budget and no further; what it sends past it is refused, counted,
+ * and still reaches the profile as launches without a record. A second
+ * process, under its share (half the budget), keeps growing and joins
+ * exactly; the join holds less than twice the budget.
+ */
+static void test_a_process_past_its_share_of_the_memory_budget_is_refused_and_another_joins(void **state)
+{
+	struct join_opts o = { .max_bytes = 256 << 10 };
+	struct pid_unrecorded pu = { 0 };
+	struct join_counters c;
+	struct sink k;
+	struct join *j = new_join_opts(&k, o);
+
+	(void)state;
+	join__on_unrecorded(j, count_unrecorded, &pu);
+	for (__u32 i = 0; i < 40000; i++)
+		launch_of(j, 100, 1 + i % 4, 1000 + i, 10 + i);
+	join__counters(j, &c);
+	assert_true(c.budget_refused > 0);
+	assert_int_equal(pu.n[0], c.queue_full);
+	assert_true(pu.n[0] > 10000);
+	assert_true(join__bytes(j) < 2 * o.max_bytes);
+	/* The second process: 500 calls, a tick every 50, each paired and its kernel joined. */
+	for (__u32 i = 0; i < 500; i++) {
+		launch_of(j, 200, 7, 5000 + 10 * i, 70 + i);
+		api_of(j, 200, 7, 5001 + 10 * i, 5005 + 10 * i, 9000 + i);
+		kernel_of(j, 200, 9000 + i, 9000 + i);
+		if (i % 50 == 49)
+			join__advance(j, 5010 + 10 * i, 1 + i);
+	}
+	for (__u32 i = 0; i < 500; i++) {
+		assert_int_equal(find(&k, 9000 + i)->reason, JOIN_OK);
+		assert_int_equal(find(&k, 9000 + i)->site, 70 + i);
+	}
+	assert_int_equal(pu.n[1], 0);
+	assert_true(join__bytes(j) < 2 * o.max_bytes);
+	join__finish_all(j);
+	assert_int_equal(join__bytes(j), 0);
+	join__destroy(j);
+}
+
+/*
+ * What a burst took goes back: 30,000 calls of one process, all joined,
+ * held until the horizon; once they are gone, its queues and tables are
+ * small again. (Without it, processes swelling in turn would each keep
+ * their peak, whatever the budget.)
+ */
+static void test_the_memory_a_burst_took_goes_back_once_it_is_done(void **state)
+{
+	struct sink k;
+	struct join *j = new_join_opts(&k, (struct join_opts){ 0 });
+	size_t base, peak;
+
+	(void)state;
+	launch_of(j, 100, 1, 10, 1);
+	join__advance(j, 100, 1);
+	base = join__bytes(j);
+	for (__u32 i = 0; i < 30000; i++) {
+		launch_of(j, 100, 1, 1000 + 10 * i, 10 + i);
+		api_of(j, 100, 1, 1001 + 10 * i, 1005 + 10 * i, 100000 + i);
+	}
+	for (__u32 i = 0; i < 30000; i++)
+		kernel_of(j, 100, 200000 + i, i); /* activities whose record never comes: they wait */
+	peak = join__bytes(j);
+	assert_true(peak > base + (1 << 20));
+	join__advance(j, 2 * MS, 2 * MS);
+	join__advance(j, 5000 * MS, 5000 * MS); /* past the horizon: everything resolved or expired */
+	print_message("  bytes: %zu at the start, %zu at the peak, %zu after\n", base, peak, join__bytes(j));
+	assert_true(join__bytes(j) <= base + 4096);
+	join__finish_all(j);
+	assert_int_equal(join__bytes(j), 0);
+	join__destroy(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -961,6 +1074,8 @@ int main(void)
 		cmocka_unit_test(test_a_matched_launch_at_a_switch_whose_kernel_never_came_is_labelled),
 		cmocka_unit_test(test_a_matched_launch_whose_kernel_never_came_while_recording_is_a_loss),
 		cmocka_unit_test(test_made_up_threads_are_bounded_per_process),
+		cmocka_unit_test(test_a_process_past_its_share_of_the_memory_budget_is_refused_and_another_joins),
+		cmocka_unit_test(test_the_memory_a_burst_took_goes_back_once_it_is_done),
 		cmocka_unit_test(test_queued_api_records_are_bounded_per_process),
 		cmocka_unit_test(test_queued_launch_events_are_bounded_per_process),
 		cmocka_unit_test(test_ordering_out_of_order_records_has_a_budget),

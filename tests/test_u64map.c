@@ -94,11 +94,46 @@ static void test_a_cleared_map_is_empty_and_takes_entries_again(void **state)
 	u64map__fini(&m);
 }
 
+/*
+ * A burst's slots go back: 20,000 keys, all but 10 deleted, then trimmed:
+ * the map is small again, the 10 still there, and it takes more.
+ */
+static void test_a_trimmed_map_gives_back_its_slots_and_keeps_its_entries(void **state)
+{
+	struct u64map m;
+	__u64 v;
+
+	(void)state;
+	assert_int_equal(u64map__init(&m, 0), 0);
+	for (__u64 k = 1; k <= 20000; k++)
+		assert_int_equal(u64map__put(&m, k, k * 3), 0);
+	for (__u64 k = 11; k <= 20000; k++)
+		assert_true(u64map__del(&m, k, NULL));
+	assert_true(u64map__bytes(&m) >= 32768 * 17);
+	u64map__trim(&m);
+	assert_true(m.cap <= 64);
+	assert_int_equal(u64map__bytes(&m), m.cap * 17);
+	assert_int_equal(u64map__len(&m), 10);
+	for (__u64 k = 1; k <= 10; k++) {
+		assert_true(u64map__get(&m, k, &v));
+		assert_int_equal(v, k * 3);
+	}
+	assert_false(u64map__get(&m, 11, NULL));
+	/* A map that uses its slots keeps them. */
+	for (__u64 k = 100; k < 140; k++)
+		assert_int_equal(u64map__put(&m, k, k), 0);
+	v = m.cap;
+	u64map__trim(&m);
+	assert_int_equal(m.cap, v);
+	u64map__fini(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_cleared_map_is_empty_and_takes_entries_again),
 		cmocka_unit_test(test_keys_made_to_collide_do_not_share_a_probe_run),
+		cmocka_unit_test(test_a_trimmed_map_gives_back_its_slots_and_keeps_its_entries),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -68,6 +68,49 @@ static void fifo__free(struct fifo *f)
 	memset(f, 0, sizeof(*f));
 }
 
+/* Takes back the item pushed last. */
+static void fifo__drop_last(struct fifo *f)
+{
+	if (f->len)
+		f->len--;
+}
+
+static size_t fifo__bytes(const struct fifo *f)
+{
+	return f->cap * f->item;
+}
+
+/*
+ * Room a burst left goes back: a buffer past FIFO_KEEP items holding under
+ * a quarter of them is moved to one at least twice its items (none, empty).
+ * Left as it is when memory cannot be had.
+ */
+static void fifo__trim(struct fifo *f)
+{
+	size_t ncap = f->cap;
+	char *n;
+
+	if (f->cap <= FIFO_KEEP || f->len * 4 >= f->cap)
+		return;
+	if (!f->len) {
+		free(f->buf);
+		f->buf = NULL;
+		f->cap = f->head = 0;
+		return;
+	}
+	while (ncap / 2 >= 16 && ncap / 2 >= 2 * f->len)
+		ncap /= 2;
+	n = malloc(ncap * f->item);
+	if (!n)
+		return;
+	for (size_t i = 0; i < f->len; i++)
+		memcpy(n + i * f->item, fifo__at(f, i), f->item);
+	free(f->buf);
+	f->buf = n;
+	f->cap = ncap;
+	f->head = 0;
+}
+
 struct jlaunch {
 	__u64 ts, site;
 	__u32 probe;
@@ -142,6 +185,7 @@ struct jproc {
 	size_t launches_queued;     /* launch events in all its threads' queues */
 	size_t disorder_left;       /* steps left to order its API records until the next advance */
 	size_t reclaim_at;          /* where thread_reclaim looks next */
+	size_t bytes;               /* what its queues and tables take (the memory budget's ledger) */
 };
 
 struct join {
@@ -161,6 +205,7 @@ struct join {
 	size_t nr_procs;
 	struct join_counters c;
 	__u64 now;
+	size_t bytes;               /* its processes' bytes together */
 };
 
 const char *join__reason_name(enum join_reason r)
@@ -202,6 +247,8 @@ int join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx, struct
 		j->o.max_proc_launches = 1 << 19;
 	if (!j->o.max_disorder)
 		j->o.max_disorder = 1 << 20;
+	if (!j->o.max_bytes)
+		j->o.max_bytes = JOIN_BYTES_DEFAULT;
 	j->emit = emit;
 	j->ctx = ctx;
 	if (u64map__init(&j->proc_idx, j->o.max_procs)) {
@@ -245,6 +292,113 @@ void join__destroy(struct join *j)
 	free(j);
 }
 
+/* ------------------------------------------------------------ memory */
+
+/* A nodes' pool this small stays when idle. */
+#define POOL_KEEP 64
+
+static void ledger(struct join *j, struct jproc *p, size_t before, size_t after)
+{
+	p->bytes += after - before;
+	j->bytes += after - before;
+}
+
+/*
+ * Whether p may take more memory: the join is within its budget, or p
+ * within its share of it (the budget over the processes held). Past both,
+ * what p sends is refused, counted and labelled as at any other bound; the
+ * other processes keep growing to their shares (invariant 4: a process
+ * that writes its ring to bloat the loader costs only its own data).
+ */
+static bool budget_allows(struct join *j, const struct jproc *p)
+{
+	if (j->bytes < j->o.max_bytes || p->bytes < j->o.max_bytes / j->nr_procs)
+		return true;
+	j->c.budget_refused++;
+	return false;
+}
+
+/* item onto f, one of p's: growing only within the budget. */
+static int p_push(struct join *j, struct jproc *p, struct fifo *f, const void *item)
+{
+	size_t before = fifo__bytes(f);
+	int err;
+
+	if (f->len == f->cap && f->len < f->max && !budget_allows(j, p))
+		return -E2BIG;
+	err = fifo__push(f, item);
+	ledger(j, p, before, fifo__bytes(f));
+	return err;
+}
+
+static void p_pop(struct join *j, struct jproc *p, struct fifo *f)
+{
+	size_t before = fifo__bytes(f);
+
+	fifo__pop(f);
+	ledger(j, p, before, fifo__bytes(f));
+}
+
+/* key into m, one of p's: growing only within the budget, unless it must (check false). */
+static int p_put(struct join *j, struct jproc *p, struct u64map *m, __u64 key, __u64 val, bool check)
+{
+	size_t before = u64map__bytes(m);
+	int err;
+
+	if (check && u64map__grows(m) && !u64map__get(m, key, NULL) && !budget_allows(j, p))
+		return -E2BIG;
+	err = u64map__put(m, key, val);
+	ledger(j, p, before, u64map__bytes(m));
+	return err;
+}
+
+static void trim_fifo(struct join *j, struct jproc *p, struct fifo *f)
+{
+	size_t before = fifo__bytes(f);
+
+	fifo__trim(f);
+	ledger(j, p, before, fifo__bytes(f));
+}
+
+static void trim_map(struct join *j, struct jproc *p, struct u64map *m)
+{
+	size_t before = u64map__bytes(m);
+
+	u64map__trim(m);
+	ledger(j, p, before, u64map__bytes(m));
+}
+
+/*
+ * What a burst left in p's queues and tables goes back at each advance, so
+ * that the budget bounds what the loader holds, not only what it holds at
+ * once: processes that swell in turn keep nothing of their peaks.
+ */
+static void proc_trim(struct join *j, struct jproc *p)
+{
+	for (size_t k = 0; k < p->nr_threads; k++) {
+		trim_fifo(j, p, &p->threads[k].launches);
+		trim_fifo(j, p, &p->threads[k].apis);
+	}
+	trim_fifo(j, p, &p->corrs);
+	trim_fifo(j, p, &p->pending_order);
+	trim_map(j, p, &p->corr_idx);
+	trim_map(j, p, &p->pending_head);
+	trim_map(j, p, &p->thread_idx);
+	/* The nodes' pool is indexed: it goes back whole, once nothing waits in it. */
+	if (!p->live_pending && !p->pending_order.len && p->pending_cap > POOL_KEEP) {
+		ledger(j, p, p->pending_cap * sizeof(*p->pending), 0);
+		free(p->pending);
+		p->pending = NULL;
+		p->pending_cap = p->nr_pending_nodes = 0;
+		p->free_head = NONE;
+	}
+}
+
+size_t join__bytes(const struct join *j)
+{
+	return j->bytes;
+}
+
 static struct jproc *proc_get(struct join *j, __u32 pid, bool create)
 {
 	struct jproc *p;
@@ -272,6 +426,8 @@ static struct jproc *proc_get(struct join *j, __u32 pid, bool create)
 		return NULL;
 	}
 	j->procs[j->nr_procs++] = p;
+	ledger(j, p, 0, sizeof(*p) + u64map__bytes(&p->thread_idx) + u64map__bytes(&p->corr_idx) +
+		       u64map__bytes(&p->pending_head));
 	return p;
 }
 
@@ -364,14 +520,19 @@ static struct jthread *thread_get(struct join *j, struct jproc *p, __u32 tid, __
 	if (p->nr_threads >= j->o.max_threads) {
 		/* tids a hostile ring made up would each hold memory for the run: at most max_threads */
 		t = thread_reclaim(p);
-		if (!t || u64map__put(&p->thread_idx, key, (__u64)(t - p->threads)))
+		if (!t || p_put(j, p, &p->thread_idx, key, (__u64)(t - p->threads), true))
 			return NULL;
 	} else {
+		size_t before = p->cap_threads * sizeof(*p->threads);
+
+		if (p->nr_threads == p->cap_threads && !budget_allows(j, p))
+			return NULL;
 		grown = grow__array(p->threads, &p->cap_threads, p->nr_threads + 1, sizeof(*grown), 8);
 		if (!grown)
 			return NULL;
 		p->threads = grown;
-		if (u64map__put(&p->thread_idx, key, p->nr_threads))
+		ledger(j, p, before, p->cap_threads * sizeof(*p->threads));
+		if (p_put(j, p, &p->thread_idx, key, p->nr_threads, true))
 			return NULL;
 		t = &p->threads[p->nr_threads++];
 		memset(t, 0, sizeof(*t));
@@ -546,7 +707,7 @@ static void corr_drop_front(struct join *j, struct jproc *p)
 	corr_unseen(j, p, c);
 	if (u64map__get(&p->corr_idx, c->corr, &pos) && pos == p->corr_base)
 		u64map__del(&p->corr_idx, c->corr, NULL);
-	fifo__pop(&p->corrs);
+	p_pop(j, p, &p->corrs);
 	p->corr_base++;
 }
 
@@ -559,9 +720,9 @@ static void corr_add(struct join *j, struct jproc *p, const struct jcorr *c_in)
 		corr_drop_front(j, p);
 		j->c.corr_evicted++;
 	}
-	if (fifo__push(&p->corrs, c) == 0 &&
-	    u64map__put(&p->corr_idx, c->corr, p->corr_base + p->corrs.len - 1) != 0)
-		fifo__pop(&p->corrs); /* cannot index it: activities will be unattributed */
+	if (p_push(j, p, &p->corrs, c) == 0 &&
+	    p_put(j, p, &p->corr_idx, c->corr, p->corr_base + p->corrs.len - 1, true) != 0)
+		fifo__drop_last(&p->corrs); /* cannot index it: activities will be unattributed */
 	resolve_pending(j, p, c);
 }
 
@@ -591,15 +752,15 @@ static bool first_after_attach(struct jproc *p, struct jthread *t, const struct 
 	return true;
 }
 
-static void api_pop(struct jproc *p, struct jthread *t)
+static void api_pop(struct join *j, struct jproc *p, struct jthread *t)
 {
-	fifo__pop(&t->apis);
+	p_pop(j, p, &t->apis);
 	p->apis_queued--;
 }
 
-static void launch_pop(struct jproc *p, struct jthread *t)
+static void launch_pop(struct join *j, struct jproc *p, struct jthread *t)
 {
-	fifo__pop(&t->launches);
+	p_pop(j, p, &t->launches);
 	p->launches_queued--;
 }
 
@@ -621,8 +782,8 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 		c.none_due = j->matched(j->matched_ctx, &m);
 	}
 	c.none_due = c.none_due || a->failed;
-	launch_pop(p, t);
-	api_pop(p, t);
+	launch_pop(j, p, t);
+	api_pop(j, p, t);
 	corr_add(j, p, &c);
 }
 
@@ -646,7 +807,7 @@ static void api_orphan(struct join *j, struct jproc *p, struct jthread *t)
 		c.reason = JOIN_NO_LAUNCH_EVENT;
 		j->c.api_without_launch++;
 	}
-	api_pop(p, t);
+	api_pop(j, p, t);
 	corr_add(j, p, &c);
 }
 
@@ -657,7 +818,7 @@ static void launch_orphan(struct join *j, struct jproc *p, struct jthread *t)
 
 	if (at_close(j, l->ts)) {
 		j->c.launches_outside++; /* its record, stamped after the close, left out */
-		launch_pop(p, t);
+		launch_pop(j, p, t);
 		return;
 	}
 	if (before)
@@ -665,7 +826,7 @@ static void launch_orphan(struct join *j, struct jproc *p, struct jthread *t)
 	else
 		j->c.launches_without_record++;
 	unrecorded(j, p, t->tid, l->site, l->probe, before, false);
-	launch_pop(p, t);
+	launch_pop(j, p, t);
 }
 
 static void unrecorded(struct join *j, struct jproc *p, __u32 tid, __u64 site, __u32 probe,
@@ -782,10 +943,12 @@ void join__add_launch(struct join *j, const struct join_launch *l)
 		}
 		launch_orphan(j, p, t);
 	}
-	if (fifo__push(&t->launches, &jl))
-		j->c.queue_full++; /* out of memory */
-	else
+	if (p_push(j, p, &t->launches, &jl)) {
+		j->c.queue_full++; /* past the memory budget, or out of memory: on without a record */
+		unrecorded(j, p, l->tid, l->site, l->probe, false, false);
+	} else {
 		p->launches_queued++;
+	}
 }
 
 void join__add_api(struct join *j, const struct join_api *a)
@@ -803,7 +966,7 @@ void join__add_api(struct join *j, const struct join_api *a)
 		corr_add(j, p, &c); /* its activities are left out too */
 		return;
 	}
-	if (!t || p->apis_queued >= j->o.max_proc_apis || fifo__push(&t->apis, &ja)) {
+	if (!t || p->apis_queued >= j->o.max_proc_apis || p_push(j, p, &t->apis, &ja)) {
 		struct jcorr c = { .corr = a->corr, .added = join_now(j, a->end), .tid = a->tid,
 				   .reason = JOIN_TABLE_FULL };
 
@@ -841,9 +1004,9 @@ static bool order_live(const struct jproc *p, const struct jorder *o)
 }
 
 /* Drops order entries of resolved activities, keeping arrival order. */
-static void order_compact(struct jproc *p)
+static void order_compact(struct join *j, struct jproc *p)
 {
-	size_t n = p->pending_order.len;
+	size_t n = p->pending_order.len, before = fifo__bytes(&p->pending_order);
 
 	for (size_t i = 0; i < n; i++) {
 		struct jorder o = *(struct jorder *)fifo__at(&p->pending_order, 0);
@@ -852,6 +1015,7 @@ static void order_compact(struct jproc *p)
 		if (order_live(p, &o))
 			fifo__push(&p->pending_order, &o);
 	}
+	ledger(j, p, before, fifo__bytes(&p->pending_order));
 }
 
 static int pending_add(struct join *j, struct jproc *p, const struct join_activity *act)
@@ -862,6 +1026,10 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 
 	if (p->live_pending >= j->o.max_pending)
 		return -E2BIG;
+	/* The one allocation that cannot be undone below: decided first. */
+	if (u64map__grows(&p->pending_head) && !u64map__get(&p->pending_head, act->corr, NULL) &&
+	    !budget_allows(j, p))
+		return -E2BIG;
 	if (p->free_head != NONE) {
 		node = p->free_head;
 		p->free_head = p->pending[node].next;
@@ -871,20 +1039,23 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 
 		if (p->nr_pending_nodes == j->o.max_pending)
 			return -E2BIG;
+		if (p->nr_pending_nodes == p->pending_cap && !budget_allows(j, p))
+			return -E2BIG;
 		n = grow__array_max(p->pending, &cap, (size_t)p->nr_pending_nodes + 1, sizeof(*n),
 				    64, j->o.max_pending);
 		if (!n)
 			return -ENOMEM;
+		ledger(j, p, p->pending_cap * sizeof(*n), cap * sizeof(*n));
 		p->pending = n;
 		p->pending_cap = (__u32)cap;
 		node = p->nr_pending_nodes++;
 		p->pending[node].gen = 0;
 	}
 	if (p->pending_order.len == p->pending_order.max)
-		order_compact(p);
+		order_compact(j, p);
 	o.node = node;
 	o.gen = p->pending[node].gen + 1;
-	if (fifo__push(&p->pending_order, &o)) {
+	if (p_push(j, p, &p->pending_order, &o)) {
 		p->pending[node].next = p->free_head;
 		p->free_head = node;
 		return -E2BIG;
@@ -893,7 +1064,7 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 	p->pending[node] = (struct jpending){ .act = *act, .added = join_now(j, act->end),
 					      .next = (__u32)first,
 					      .gen = o.gen, .live = true };
-	u64map__put(&p->pending_head, act->corr, node);
+	p_put(j, p, &p->pending_head, act->corr, node, false);
 	p->live_pending++;
 	return 0;
 }
@@ -962,7 +1133,7 @@ static void expire_proc(struct join *j, struct jproc *p, bool all)
 				break;
 			pending_expire(j, p, o->node);
 		}
-		fifo__pop(&p->pending_order);
+		p_pop(j, p, &p->pending_order);
 	}
 	while (p->corrs.len) {
 		const struct jcorr *c = fifo__at(&p->corrs, 0);
@@ -996,6 +1167,7 @@ void join__advance(struct join *j, __u64 bpf_watermark, __u64 now)
 		p->disorder_left = j->o.max_disorder;
 		merge_proc(j, p, bpf_watermark);
 		expire_proc(j, p, false);
+		proc_trim(j, p);
 	}
 }
 
@@ -1013,6 +1185,7 @@ void join__finish_pid(struct join *j, __u32 pid)
 	if (!u64map__get(&j->proc_idx, pid, &idx))
 		return;
 	finish_proc(j, j->procs[idx]);
+	j->bytes -= j->procs[idx]->bytes;
 	proc__free(j->procs[idx]);
 	u64map__del(&j->proc_idx, pid, NULL);
 	j->nr_procs--;

@@ -116,7 +116,17 @@ struct join_opts {
 	size_t max_proc_launches; /* launch events queued per process, all its threads */
 	size_t max_disorder;   /* steps taken putting a process's out-of-order API records in
 				  place, per join__advance: past it, a record goes in where it came */
+	/*
+	 * Bytes the queues and tables may take, all processes together (0:
+	 * JOIN_BYTES_DEFAULT). Past it, a process holding more than its share
+	 * (max_bytes over the processes held) takes no more memory: what it
+	 * sends then is refused as at its other bounds (budget_refused), and
+	 * the others keep theirs. The join holds at most about twice this.
+	 */
+	size_t max_bytes;
 };
+
+#define JOIN_BYTES_DEFAULT (512ull << 20)
 
 struct join_counters {
 	__u64 launches_matched;
@@ -137,6 +147,8 @@ struct join_counters {
 	__u64 api_disordered;          /* API records left where they came: the process's budget of
 					  steps to order them was spent (a hostile ring) */
 	__u64 corr_evicted;
+	__u64 budget_refused;          /* allocations refused: the join past max_bytes, the process past
+					  its share (what they were for counted at its own bound too) */
 };
 
 struct join;
@@ -206,6 +218,8 @@ void join__advance(struct join *j, __u64 bpf_watermark, __u64 now);
 void join__finish_pid(struct join *j, __u32 pid);
 void join__finish_all(struct join *j);
 void join__counters(const struct join *j, struct join_counters *ret);
+/* Bytes the queues and tables of every process take now (the budget's ledger). */
+size_t join__bytes(const struct join *j);
 /*
  * Calls fn on the site of every launch the join still holds (queued, or in
  * a correlation entry) and stores what it returns: the caller's stack table

@@ -81,7 +81,7 @@ static const char *const loss_names[] = {
 	"cupti_dropped", "cupti_errors", "buffers_exhausted", "cubin_too_large",
 	"cubin_pending_full", "strings_full", "records_bad", "ring_resyncs", "api_without_launch",
 	"launches_without_record", "launches_without_activity", "unattributed", "queue_full",
-	"api_disordered", "stacks_dropped", "names_dropped", "records_unknown", "symbolize_failed",
+	"budget_refused", "api_disordered", "stacks_dropped", "names_dropped", "records_unknown", "symbolize_failed",
 	"stacks_short", "python_short", "python_unresolved", "crc_helper_lost", "rings_missed",
 	"notices_lost", "events_bad", "before_window", "stack_cache_mismatch", "stack_cache_lost",
 	"io_timeouts", "io_refused", "maps_reread_limited", "libcuda_refused", "libcuda_no_slot",

@@ -136,6 +136,7 @@ static void join_counters(struct session *s, struct counters *c)
 	counters__add_part(c, "at_attach", jc.activities_unattributed[JOIN_AT_ATTACH]);
 	counters__add_part(c, "table_full", jc.activities_unattributed[JOIN_TABLE_FULL]);
 	counters__add(c, "queue_full", jc.queue_full);
+	counters__add(c, "budget_refused", jc.budget_refused);
 	counters__add(c, "api_disordered", jc.api_disordered);
 }
 

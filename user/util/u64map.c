@@ -82,10 +82,11 @@ static size_t slot_of(const struct u64map *m, __u64 key, bool *ret_found)
 	return i;
 }
 
-static int grow(struct u64map *m)
+/* The map rebuilt with cap slots (a power of two, over len * 4 / 3). */
+static int rehash(struct u64map *m, size_t cap)
 {
 	struct u64map old = *m;
-	int err = alloc_slots(m, old.cap * 2);
+	int err = alloc_slots(m, cap);
 
 	if (err) {
 		*m = old;
@@ -120,8 +121,8 @@ int u64map__put(struct u64map *m, __u64 key, __u64 val)
 	}
 	if (m->len >= m->limit)
 		return -E2BIG;
-	if ((m->len + 1) * 4 > m->cap * 3) {
-		int err = grow(m);
+	if (u64map__grows(m)) {
+		int err = rehash(m, m->cap * 2);
 
 		if (err)
 			return err;
@@ -198,4 +199,27 @@ void u64map__clear(struct u64map *m)
 	if (m->used)
 		memset(m->used, 0, m->cap * sizeof(*m->used));
 	m->len = 0;
+}
+
+bool u64map__grows(const struct u64map *m)
+{
+	return (m->len + 1) * 4 > m->cap * 3;
+}
+
+size_t u64map__bytes(const struct u64map *m)
+{
+	return m->cap * (sizeof(*m->keys) + sizeof(*m->vals) + sizeof(*m->used));
+}
+
+#define TRIM_ABOVE 64
+
+void u64map__trim(struct u64map *m)
+{
+	size_t cap = m->cap;
+
+	if (cap <= TRIM_ABOVE || m->len * 8 >= cap)
+		return;
+	while (cap > 16 && m->len * 2 < cap / 2)
+		cap /= 2;
+	rehash(m, cap);
 }

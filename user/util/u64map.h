@@ -31,6 +31,16 @@ bool u64map__del(struct u64map *m, __u64 key, __u64 *ret_val);
 size_t u64map__len(const struct u64map *m);
 /* Forgets every entry, keeping the slots (allocates nothing: cannot fail). */
 void u64map__clear(struct u64map *m);
+/* Whether putting one more new key makes the map allocate (grow). */
+bool u64map__grows(const struct u64map *m);
+/* Bytes its slots take. */
+size_t u64map__bytes(const struct u64map *m);
+/*
+ * Gives back slots a burst left: a map using under an eighth of its slots
+ * (and more than 64) is rebuilt at a quarter of them or fewer. Left as it
+ * is when memory cannot be had.
+ */
+void u64map__trim(struct u64map *m);
 
 /* Iteration: for (size_t i = 0; u64map__next(m, &i, &k, &v);) */
 bool u64map__next(const struct u64map *m, size_t *iter, __u64 *ret_key, __u64 *ret_val);

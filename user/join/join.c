@@ -331,12 +331,18 @@ static int p_push(struct join *j, struct jproc *p, struct fifo *f, const void *i
 	return err;
 }
 
-static void p_pop(struct join *j, struct jproc *p, struct fifo *f)
+/* op on f, one of p's, which may give memory back (pop, trim): the ledger follows. */
+static void p_shrink(struct join *j, struct jproc *p, struct fifo *f, void (*op)(struct fifo *f))
 {
 	size_t before = fifo__bytes(f);
 
-	fifo__pop(f);
+	op(f);
 	ledger(j, p, before, fifo__bytes(f));
+}
+
+static void p_pop(struct join *j, struct jproc *p, struct fifo *f)
+{
+	p_shrink(j, p, f, fifo__pop);
 }
 
 /* key into m, one of p's: growing only within the budget, unless it must (check false). */
@@ -350,14 +356,6 @@ static int p_put(struct join *j, struct jproc *p, struct u64map *m, __u64 key, _
 	err = u64map__put(m, key, val);
 	ledger(j, p, before, u64map__bytes(m));
 	return err;
-}
-
-static void trim_fifo(struct join *j, struct jproc *p, struct fifo *f)
-{
-	size_t before = fifo__bytes(f);
-
-	fifo__trim(f);
-	ledger(j, p, before, fifo__bytes(f));
 }
 
 static void trim_map(struct join *j, struct jproc *p, struct u64map *m)
@@ -376,11 +374,11 @@ static void trim_map(struct join *j, struct jproc *p, struct u64map *m)
 static void proc_trim(struct join *j, struct jproc *p)
 {
 	for (size_t k = 0; k < p->nr_threads; k++) {
-		trim_fifo(j, p, &p->threads[k].launches);
-		trim_fifo(j, p, &p->threads[k].apis);
+		p_shrink(j, p, &p->threads[k].launches, fifo__trim);
+		p_shrink(j, p, &p->threads[k].apis, fifo__trim);
 	}
-	trim_fifo(j, p, &p->corrs);
-	trim_fifo(j, p, &p->pending_order);
+	p_shrink(j, p, &p->corrs, fifo__trim);
+	p_shrink(j, p, &p->pending_order, fifo__trim);
 	trim_map(j, p, &p->corr_idx);
 	trim_map(j, p, &p->pending_head);
 	trim_map(j, p, &p->thread_idx);

@@ -462,20 +462,39 @@ static void test_a_launch_inside_an_earlier_window_is_not_called_before_recordin
 	struct unrecorded_sink us = { 0 };
 
 	join__on_unrecorded(j, on_unrecorded, &us);
-	launch(j, 1, 500, 0);   /* before the first window */
-	launch(j, 1, 1500, 1);  /* inside it: its record lost */
-	launch(j, 1, 3000, 2);  /* between the windows */
-	launch(j, 1, 6000, 3);  /* inside the second: its record lost */
-	launch(j, 1, 8500, 4);  /* inside the third, seen on at 8600: lost */
-	launch(j, 1, 9500, 5);  /* after it was last seen on: it went off unseen */
-	launch(j, 1, 10500, 6); /* inside the fourth, still on */
-	assert_int_equal(join__recording(j, 100, 1000, 0, 1100), 0);    /* on */
-	assert_int_equal(join__recording(j, 100, 1000, 2000, 2100), 0); /* off */
-	assert_int_equal(join__recording(j, 100, 5000, 0, 5100), 0);    /* on again */
-	assert_int_equal(join__recording(j, 100, 5000, 7000, 7100), 0); /* off */
-	assert_int_equal(join__recording(j, 100, 8000, 0, 8600), 0);    /* on: its end unseen */
-	assert_int_equal(join__recording(j, 100, 10000, 0, 10100), 0);  /* on since 10000 */
+	launch(j, 1, 500 * MS, 0);   /* before the first window */
+	launch(j, 1, 1500 * MS, 1);  /* inside it: its record lost */
+	launch(j, 1, 3000 * MS, 2);  /* between the windows */
+	launch(j, 1, 6000 * MS, 3);  /* inside the second: its record lost */
+	launch(j, 1, 8500 * MS, 4);  /* inside the third, seen on at 8600: lost */
+	launch(j, 1, 9500 * MS, 5);  /* after it was last seen on: it went off unseen */
+	launch(j, 1, 10500 * MS, 6); /* inside the fourth, still on */
+	assert_int_equal(join__recording(j, 100, 1000 * MS, 0, 1100 * MS), 0);         /* on */
+	assert_int_equal(join__recording(j, 100, 1000 * MS, 2000 * MS, 2100 * MS), 0); /* off */
+	assert_int_equal(join__recording(j, 100, 5000 * MS, 0, 5100 * MS), 0);         /* on again */
+	assert_int_equal(join__recording(j, 100, 5000 * MS, 7000 * MS, 7100 * MS), 0); /* off */
+	assert_int_equal(join__recording(j, 100, 8000 * MS, 0, 8600 * MS), 0);  /* on: its end unseen */
+	assert_int_equal(join__recording(j, 100, 10000 * MS, 0, 10100 * MS), 0); /* on since 10000 */
 	finish_unrecorded(j, &us, 7, 3);
+}
+
+/*
+ * At a switch-off the shim closes its API window a moment before it says
+ * it records no more: a launch just before the off whose record never
+ * came was not due one, labelled as before recording; one well inside the
+ * span is a lost record.
+ */
+static void test_a_launch_without_its_record_just_before_a_switch_off_is_not_a_loss(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 16);
+	struct unrecorded_sink us = { 0 };
+
+	join__on_unrecorded(j, on_unrecorded, &us);
+	launch(j, 1, 1500 * MS, 0);         /* inside: lost */
+	launch(j, 1, 2000 * MS - 2000, 1);  /* 2 us before the off: at the edge */
+	assert_int_equal(join__recording(j, 100, 1000 * MS, 2000 * MS, 2100 * MS), 0);
+	finish_unrecorded(j, &us, 2, 1);
 }
 
 /*
@@ -1067,6 +1086,7 @@ int main(void)
 		cmocka_unit_test(test_launches_before_the_shim_recorded_are_labelled_not_lost),
 		cmocka_unit_test(test_a_launch_inside_an_earlier_window_is_not_called_before_recording),
 		cmocka_unit_test(test_a_matched_launch_just_before_a_switch_off_without_its_kernel_is_labelled),
+		cmocka_unit_test(test_a_launch_without_its_record_just_before_a_switch_off_is_not_a_loss),
 		cmocka_unit_test(test_a_stop_ends_the_profile_and_joins_what_came_before_it),
 		cmocka_unit_test(test_an_activity_at_the_stop_without_its_api_record_is_left_out),
 		cmocka_unit_test(test_windows_keep_what_was_launched_inside_them),

@@ -73,6 +73,11 @@ static struct {
 	struct buf_pool pool;
 	unsigned flush_ms;
 	bool api_filter;      /* whole DRIVER/RUNTIME kinds enabled: filter by cbid */
+	int api_capture;      /* enum api_capture: how API calls reach the ring */
+	bool api_cb_on;       /* the launch callbacks are on: the init thread, then the flush thread */
+	__u64 api_cb_on_ns;   /* atomic: when they went on (g.rec_clock) */
+	__u64 api_cb_off_at;  /* when to switch them off, recording being off (g.rec_clock); 0: not due */
+	__u32 pid;
 	clockid_t rec_clock;  /* the clock of CUPTI's timestamps (the loader knows which) */
 	int graphs_off;       /* atomic: this CUPTI cannot name graph nodes: asked no more */
 	bool record_always;   /* GPUPROBE_RECORD=always: activity on with no reader too */
@@ -121,6 +126,16 @@ static uint64_t CUPTIAPI timestamp_monotonic(void)
 static __u32 this_tid(void)
 {
 	return (__u32)syscall(SYS_gettid);
+}
+
+/* The calling thread's id, asked of the kernel once per thread (a launch's callbacks ask every time). */
+static __thread __u32 tls_tid;
+
+static __u32 this_tid_cached(void)
+{
+	if (!tls_tid)
+		tls_tid = this_tid();
+	return tls_tid;
 }
 
 static bool env_is(const char *name, const char *value)
@@ -291,21 +306,35 @@ static const CUpti_CallbackId runtime_cbids[] = {
 _Static_assert(ARRAY_LEN(driver_cbids) > LAUNCH_CBIDS && ARRAY_LEN(runtime_cbids) > LAUNCH_CBIDS,
 	       "each cbid list starts with the launch calls");
 
+/* Each listed call's class + 1 by callback id (0: not listed): filled at start. */
+static __s8 driver_class[CUPTI_DRIVER_TRACE_CBID_SIZE], runtime_class[CUPTI_RUNTIME_TRACE_CBID_SIZE];
+
+static void cbid__fill(__s8 *table, size_t size, const CUpti_CallbackId *ids, size_t n, int launch_n,
+		       int cls)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] < size)
+			table[ids[i]] = (__s8)((cls < 0 ? (int)i >= launch_n : cls) + 1);
+}
+
+static void cbid__classes(void)
+{
+	cbid__fill(driver_class, ARRAY_LEN(driver_class), driver_cbids, ARRAY_LEN(driver_cbids),
+		   LAUNCH_CBIDS, -1);
+	cbid__fill(runtime_class, ARRAY_LEN(runtime_class), runtime_cbids, ARRAY_LEN(runtime_cbids),
+		   LAUNCH_CBIDS, -1);
+	cbid__fill(driver_class, ARRAY_LEN(driver_class), driver_node_cbids,
+		   ARRAY_LEN(driver_node_cbids), 0, 2);
+	cbid__fill(runtime_class, ARRAY_LEN(runtime_class), runtime_node_cbids,
+		   ARRAY_LEN(runtime_node_cbids), 0, 2);
+}
+
 /* -1: not wanted, 0: a launch, 1: a copy or memset, 2: adds a graph node. */
 static int cbid__class(bool driver, CUpti_CallbackId cbid)
 {
-	const CUpti_CallbackId *ids = driver ? driver_cbids : runtime_cbids;
-	const CUpti_CallbackId *nodes = driver ? driver_node_cbids : runtime_node_cbids;
-	size_t n = driver ? ARRAY_LEN(driver_cbids) : ARRAY_LEN(runtime_cbids);
-	size_t nn = driver ? ARRAY_LEN(driver_node_cbids) : ARRAY_LEN(runtime_node_cbids);
-
-	for (size_t i = 0; i < n; i++)
-		if (ids[i] == cbid)
-			return i >= LAUNCH_CBIDS;
-	for (size_t i = 0; i < nn; i++)
-		if (nodes[i] == cbid)
-			return 2;
-	return -1;
+	if (driver)
+		return cbid < ARRAY_LEN(driver_class) ? driver_class[cbid] - 1 : -1;
+	return cbid < ARRAY_LEN(runtime_class) ? runtime_class[cbid] - 1 : -1;
 }
 
 /* Whether the API record of a call that started at start (CUPTI's clock) is copied. */
@@ -466,6 +495,157 @@ static void activity__copy(const CUpti_Activity *a)
 		shm__write_record(g.shm, &r);
 }
 
+/* ------------------------------------------------ API calls by callback */
+
+/*
+ * How API calls reach the ring (GPUPROBE_API_RECORDS): by CUPTI's enter and
+ * exit callbacks of the listed calls (the default), switched on and off with
+ * the recording by the flush thread, so a shim that does not record pays
+ * nothing per call; by CUPTI's per-call API records ("activity"), which
+ * CUPTI takes only when asked before CUDA starts: on for good, copied only
+ * while recording; or not at all ("off": for measuring; nothing can be
+ * joined).
+ */
+enum api_capture { API_BY_CALLBACKS, API_BY_ACTIVITY, API_OFF };
+
+/*
+ * A call under way at the switch may have begun up to this long before it
+ * and still have its kernel recorded (a lazy module load inside a launch
+ * takes long): its API record is kept (activity__switch, api__exit).
+ */
+#define API_EARLY_NS 1000000000ull
+
+/*
+ * Calls whose enter callback came, by correlation id (ids are unique, and
+ * far fewer than OPEN_CALLS calls are ever under way at once): the exit
+ * finds its call's start here. Fixed, lock-free: an application thread
+ * never allocates or waits in a callback.
+ */
+#define OPEN_CALLS 4096u
+static struct open_call {
+	__u32 corr;   /* atomic: 0 free */
+	__u8 runtime; /* atomic: a runtime call */
+	__u64 start;  /* atomic: g.rec_clock */
+} open_calls[OPEN_CALLS];
+
+static void api__enter(__u32 corr, bool runtime, __u64 now)
+{
+	struct open_call *oc = &open_calls[corr % OPEN_CALLS];
+
+	__atomic_store_n(&oc->start, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&oc->runtime, runtime, __ATOMIC_RELAXED);
+	__atomic_store_n(&oc->corr, corr, __ATOMIC_RELEASE);
+}
+
+/*
+ * A driver call made by a runtime call under way: measured on the H200
+ * (tools/gpu/cb_facts.sh), the runtime's launch reaches the driver's
+ * launch callbacks with the runtime call's correlation id (its exit always,
+ * its enter about half the time). CUPTI's API records name only the
+ * runtime call: so do ours.
+ */
+static bool api__nested(__u32 corr)
+{
+	const struct open_call *oc = &open_calls[corr % OPEN_CALLS];
+
+	return __atomic_load_n(&oc->corr, __ATOMIC_ACQUIRE) == corr &&
+	       __atomic_load_n(&oc->runtime, __ATOMIC_RELAXED);
+}
+
+/*
+ * Where a call began: at its enter callback; for a driver call whose enter
+ * came before the callbacks went on, at its exit (a driver record is
+ * stamped inside the call, after the launch's uprobe). 0: not known, no
+ * record. A runtime call with no enter is one under way when the callbacks
+ * went on, or one whose exit CUPTI calls twice (up to 121,047 a run on the
+ * H200): a record reaching back to guess its start paired the thread's
+ * later records with the launch before their own (docs/BENCHMARKS.md,
+ * 2026-12-04: 9 of 14 runs under 1 s windows lost launches so, 1 of 18
+ * without it). Its kernel, if recorded, comes at a window's edge.
+ */
+static __u64 api__start(__u32 corr, bool driver, __u64 now)
+{
+	struct open_call *oc = &open_calls[corr % OPEN_CALLS];
+
+	if (__atomic_load_n(&oc->corr, __ATOMIC_ACQUIRE) == corr) {
+		__u64 start = __atomic_load_n(&oc->start, __ATOMIC_RELAXED);
+
+		__atomic_store_n(&oc->corr, 0, __ATOMIC_RELAXED);
+		return start;
+	}
+	return driver ? now : 0;
+}
+
+/* Application thread, inside the call: copy only (the record ring's leaf lock). */
+static void api__exit(const CUpti_CallbackData *cb, bool driver, CUpti_CallbackId cbid, int cls,
+		      __u64 now)
+{
+	__u64 start = api__start(cb->correlationId, driver, now);
+	struct gp_record r;
+
+	if (!start || !api__in_window(start))
+		return;
+	memset(&r, 0, sizeof(r));
+	r.type = GP_REC_API;
+	r.flags = cls == 1 ? GP_REC_F_COPY : cls == 2 ? GP_REC_F_NODE : 0;
+	/* CUresult and cudaError_t alike: 0 is success. */
+	if (cb->functionReturnValue && *(const int *)cb->functionReturnValue)
+		r.flags |= GP_REC_F_FAILED;
+	r.tid = this_tid_cached();
+	r.corr = corr__widen(cb->correlationId);
+	r.start_ns = start;
+	r.end_ns = now;
+	r.api.cbid = cbid;
+	r.api.domain = driver ? GP_API_DRIVER : GP_API_RUNTIME;
+	r.api.pid = g.pid;
+	shm__write_record(g.shm, &r);
+}
+
+static void api__callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			  const CUpti_CallbackData *cb)
+{
+	bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+	int cls = cbid__class(driver, cbid);
+	__u64 now;
+
+	if (cls < 0 || !cb->correlationId)
+		return;
+	if (driver && api__nested(cb->correlationId))
+		return;
+	now = clock_ns(g.rec_clock);
+	if (cb->callbackSite == CUPTI_API_ENTER)
+		api__enter(cb->correlationId, !driver, now);
+	else if (cb->callbackSite == CUPTI_API_EXIT)
+		api__exit(cb, driver, cbid, cls, now);
+}
+
+/* The listed calls' callbacks on or off: the init thread, then the flush thread only. */
+static void api__callbacks(bool on)
+{
+	static const struct {
+		CUpti_CallbackDomain domain;
+		const CUpti_CallbackId *ids;
+		size_t n;
+	} lists[] = {
+		{ CUPTI_CB_DOMAIN_DRIVER_API, driver_cbids, ARRAY_LEN(driver_cbids) },
+		{ CUPTI_CB_DOMAIN_DRIVER_API, driver_node_cbids, ARRAY_LEN(driver_node_cbids) },
+		{ CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbids, ARRAY_LEN(runtime_cbids) },
+		{ CUPTI_CB_DOMAIN_RUNTIME_API, runtime_node_cbids, ARRAY_LEN(runtime_node_cbids) },
+	};
+	unsigned errors = 0;
+
+	if (on)
+		__atomic_store_n(&g.api_cb_on_ns, clock_ns(g.rec_clock), __ATOMIC_RELAXED);
+	for (size_t l = 0; l < ARRAY_LEN(lists); l++)
+		for (size_t i = 0; i < lists[l].n; i++)
+			errors += g.api.cuptiEnableCallback(on, g.sub, lists[l].domain,
+							    lists[l].ids[i]) != CUPTI_SUCCESS;
+	if (errors)
+		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, errors);
+	g.api_cb_on = on;
+	g.api_cb_off_at = 0;
+}
+
 /* --------------------------------------------------- CUPTI callbacks */
 
 static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
@@ -589,7 +769,13 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 {
 	const CUpti_ResourceData *rd = data;
 
-	if (shim__dead() || domain != CUPTI_CB_DOMAIN_RESOURCE || !rd)
+	if (shim__dead() || !data)
+		return;
+	if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+		api__callback(domain, cbid, data);
+		return;
+	}
+	if (domain != CUPTI_CB_DOMAIN_RESOURCE)
 		return;
 	if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
 		pc__context_seen(rd->context);
@@ -642,7 +828,8 @@ static void *flush__main(void *arg)
 
 	while (!__atomic_load_n(&g.exiting, __ATOMIC_ACQUIRE) && !shim__dead()) {
 		bool poll = !g.recording && READER_POLL_MS < g.flush_ms &&
-			    (elapsed < READER_POLL_START_MS || shm__reader_live(g.shm, shm__now_ns()));
+			    (elapsed < READER_POLL_START_MS || g.api_cb_off_at ||
+			     shm__reader_live(g.shm, shm__now_ns()));
 		unsigned step = poll ? READER_POLL_MS : g.flush_ms - since_flush;
 
 		sleep_ms(step);
@@ -795,12 +982,13 @@ static void api__enable(void)
  * it suppresses the per-node kernel records. The API records' window opens
  * before the kinds go on, reaching API_EARLY_NS back (a call under way at
  * the switch, begun before it, may still have its kernel recorded: a lazy
- * module load inside a launch takes long), and closes after they went off:
+ * module load inside a launch takes long), and closes after they went off
+ * (the launch callbacks go on before the kinds and off API_LINGER_NS after):
  * a call at an edge may leave an API record with no kernel record (the
  * loader labels it), never a kernel record with no API record (GPU time
  * with no launch). CUPTI_SUCCESS, or the status of the kernel kind's switch.
  */
-#define API_EARLY_NS 1000000000ull
+#define API_LINGER_NS 50000000ull
 
 static CUptiResult activity__switch(bool on)
 {
@@ -815,6 +1003,9 @@ static CUptiResult activity__switch(bool on)
 		__atomic_store_n(&g.keep_until, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&g.keep_from, now > API_EARLY_NS ? now - API_EARLY_NS : 1,
 				 __ATOMIC_RELEASE);
+		g.api_cb_off_at = 0;
+		if (g.api_capture == API_BY_CALLBACKS && !g.api_cb_on)
+			api__callbacks(true);
 	}
 	for (size_t i = 0; i < ARRAY_LEN(kinds); i++) {
 		CUptiResult k = on ? CUPTI_CALL(cuptiActivityEnable, kinds[i])
@@ -827,6 +1018,9 @@ static CUptiResult activity__switch(bool on)
 	}
 	if (!on || st)
 		__atomic_store_n(&g.keep_until, shm__now_ns(), __ATOMIC_RELEASE);
+	/* Calls under way finish with their exit callbacks: switched off a little later. */
+	if ((!on || st) && g.api_cb_on)
+		g.api_cb_off_at = clock_ns(g.rec_clock) + API_LINGER_NS;
 	if (st && on)
 		return st;
 	g.recording = on;
@@ -853,6 +1047,8 @@ static void recording__follow(void)
 
 	if (want != g.recording && activity__switch(want))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+	if (!g.recording && g.api_cb_off_at && clock_ns(g.rec_clock) >= g.api_cb_off_at)
+		api__callbacks(false);
 }
 
 /*
@@ -880,6 +1076,14 @@ static void pc__start(void)
 	    CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
 		       CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+}
+
+/* GPUPROBE_API_RECORDS: activity, off (for measuring: nothing joins), else callbacks. */
+static int api__capture_from_env(void)
+{
+	if (env_is("GPUPROBE_API_RECORDS", "activity"))
+		return API_BY_ACTIVITY;
+	return env_is("GPUPROBE_API_RECORDS", "off") ? API_OFF : API_BY_CALLBACKS;
 }
 
 /* 0, or a CUPTI status with g.failed_call set. Order matters: clock first. */
@@ -914,9 +1118,12 @@ static CUptiResult cupti__start(void)
 	     CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
 			CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS)))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
-	/* GPUPROBE_API_RECORDS=off: for measuring what the API records cost (nothing joins). */
-	if (!env_is("GPUPROBE_API_RECORDS", "off"))
+	cbid__classes();
+	g.api_capture = api__capture_from_env();
+	if (g.api_capture == API_BY_ACTIVITY)
 		api__enable();
+	else if (g.api_capture == API_BY_CALLBACKS) /* our records carry the kernel's thread ids */
+		shm__set_flags(g.shm, GP_SHM_F_TID_SYSTEM, 0);
 	pc__start();
 	/* With no reader yet, the flush thread switches activity on when one comes. */
 	if (recording__wanted())
@@ -962,6 +1169,7 @@ static void shim__init(void)
 	int err;
 
 	shim__pin();
+	g.pid = (__u32)getpid();
 	err = shim__setup_memory();
 	if (err) {
 		shim__give_up("cannot set up shared memory: %s", strerror(-err));

@@ -35,8 +35,9 @@
  *   records (cuptiActivityEnableDriverApi/RuntimeApi) are taken only when
  *   asked before CUDA starts: once a driver call has been seen, those calls
  *   answer CUPTI_SUCCESS and change nothing.
- * - With GPUPROBE_STUB_TOGGLE_LOG=FILE, every activity switch (a kind, or an
- *   API cbid, on or off) appends "tid app what id on|off" to FILE, app 1 when
+ * - With GPUPROBE_STUB_TOGGLE_LOG=FILE, every activity switch (a kind, an
+ *   API cbid's records, or a driver or runtime API callback: cb_driver,
+ *   cb_runtime; on or off) appends "tid app what id on|off" to FILE, app 1 when
  *   the switching thread has made driver calls (an application thread), so a
  *   test can tell which thread switched activity.
  * - With GPUPROBE_STUB_ENABLE_DELAY_MS=N (read once, when this library
@@ -621,6 +622,9 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable,
 	slot = callback_slot(subscriber, domain, cbid);
 	if (slot)
 		atomic_store(slot, enable ? 1 : 0);
+	if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+		toggle_note(domain == CUPTI_CB_DOMAIN_DRIVER_API ? "cb_driver" : "cb_runtime", cbid,
+			    enable);
 	return CUPTI_SUCCESS; /* other domains: accepted, never called */
 }
 

@@ -53,6 +53,17 @@ GPUPROBE_STUB_CORR_START=4294966000 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WOR
 $CHECK "$WORK/wrap.pb.gz" launcher 4 50 || { cat "$WORK/err-wrap"; fail "profile mismatch across a correlation-id wrap"; }
 ok "exact profile across a correlation-id wrap"
 
+# CUPTI's per-call API records instead of its launch callbacks
+# (GPUPROBE_API_RECORDS=activity): the same exact profile, and the shim
+# asked for those records, not for the callbacks.
+GPUPROBE_API_RECORDS=activity GPUPROBE_STUB_TOGGLE_LOG="$WORK/toggles-act" LD_LIBRARY_PATH="$B/stub" \
+	"$LOADER" -o "$WORK/act.pb.gz" --libcuda "$STUBLIB" -- "$PROGS/launcher" -t 4 -n 50 2>"$WORK/err-act" ||
+	{ cat "$WORK/err-act"; fail "loader failed (per-call API records)"; }
+$CHECK "$WORK/act.pb.gz" launcher 4 50 || { cat "$WORK/err-act"; fail "profile mismatch with the per-call API records"; }
+grep -q " driver [0-9]* on$" "$WORK/toggles-act" && ! grep -q " cb_driver " "$WORK/toggles-act" ||
+	{ head "$WORK/toggles-act"; fail "GPUPROBE_API_RECORDS=activity: the shim did not take the per-call records"; }
+ok "exact profile from CUPTI's per-call API records (GPUPROBE_API_RECORDS=activity)"
+
 # CUPTI losing kernel records without counting them dropped (seen on the H200 with four
 # processes profiled at once): each launch whose kernel never came, while the shim
 # recorded, is counted and labelled, never dropped unsaid. The stub loses every 10th.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # No reader, no records (shim/gp_abi.h): a shim no loader reads keeps its
-# kernel and copy activity off and copies no API record, so its ring holds
-# nothing stale; a
+# kernel and copy activity and its launch callbacks off, so its ring holds
+# nothing stale and no call pays for an API record; a
 # loader attaching mid-run (--pid) gets the activity switched on by the
 # shim's own thread, joins every launch made after that exactly and labels
 # those made before; once the loader has gone, the shim switches it off
@@ -34,19 +34,38 @@ start_spin() { # NAME
 	wait_line "$WORK/spin.log" "^spin: ready" 30 || fail "spin never got ready"
 	kill -USR1 "$S"
 }
-# No switch of an activity kind on an application thread, nor on the main
-# thread (its init sets the API records, for good: they are taken only when
-# asked before CUDA starts), and kernel activity switched by the shim's thread.
+# No switch of an activity kind or of a launch callback on an application
+# thread, nor on the main thread, and kernel activity and the launch
+# callbacks switched by the shim's thread.
 check_toggles() { # NAME STATES...
 	local log="$WORK/toggles.$1" st
 	shift
 	awk '$3 == "kind" && $2 == 1' "$log" | grep . && fail "activity switched on an application thread (above)"
-	awk -v s="$S" '$3 == "kind" && $1 == s' "$log" | grep . && fail "the main thread switched activity (above)"
-	awk '$3 != "kind" && $2 == 1' "$log" | grep . && fail "API records set on an application thread (above)"
+	awk -v s="$S" '($3 == "kind" || $3 ~ /^cb_/) && $1 == s' "$log" | grep . && fail "the main thread switched activity (above)"
+	awk '$3 != "kind" && $2 == 1' "$log" | grep . && fail "API capture switched on an application thread (above)"
 	for st in "$@"; do
 		grep -q "^[0-9]* 0 kind 10 $st$" "$log" || { cat "$log"; fail "kernel activity was not switched $st by the shim's thread"; }
+		grep -q "^[0-9]* 0 cb_driver [0-9]* $st$" "$log" ||
+			{ cat "$log"; fail "the launch callbacks were not switched $st by the shim's thread"; }
 	done
 	return 0
+}
+# Callbacks only for the calls that launch, copy or add a graph node: as many
+# callback ids switched on as the shim's lists name (nvidia/injection.c), not every call.
+listed() { # DOMAIN ARRAY...: the distinct ids those arrays of injection.c name
+	local d=$1 a
+	shift
+	for a in "$@"; do sed -n "/^static const CUpti_CallbackId $a\[\] = {/,/^};/p" "$ROOT/nvidia/injection.c"; done |
+		grep -o "CUPTI_${d}_TRACE_CBID_[A-Za-z0-9_]*" | sort -u | wc -l
+}
+check_listed() { # NAME
+	local d D want got
+	for d in driver runtime; do
+		D=$(echo $d | tr a-z A-Z)
+		want=$(listed "$D" ${d}_cbids ${d}_node_cbids)
+		got=$(grep -o " cb_$d [0-9]* on$" "$WORK/toggles.$1" | sort -u | wc -l)
+		[ "$want" -gt 10 ] && [ "$got" = "$want" ] || fail "$got $d callback ids switched on, the shim lists $want"
+	done
 }
 
 start_spin attach
@@ -58,23 +77,9 @@ echo "no reader: $h"
 [ "$(field records)" = 0 ] || fail "records written with no reader: $h"
 [ "$(field recording)" = 0 ] && [ "$(field recording_on)" = 0 ] || fail "activity on with no reader: $h"
 [ "$(field recording_off)" = 1 ] || fail "the shim did not say it started with activity off: $h"
-grep " kind " "$WORK/toggles.attach" && fail "activity switched with no reader (above)"
-grep -q " driver [0-9]* on$" "$WORK/toggles.attach" || fail "API records not asked for at init"
-# API records only for the calls that launch, copy or add a graph node: as many
-# callback ids switched on as the shim's lists name (nvidia/injection.c), not every call.
-listed() { # DOMAIN ARRAY...: the distinct ids those arrays of injection.c name
-	local d=$1 a
-	shift
-	for a in "$@"; do sed -n "/^static const CUpti_CallbackId $a\[\] = {/,/^};/p" "$ROOT/nvidia/injection.c"; done |
-		grep -o "CUPTI_${d}_TRACE_CBID_[A-Za-z0-9_]*" | sort -u | wc -l
-}
-for d in driver runtime; do
-	D=$(echo $d | tr a-z A-Z)
-	want=$(listed "$D" ${d}_cbids ${d}_node_cbids)
-	got=$(grep -o " $d [0-9]* on$" "$WORK/toggles.attach" | sort -u | wc -l)
-	[ "$want" -gt 10 ] && [ "$got" = "$want" ] || fail "$got $d callback ids asked for API records, the shim lists $want"
-done
-ok "no reader: $(progress) launches, no record written, activity off"
+grep -s " kind \| cb_" "$WORK/toggles.attach" && fail "activity or launch callbacks switched with no reader (above)"
+grep -s " driver \| runtime " "$WORK/toggles.attach" && fail "CUPTI's API records asked for (above): the launch callbacks replace them"
+ok "no reader: $(progress) launches, no record written, activity and launch callbacks off"
 
 # 2. A loader attaches: the shim's thread switches activity on; launches after it are exact.
 "$LOADER" -v --pid "$S" -o "$WORK/p.pb.gz" 2>"$WORK/err" & L=$!
@@ -101,6 +106,7 @@ grep -v "^spin_site spin_kernel \|^spin_site \[no GPU record: before the shim re
 [ "$before" = 0 ] || grep -q "launches made before the shim recorded" "$WORK/err" ||
 	fail "the verdict does not say launches came before recording"
 check_toggles attach on
+check_listed attach
 ok "a loader attached mid-run: $n launches joined exactly, $before made before the switch labelled, ring_dropped=0"
 
 # 3. The loader leaves a running program: the shim switches activity off and writes no more records.

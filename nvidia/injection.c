@@ -75,7 +75,6 @@ static struct {
 	bool api_filter;      /* whole DRIVER/RUNTIME kinds enabled: filter by cbid */
 	int api_capture;      /* enum api_capture: how API calls reach the ring */
 	bool api_cb_on;       /* the launch callbacks are on: the init thread, then the flush thread */
-	__u64 api_cb_on_ns;   /* atomic: when they went on (g.rec_clock) */
 	__u64 api_cb_off_at;  /* when to switch them off, recording being off (g.rec_clock); 0: not due */
 	__u32 pid;
 	clockid_t rec_clock;  /* the clock of CUPTI's timestamps (the loader knows which) */
@@ -634,8 +633,6 @@ static void api__callbacks(bool on)
 	};
 	unsigned errors = 0;
 
-	if (on)
-		__atomic_store_n(&g.api_cb_on_ns, clock_ns(g.rec_clock), __ATOMIC_RELAXED);
 	for (size_t l = 0; l < ARRAY_LEN(lists); l++)
 		for (size_t i = 0; i < lists[l].n; i++)
 			errors += g.api.cuptiEnableCallback(on, g.sub, lists[l].domain,

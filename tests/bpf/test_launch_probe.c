@@ -107,16 +107,23 @@ static int on_event(void *ctx, const struct gp_launch_event *e, size_t size)
 	return 0;
 }
 
+/* This binary's path. */
+static void self_exe(char exe[4096])
+{
+	ssize_t n = readlink("/proc/self/exe", exe, 4095);
+
+	assert_true(n > 0);
+	exe[n] = 0;
+}
+
 /* The probe with options o attached to this binary's stand-ins, following this process. */
 static struct launch_probe *probe_self_with(const struct launch_probe_opts *o)
 {
 	struct launch_attach_result res;
 	struct launch_probe *lp = NULL;
 	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
-	assert_true(n > 0);
-	exe[n] = 0;
+	self_exe(exe);
 	assert_int_equal(launch_probe__open(o, &lp), 0);
 	assert_int_equal(launch_probe__attach_file(lp, exe, &res), 0);
 	assert_true(res.attached >= 2);
@@ -750,11 +757,9 @@ static void engine_lib(struct engine_lib *ret_lib)
 {
 	static void *h;
 	char exe[4096], *slash;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	int (*start)(void);
 
-	assert_true(n > 0);
-	exe[n] = 0;
+	self_exe(exe);
 	slash = strrchr(exe, '/');
 	assert_non_null(slash);
 	*slash = 0;

@@ -18,23 +18,28 @@ struct fifo {
 	size_t item, cap, head, len, max;
 };
 
+/* Moves f's items, in order, to a buffer of ncap (>= len) from its head. */
+static int fifo__resize(struct fifo *f, size_t ncap)
+{
+	char *n = malloc(ncap * f->item);
+
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < f->len; i++)
+		memcpy(n + i * f->item, f->buf + ((f->head + i) % f->cap) * f->item, f->item);
+	free(f->buf);
+	f->buf = n;
+	f->cap = ncap;
+	f->head = 0;
+	return 0;
+}
+
 static int fifo__push(struct fifo *f, const void *item)
 {
 	if (f->len == f->max)
 		return -E2BIG;
-	if (f->len == f->cap) {
-		size_t ncap = f->cap ? f->cap * 2 : 16;
-		char *n = malloc(ncap * f->item);
-
-		if (!n)
-			return -ENOMEM;
-		for (size_t i = 0; i < f->len; i++)
-			memcpy(n + i * f->item, f->buf + ((f->head + i) % f->cap) * f->item, f->item);
-		free(f->buf);
-		f->buf = n;
-		f->cap = ncap;
-		f->head = 0;
-	}
+	if (f->len == f->cap && fifo__resize(f, f->cap ? f->cap * 2 : 16))
+		return -ENOMEM;
 	memcpy(f->buf + ((f->head + f->len) % f->cap) * f->item, item, f->item);
 	f->len++;
 	return 0;
@@ -88,7 +93,6 @@ static size_t fifo__bytes(const struct fifo *f)
 static void fifo__trim(struct fifo *f)
 {
 	size_t ncap = f->cap;
-	char *n;
 
 	if (f->cap <= FIFO_KEEP || f->len * 4 >= f->cap)
 		return;
@@ -100,15 +104,7 @@ static void fifo__trim(struct fifo *f)
 	}
 	while (ncap / 2 >= 16 && ncap / 2 >= 2 * f->len)
 		ncap /= 2;
-	n = malloc(ncap * f->item);
-	if (!n)
-		return;
-	for (size_t i = 0; i < f->len; i++)
-		memcpy(n + i * f->item, fifo__at(f, i), f->item);
-	free(f->buf);
-	f->buf = n;
-	f->cap = ncap;
-	f->head = 0;
+	fifo__resize(f, ncap);
 }
 
 struct jlaunch {
@@ -345,13 +341,19 @@ static void p_pop(struct join *j, struct jproc *p, struct fifo *f)
 	p_shrink(j, p, f, fifo__pop);
 }
 
+/* Whether key may go into m, one of p's: a key it holds, or room without growing, or the budget's. */
+static bool p_map_room(struct join *j, struct jproc *p, const struct u64map *m, __u64 key)
+{
+	return !u64map__grows(m) || u64map__get(m, key, NULL) || budget_allows(j, p);
+}
+
 /* key into m, one of p's: growing only within the budget, unless it must (check false). */
 static int p_put(struct join *j, struct jproc *p, struct u64map *m, __u64 key, __u64 val, bool check)
 {
 	size_t before = u64map__bytes(m);
 	int err;
 
-	if (check && u64map__grows(m) && !u64map__get(m, key, NULL) && !budget_allows(j, p))
+	if (check && !p_map_room(j, p, m, key))
 		return -E2BIG;
 	err = u64map__put(m, key, val);
 	ledger(j, p, before, u64map__bytes(m));
@@ -1035,8 +1037,7 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 	if (p->live_pending >= j->o.max_pending)
 		return -E2BIG;
 	/* The one allocation that cannot be undone below: decided first. */
-	if (u64map__grows(&p->pending_head) && !u64map__get(&p->pending_head, act->corr, NULL) &&
-	    !budget_allows(j, p))
+	if (!p_map_room(j, p, &p->pending_head, act->corr))
 		return -E2BIG;
 	if (p->free_head != NONE) {
 		node = p->free_head;

@@ -1057,6 +1057,15 @@ static void test_the_memory_a_burst_took_goes_back_once_it_is_done(void **state)
 	peak = join__bytes(j);
 	assert_true(peak > base + (1 << 20));
 	join__advance(j, 2 * MS, 2 * MS);
+	/* 300 later calls, still within the horizon when the burst's expire: their queues shrink to them. */
+	for (__u32 i = 0; i < 300; i++) {
+		launch_of(j, 100, 1, 1500 * MS + 10 * i, 50000 + i);
+		api_of(j, 100, 1, 1500 * MS + 10 * i + 1, 1500 * MS + 10 * i + 5, 300000 + i);
+	}
+	join__advance(j, 1600 * MS, 1500 * MS);
+	join__advance(j, 1600 * MS, 2000 * MS);
+	print_message("  bytes with 300 calls held: %zu\n", join__bytes(j));
+	assert_true(join__bytes(j) <= base + (128 << 10)); /* kept whole: over 1.5 MB */
 	join__advance(j, 5000 * MS, 5000 * MS); /* past the horizon: everything resolved or expired */
 	print_message("  bytes: %zu at the start, %zu at the peak, %zu after\n", base, peak, join__bytes(j));
 	assert_true(join__bytes(j) <= base + 4096);

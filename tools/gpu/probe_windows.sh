@@ -6,13 +6,13 @@
 # (GPUPROBE_RECORD=always), the loader's launch probes attached in duty
 # windows (--duty 0.5 --window WINDOW) and detached between. RUNS processes.
 # Usage (repo root, GPU machine, after make static and the shim):
-#   [STEPS=3000] [BIG_STEPS=1000] [LAUNCHES=0] [WINDOW=1] [RUNS=2] tools/gpu/probe_windows.sh OUTDIR
+#   [L=LOADER] [STEPS=3000] [BIG_STEPS=1000] [LAUNCHES=0] [WINDOW=1] [RUNS=2] tools/gpu/probe_windows.sh OUTDIR
 set -uo pipefail
 out=${1:?OUTDIR}; mkdir -p "$out"
 STEPS=${STEPS:-3000}; BIG_STEPS=${BIG_STEPS:-1000}; WINDOW=${WINDOW:-1}; RUNS=${RUNS:-2}
 LAUNCHES=${LAUNCHES:-0}
 . "$(dirname "$0")/launch_tools.sh"
-L=$PWD/build/static/gpuprobe-bpf
+L=${L:-$PWD/build/static/gpuprobe-bpf} # the loader (a build to compare: L=build/abl/gp_NAME)
 # CMD under the loader's windows, the shim recording throughout; the
 # program's stdout to STDOUT, the loader's -v log to LOG, its window edges
 # to EDGES; prints the loader's exit, verdict and duty lines.

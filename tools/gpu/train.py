@@ -172,9 +172,10 @@ def main():
     out, replay_s = graph_replay(model, x, replays)
     checksum = sum(p.double().sum().item() for p in model.parameters())
     times.sort()
-    print("result loss=%.10f checksum=%.10f out=%.10f" % (loss.item(), checksum, out.double().sum().item()))
-    print("timing first_step_s=%.4f median_step_ms=%.4f steps=%d replay_ms=%.4f" %
-          (first, 1000 * times[len(times) // 2], steps, 1000 * replay_s))
+    if steps:  # STEPS=0: the big steps only
+        print("result loss=%.10f checksum=%.10f out=%.10f" % (loss.item(), checksum, out.double().sum().item()))
+        print("timing first_step_s=%.4f median_step_ms=%.4f steps=%d replay_ms=%.4f" %
+              (first, 1000 * times[len(times) // 2], steps, 1000 * replay_s))
     big_steps = int(os.environ.get("BIG_STEPS", "0"))
     if big_steps > 0:
         big_ms, big_loss = big_phase(big_steps, prof_path + ".big" if prof_path else None, peer)

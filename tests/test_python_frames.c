@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "user/python/pycode.h"
+#include "user/util/mem_share.h"
 #include "user/python/pyruntime.h"
 #include "user/util/bounded.h"
 
@@ -505,6 +506,65 @@ static void test_the_cache_is_bounded_in_bytes(void **state)
 	free(r);
 }
 
+/*
+ * Every process's cache shares one bound (mem_share.h): past it, a cache
+ * over its share is flushed rather than grow, and the caches within theirs
+ * keep what they hold. Two caches of one process stand for two processes
+ * (a third, alone, measures what a walk's objects take): the bound is a
+ * walk and a half; the first holds a walk's objects, the second, past the
+ * bound and its share, gives way (it reads its objects again), the first
+ * keeps every one, and what both hold stays within the bound and a share.
+ */
+static void test_caches_of_many_processes_share_one_bound(void **state)
+{
+	struct fixture *f = *state;
+	struct pycode_cache *one, *a, *b;
+	struct resolved *r = calloc(1, sizeof(*r));
+	unsigned long hits, misses, hits2, misses2;
+	struct mem_share share;
+	size_t walk;
+
+	NEED_PYTHON(f);
+	assert_non_null(r);
+	assert_int_equal(pycode_cache__new(f->bounded, f->pid, &f->rt.code, &one), 0);
+	walk_resolved(f, f->pid, one, r);
+	walk = pycode_cache__bytes(one); /* what one walk's objects take */
+	pycode_cache__destroy(one);
+	assert_true(walk > 0);
+
+	mem_share__init(&share, walk + walk / 2);
+	assert_int_equal(pycode_cache__new(f->bounded, f->pid, &f->rt.code, &a), 0);
+	assert_int_equal(pycode_cache__new(f->bounded, f->pid, &f->rt.code, &b), 0);
+	pycode_cache__set_share(a, &share);
+	pycode_cache__set_share(b, &share);
+	walk_resolved(f, f->pid, a, r);
+	assert_int_equal(pycode_cache__bytes(a), walk);
+	assert_int_equal(mem_share__bytes(&share), walk);
+
+	walk_resolved(f, f->pid, b, r);
+	pycode_cache__stats(b, &hits, &misses);
+	walk_resolved(f, f->pid, b, r);
+	pycode_cache__stats(b, &hits2, &misses2);
+	assert_true(misses2 > misses); /* b gave way: it reads again */
+	assert_true(mem_share__refused(&share) > 0);
+	assert_true(pycode_cache__bytes(b) <= share.max / 2);
+
+	pycode_cache__stats(a, &hits, &misses);
+	walk_resolved(f, f->pid, a, r);
+	pycode_cache__stats(a, &hits2, &misses2);
+	assert_int_equal(misses2, misses); /* a kept every object */
+	assert_int_equal(pycode_cache__bytes(a), walk);
+	assert_true(mem_share__bytes(&share) <= share.max + share.max / 2);
+	assert_int_equal(mem_share__bytes(&share), pycode_cache__bytes(a) + pycode_cache__bytes(b));
+
+	pycode_cache__destroy(b);
+	assert_int_equal(mem_share__bytes(&share), walk);
+	pycode_cache__destroy(a);
+	assert_int_equal(mem_share__bytes(&share), 0);
+	assert_int_equal(share.holders, 0);
+	free(r);
+}
+
 static void test_a_garbage_code_address_is_an_error_not_a_crash(void **state)
 {
 	struct fixture *f = *state;
@@ -561,6 +621,7 @@ int main(void)
 		cmocka_unit_test(test_a_second_thread_has_its_own_chain),
 		cmocka_unit_test(test_each_code_object_is_read_once),
 		cmocka_unit_test(test_the_cache_is_bounded_in_bytes),
+		cmocka_unit_test(test_caches_of_many_processes_share_one_bound),
 		cmocka_unit_test(test_a_garbage_code_address_is_an_error_not_a_crash),
 		cmocka_unit_test(test_a_wrong_thread_offset_walks_to_no_thread_not_to_garbage),
 	};

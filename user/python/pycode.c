@@ -18,6 +18,7 @@
  */
 #include "user/python/pycode.h"
 #include "user/python/pymem.h"
+#include "user/util/mem_share.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -57,6 +58,7 @@ struct pycode_cache {
 	size_t count;
 	size_t bytes; /* what the slots' entries hold (entry__bytes): at most bytes_max */
 	size_t bytes_max; /* PYCODE_CACHE_BYTES (tests set less) */
+	struct mem_share *share; /* the bound all processes' caches share (NULL: none) */
 	unsigned long hits, misses;
 	struct pycode_entry *old;  /* replaced objects' entries, a ring of PYCODE_OLD_MAX */
 	size_t old_n, old_next;
@@ -328,6 +330,8 @@ void pycode_cache__destroy(struct pycode_cache *c)
 
 	if (!c)
 		return;
+	if (c->share)
+		mem_share__leave(c->share, c->bytes);
 	for (i = 0; i < c->cap; i++)
 		if (c->slots[i].code)
 			entry__clear(&c->slots[i]);
@@ -355,6 +359,14 @@ static struct pycode_entry *cache__find(struct pycode_cache *c, uint64_t code)
 	return &c->slots[i]; /* the empty slot where it belongs */
 }
 
+/* The bytes the slots' entries hold changed by delta: here and in the shared bound. */
+static void cache__account(struct pycode_cache *c, long delta)
+{
+	c->bytes += (size_t)delta;
+	if (c->share)
+		mem_share__add(c->share, delta);
+}
+
 static void cache__flush(struct pycode_cache *c)
 {
 	size_t i;
@@ -363,7 +375,7 @@ static void cache__flush(struct pycode_cache *c)
 		if (c->slots[i].code)
 			entry__clear(&c->slots[i]);
 	c->count = 0;
-	c->bytes = 0;
+	cache__account(c, -(long)c->bytes);
 }
 
 static int cache__grow(struct pycode_cache *c)
@@ -454,8 +466,13 @@ static int cache__get(struct pycode_cache *c, uint64_t code, struct pycode_entry
 		return err;
 	c->misses++;
 	fresh.epoch_from = old__until(c, code);
-	/* Full by count or by bytes (a process's line tables may each be 64 KiB): read all again. */
-	if (c->count >= PYCODE_CACHE_MAX || c->bytes + entry__bytes(&fresh) > c->bytes_max)
+	/*
+	 * Full by count or by bytes (a process's line tables may each be 64
+	 * KiB), or past its share of what all processes' caches may hold: read
+	 * all again.
+	 */
+	if (c->count >= PYCODE_CACHE_MAX || c->bytes + entry__bytes(&fresh) > c->bytes_max ||
+	    (c->share && !mem_share__allows(c->share, c->bytes, entry__bytes(&fresh))))
 		cache__flush(c);
 	if ((c->count + 1) * 2 > c->cap && cache__grow(c)) {
 		entry__clear(&fresh);
@@ -464,7 +481,7 @@ static int cache__get(struct pycode_cache *c, uint64_t code, struct pycode_entry
 	e = cache__find(c, code);
 	*e = fresh;
 	c->count++;
-	c->bytes += entry__bytes(e);
+	cache__account(c, (long)entry__bytes(e));
 	*ret = e;
 	return 0;
 }
@@ -472,6 +489,20 @@ static int cache__get(struct pycode_cache *c, uint64_t code, struct pycode_entry
 void pycode_cache__set_bytes_max(struct pycode_cache *c, size_t bytes_max)
 {
 	c->bytes_max = bytes_max;
+}
+
+void pycode_cache__set_share(struct pycode_cache *c, struct mem_share *share)
+{
+	if (c->share || !share)
+		return;
+	c->share = share;
+	mem_share__join(share);
+	mem_share__add(share, (long)c->bytes);
+}
+
+size_t pycode_cache__bytes(const struct pycode_cache *c)
+{
+	return c->bytes;
 }
 
 int pycode_cache__lookup_at(struct pycode_cache *c, uint64_t code, uint64_t instr, uint32_t epoch,
@@ -519,7 +550,7 @@ static void old__keep(struct pycode_cache *c, struct pycode_entry *e, uint32_t n
 {
 	struct pycode_entry *slot;
 
-	c->bytes -= entry__bytes(e); /* out of the slots (the old ring has a count of its own) */
+	cache__account(c, -(long)entry__bytes(e)); /* out of the slots (the old ring has a count of its own) */
 	if (!c->old) {
 		c->old = calloc(PYCODE_OLD_MAX, sizeof(*c->old));
 		if (!c->old) {

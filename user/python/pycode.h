@@ -61,6 +61,7 @@ struct pycode_frame {
 
 struct pycode_cache;
 struct bounded;
+struct mem_share;
 
 /* A cache of the code objects of one process, read through b's bounded calls (kept). */
 int pycode_cache__new(struct bounded *b, pid_t pid, const struct pycode_layout *layout,
@@ -68,6 +69,14 @@ int pycode_cache__new(struct bounded *b, pid_t pid, const struct pycode_layout *
 void pycode_cache__destroy(struct pycode_cache *c);
 /* Its bound on names and line tables held (PYCODE_CACHE_BYTES; tests set less). */
 void pycode_cache__set_bytes_max(struct pycode_cache *c, size_t bytes_max);
+/*
+ * Joins the bound every process's cache shares (kept; the cache leaves it
+ * when destroyed): past it, a cache over its share is flushed, as when
+ * full, rather than grow (mem_share.h).
+ */
+void pycode_cache__set_share(struct pycode_cache *c, struct mem_share *share);
+/* The names and line tables it holds, bytes. */
+size_t pycode_cache__bytes(const struct pycode_cache *c);
 /*
  * Resolves code (a gp_py_frame.code without its flag bits) at instr (the
  * gp_py_frame.instr of the same record). Each code object is read once; the

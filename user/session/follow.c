@@ -83,6 +83,8 @@ void session__python_setup(struct session *s, struct target *t, __u64 now)
 	if (!err)
 		err = pycode_cache__new(s->bounded, t->pid, &rt.code, &t->py);
 	if (!err)
+		pycode_cache__set_share(t->py, &s->py_share);
+	if (!err)
 		err = launch_probe__set_python(s->lp, t->pid, &rt.config);
 	if (err) {
 		log_warn("pid %d (%s): no Python frames: %s", t->pid, t->comm, pyruntime__strerror(err));

@@ -406,6 +406,7 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	s->bounded = bounded__new();
 	if (!s->bounded)
 		return -ENOMEM;
+	mem_share__init(&s->py_share, PY_SHARE_BYTES);
 	if ((err = target_table__init(&s->tt, s->bounded)) || (err = profile__new(&s->prof)) ||
 	    (o->trace && (err = trace__new(&s->trace))) ||
 	    (err = stack_table__init(&s->stacks, 1u << 20, 512u << 20)) ||

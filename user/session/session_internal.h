@@ -30,9 +30,16 @@
 #include "user/shm/shm_reader.h"
 #include "user/util/blobtab.h"
 #include "user/util/counters.h"
+#include "user/util/mem_share.h"
 #include "user/session/report.h"
 #include "user/session/duty.h"
 
+/*
+ * The names and line tables of every process's code objects, together
+ * (each process's own bound: PYCODE_CACHE_BYTES): past it, a process over
+ * its share reads its objects again rather than hold more (mem_share.h).
+ */
+#define PY_SHARE_BYTES (256ull << 20)
 /* Code objects checked against reuse at once, at most (pycode_cache__check): a few bounded calls. */
 #define PY_CHECK_MAX 1024
 /* ... and at most this often per process. */
@@ -74,6 +81,7 @@ struct session {
 	unsigned nr_win, win_more;
 	__u64 stop_ns;              /* the profile's end, once asked to stop with live rings (0: not yet) */
 	struct bounded *bounded;    /* the loader's one: calls a target could hold (bounded.h) */
+	struct mem_share py_share;  /* what every process's code-object cache holds, together */
 	struct launch_probe *lp;
 	struct join *join;
 	struct profile *prof;

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/* One memory bound shared by many holders (user/util/mem_share.c). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include "user/util/mem_share.h"
+
+/* Within the bound, all together, any holder takes more, however much it holds. */
+static void test_within_the_bound_any_holder_takes_more(void **state)
+{
+	struct mem_share s;
+
+	(void)state;
+	mem_share__init(&s, 1000);
+	mem_share__join(&s);
+	mem_share__join(&s);
+	mem_share__add(&s, 900);
+	assert_true(mem_share__allows(&s, 900, 100));
+	assert_int_equal(mem_share__refused(&s), 0);
+}
+
+/*
+ * Past the bound, the holder over its share (the bound over the holders) is
+ * refused and one under it is not: the one that filled it gives way.
+ */
+static void test_past_the_bound_only_a_holder_within_its_share_takes_more(void **state)
+{
+	struct mem_share s;
+
+	(void)state;
+	mem_share__init(&s, 1000);
+	for (int i = 0; i < 4; i++)
+		mem_share__join(&s);
+	mem_share__add(&s, 950); /* one holder took 950, three hold nothing */
+	assert_false(mem_share__allows(&s, 950, 100));
+	assert_true(mem_share__allows(&s, 0, 100));
+	assert_true(mem_share__allows(&s, 150, 100)); /* 250: its share of 1000 over 4 */
+	assert_false(mem_share__allows(&s, 151, 100));
+	assert_int_equal(mem_share__refused(&s), 2);
+}
+
+/* Holders take and give back; one that leaves gives back what it still held. */
+static void test_a_holder_that_leaves_gives_back_what_it_held(void **state)
+{
+	struct mem_share s;
+
+	(void)state;
+	mem_share__init(&s, 100);
+	mem_share__join(&s);
+	mem_share__join(&s);
+	mem_share__add(&s, 80);
+	mem_share__add(&s, 60);
+	mem_share__add(&s, -20);
+	assert_int_equal(mem_share__bytes(&s), 120);
+	assert_false(mem_share__allows(&s, 60, 1)); /* over 100, and over its 50 */
+	mem_share__leave(&s, 60);
+	assert_int_equal(mem_share__bytes(&s), 60);
+	assert_true(mem_share__allows(&s, 60, 40)); /* alone again, and within 100 */
+	mem_share__leave(&s, 60);
+	assert_int_equal(mem_share__bytes(&s), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_within_the_bound_any_holder_takes_more),
+		cmocka_unit_test(test_past_the_bound_only_a_holder_within_its_share_takes_more),
+		cmocka_unit_test(test_a_holder_that_leaves_gives_back_what_it_held),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -565,6 +565,54 @@ static void test_caches_of_many_processes_share_one_bound(void **state)
 	free(r);
 }
 
+/*
+ * A stack being named keeps each frame's name while it looks up the next
+ * (user/session/stacks.c): between a hold and its release the names stay
+ * valid even when the cache fills and is flushed on the way (here a bound
+ * of two objects, so every walk flushes it). Without the hold they were
+ * freed under the caller: ASan calls that a use after free, and glibc's
+ * free list writes over their first bytes.
+ */
+static void test_names_handed_out_while_held_outlive_a_flush(void **state)
+{
+	struct fixture *f = *state;
+	struct pycode_cache *names, *c;
+	struct resolved *r = calloc(1, sizeof(*r));
+	struct gp_py_frame fr[GP_PY_MAX_FRAMES];
+	const char *kept[GP_PY_MAX_FRAMES];
+	char want[GP_PY_MAX_FRAMES][PYCODE_NAME_MAX];
+	enum gp_py_walk_status st;
+	struct pycode_frame pf;
+	uint32_t n, k = 0;
+
+	NEED_PYTHON(f);
+	assert_non_null(r);
+	assert_int_equal(pycode_cache__new(f->bounded, f->pid, &f->rt.code, &names), 0);
+	walk_resolved(f, f->pid, names, r); /* the thread sleeps in inner() now */
+	assert_int_equal(pyruntime__walk_thread(f->bounded, f->pid, &f->rt.config, f->pid, fr,
+						GP_PY_MAX_FRAMES, &n, &st), 0);
+	assert_int_equal(st, GP_PY_WALK_OK);
+	assert_int_equal(pycode_cache__new(f->bounded, f->pid, &f->rt.code, &c), 0);
+	pycode_cache__set_bytes_max(c, 2 * (strlen(f->path) + 1 + 16 + 64));
+	pycode_cache__hold(c);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t code = fr[i].code & ~GP_PY_FRAME_FLAGS;
+
+		if (fr[i].code == GP_PY_FRAME_SHIM || pycode_cache__lookup(names, code, fr[i].instr, &pf))
+			continue;
+		snprintf(want[k], sizeof(want[k]), "%s", pf.qualname);
+		assert_int_equal(pycode_cache__lookup(c, code, fr[i].instr, &pf), 0);
+		kept[k++] = pf.qualname;
+	}
+	assert_true(k >= 5);
+	for (uint32_t i = 0; i < k; i++)
+		assert_string_equal(kept[i], want[i]);
+	pycode_cache__release(c);
+	pycode_cache__destroy(c);
+	pycode_cache__destroy(names);
+	free(r);
+}
+
 static void test_a_garbage_code_address_is_an_error_not_a_crash(void **state)
 {
 	struct fixture *f = *state;
@@ -622,6 +670,7 @@ int main(void)
 		cmocka_unit_test(test_each_code_object_is_read_once),
 		cmocka_unit_test(test_the_cache_is_bounded_in_bytes),
 		cmocka_unit_test(test_caches_of_many_processes_share_one_bound),
+		cmocka_unit_test(test_names_handed_out_while_held_outlive_a_flush),
 		cmocka_unit_test(test_a_garbage_code_address_is_an_error_not_a_crash),
 		cmocka_unit_test(test_a_wrong_thread_offset_walks_to_no_thread_not_to_garbage),
 	};

@@ -35,6 +35,30 @@ python3 "$ROOT/tests/bpf/stack_check.py" "$WORK/py.pb.gz" python "$ROOT/tests/bp
 	fail "python stacks"
 ok "$("$PY" -V): GPU time under the script's functions, in order, with lines; a native thread's under its waiting caller"
 
+# With each process's code-object cache bounded at one byte it is flushed
+# at every lookup, also while a stack's earlier frames keep their names
+# (held until the profile has them: freed, they came out wrong). Names are
+# read from the live process: a --pid run stopped, its profile written,
+# before the program may end (after its exit, only cached objects can be named).
+LD_LIBRARY_PATH="$B/stub" CUDA_INJECTION64_PATH="$SHIM" GP_PY_GO="$WORK/fgo" GP_PY_DONE="$WORK/fdone" \
+	PYPROG_NATIVE_LIB="$PROGS/libgp_nofp_a.so" "$PY" "$ROOT/tests/bpf/pyprog.py" $N >"$WORK/outf" 2>&1 &
+P=$!; PIDS+=($P)
+GPUPROBE_TEST_PY_CACHE_BYTES=1 "$LOADER" -v -o "$WORK/pyflush.pb.gz" --pid $P 2>"$WORK/errf" &
+L=$!; PIDS+=($L)
+wait_line "$WORK/errf" "CPython 3" 60 || fail "flushed cache: the loader did not find CPython: $(grep -v '^libbpf\|^counters' "$WORK/errf")"
+touch "$WORK/fgo"
+joined_flushed() { [ "$(field joined "$WORK/errf")" -ge $((3 * N)) ] 2>/dev/null; }
+wait_until 60 joined_flushed || fail "flushed cache: not every launch joined in 60 s: $(grep '^counters' "$WORK/errf" | tail -1)"
+kill -INT $L
+wait_exit $L 60 || fail "flushed cache: loader failed: $(grep -v '^libbpf\|^counters\|^loader' "$WORK/errf" | tail -5)"
+touch "$WORK/fdone"
+wait $P || fail "flushed cache: the program failed: $(cat "$WORK/outf")"
+grep "^counters" "$WORK/errf" | tail -1 | grep -q " python_unresolved=0 " ||
+	fail "flushed cache: frames not named: $(grep counters "$WORK/errf" | tail -1)"
+python3 "$ROOT/tests/bpf/stack_check.py" "$WORK/pyflush.pb.gz" python "$ROOT/tests/bpf/pyprog.py" $N ||
+	fail "python stacks, the cache flushed at every lookup"
+ok "a code-object cache flushed at every lookup names every frame of a stack right"
+
 # Several Python threads (the walk steps over the others' thread states to
 # find each launching thread's own) and a recursion deeper than the walk copies.
 run_py "$WORK/thr.pb.gz" 350 "$ROOT/tests/bpf/pythreads.py" 50 6 100

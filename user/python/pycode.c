@@ -28,6 +28,8 @@
 #define PYCODE_UNICODE_HEADER_MAX 128
 #define PYCODE_SIG_DATA 32     /* bytes of a name's characters in its signature */
 #define PYCODE_OLD_MAX 1024    /* replaced objects' entries kept for older stacks */
+/* Flushes while held (pycode_cache__hold): one a lookup at most, a stack has 64 Python frames. */
+#define PYCODE_RETIRED_MAX 128
 
 /* ---------------------------------------------------------------- remote objects */
 
@@ -59,6 +61,12 @@ struct pycode_cache {
 	size_t bytes; /* what the slots' entries hold (entry__bytes): at most bytes_max */
 	size_t bytes_max; /* PYCODE_CACHE_BYTES (tests set less) */
 	struct mem_share *share; /* the bound all processes' caches share (NULL: none) */
+	unsigned holds; /* pycode_cache__hold calls not yet released */
+	struct retired {
+		struct pycode_entry *slots; /* a flushed table, freed at the last release */
+		size_t cap;
+	} retired[PYCODE_RETIRED_MAX];
+	size_t nretired;
 	unsigned long hits, misses;
 	struct pycode_entry *old;  /* replaced objects' entries, a ring of PYCODE_OLD_MAX */
 	size_t old_n, old_next;
@@ -324,6 +332,23 @@ int pycode_cache__new(struct bounded *b, pid_t pid, const struct pycode_layout *
 	return 0;
 }
 
+/* Frees a table of slots and every entry in it. */
+static void slots__free(struct pycode_entry *slots, size_t cap)
+{
+	for (size_t i = 0; i < cap; i++)
+		if (slots[i].code)
+			entry__clear(&slots[i]);
+	free(slots);
+}
+
+/* Frees the tables flushed while held. */
+static void retired__free(struct pycode_cache *c)
+{
+	for (size_t i = 0; i < c->nretired; i++)
+		slots__free(c->retired[i].slots, c->retired[i].cap);
+	c->nretired = 0;
+}
+
 void pycode_cache__destroy(struct pycode_cache *c)
 {
 	size_t i;
@@ -332,13 +357,11 @@ void pycode_cache__destroy(struct pycode_cache *c)
 		return;
 	if (c->share)
 		mem_share__leave(c->share, c->bytes);
-	for (i = 0; i < c->cap; i++)
-		if (c->slots[i].code)
-			entry__clear(&c->slots[i]);
+	slots__free(c->slots, c->cap);
+	retired__free(c);
 	for (i = 0; i < c->old_n; i++)
 		entry__clear(&c->old[i]);
 	free(c->old);
-	free(c->slots);
 	free(c);
 }
 
@@ -367,13 +390,26 @@ static void cache__account(struct pycode_cache *c, long delta)
 		mem_share__add(c->share, delta);
 }
 
+/*
+ * Empties the cache. While held, the names handed out must stay: the table
+ * is set aside whole, for the last release to free (and when that cannot
+ * be, the cache is not emptied: over its bound until the release).
+ */
 static void cache__flush(struct pycode_cache *c)
 {
-	size_t i;
+	if (c->holds) {
+		struct pycode_entry *fresh;
 
-	for (i = 0; i < c->cap; i++)
-		if (c->slots[i].code)
-			entry__clear(&c->slots[i]);
+		if (c->nretired == PYCODE_RETIRED_MAX || !(fresh = calloc(64, sizeof(*fresh))))
+			return;
+		c->retired[c->nretired++] = (struct retired){ .slots = c->slots, .cap = c->cap };
+		c->slots = fresh;
+		c->cap = 64;
+	} else {
+		for (size_t i = 0; i < c->cap; i++)
+			if (c->slots[i].code)
+				entry__clear(&c->slots[i]);
+	}
 	c->count = 0;
 	cache__account(c, -(long)c->bytes);
 }
@@ -503,6 +539,19 @@ void pycode_cache__set_share(struct pycode_cache *c, struct mem_share *share)
 size_t pycode_cache__bytes(const struct pycode_cache *c)
 {
 	return c->bytes;
+}
+
+void pycode_cache__hold(struct pycode_cache *c)
+{
+	if (c)
+		c->holds++;
+}
+
+void pycode_cache__release(struct pycode_cache *c)
+{
+	if (!c || !c->holds || --c->holds)
+		return;
+	retired__free(c);
 }
 
 int pycode_cache__lookup_at(struct pycode_cache *c, uint64_t code, uint64_t instr, uint32_t epoch,

@@ -78,11 +78,20 @@ void pycode_cache__set_share(struct pycode_cache *c, struct mem_share *share);
 /* The names and line tables it holds, bytes. */
 size_t pycode_cache__bytes(const struct pycode_cache *c);
 /*
+ * Between a hold and its release (they nest; NULL is none), the strings
+ * lookups hand out stay valid whatever the lookups in between do: a cache
+ * that fills meanwhile sets its entries aside, freed at the last release.
+ * A caller keeping several frames' names (a stack being named) holds.
+ */
+void pycode_cache__hold(struct pycode_cache *c);
+void pycode_cache__release(struct pycode_cache *c);
+/*
  * Resolves code (a gp_py_frame.code without its flag bits) at instr (the
  * gp_py_frame.instr of the same record). Each code object is read once; the
- * strings stay valid until the cache is destroyed or flushed: it is flushed
- * whole when PYCODE_CACHE_MAX objects, or PYCODE_CACHE_BYTES of names and
- * line tables, are held and a new one arrives.
+ * strings stay valid until the cache is destroyed or flushed (or, held,
+ * until the release): it is flushed whole when PYCODE_CACHE_MAX objects,
+ * or PYCODE_CACHE_BYTES of names and line tables, are held and a new one
+ * arrives, or past its share of the bound all caches share.
  * -EFAULT: unreadable; -EINVAL: not a code object or malformed fields.
  */
 int pycode_cache__lookup(struct pycode_cache *c, uint64_t code, uint64_t instr,

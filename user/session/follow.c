@@ -6,6 +6,7 @@
  * gone, with what they counted kept for the report.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "user/session/session_internal.h"
@@ -16,6 +17,23 @@
 #define PY_RETRY_NS (50 * NS_PER_MS) /* in effect: every tick */
 /* Detections that found a half-started interpreter before it is given up. */
 #define PY_MAX_TRIES 40
+
+/*
+ * For tests: GPUPROBE_TEST_PY_CACHE_BYTES=N bounds each process's
+ * code-object cache at N bytes (1: it fills at every lookup), so that a
+ * stack's names are looked up across flushes. 0: the default.
+ */
+static size_t py_cache_bytes(void)
+{
+	const char *e = getenv("GPUPROBE_TEST_PY_CACHE_BYTES");
+	char *end;
+	unsigned long long v;
+
+	if (!e || !*e)
+		return 0;
+	v = strtoull(e, &end, 10);
+	return *end ? 0 : (size_t)v;
+}
 
 struct target *session__target(struct session *s, pid_t pid)
 {
@@ -84,6 +102,8 @@ void session__python_setup(struct session *s, struct target *t, __u64 now)
 		err = pycode_cache__new(s->bounded, t->pid, &rt.code, &t->py);
 	if (!err)
 		pycode_cache__set_share(t->py, &s->py_share);
+	if (!err && py_cache_bytes())
+		pycode_cache__set_bytes_max(t->py, py_cache_bytes());
 	if (!err)
 		err = launch_probe__set_python(s->lp, t->pid, &rt.config);
 	if (err) {

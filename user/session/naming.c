@@ -32,8 +32,11 @@ static void resolve_stack(struct session *s, struct target *t, __u32 stack_id,
 		session__declare_proc(s, t);
 		t->comm_declared = true;
 	}
+	/* rs keeps the Python names it looks up until the profile has copied them. */
+	pycode_cache__hold(t ? t->py : NULL);
 	raw_stack__resolve(t, raw, rs, &s->stack_stats);
 	profile__set_stack(s->prof, stack_id, rs->f, rs->n, rs->truncated);
+	pycode_cache__release(t ? t->py : NULL);
 }
 
 /*

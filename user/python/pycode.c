@@ -30,6 +30,7 @@
 #define PYCODE_OLD_MAX 1024    /* replaced objects' entries kept for older stacks */
 /* Flushes while held (pycode_cache__hold): one a lookup at most, a stack has 64 Python frames. */
 #define PYCODE_RETIRED_MAX 128
+#define PYCODE_FIRST_CAP 64 /* slots of a new (or newly emptied while held) table */
 
 /* ---------------------------------------------------------------- remote objects */
 
@@ -317,7 +318,7 @@ int pycode_cache__new(struct bounded *b, pid_t pid, const struct pycode_layout *
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->cap = 64;
+	c->cap = PYCODE_FIRST_CAP;
 	c->slots = calloc(c->cap, sizeof(*c->slots));
 	if (!c->slots) {
 		free(c);
@@ -332,12 +333,18 @@ int pycode_cache__new(struct bounded *b, pid_t pid, const struct pycode_layout *
 	return 0;
 }
 
-/* Frees a table of slots and every entry in it. */
-static void slots__free(struct pycode_entry *slots, size_t cap)
+/* Frees every entry of a table of slots. */
+static void slots__clear(struct pycode_entry *slots, size_t cap)
 {
 	for (size_t i = 0; i < cap; i++)
 		if (slots[i].code)
 			entry__clear(&slots[i]);
+}
+
+/* Frees a table of slots and every entry in it. */
+static void slots__free(struct pycode_entry *slots, size_t cap)
+{
+	slots__clear(slots, cap);
 	free(slots);
 }
 
@@ -400,15 +407,14 @@ static void cache__flush(struct pycode_cache *c)
 	if (c->holds) {
 		struct pycode_entry *fresh;
 
-		if (c->nretired == PYCODE_RETIRED_MAX || !(fresh = calloc(64, sizeof(*fresh))))
+		if (c->nretired == PYCODE_RETIRED_MAX ||
+		    !(fresh = calloc(PYCODE_FIRST_CAP, sizeof(*fresh))))
 			return;
 		c->retired[c->nretired++] = (struct retired){ .slots = c->slots, .cap = c->cap };
 		c->slots = fresh;
-		c->cap = 64;
+		c->cap = PYCODE_FIRST_CAP;
 	} else {
-		for (size_t i = 0; i < c->cap; i++)
-			if (c->slots[i].code)
-				entry__clear(&c->slots[i]);
+		slots__clear(c->slots, c->cap);
 	}
 	c->count = 0;
 	cache__account(c, -(long)c->bytes);

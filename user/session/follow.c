@@ -71,6 +71,7 @@ struct target *session__target(struct session *s, pid_t pid)
 void session__python_setup(struct session *s, struct target *t, __u64 now)
 {
 	struct pyruntime rt;
+	size_t bytes_max;
 	int err;
 
 	if (t->py_done || now < t->py_next_try_ns)
@@ -102,8 +103,8 @@ void session__python_setup(struct session *s, struct target *t, __u64 now)
 		err = pycode_cache__new(s->bounded, t->pid, &rt.code, &t->py);
 	if (!err)
 		pycode_cache__set_share(t->py, &s->py_share);
-	if (!err && py_cache_bytes())
-		pycode_cache__set_bytes_max(t->py, py_cache_bytes());
+	if (!err && (bytes_max = py_cache_bytes()))
+		pycode_cache__set_bytes_max(t->py, bytes_max);
 	if (!err)
 		err = launch_probe__set_python(s->lp, t->pid, &rt.config);
 	if (err) {

@@ -46,6 +46,10 @@ P=$!; PIDS+=($P)
 GPUPROBE_TEST_PY_CACHE_BYTES=1 "$LOADER" -v -o "$WORK/pyflush.pb.gz" --pid $P 2>"$WORK/errf" &
 L=$!; PIDS+=($L)
 wait_line "$WORK/errf" "CPython 3" 60 || fail "flushed cache: the loader did not find CPython: $(grep -v '^libbpf\|^counters' "$WORK/errf")"
+# go once the shim records too (its ring's header says so): it switches on
+# at its next look for a reader, which may come after the loader found CPython
+recording_flushed() { python3 "$ROOT/tests/bpf/shm_peek.py" $P | grep -q " recording=1 "; }
+wait_until 60 recording_flushed || fail "flushed cache: the shim did not record in 60 s: $(python3 "$ROOT/tests/bpf/shm_peek.py" $P)"
 touch "$WORK/fgo"
 joined_flushed() { [ "$(field joined "$WORK/errf")" -ge $((3 * N)) ] 2>/dev/null; }
 wait_until 60 joined_flushed || fail "flushed cache: not every launch joined in 60 s: $(grep '^counters' "$WORK/errf" | tail -1)"

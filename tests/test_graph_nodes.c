@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include "user/join/graph_nodes.h"
+#include "user/util/mem_share.h"
 
 /* Node ids as the driver makes them: the graph's id above, the index below. */
 #define NODE(graph, i) (((__u64)(graph) << 32) | (i))
@@ -125,6 +126,49 @@ static void test_nodes_no_call_takes_are_bounded_and_counted(void **state)
 	assert_int_equal(site_of(gn, NODE(1, GRAPH_PENDING_MAX)), 77);
 	assert_int_equal(site_of(gn, NODE(1, 0)), 0);
 	graph_nodes__destroy(gn);
+}
+
+/* Adds n nodes of graph g made by thread 1; returns how many were held. */
+static unsigned add_nodes(struct graph_nodes *gn, __u32 g, unsigned n)
+{
+	struct graph_nodes_stats before, after;
+
+	graph_nodes__stats(gn, &before);
+	for (unsigned i = 0; i < n; i++)
+		graph_nodes__add(gn, NODE(g, i), 0, 1, 10 + i);
+	graph_nodes__stats(gn, &after);
+	return (unsigned)(after.nodes - before.nodes);
+}
+
+/*
+ * Many processes' nodes under one bound (ten nodes' worth): the first fills
+ * it alone; once a second joins, the first, over its share (half), holds no
+ * more, while the second takes its share and no more. Each process's
+ * refusals are its own, and the bound's ledger returns to zero as they go.
+ */
+static void test_many_processes_nodes_share_one_bound(void **state)
+{
+	struct graph_nodes *a = fresh(), *b = fresh();
+	struct graph_nodes_stats st;
+	struct mem_share share;
+
+	mem_share__init(&share, 10 * GRAPH_NODE_BYTES);
+	graph_nodes__set_share(a, &share);
+	assert_int_equal(add_nodes(a, 1, 10), 10);
+	graph_nodes__set_share(b, &share);
+	assert_int_equal(add_nodes(a, 2, 3), 0);
+	assert_int_equal(add_nodes(b, 1, 8), 5);
+	graph_nodes__stats(b, &st);
+	assert_int_equal(st.refused, 3);
+	assert_int_equal(mem_share__bytes(&share), 15 * GRAPH_NODE_BYTES);
+	assert_int_equal(mem_share__refused(&share), 6);
+	graph_nodes__destroy(a);
+	assert_int_equal(mem_share__bytes(&share), 5 * GRAPH_NODE_BYTES);
+	/* Alone again and within the bound: it may grow. */
+	assert_int_equal(add_nodes(b, 2, 5), 5);
+	graph_nodes__destroy(b);
+	assert_int_equal(mem_share__bytes(&share), 0);
+	assert_int_equal(share.holders, 0);
 }
 
 /*
@@ -492,6 +536,7 @@ int main(void)
 		cmocka_unit_test(test_a_call_of_another_thread_or_time_binds_nothing),
 		cmocka_unit_test(test_hostile_ids_are_refused_and_a_clone_loop_ends),
 		cmocka_unit_test(test_nodes_no_call_takes_are_bounded_and_counted),
+		cmocka_unit_test(test_many_processes_nodes_share_one_bound),
 		cmocka_unit_test(test_sites_are_renumbered_with_the_stack_table),
 		cmocka_unit_test(test_a_large_graph_instantiated_before_its_calls_pair_binds_whole),
 		cmocka_unit_test(test_a_node_no_call_takes_is_given_up_in_time),

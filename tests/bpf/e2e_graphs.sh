@@ -51,3 +51,16 @@ $SC "$WORK/n.pb.gz" chain g_one $((2 * N)) replay_loop main || fail "g_one witho
 [ "$(field under_capture "$WORK/n.err")" = 0 ] && [ "$(field node_unknown "$WORK/n.err")" = $((3 * N + M)) ] ||
 	{ grep "^counters:" "$WORK/n.err" | tail -1; fail "counters without node records"; }
 ok "without node records: the replay's stack, $((3 * N + M)) counted node_unknown"
+
+# Graph nodes under the bound all processes share (here two nodes' worth,
+# GPUPROBE_TEST_GRAPH_SHARE_BYTES): the nodes past it are not held, counted
+# graph_nodes_over_share; their replays keep the replay's stack, and no
+# kernel is lost.
+run "$WORK/s.pb.gz" "$WORK/s.err" GPUPROBE_TEST_GRAPH_SHARE_BYTES=256
+over=$(field graph_nodes_over_share "$WORK/s.err") under=$(field under_capture "$WORK/s.err")
+[ "${over:-0}" -gt 0 ] && [ "${under:-0}" -lt $((3 * N + M)) ] &&
+	[ "$(field graph_activities "$WORK/s.err")" = $((3 * N + M)) ] &&
+	[ "$(field unattributed "$WORK/s.err")" = 0 ] ||
+	{ grep "^counters:" "$WORK/s.err" | tail -1; fail "graph nodes past the shared bound"; }
+$SC "$WORK/s.pb.gz" chain g_two $M replay_loop main || fail "g_two past the shared bound"
+ok "graph nodes past the shared bound: $over refused (graph_nodes_over_share), $under of $((3 * N + M)) replays under capture, none lost"

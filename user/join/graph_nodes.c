@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/util/grow.h"
+#include "user/util/mem_share.h"
 #include "user/util/u64map.h"
 
 /* Calls between two sweeps for nodes no call will take, at least (pending__sweep). */
@@ -49,6 +50,8 @@ struct graph_nodes {
 	__u64 *scratch;         /* times of the waiting, sorted when the list is full (made then) */
 	__u64 swept_at;         /* the call time of the last sweep (pending__sweep) */
 	__u32 calls_since_sweep;
+	struct mem_share *share; /* the bound all processes' nodes share (NULL: none) */
+	size_t counted;          /* what this process counts against it */
 	struct graph_nodes_stats st;
 };
 
@@ -73,6 +76,8 @@ void graph_nodes__destroy(struct graph_nodes *gn)
 {
 	if (!gn)
 		return;
+	if (gn->share)
+		mem_share__leave(gn->share, gn->counted);
 	u64map__fini(&gn->by_node);
 	u64map__fini(&gn->by_exec);
 	for (size_t i = 0; i < gn->nlayouts; i++)
@@ -231,12 +236,35 @@ static void made__to_clone(struct graph_nodes *gn, __u64 idx, __u64 orig)
 	n->orig = orig;
 }
 
+void graph_nodes__set_share(struct graph_nodes *gn, struct mem_share *share)
+{
+	if (gn->share || !share)
+		return;
+	gn->share = share;
+	mem_share__join(share);
+	mem_share__add(share, (long)gn->counted);
+}
+
+/* Whether the shared bound lets this process hold bytes more (a refusal is the share's count). */
+static bool share__allows(struct graph_nodes *gn, size_t bytes)
+{
+	return !gn->share || mem_share__allows(gn->share, gn->counted, bytes);
+}
+
+/* This process holds bytes more. */
+static void share__count(struct graph_nodes *gn, size_t bytes)
+{
+	gn->counted += bytes;
+	if (gn->share)
+		mem_share__add(gn->share, (long)bytes);
+}
+
 /* A node not held, made a new entry (zero but its ids); NULL when the table is full. */
 static struct gnode *node__insert(struct graph_nodes *gn, __u64 node, __u64 orig)
 {
 	struct gnode *n;
 
-	if (gn->len >= GRAPH_NODES_MAX)
+	if (gn->len >= GRAPH_NODES_MAX || !share__allows(gn, GRAPH_NODE_BYTES))
 		return NULL;
 	n = grow__array(gn->n, &gn->cap, gn->len + 1, sizeof(*n), 64);
 	if (!n)
@@ -245,6 +273,7 @@ static struct gnode *node__insert(struct graph_nodes *gn, __u64 node, __u64 orig
 	if (u64map__put(&gn->by_node, node, gn->len))
 		return NULL;
 	gn->n[gn->len] = (struct gnode){ .node = node, .orig = orig };
+	share__count(gn, GRAPH_NODE_BYTES);
 	return &gn->n[gn->len++];
 }
 
@@ -451,8 +480,9 @@ void graph_nodes__update(struct graph_nodes *gn, __u64 exec_node, __u64 from, __
 		return;
 	}
 	n = &gn->n[at];
-	if (!n->hist && gn->nhists < GRAPH_UPDATED_MAX &&
+	if (!n->hist && gn->nhists < GRAPH_UPDATED_MAX && share__allows(gn, GRAPH_HISTORY_BYTES) &&
 	    (h = grow__array_zeroed(gn->hists, &gn->hists_cap, gn->nhists + 1, sizeof(*h), 16))) {
+		share__count(gn, GRAPH_HISTORY_BYTES);
 		gn->hists = h;
 		n->hist = (__u32)++gn->nhists;
 	}

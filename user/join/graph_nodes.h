@@ -58,6 +58,13 @@
  * their sources), at most. */
 #define GRAPH_LAYOUT_GRAPHS 256u
 #define GRAPH_LAYOUT_NODES 65536u
+/*
+ * What a node and an updated node's history are counted as against a
+ * shared bound (graph_nodes__set_share): the entry, its map slots and the
+ * arrays' room to grow. A process at its own bounds counts about 40 MiB.
+ */
+#define GRAPH_NODE_BYTES 128u
+#define GRAPH_HISTORY_BYTES 256u
 
 struct graph_nodes_stats {
 	__u64 nodes;        /* made and cloned, held */
@@ -76,9 +83,17 @@ struct graph_nodes_stats {
 };
 
 struct graph_nodes;
+struct mem_share;
 
 int graph_nodes__new(struct graph_nodes **ret);
-void graph_nodes__destroy(struct graph_nodes *gn); /* NULL-safe */
+void graph_nodes__destroy(struct graph_nodes *gn); /* NULL-safe; leaves its share */
+/*
+ * Joins the bound all processes' graph nodes share (user/util/mem_share.h),
+ * once: past it, a process over its share holds no new node or history
+ * (counted refused and history_lost, as at its own bounds), and the others
+ * keep theirs. share must outlive gn.
+ */
+void graph_nodes__set_share(struct graph_nodes *gn, struct mem_share *share);
 /*
  * A node made by thread tid at ts (orig 0), or cloned from orig (a node
  * held as made and not bound becomes that clone: instantiation reports

@@ -13,6 +13,7 @@
 #include "user/python/pyruntime.h"
 #include "user/python/pycode.h"
 #include "user/util/log.h"
+#include "user/util/test_env.h"
 
 #define PY_RETRY_NS (50 * NS_PER_MS) /* in effect: every tick */
 /* Detections that found a half-started interpreter before it is given up. */
@@ -23,17 +24,7 @@
  * code-object cache at N bytes (1: it fills at every lookup), so that a
  * stack's names are looked up across flushes. 0: the default.
  */
-static size_t py_cache_bytes(void)
-{
-	const char *e = getenv("GPUPROBE_TEST_PY_CACHE_BYTES");
-	char *end;
-	unsigned long long v;
-
-	if (!e || !*e)
-		return 0;
-	v = strtoull(e, &end, 10);
-	return *end ? 0 : (size_t)v;
-}
+#define PY_CACHE_BYTES_ENV "GPUPROBE_TEST_PY_CACHE_BYTES"
 
 struct target *session__target(struct session *s, pid_t pid)
 {
@@ -103,7 +94,7 @@ void session__python_setup(struct session *s, struct target *t, __u64 now)
 		err = pycode_cache__new(s->bounded, t->pid, &rt.code, &t->py);
 	if (!err)
 		pycode_cache__set_share(t->py, &s->py_share);
-	if (!err && (bytes_max = py_cache_bytes()))
+	if (!err && (bytes_max = test_env__bytes(PY_CACHE_BYTES_ENV)))
 		pycode_cache__set_bytes_max(t->py, bytes_max);
 	if (!err)
 		err = launch_probe__set_python(s->lp, t->pid, &rt.config);

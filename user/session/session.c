@@ -22,6 +22,7 @@
 #include "user/session/preflight.h"
 #include "user/util/bounded.h"
 #include "user/util/log.h"
+#include "user/util/test_env.h"
 
 /* libcuda files are looked for in every target's maps this often. */
 #define SCAN_NS (2 * NS_PER_S)
@@ -395,6 +396,14 @@ static int setup_targets(struct session *s)
 	}
 }
 
+/* GRAPH_SHARE_BYTES, or for tests GPUPROBE_TEST_GRAPH_SHARE_BYTES (a bound a test can reach). */
+static size_t graph_share_bytes(void)
+{
+	size_t b = test_env__bytes("GPUPROBE_TEST_GRAPH_SHARE_BYTES");
+
+	return b ? b : GRAPH_SHARE_BYTES;
+}
+
 static int session__init(struct session *s, const struct gp_opts *o)
 {
 	struct join_opts jo = { 0 };
@@ -407,6 +416,7 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	if (!s->bounded)
 		return -ENOMEM;
 	mem_share__init(&s->py_share, PY_SHARE_BYTES);
+	mem_share__init(&s->graph_share, graph_share_bytes());
 	if ((err = target_table__init(&s->tt, s->bounded)) || (err = profile__new(&s->prof)) ||
 	    (o->trace && (err = trace__new(&s->trace))) ||
 	    (err = stack_table__init(&s->stacks, 1u << 20, 512u << 20)) ||

@@ -40,6 +40,12 @@
  * its share reads its objects again rather than hold more (mem_share.h).
  */
 #define PY_SHARE_BYTES (256ull << 20)
+/*
+ * Every process's CUDA-graph nodes, together, as graph_nodes.h counts them
+ * (each process's own bounds: about 40 MiB): past it, a process over its
+ * share holds no new node.
+ */
+#define GRAPH_SHARE_BYTES (256ull << 20)
 /* Code objects checked against reuse at once, at most (pycode_cache__check): a few bounded calls. */
 #define PY_CHECK_MAX 1024
 /* ... and at most this often per process. */
@@ -82,6 +88,7 @@ struct session {
 	__u64 stop_ns;              /* the profile's end, once asked to stop with live rings (0: not yet) */
 	struct bounded *bounded;    /* the loader's one: calls a target could hold (bounded.h) */
 	struct mem_share py_share;  /* what every process's code-object cache holds, together */
+	struct mem_share graph_share; /* what every process's graph nodes hold, together */
 	struct launch_probe *lp;
 	struct join *join;
 	struct profile *prof;

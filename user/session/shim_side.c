@@ -69,6 +69,7 @@ static void graph_node(struct session *s, struct target *t, const struct gp_reco
 			s->graphs_gone.refused++;
 			return;
 		}
+		graph_nodes__set_share(t->graphs, &s->graph_share);
 		s->graph_targets++;
 	}
 	if (r->graph.event == GP_GRAPH_NODE_UPDATED)

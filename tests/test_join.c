@@ -104,6 +104,30 @@ static void test_driver_records_join_the_launch_that_precedes_them_per_thread(vo
 	join__destroy(j);
 }
 
+/*
+ * Two matched calls of one correlation id (CUPTI gives each call its own:
+ * a shim or ring that repeats one): counted; the activity goes to one of
+ * them, once.
+ */
+static void test_a_correlation_id_two_calls_hold_is_counted(void **state)
+{
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+	struct join_counters c;
+
+	launch(j, 1, 1000, 10);
+	launch(j, 1, 1100, 11);
+	api(j, 1, 1001, 1005, 500, JOIN_DOMAIN_DRIVER);
+	api(j, 1, 1101, 1105, 500, JOIN_DOMAIN_DRIVER);
+	kernel(j, 500, 1);
+	join__advance(j, 1000 * MS, 1);
+	join__counters(j, &c);
+	assert_int_equal(c.corr_reused, 1);
+	assert_int_equal(k.n, 1);
+	assert_true(find(&k, 1)->site == 10 || find(&k, 1)->site == 11);
+	join__destroy(j);
+}
+
 static void test_a_kernel_arriving_before_its_api_record_waits_for_it(void **state)
 {
 	struct sink k;
@@ -1078,6 +1102,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_driver_records_join_the_launch_that_precedes_them_per_thread),
+		cmocka_unit_test(test_a_correlation_id_two_calls_hold_is_counted),
 		cmocka_unit_test(test_a_kernel_arriving_before_its_api_record_waits_for_it),
 		cmocka_unit_test(test_a_graph_launch_gives_all_its_kernels_to_one_site),
 		cmocka_unit_test(test_a_lost_launch_event_is_counted_and_the_rest_resynchronise),

@@ -32,6 +32,8 @@
 #include "user/proc/proc.h"
 #include "user/proc/proc_internal.h"
 #include "user/space/space.h"
+#include "user/space/space_internal.h"
+#include "user/util/mem_share.h"
 #include "user/symbolize/symbolize.h"
 #include "user/util/bounded.h"
 #include "user/util/clock.h"
@@ -101,6 +103,38 @@ static void test_function_of_this_binary_is_named_with_build_id(void **state)
 	assert_int_equal(f.addr, vaddr_in_exe((void *)addr));
 	assert_non_null(strstr(f.file, "test_symbolize"));
 	space_gen__destroy(sp);
+	space_caches__destroy(s);
+}
+
+/*
+ * Every process's maps under one bound (here a map and a half of this
+ * process's): the first generation alone within it opens; a second, whose
+ * share is half the bound, is refused and counted, naming nothing; once the
+ * first goes, the second opens, and the ledger returns to zero.
+ */
+static void test_many_processes_maps_share_one_bound(void **state)
+{
+	struct bounded *bounded = *state;
+	struct space_caches *s = caches(bounded);
+	struct space_gen *a, *b;
+	size_t one;
+
+	assert_non_null(s);
+	assert_int_equal(space_gen__open(s, bounded, getpid(), "/", &a), 0);
+	one = mem_share__bytes(space_caches__maps_share(s));
+	assert_true(one > 0);
+	space_gen__destroy(a);
+	assert_int_equal(mem_share__bytes(space_caches__maps_share(s)), 0);
+	space_caches__set_maps_bound(s, one + one / 2);
+	assert_int_equal(space_gen__open(s, bounded, getpid(), "/", &a), 0);
+	assert_int_equal(space_gen__open(s, bounded, getpid(), "/", &b), -ENOSPC);
+	assert_int_equal(space_caches__maps_refused(s), 1);
+	assert_int_equal(mem_share__bytes(space_caches__maps_share(s)), one);
+	space_gen__destroy(a);
+	assert_int_equal(space_gen__open(s, bounded, getpid(), "/", &b), 0);
+	space_gen__destroy(b);
+	assert_int_equal(mem_share__bytes(space_caches__maps_share(s)), 0);
+	assert_int_equal(space_caches__maps_share(s)->holders, 0);
 	space_caches__destroy(s);
 }
 
@@ -907,6 +941,37 @@ static void test_proc_maps_keep_executable_mappings_with_their_kinds(void **stat
 	proc_maps__destroy(pm);
 }
 
+/*
+ * A process chooses how much text its maps are (mappings by the thousand,
+ * paths of PATH_MAX): the table keeps the executable mappings' paths only,
+ * and says what it holds.
+ */
+static void test_proc_maps_hold_only_the_executable_mappings_paths(void **state)
+{
+	enum { LINES = 2000, PATH_LEN = 1000 };
+	size_t cap = (size_t)LINES * (PATH_LEN + 128), len = 0;
+	char *text = malloc(cap), *name = malloc(PATH_LEN + 1);
+	struct proc_maps *pm;
+
+	assert_non_null(text);
+	assert_non_null(name);
+	memset(name, 'p', PATH_LEN);
+	name[0] = '/';
+	name[PATH_LEN] = '\0';
+	for (int i = 0; i < LINES; i++)
+		len += (size_t)snprintf(text + len, cap - len, "%x000-%x000 %s 00000000 fd:01 %d %s\n",
+					0x10000 + 2 * i, 0x10001 + 2 * i, i ? "rw-p" : "r-xp", i + 1,
+					name);
+	assert_int_equal(proc_maps__parse(text, len, &pm), 0);
+	assert_int_equal(proc_maps__count(pm), 1);
+	assert_string_equal(proc_maps__at(pm, 0)->path, name);
+	assert_true(proc_maps__bytes(pm) >= PATH_LEN);
+	assert_true(proc_maps__bytes(pm) < 64 * 1024); /* the text was 2 MB */
+	proc_maps__destroy(pm);
+	free(text);
+	free(name);
+}
+
 static void test_cxx_names_are_demangled_and_others_pass_through(void **state)
 {
 	char *out;
@@ -989,6 +1054,8 @@ int main(void)
 		cmocka_unit_test(test_names_of_a_file_truncated_after_loading_are_not_found),
 		cmocka_unit_test(test_exported_names_are_found_through_the_hash_table_and_a_lying_one_is_survived),
 		cmocka_unit_test(test_proc_maps_keep_executable_mappings_with_their_kinds),
+		cmocka_unit_test(test_proc_maps_hold_only_the_executable_mappings_paths),
+		cmocka_unit_test(test_many_processes_maps_share_one_bound),
 		cmocka_unit_test(test_cxx_names_are_demangled_and_others_pass_through),
 	};
 

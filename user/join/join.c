@@ -716,6 +716,8 @@ static void corr_add(struct join *j, struct jproc *p, const struct jcorr *c_in)
 	struct jcorr cc = *c_in, *c = &cc;
 
 	cc.seen = u64map__get(&p->pending_head, cc.corr, NULL);
+	if (u64map__get(&p->corr_idx, cc.corr, NULL))
+		j->c.corr_reused++;
 	if (p->corrs.len == p->corrs.max) {
 		corr_drop_front(j, p);
 		j->c.corr_evicted++;

@@ -147,6 +147,9 @@ struct join_counters {
 	__u64 api_disordered;          /* API records left where they came: the process's budget of
 					  steps to order them was spent (a hostile ring) */
 	__u64 corr_evicted;
+	__u64 corr_reused;             /* matched calls whose correlation id a held call already had:
+					  its activity goes to one of them, the other is left
+					  without (a diagnostic: CUPTI gives each call its own id) */
 	__u64 budget_refused;          /* allocations refused: the join past max_bytes, the process past
 					  its share (what they were for counted at its own bound too) */
 };

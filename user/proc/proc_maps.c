@@ -398,7 +398,8 @@ struct proc_maps {
 	size_t n;
 	size_t cap;
 	size_t dropped;
-	char *text; /* the file's text: the paths point into it, each ended in place */
+	char *text; /* the executable mappings' paths (at first the file's text, ended in place) */
+	size_t bytes; /* what the table holds */
 };
 
 /* Its kind from its path, which is ended in place (without " (deleted)"). */
@@ -482,6 +483,39 @@ static void proc_maps__sort(struct proc_maps *pm)
 	pm->n = k;
 }
 
+/*
+ * Keeps only the executable mappings' paths: the text of a process's maps is
+ * mostly its other mappings (and a process chooses how much of it there is).
+ */
+static int proc_maps__compact(struct proc_maps *pm)
+{
+	size_t need = 1, at = 1;
+	char *paths;
+
+	for (size_t i = 0; i < pm->n; i++)
+		need += *pm->maps[i].path ? strlen(pm->maps[i].path) + 1 : 0;
+	paths = malloc(need);
+	if (!paths)
+		return -ENOMEM;
+	paths[0] = '\0'; /* every empty path */
+	for (size_t i = 0; i < pm->n; i++) {
+		struct proc_map *m = &pm->maps[i];
+		size_t n = strlen(m->path);
+
+		if (!n) {
+			m->path = paths;
+			continue;
+		}
+		memcpy(paths + at, m->path, n + 1);
+		m->path = paths + at;
+		at += n + 1;
+	}
+	free(pm->text);
+	pm->text = paths;
+	pm->bytes = sizeof(*pm) + need + pm->cap * sizeof(*pm->maps);
+	return 0;
+}
+
 /* The table of text (len bytes, one spare byte after them), which it takes over. */
 static int proc_maps__from_text(char *text, size_t len, struct proc_maps **ret_maps)
 {
@@ -500,6 +534,11 @@ static int proc_maps__from_text(char *text, size_t len, struct proc_maps **ret_m
 		return err;
 	}
 	proc_maps__sort(pm);
+	err = proc_maps__compact(pm);
+	if (err) {
+		proc_maps__destroy(pm);
+		return err;
+	}
 	*ret_maps = pm;
 	return 0;
 }
@@ -546,6 +585,11 @@ void proc_maps__destroy(struct proc_maps *m)
 size_t proc_maps__count(const struct proc_maps *m)
 {
 	return m ? m->n : 0;
+}
+
+size_t proc_maps__bytes(const struct proc_maps *m)
+{
+	return m ? m->bytes : 0;
 }
 
 size_t proc_maps__dropped(const struct proc_maps *m)

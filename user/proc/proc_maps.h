@@ -40,6 +40,8 @@ int proc_maps__load(pid_t pid, struct proc_maps **ret_maps);
 void proc_maps__destroy(struct proc_maps *m);
 
 size_t proc_maps__count(const struct proc_maps *m);
+/* The memory the table holds (its entries and their paths), in bytes. */
+size_t proc_maps__bytes(const struct proc_maps *m);
 /* Lines skipped: malformed, or past the entry cap. */
 size_t proc_maps__dropped(const struct proc_maps *m);
 const struct proc_map *proc_maps__at(const struct proc_maps *m, size_t i);

@@ -123,6 +123,7 @@ static void join_counters(struct session *s, struct counters *c)
 	counters__add(c, "launches_without_record", jc.launches_without_record);
 	counters__add(c, "launches_before_recording", jc.launches_before_recording);
 	counters__add(c, "launches_without_activity", jc.launches_without_activity);
+	counters__add(c, "corr_reused", jc.corr_reused);
 	counters__add(c, "launches_outside", jc.launches_outside);
 	counters__add(c, "activities_outside", jc.activities_outside);
 	counters__add(c, "duty_windows", s->duty_windows);
@@ -188,6 +189,7 @@ static void hostile_counters(struct session *s, struct counters *c)
 	counters__add(c, "io_stuck", io.stuck);
 	counters__add(c, "io_start_failed", io.start_failed);
 	counters__add(c, "maps_reread_limited", ts.maps_reread_limited);
+	counters__add(c, "maps_over_share", ts.maps_over_share);
 	counters__add(c, "libcuda_refused", lf.refused);
 	counters__add(c, "libcuda_no_slot", lf.no_slot);
 	counters__add(c, "libcuda_detached", lf.detached);

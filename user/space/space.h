@@ -40,6 +40,13 @@ struct unwind_memo;
 #define SPACE_REREAD_EVERY_NS (100 * 1000000ull)
 /* Earlier generations kept per process. */
 #define SPACE_OLD_GENS 8
+/*
+ * What every process's mappings (each generation's table, proc_maps__bytes,
+ * and what is learnt per mapping) hold together: past it, a generation over
+ * its share reads no larger maps (user/util/mem_share.h): its process's
+ * stacks go unnamed, counted maps_over_share, and the others keep theirs.
+ */
+#define SPACE_MAPS_SHARE_BYTES (256ull << 20)
 
 /* ------------------------------------------------------------ the caches */
 
@@ -55,6 +62,10 @@ struct space_caches;
 int space_caches__new(struct bounded *b, struct space_caches **ret);
 /* Every space made with c must be destroyed first. NULL-safe. */
 void space_caches__destroy(struct space_caches *c);
+/* The bound every generation's maps share (SPACE_MAPS_SHARE_BYTES), for tests; before any opens. */
+void space_caches__set_maps_bound(struct space_caches *c, size_t bytes);
+/* Maps reads the shared bound refused (the maps_over_share counter). */
+unsigned long space_caches__maps_refused(const struct space_caches *c);
 /* Bytes held by the symbol and CFI tables now, for the loader's line. */
 void space_caches__stats(const struct space_caches *c, size_t *ret_sym_bytes,
 			 size_t *ret_cfi_bytes);
@@ -176,6 +187,7 @@ struct space_stats {
 	__u64 memo_hits, memo_misses; /* rule memo lookups answered and not */
 	__u64 maps_reread;            /* times the maps were read again */
 	__u64 maps_reread_limited;    /* re-reads refused by the budget */
+	__u64 maps_over_share;        /* maps reads the shared bound refused (all processes) */
 	__u64 lookups, lookup_ns;     /* the walks' mapping and CFI lookups (the misses), their time */
 };
 /* Adds s's figures to *sum. */

@@ -5,6 +5,7 @@
  */
 #include "user/space/space.h"
 #include "user/space/space_internal.h"
+#include "user/util/mem_share.h"
 #include "user/symbolize/elf_syms.h"
 #include "user/unwind/cfi_cache.h"
 
@@ -20,6 +21,7 @@ struct space_caches {
 	struct elf_cache *elf;
 	struct cfi_cache *cfi;
 	unsigned long users; /* generations open: the tables exist while there are some */
+	struct mem_share maps; /* what every generation's maps hold, together */
 };
 
 int space_caches__new(struct bounded *b, struct space_caches **ret)
@@ -32,8 +34,24 @@ int space_caches__new(struct bounded *b, struct space_caches **ret)
 	if (!c)
 		return -ENOMEM;
 	c->b = b;
+	mem_share__init(&c->maps, SPACE_MAPS_SHARE_BYTES);
 	*ret = c;
 	return 0;
+}
+
+void space_caches__set_maps_bound(struct space_caches *c, size_t bytes)
+{
+	c->maps.max = bytes;
+}
+
+struct mem_share *space_caches__maps_share(struct space_caches *c)
+{
+	return &c->maps;
+}
+
+unsigned long space_caches__maps_refused(const struct space_caches *c)
+{
+	return c ? mem_share__refused(&c->maps) : 0;
 }
 
 static void space_caches__empty(struct space_caches *c)

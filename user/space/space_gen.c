@@ -17,6 +17,7 @@
 #include "user/symbolize/perfmap.h"
 #include "user/unwind/cfi_cache.h"
 #include "user/util/clock.h"
+#include "user/util/mem_share.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +54,8 @@ struct space_gen {
 	unsigned long rereads;     /* maps read again this many times */
 	unsigned long moved;       /* of those, the ones that found a mapping gone or changed */
 	unsigned long limited;     /* re-reads the budget refused */
+	struct mem_share *share;   /* the bound all generations' maps share (NULL: not joined) */
+	size_t counted;            /* what this generation counts against it */
 };
 
 /* NSpid's last field and Uid's first (real) field from /proc/<pid>/status. */
@@ -144,6 +147,19 @@ static bool carry_over(struct space_gen *g, const struct proc_maps *maps, struct
 	return kept;
 }
 
+/*
+ * Whether the shared bound lets this generation hold maps of bytes in place
+ * of what it counts now; counted when it does. A refusal keeps what it had.
+ */
+static bool space_gen__count(struct space_gen *g, size_t bytes)
+{
+	if (bytes > g->counted && !mem_share__allows(g->share, g->counted, bytes - g->counted))
+		return false;
+	mem_share__add(g->share, (long)bytes - (long)g->counted);
+	g->counted = bytes;
+	return true;
+}
+
 /* Reads the maps (again) and drops the perf map; *ret_kept (may be NULL): only added to. */
 static int space_gen__read_maps(struct space_gen *g, bool *ret_kept)
 {
@@ -156,9 +172,12 @@ static int space_gen__read_maps(struct space_gen *g, bool *ret_kept)
 	if (err)
 		return err;
 	elfs = calloc(proc_maps__count(maps) + 1, sizeof(*elfs));
-	if (!elfs) {
+	if (!elfs || !space_gen__count(g, proc_maps__bytes(maps) +
+						  (proc_maps__count(maps) + 1) * sizeof(*elfs))) {
+		err = elfs ? -ENOSPC : -ENOMEM;
+		free(elfs);
 		proc_maps__destroy(maps);
-		return -ENOMEM;
+		return err;
 	}
 	kept = carry_over(g, maps, elfs);
 	space_gen__drop_maps(g);
@@ -189,6 +208,8 @@ int space_gen__open(struct space_caches *c, struct bounded *b, pid_t pid, const 
 	if (err)
 		goto err_free;
 	g->c = c;
+	g->share = space_caches__maps_share(c);
+	mem_share__join(g->share);
 	err = proc_status__read(pid, &g->ns_pid, &g->uid);
 	if (err)
 		goto err_destroy;
@@ -216,6 +237,8 @@ void space_gen__destroy(struct space_gen *g)
 	if (!g)
 		return;
 	space_gen__drop_maps(g);
+	if (g->share)
+		mem_share__leave(g->share, g->counted);
 	if (g->root_fd >= 0)
 		close(g->root_fd);
 	space_caches__put(g->c);

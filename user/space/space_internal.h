@@ -29,5 +29,7 @@ int space_caches__cfi(struct space_caches *c, int fd, struct cfi_ref **ret_ref);
  * that only added mappings: a new library, CPython's trampolines, JIT code).
  */
 unsigned long space_gen__moved(const struct space_gen *g);
+/* The bound every generation's maps share (each generation a holder). */
+struct mem_share *space_caches__maps_share(struct space_caches *c);
 
 #endif /* GP_SPACE_SPACE_INTERNAL_H */

@@ -62,6 +62,48 @@ def costs(cycles, steps, edge_ns, skip=50, win=()):
             if by[k] and by[k - 1] and by[k + 1]]
 
 
+def where(cycles, steps, edge_ns, win, arm_ns, skip=50):
+    """Splits each cycle's extra time (attached step - the detached phases'
+    mean) by where the step lies: wholly inside a window, at an edge
+    (overlapping a window's opening or closing, or the ARM seconds before it
+    opens and after it closes, when the shims switch CUPTI on and off), or
+    between windows. Per class: steps,
+    and extra ms as a share of the attached phase's time, mean over cycles."""
+    sp = spans(cycles, edge_ns)
+    by = [[] for _ in sp]
+    for i, s, e in steps:
+        if i < skip:
+            continue
+        for k, (_, b, end) in enumerate(sp):
+            if b <= s and (end is None or e < end):
+                by[k].append((s, e))
+                break
+    shares = {"window": [], "edge": [], "between": []}
+    counts = {c: 0 for c in shares}
+    for k in range(1, len(sp) - 1, 2):
+        if not (by[k] and by[k - 1] and by[k + 1]):
+            continue
+        dur = lambda ss: [(e - s) / 1e6 for s, e in ss]  # noqa: E731
+        base = (mean(dur(by[k - 1])) + mean(dur(by[k + 1]))) / 2
+        extra = {c: 0.0 for c in shares}
+        for s, e in by[k]:
+            if any(o <= s and e <= c for o, c in win):
+                c = "window"
+            elif any(s < c + arm_ns and e >= o - arm_ns for o, c in win):
+                c = "edge"
+            else:
+                c = "between"
+            extra[c] += (e - s) / 1e6 - base
+            counts[c] += 1
+        for c in shares:
+            shares[c].append(extra[c] / (base * len(by[k])))
+    if not shares["window"]:
+        return
+    print("where the attached cost goes (extra time / attached time, mean over %d cycles; arm %.1f s): %s" % (
+        len(shares["window"]), arm_ns / 1e9, ", ".join(
+            "%s %+.2f%% (%d steps)" % (c, 100 * mean(v), counts[c]) for c, v in shares.items())))
+
+
 def cost(on, before, after):
     return mean(on) / ((mean(before) + mean(after)) / 2) - 1
 
@@ -92,6 +134,7 @@ def main():
     win = windows(sys.argv[4]) if len(sys.argv) > 4 else []
     if win:
         report("attached between windows / detached - 1", costs(cycles, steps, edge_ns, win=win))
+        where(cycles, steps, edge_ns, win, int(float(os.environ.get("ARM", "0.2")) * 1e9))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@
 # phase against the detached phase after it) and over all, with a 95%
 # bootstrap interval over the cycles (tools/gpu/attach_cost.py); then the
 # same for the attached steps wholly between the duty windows (the loader's
-# -v window edges): what being attached costs apart from recording.
+# -v window edges): what being attached costs apart from recording; and
+# the extra time split by where it falls: in windows, at their edges (ARM
+# seconds either side, default 0.2), between them.
 # The shim's own cost, with no loader, is not in it: that is idle against
 # bare, across processes (tools/gpu/duty_cost.sh MODES="bare idle").
 # Usage (repo root, GPU machine, after make static and the shim):
@@ -25,7 +27,7 @@ DUTY=${DUTY:-0.1}; WINDOW=${WINDOW:-1}; EDGE=${EDGE:-2}
 L=${L:-$PWD/build/static/gpuprobe-bpf}
 SHIM=$PWD/build/libgpuprobe_shim.so
 steps=$out/steps.txt phases=$out/phases.txt
-: >"$steps"; : >"$phases"; : >"$out/windows.txt"
+: >"$steps"; : >"$phases"; : >"$out/windows.txt"; : >"$out/loader_lines.txt"
 now() { "$PY" -c 'import time; print(time.monotonic_ns())'; }
 if [ "$MODEL" = big ]; then
 	set -- STEPS=1 GRAPH_REPLAYS=0 BIG_STEPS=100000000 BIG_STEP_TIMES="$steps"
@@ -50,6 +52,7 @@ for c in $(seq "$CYCLES"); do
 	echo "cycle $c: loader exit $rc; $(grep '^duty:' "$out/loader-$c.log" | tail -1)"
 	grep "^verdict" "$out/loader-$c.log" | tail -1
 	grep "duty: window\|stopping at" "$out/loader-$c.log" >>"$out/windows.txt"
+	grep "^loader:\|^duty:" "$out/loader-$c.log" >>"$out/loader_lines.txt"
 	rm -f "$out/loader-$c.log" "$out/p$c.pb.gz" # the device tool brings back few files
 	sleep "$OFF"
 done

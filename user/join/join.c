@@ -129,9 +129,11 @@ struct jcorr {
 	__u64 corr, site, added;
 	__u64 ts;       /* the launch event's, for a matched call (0: none) */
 	__u32 tid, probe, reason;
+	__u32 domain;   /* its API record's (enum join_domain) */
 	bool launch;    /* a matched launch or copy, not a node added */
 	bool none_due;  /* the call made a graph node, or failed: no activity is due */
 	bool seen;      /* an activity of it came */
+	bool reused;    /* its correlation id was a held call's too (corr_reused) */
 };
 
 struct jpending {
@@ -186,6 +188,8 @@ struct jproc {
 
 struct join {
 	struct join_opts o;
+	struct join_reuse reuses[JOIN_REUSES_KEPT]; /* the first correlation ids reused */
+	size_t nreuses;
 	/* join__pause/__resume: the last windows [from, to), oldest first (none: all time). */
 	__u64 win_from[JOIN_WINDOWS_MAX], win_to[JOIN_WINDOWS_MAX];
 	unsigned nr_win;
@@ -656,6 +660,7 @@ static void resolve_pending(struct join *j, struct jproc *p, const struct jcorr 
 		__u32 next = p->pending[node].next;
 
 		emit(j, &p->pending[node].act, c->tid, c->site, c->probe, c->ts, c->reason);
+		j->c.activities_on_reused += c->reused;
 		pending_release(p, node);
 		node = next;
 	}
@@ -711,13 +716,35 @@ static void corr_drop_front(struct join *j, struct jproc *p)
 	p->corr_base++;
 }
 
+static struct jcorr *corr_find(struct jproc *p, __u64 corr);
+
+/*
+ * A call whose correlation id a held call has: counted, the first few kept
+ * (join__reuses). True when it is one.
+ */
+static bool corr_note_reuse(struct join *j, struct jproc *p, const struct jcorr *c)
+{
+	const struct jcorr *old = corr_find(p, c->corr);
+	struct join_reuse *r;
+
+	if (!old)
+		return false;
+	j->c.corr_reused++;
+	if (j->nreuses == JOIN_REUSES_KEPT)
+		return true;
+	r = &j->reuses[j->nreuses++];
+	*r = (struct join_reuse){ .corr = c->corr, .ts = { old->ts, c->ts },
+				  .tid = { old->tid, c->tid }, .reason = { old->reason, c->reason },
+				  .domain = { old->domain, c->domain }, .seen = old->seen };
+	return true;
+}
+
 static void corr_add(struct join *j, struct jproc *p, const struct jcorr *c_in)
 {
 	struct jcorr cc = *c_in, *c = &cc;
 
 	cc.seen = u64map__get(&p->pending_head, cc.corr, NULL);
-	if (u64map__get(&p->corr_idx, cc.corr, NULL))
-		j->c.corr_reused++;
+	cc.reused = corr_note_reuse(j, p, c);
 	if (p->corrs.len == p->corrs.max) {
 		corr_drop_front(j, p);
 		j->c.corr_evicted++;
@@ -771,7 +798,7 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 	const struct jlaunch *l = fifo__at(&t->launches, 0);
 	const struct japi *a = fifo__at(&t->apis, 0);
 	struct jcorr c = { .corr = a->corr, .site = l->site, .added = j->now, .tid = t->tid,
-			   .probe = l->probe, .reason = JOIN_OK, .ts = l->ts,
+			   .probe = l->probe, .reason = JOIN_OK, .ts = l->ts, .domain = a->domain,
 			   .launch = t->cls != JOIN_CLASS_NODE };
 
 	first_after_attach(p, t, a);
@@ -792,7 +819,7 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 static void api_orphan(struct join *j, struct jproc *p, struct jthread *t)
 {
 	const struct japi *a = fifo__at(&t->apis, 0);
-	struct jcorr c = { .corr = a->corr, .added = j->now, .tid = t->tid };
+	struct jcorr c = { .corr = a->corr, .added = j->now, .tid = t->tid, .domain = a->domain };
 	bool first = first_after_attach(p, t, a);
 
 	if (a->start < p->attach_ts) {
@@ -973,7 +1000,7 @@ void join__add_api(struct join *j, const struct join_api *a)
 
 	if (p && !inside(j, a->start)) {
 		struct jcorr c = { .corr = a->corr, .added = join_now(j, a->end), .tid = a->tid,
-				   .reason = JOIN_OUTSIDE };
+				   .reason = JOIN_OUTSIDE, .domain = a->domain };
 
 		corr_add(j, p, &c); /* its activities are left out too */
 		return;
@@ -1092,6 +1119,7 @@ void join__add_activity(struct join *j, const struct join_activity *act)
 	c = corr_find(p, act->corr);
 	if (c) {
 		c->seen = true;
+		j->c.activities_on_reused += c->reused;
 		emit(j, act, c->tid, c->site, c->probe, c->ts, c->reason);
 		return;
 	}
@@ -1249,4 +1277,10 @@ void join__on_unrecorded(struct join *j, join_unrecorded_fn fn, void *ctx)
 void join__counters(const struct join *j, struct join_counters *ret)
 {
 	*ret = j->c;
+}
+
+size_t join__reuses(const struct join *j, const struct join_reuse **ret)
+{
+	*ret = j->reuses;
+	return j->nreuses;
 }

@@ -147,11 +147,25 @@ struct join_counters {
 	__u64 api_disordered;          /* API records left where they came: the process's budget of
 					  steps to order them was spent (a hostile ring) */
 	__u64 corr_evicted;
-	__u64 corr_reused;             /* matched calls whose correlation id a held call already had:
-					  its activity goes to one of them, the other is left
-					  without (a diagnostic: CUPTI gives each call its own id) */
+	__u64 corr_reused;             /* calls (matched, or records left out) whose correlation id
+					  a held call already had: its activity goes to one of them,
+					  the other is left without (CUPTI gives each call its own id) */
+	__u64 activities_on_reused;    /* activities that went to such a call: their id is the
+					  reused one too, so which call was theirs is a guess */
 	__u64 budget_refused;          /* allocations refused: the join past max_bytes, the process past
 					  its share (what they were for counted at its own bound too) */
+};
+
+/*
+ * The first JOIN_REUSES_KEPT correlation ids two held calls had
+ * (corr_reused): both calls, for the loader's -v log.
+ */
+#define JOIN_REUSES_KEPT 8
+struct join_reuse {
+	__u64 corr;
+	__u64 ts[2];      /* the launch events' times (0: a call without one), held first */
+	__u32 tid[2], reason[2], domain[2];
+	bool seen;        /* the held call had its activity already */
 };
 
 struct join;
@@ -221,6 +235,8 @@ void join__advance(struct join *j, __u64 bpf_watermark, __u64 now);
 void join__finish_pid(struct join *j, __u32 pid);
 void join__finish_all(struct join *j);
 void join__counters(const struct join *j, struct join_counters *ret);
+/* The correlation ids kept of those two held calls had, and how many (at most JOIN_REUSES_KEPT). */
+size_t join__reuses(const struct join *j, const struct join_reuse **ret);
 /* Bytes the queues and tables of every process take now (the budget's ledger). */
 size_t join__bytes(const struct join *j);
 /*

@@ -404,6 +404,21 @@ static size_t graph_share_bytes(void)
 	return b ? b : GRAPH_SHARE_BYTES;
 }
 
+/* With -v: the first correlation ids two calls held (corr_reused), both calls. */
+static void say_reuses(struct session *s)
+{
+	const struct join_reuse *r;
+	size_t n = join__reuses(s->join, &r);
+
+	for (size_t i = 0; i < n; i++)
+		log_debug(s->o->verbose,
+			  "corr %llu held twice: tid %u ts %llu reason %u domain %u%s, then tid %u ts %llu "
+			  "reason %u domain %u",
+			  (unsigned long long)r[i].corr, r[i].tid[0], (unsigned long long)r[i].ts[0],
+			  r[i].reason[0], r[i].domain[0], r[i].seen ? " (its activity came)" : "",
+			  r[i].tid[1], (unsigned long long)r[i].ts[1], r[i].reason[1], r[i].domain[1]);
+}
+
 static int session__init(struct session *s, const struct gp_opts *o)
 {
 	struct join_opts jo = { 0 };
@@ -665,6 +680,7 @@ int session__run(const struct gp_opts *o)
 	finish(&s);
 	err = session__write_last(&s, path, sizeof(path));
 	session__verdict_line(&s, stderr);
+	say_reuses(&s);
 	session__duty_line(&s, stderr);
 	profile__report(s.prof, stderr, o->top);
 	session__counters_line(&s, stderr, all_counters(o));

@@ -102,12 +102,25 @@ static uint32_t thread_id(void)
 	return (uint32_t)(uintptr_t)pthread_self();
 }
 
+/*
+ * Test hook: GPUPROBE_STUB_STUCK_CORR=N: the thread that takes id N keeps
+ * it for all its later calls and their records, as CUPTI 13.0 did on the
+ * H200 under switched callbacks (docs/BENCHMARKS.md).
+ */
+static uint32_t stuck_at;
+static _Thread_local uint32_t stuck_id;
+
 static uint32_t take_correlation_id(void)
 {
-	uint32_t id = atomic_fetch_add(&next_corr, 1);
+	uint32_t id;
 
+	if (stuck_id)
+		return stuck_id;
+	id = atomic_fetch_add(&next_corr, 1);
 	if (id == 0) /* wrapped: 0 names nothing */
 		id = atomic_fetch_add(&next_corr, 1);
+	if (stuck_at && id == stuck_at)
+		stuck_id = id;
 	return id;
 }
 
@@ -488,6 +501,20 @@ static void corr_start_from_env(void)
 	atomic_store(&next_corr, (uint32_t)n);
 }
 
+static void corr_stuck_from_env(void)
+{
+	const char *v = getenv("GPUPROBE_STUB_STUCK_CORR");
+	unsigned long n;
+	char *end;
+
+	if (!v || !*v)
+		return;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (!errno && !*end && n && n <= UINT32_MAX)
+		stuck_at = (uint32_t)n;
+}
+
 /*
  * Test hook (tests/test_crc_helper.c): with GPUPROBE_STUB_CTOR_THREAD set,
  * the constructor starts a thread, as a real libcupti's may, that waits on
@@ -527,6 +554,7 @@ static void ctor_thread_from_env(void)
 __attribute__((constructor)) static void stub_cupti_init(void)
 {
 	corr_start_from_env();
+	corr_stuck_from_env();
 	unsigned_from_env("GPUPROBE_STUB_ENABLE_DELAY_MS", 60000, &enable_delay_ms);
 	unsigned_from_env("GPUPROBE_STUB_LOSE_KERNELS", 1000000, &lose_kernels);
 	ctor_thread_from_env();

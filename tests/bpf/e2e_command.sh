@@ -53,6 +53,19 @@ GPUPROBE_STUB_CORR_START=4294966000 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WOR
 $CHECK "$WORK/wrap.pb.gz" launcher 4 50 || { cat "$WORK/err-wrap"; fail "profile mismatch across a correlation-id wrap"; }
 ok "exact profile across a correlation-id wrap"
 
+# CUPTI 13.0's fault under switched callbacks (docs/BENCHMARKS.md): from
+# some call on, one thread's calls and their kernels all carry one id. The
+# join cannot tell those calls apart: each reuse is counted (corr_reused)
+# and the verdict names it a loss; no activity is lost.
+GPUPROBE_STUB_STUCK_CORR=50 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/stuck.pb.gz" \
+	--libcuda "$STUBLIB" -- "$PROGS/launcher" -t 4 -n 50 2>"$WORK/err-stuck" || fail "loader failed (stuck)"
+field() { grep "^counters:" "$WORK/err-stuck" | tail -1 | sed -n "s/.* $1=\([0-9]*\).*/\1/p"; }
+reused=$(field corr_reused)
+[ "${reused:-0}" -gt 10 ] && [ "$(field unattributed)" = 0 ] &&
+	grep "^verdict:" "$WORK/err-stuck" | grep -q "corr_reused=$reused" ||
+	fail "a stuck correlation id not counted: $(grep "^verdict:" "$WORK/err-stuck")"
+ok "one thread's correlation id stuck: $reused calls reused it, named a loss, no activity lost"
+
 # CUPTI's per-call API records instead of its launch callbacks
 # (GPUPROBE_API_RECORDS=activity): the same exact profile, and the shim
 # asked for those records, not for the callbacks.

@@ -55,16 +55,20 @@ ok "exact profile across a correlation-id wrap"
 
 # CUPTI 13.0's fault under switched callbacks (docs/BENCHMARKS.md): from
 # some call on, one thread's calls and their kernels all carry one id. The
-# join cannot tell those calls apart: each reuse is counted (corr_reused)
-# and the verdict names it a loss; no activity is lost.
+# join pairs that id's calls and activities in order (a kernel launch takes
+# a kernel, a graph launch what its graph ran, a copy call its copies): the
+# profile stays exact; each reuse is counted and named a loss, as a guess.
 GPUPROBE_STUB_STUCK_CORR=50 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/stuck.pb.gz" \
-	--libcuda "$STUBLIB" -- "$PROGS/launcher" -t 4 -n 50 2>"$WORK/err-stuck" || fail "loader failed (stuck)"
+	--libcuda "$STUBLIB" -- "$PROGS/launcher" -t 4 -n 500 2>"$WORK/err-stuck" || fail "loader failed (stuck)"
+$CHECK "$WORK/stuck.pb.gz" launcher 4 500 || { grep "^counters:" "$WORK/err-stuck";
+	fail "profile mismatch with one thread's correlation id stuck"; }
 field() { grep "^counters:" "$WORK/err-stuck" | tail -1 | sed -n "s/.* $1=\([0-9]*\).*/\1/p"; }
 reused=$(field corr_reused)
 [ "${reused:-0}" -gt 10 ] && [ "$(field unattributed)" = 0 ] &&
+	[ "$(field launches_without_activity)" = 0 ] &&
 	grep "^verdict:" "$WORK/err-stuck" | grep -q "corr_reused=$reused" ||
-	fail "a stuck correlation id not counted: $(grep "^verdict:" "$WORK/err-stuck")"
-ok "one thread's correlation id stuck: $reused calls reused it, named a loss, no activity lost"
+	fail "a stuck correlation id: $(grep "^verdict:" "$WORK/err-stuck")"
+ok "one thread's correlation id stuck: exact, $reused calls reused it, named a loss"
 
 # CUPTI's per-call API records instead of its launch callbacks
 # (GPUPROBE_API_RECORDS=activity): the same exact profile, and the shim

@@ -108,8 +108,9 @@ static void fifo__trim(struct fifo *f)
 }
 
 struct jlaunch {
-	__u64 ts, site;
+	__u64 ts, site, shape;
 	__u32 probe;
+	bool single;
 };
 
 struct japi {
@@ -134,6 +135,47 @@ struct jcorr {
 	bool none_due;  /* the call made a graph node, or failed: no activity is due */
 	bool seen;      /* an activity of it came */
 	bool reused;    /* its correlation id was a held call's too (corr_reused) */
+	__u8 takes;     /* the activities it may take where calls share its id (enum chain_takes) */
+	bool done;      /* in a chain: takes no more */
+	__u64 shape;    /* a kernel launch's (join_launch) */
+	__u32 first_node; /* in a chain, a graph launch: the node of the first activity it took */
+};
+
+/* What a call may take where calls share one id (corr_chain): by its kind. */
+enum chain_takes {
+	TAKES_ALL = 0,     /* a record without its launch, or left out: whatever waits on its id */
+	TAKES_NOTHING,     /* it adds a graph node */
+	TAKES_ONE_KERNEL,  /* a kernel launch */
+	TAKES_GRAPH,       /* a graph launch: what the graph ran */
+	TAKES_COPIES,      /* a batch of copies */
+	TAKES_ONE_COPY,    /* a copy or memset call */
+};
+
+/*
+ * Calls that share one correlation id, and the activities of it, paired in
+ * order: CUPTI 13.0 gave one thread's calls and their kernels one id after
+ * a window's switch (docs/BENCHMARKS.md); a stream runs its launches in the
+ * order they were made, so the k-th kernel of the id is the k-th kernel
+ * launch's, what a graph ran goes to the graph launch before it, and a call
+ * is done once an activity of a later call came. At most JOIN_CHAINS ids a
+ * process, JOIN_CHAIN_ACTS activities waiting in each (the oldest then
+ * leave unattributed).
+ */
+#define JOIN_CHAINS 8
+#define JOIN_CHAIN_ACTS 4096
+struct jchain_act {
+	struct join_activity act;
+	__u64 added;
+	bool served;
+};
+/* Calls a new activity looks through for its own, at most; and the clocks' skew allowed. */
+#define JOIN_CHAIN_SCAN 256u
+#define JOIN_CHAIN_SKEW_NS 100000ull
+struct jchain {
+	__u64 corr;
+	bool live;
+	struct fifo calls; /* __u64: absolute positions in corrs, in the order matched */
+	struct fifo acts;  /* struct jchain_act, in the order they came */
 };
 
 struct jpending {
@@ -181,9 +223,11 @@ struct jproc {
 	struct fifo pending_order;  /* struct jorder, arrival order */
 	size_t apis_queued;         /* API records in all its threads' queues */
 	size_t launches_queued;     /* launch events in all its threads' queues */
-	size_t disorder_left;       /* steps left to order its API records until the next advance */
+	size_t disorder_left;       /* steps left to order its API records, and to pair what shares
+				       an id by kind, until the next advance (its ring chooses both) */
 	size_t reclaim_at;          /* where thread_reclaim looks next */
 	size_t bytes;               /* what its queues and tables take (the memory budget's ledger) */
+	struct jchain chains[JOIN_CHAINS]; /* ids calls share (corr_chain) */
 };
 
 struct join {
@@ -274,6 +318,10 @@ static void proc__free(struct jproc *p)
 	free(p->threads);
 	u64map__fini(&p->thread_idx);
 	u64map__fini(&p->corr_idx);
+	for (size_t i = 0; i < JOIN_CHAINS; i++) {
+		fifo__free(&p->chains[i].calls);
+		fifo__free(&p->chains[i].acts);
+	}
 	fifo__free(&p->corrs);
 	u64map__fini(&p->pending_head);
 	free(p->pending);
@@ -649,21 +697,88 @@ static void pending_release(struct jproc *p, __u32 node)
 }
 
 /* Emits every activity waiting on corr with the resolution c. */
-static void resolve_pending(struct join *j, struct jproc *p, const struct jcorr *c)
+/*
+ * What waits on c's id goes to c. Where a call's kind says what it may take
+ * (chain_fits, without the chain's clocks and shapes), it takes only that:
+ * a kernel launch the oldest kernel, a copy the oldest copy, a graph launch
+ * what a graph ran, in order, until a node comes again; the rest wait on for
+ * the calls that reuse the id (a chain, corr_add). A call with nothing of
+ * its kind waiting (a graph launch under a CUPTI without graph ids) takes
+ * everything, as a call without a kind does, or a list past
+ * PENDING_TYPED_MAX or the process's steps this tick (disorder_left): as
+ * before kinds were told apart.
+ */
+#define PENDING_TYPED_MAX 4096u
+static bool chain_fits(struct jcorr *c, const struct join_activity *a, bool chained);
+
+/* Whether a call that takes so may take activities of kind k at all. */
+static bool kind_fits(__u8 takes, __u32 k)
 {
-	__u64 first;
-	__u32 node;
-
-	if (!u64map__del(&p->pending_head, c->corr, &first))
-		return;
-	for (node = (__u32)first; node != NONE;) {
-		__u32 next = p->pending[node].next;
-
-		emit(j, &p->pending[node].act, c->tid, c->site, c->probe, c->ts, c->reason);
-		j->c.activities_on_reused += c->reused;
-		pending_release(p, node);
-		node = next;
+	switch (takes) {
+	case TAKES_ONE_KERNEL:
+		return k == JOIN_ACT_KERNEL;
+	case TAKES_ONE_COPY:
+	case TAKES_COPIES:
+		return k == JOIN_ACT_COPY;
+	case TAKES_GRAPH:
+		return k == JOIN_ACT_GRAPH;
+	default:
+		return false;
 	}
+}
+static void give(struct jcorr *c, const struct join_activity *a);
+
+static void resolve_pending(struct join *j, struct jproc *p, struct jcorr *c)
+{
+	__u32 nodes[PENDING_TYPED_MAX];
+	__u32 n = 0, head = NONE, node;
+	bool typed = c->takes != TAKES_ALL, own = false;
+	__u64 first;
+
+	if (c->takes == TAKES_NOTHING || !u64map__get(&p->pending_head, c->corr, &first))
+		return; /* a call that adds a graph node runs nothing of its own */
+	for (node = (__u32)first; node != NONE && typed; node = p->pending[node].next) {
+		if (n == PENDING_TYPED_MAX || !p->disorder_left) {
+			typed = false;
+			break;
+		}
+		p->disorder_left--;
+		nodes[n++] = node;
+		own = own || kind_fits(c->takes, p->pending[node].act.kind);
+	}
+	if (!typed || !own) {
+		u64map__del(&p->pending_head, c->corr, NULL);
+		for (node = (__u32)first; node != NONE;) {
+			__u32 next = p->pending[node].next;
+
+			c->seen = true;
+			emit(j, &p->pending[node].act, c->tid, c->site, c->probe, c->ts, c->reason);
+			j->c.activities_on_reused += c->reused;
+			pending_release(p, node);
+			node = next;
+		}
+		return;
+	}
+	for (__u32 i = n; i-- > 0;) { /* oldest first */
+		node = nodes[i];
+		if (chain_fits(c, &p->pending[node].act, false)) {
+			give(c, &p->pending[node].act);
+			emit(j, &p->pending[node].act, c->tid, c->site, c->probe, c->ts, c->reason);
+			j->c.activities_on_reused += c->reused;
+			pending_release(p, node);
+			nodes[i] = NONE;
+		}
+	}
+	for (__u32 i = n; i-- > 0;) { /* the rest, newest first again */
+		if (nodes[i] == NONE)
+			continue;
+		p->pending[nodes[i]].next = head;
+		head = nodes[i];
+	}
+	if (head == NONE)
+		u64map__del(&p->pending_head, c->corr, NULL);
+	else
+		u64map__put(&p->pending_head, c->corr, head); /* no growth */
 }
 
 /*
@@ -739,20 +854,243 @@ static bool corr_note_reuse(struct join *j, struct jproc *p, const struct jcorr 
 	return true;
 }
 
+/* ------------------------------------------------------------ ids calls share */
+
+static struct jchain *chain_of(struct jproc *p, __u64 corr)
+{
+	for (size_t i = 0; i < JOIN_CHAINS; i++)
+		if (p->chains[i].live && p->chains[i].corr == corr)
+			return &p->chains[i];
+	return NULL;
+}
+
+/*
+ * Whether call c may take activity a: of its kind (a kernel of the launch's
+ * grid and block), not begun before the call was made, and for one that
+ * takes one, the first. A graph launch
+ * whose first node comes again is done: that is the next launch's.
+ */
+static bool chain_fits(struct jcorr *c, const struct join_activity *a, bool chained)
+{
+	if (c->done || (chained && c->ts > a->start + JOIN_CHAIN_SKEW_NS))
+		return false;
+	switch (c->takes) {
+	case TAKES_ONE_KERNEL: /* in a chain, of its shape where both are known */
+		return a->kind == JOIN_ACT_KERNEL &&
+		       (!chained || !c->shape || !a->shape || c->shape == a->shape);
+	case TAKES_ONE_COPY:
+	case TAKES_COPIES:
+		return a->kind == JOIN_ACT_COPY;
+	case TAKES_GRAPH:
+		if (a->kind != JOIN_ACT_GRAPH)
+			return false;
+		if (c->seen && a->aux[4] && a->aux[4] == c->first_node) {
+			c->done = true;
+			return false;
+		}
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* c takes a: it has one, and a call that takes one is done. */
+static void give(struct jcorr *c, const struct join_activity *a)
+{
+	if (!c->seen)
+		c->first_node = a->aux[4];
+	c->seen = true;
+	c->done = c->takes == TAKES_ONE_KERNEL || c->takes == TAKES_ONE_COPY;
+}
+
+/* a goes to c. */
+static void chain_give(struct join *j, struct jcorr *c, struct jchain_act *a)
+{
+	give(c, &a->act);
+	a->served = true;
+	j->c.activities_on_reused++;
+	emit(j, &a->act, c->tid, c->site, c->probe, c->ts, c->reason);
+}
+
+/* The chain's fronts: served activities, and calls done or gone, leave. */
+static void chain_tidy(struct join *j, struct jproc *p, struct jchain *ch)
+{
+	while (ch->acts.len && ((struct jchain_act *)fifo__at(&ch->acts, 0))->served)
+		p_pop(j, p, &ch->acts);
+	while (ch->calls.len) {
+		__u64 pos = *(__u64 *)fifo__at(&ch->calls, 0);
+
+		if (pos >= p->corr_base &&
+		    !((struct jcorr *)fifo__at(&p->corrs, pos - p->corr_base))->done &&
+		    ((struct jcorr *)fifo__at(&p->corrs, pos - p->corr_base))->takes > TAKES_NOTHING)
+			break;
+		p_pop(j, p, &ch->calls);
+	}
+}
+
+/* A new activity (ch's last): the oldest call it fits takes it, else it waits. */
+static void chain_on_act(struct join *j, struct jproc *p, struct jchain *ch)
+{
+	struct jchain_act *a = fifo__at(&ch->acts, ch->acts.len - 1);
+
+	for (size_t k = 0; k < ch->calls.len && k < JOIN_CHAIN_SCAN && p->disorder_left; k++) {
+		__u64 pos = *(__u64 *)fifo__at(&ch->calls, k);
+		struct jcorr *c;
+
+		p->disorder_left--;
+		if (pos < p->corr_base)
+			continue;
+		c = fifo__at(&p->corrs, pos - p->corr_base);
+		if (c->ts > a->act.start + JOIN_CHAIN_SKEW_NS && c->takes > TAKES_NOTHING)
+			break; /* made after it began: neither it nor a later call is its */
+		if (chain_fits(c, &a->act, true)) {
+			chain_give(j, c, a);
+			break;
+		}
+	}
+	chain_tidy(j, p, ch);
+}
+
+/* A new call (ch's last): the waiting activities it fits, in the order they came. */
+static void chain_on_call(struct join *j, struct jproc *p, struct jchain *ch)
+{
+	__u64 pos = *(__u64 *)fifo__at(&ch->calls, ch->calls.len - 1);
+	struct jcorr *c = fifo__at(&p->corrs, pos - p->corr_base);
+
+	for (size_t i = 0; i < ch->acts.len && !c->done && p->disorder_left; i++) {
+		struct jchain_act *a = fifo__at(&ch->acts, i);
+
+		p->disorder_left--;
+		if (!a->served && chain_fits(c, &a->act, true))
+			chain_give(j, c, a);
+	}
+	chain_tidy(j, p, ch);
+}
+
+/* act waits in ch (true), the oldest waiting leaving unattributed when it is full. */
+static bool chain_put_act(struct join *j, struct jproc *p, struct jchain *ch,
+			  const struct join_activity *act, __u64 added)
+{
+	struct jchain_act a = { .act = *act, .added = added };
+
+	chain_tidy(j, p, ch);
+	if (ch->acts.len == ch->acts.max) {
+		struct jchain_act *old = fifo__at(&ch->acts, 0);
+
+		emit(j, &old->act, 0, 0, 0, 0, JOIN_NO_API_RECORD);
+		p_pop(j, p, &ch->acts);
+		chain_tidy(j, p, ch);
+	}
+	if (p_push(j, p, &ch->acts, &a)) {
+		emit(j, act, 0, 0, 0, 0, JOIN_TABLE_FULL);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * A second call of corr while one is held: the id is shared from here on.
+ * The held call (at pos) and the activities waiting on corr, oldest first,
+ * go into a chain. NULL when no chain is free (the id is then joined as
+ * before: each activity to the call holding it last).
+ */
+static struct jchain *chain_begin(struct join *j, struct jproc *p, __u64 corr, __u64 pos)
+{
+	struct jchain *ch = NULL;
+	__u32 nodes[JOIN_CHAIN_ACTS];
+	size_t n = 0;
+	__u64 first;
+
+	for (size_t i = 0; i < JOIN_CHAINS && !ch; i++)
+		if (!p->chains[i].live)
+			ch = &p->chains[i];
+	if (!ch)
+		return NULL;
+	*ch = (struct jchain){ .corr = corr, .live = true,
+			       .calls = { .item = sizeof(__u64), .max = j->o.max_corr },
+			       .acts = { .item = sizeof(struct jchain_act), .max = JOIN_CHAIN_ACTS } };
+	if (pos >= p->corr_base)
+		p_push(j, p, &ch->calls, &pos);
+	if (u64map__del(&p->pending_head, corr, &first)) {
+		/* The waiting list is newest first: taken whole, then put in the order they came. */
+		for (__u32 node = (__u32)first; node != NONE; node = p->pending[node].next) {
+			if (n < JOIN_CHAIN_ACTS)
+				nodes[n++] = node;
+			else /* older than a chain holds: unattributed */
+				emit(j, &p->pending[node].act, 0, 0, 0, 0, JOIN_NO_API_RECORD);
+		}
+		while (n--)
+			chain_put_act(j, p, ch, &p->pending[nodes[n]].act, p->pending[nodes[n]].added);
+		if (ch->calls.len)
+			chain_on_call(j, p, ch); /* the held call may take some */
+		for (__u32 node = (__u32)first, next; node != NONE; node = next) {
+			next = p->pending[node].next;
+			pending_release(p, node);
+		}
+	}
+	return ch;
+}
+
+/* Activities past the horizon leave unattributed; a chain with nothing left ends. */
+static void chain_expire(struct join *j, struct jproc *p, bool all)
+{
+	for (size_t i = 0; i < JOIN_CHAINS; i++) {
+		struct jchain *ch = &p->chains[i];
+
+		if (!ch->live)
+			continue;
+		while (ch->acts.len) {
+			struct jchain_act *a = fifo__at(&ch->acts, 0);
+
+			if (a->served) {
+				p_pop(j, p, &ch->acts);
+				continue;
+			}
+			if (!all && a->added + j->o.horizon_ns > j->now)
+				break;
+			emit(j, &a->act, 0, 0, 0, 0,
+			     at_close(j, a->act.start) ? JOIN_OUTSIDE : JOIN_NO_API_RECORD);
+			p_pop(j, p, &ch->acts);
+		}
+		chain_tidy(j, p, ch);
+		if (all || (!ch->calls.len && !ch->acts.len)) {
+			ledger(j, p, fifo__bytes(&ch->calls) + fifo__bytes(&ch->acts), 0);
+			fifo__free(&ch->calls);
+			fifo__free(&ch->acts);
+			ch->live = false;
+		}
+	}
+}
+
 static void corr_add(struct join *j, struct jproc *p, const struct jcorr *c_in)
 {
 	struct jcorr cc = *c_in, *c = &cc;
 
-	cc.seen = u64map__get(&p->pending_head, cc.corr, NULL);
+	struct jchain *ch = chain_of(p, cc.corr);
+	__u64 held = 0, at;
+
 	cc.reused = corr_note_reuse(j, p, c);
 	if (p->corrs.len == p->corrs.max) {
 		corr_drop_front(j, p);
 		j->c.corr_evicted++;
 	}
-	if (p_push(j, p, &p->corrs, c) == 0 &&
-	    p_put(j, p, &p->corr_idx, c->corr, p->corr_base + p->corrs.len - 1, true) != 0)
-		fifo__drop_last(&p->corrs); /* cannot index it: activities will be unattributed */
-	resolve_pending(j, p, c);
+	if (!ch && cc.reused && u64map__get(&p->corr_idx, cc.corr, &held))
+		ch = chain_begin(j, p, cc.corr, held);
+	if (p_push(j, p, &p->corrs, c) == 0) {
+		at = p->corr_base + p->corrs.len - 1;
+		if (p_put(j, p, &p->corr_idx, c->corr, at, true) != 0) {
+			fifo__drop_last(&p->corrs); /* cannot index it: activities will be unattributed */
+		} else if (ch) {
+			if (p_push(j, p, &ch->calls, &at) == 0)
+				chain_on_call(j, p, ch);
+			return;
+		} else {
+			resolve_pending(j, p, fifo__at(&p->corrs, at - p->corr_base));
+			return;
+		}
+	}
+	if (!ch)
+		resolve_pending(j, p, c);
 }
 
 static struct jcorr *corr_find(struct jproc *p, __u64 corr)
@@ -799,7 +1137,11 @@ static void match(struct join *j, struct jproc *p, struct jthread *t)
 	const struct japi *a = fifo__at(&t->apis, 0);
 	struct jcorr c = { .corr = a->corr, .site = l->site, .added = j->now, .tid = t->tid,
 			   .probe = l->probe, .reason = JOIN_OK, .ts = l->ts, .domain = a->domain,
-			   .launch = t->cls != JOIN_CLASS_NODE };
+			   .launch = t->cls != JOIN_CLASS_NODE,
+			   .takes = t->cls == JOIN_CLASS_NODE ? TAKES_NOTHING :
+				    t->cls == JOIN_CLASS_COPY ? (l->single ? TAKES_ONE_COPY : TAKES_COPIES) :
+				    l->single ? TAKES_ONE_KERNEL : TAKES_GRAPH,
+			   .shape = l->shape };
 
 	first_after_attach(p, t, a);
 	j->c.launches_matched++;
@@ -948,7 +1290,8 @@ void join__add_launch(struct join *j, const struct join_launch *l)
 {
 	struct jproc *p = proc_get(j, l->pid, true);
 	struct jthread *t = p && l->cls < JOIN_CLASS_MAX ? thread_get(j, p, l->tid, l->cls) : NULL;
-	struct jlaunch jl = { .ts = l->ts, .site = l->site, .probe = l->probe };
+	struct jlaunch jl = { .ts = l->ts, .site = l->site, .probe = l->probe, .single = l->single,
+			      .shape = l->shape };
 
 	if (!inside(j, l->ts)) {
 		j->c.launches_outside++;
@@ -1110,10 +1453,17 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 void join__add_activity(struct join *j, const struct join_activity *act)
 {
 	struct jproc *p = proc_get(j, act->pid, true);
+	struct jchain *ch;
 	struct jcorr *c;
 
 	if (!p) {
 		emit(j, act, 0, 0, 0, 0, JOIN_TABLE_FULL);
+		return;
+	}
+	ch = chain_of(p, act->corr);
+	if (ch) {
+		if (chain_put_act(j, p, ch, act, join_now(j, act->end)))
+			chain_on_act(j, p, ch);
 		return;
 	}
 	c = corr_find(p, act->corr);
@@ -1181,6 +1531,7 @@ static void expire_proc(struct join *j, struct jproc *p, bool all)
 			break;
 		corr_drop_front(j, p);
 	}
+	chain_expire(j, p, all);
 }
 
 /*

@@ -52,6 +52,9 @@ struct join_launch {
 	__u32 probe;           /* enum gp_probe */
 	__u32 cls;             /* enum join_class */
 	__u64 site;
+	bool single;           /* at most one activity is due: a kernel launch (not a graph's), a
+				  copy or memset (not a batch) */
+	__u64 shape;           /* a kernel launch's threads: grid << 32 | block (join__shape); 0: none */
 };
 
 /* An API record, its tid already translated to the host's. */
@@ -64,13 +67,28 @@ struct join_api {
 	bool failed;           /* the call returned an error: no activity is due */
 };
 
+/* What ran: tells which of the calls sharing one correlation id it is of (corr_chain). */
+enum join_act_kind {
+	JOIN_ACT_KERNEL = 0,   /* a kernel of a kernel launch */
+	JOIN_ACT_COPY,         /* a copy or memset of a copy call */
+	JOIN_ACT_GRAPH,        /* anything a graph ran (its record names a graph) */
+};
+
 /* An activity (kernel, copy) record; the payload is the caller's. */
 struct join_activity {
 	__u32 pid;
 	__u64 corr;
 	__u64 start, end;
 	__u32 aux[5];          /* caller data, carried as is to the sample */
+	__u32 kind;            /* enum join_act_kind */
+	__u64 shape;           /* a kernel's threads, as join_launch's; 0: unknown */
 };
+
+/* A kernel's shape from its grid's and block's thread counts (each saturated at 32 bits); 0: unknown. */
+static inline __u64 join__shape(__u32 grid, __u32 block)
+{
+	return grid && block ? (__u64)grid << 32 | block : 0;
+}
 
 struct join_sample {
 	const struct join_activity *act;

@@ -89,6 +89,17 @@ bool entry_point__is_launch(__u32 probe)
 	return probe < GP_PROBE_MAX && entry_points[probe].launch;
 }
 
+bool entry_point__is_kernel_launch(__u32 probe)
+{
+	return probe < GP_PROBE_GRAPH_LAUNCH;
+}
+
+bool entry_point__is_single(__u32 probe)
+{
+	return entry_point__is_kernel_launch(probe) ||
+	       (entry_point__is_copy(probe) && probe != GP_PROBE_MEMCPY_BATCH_ASYNC);
+}
+
 bool entry_point__is_copy(__u32 probe)
 {
 	return probe < GP_PROBE_MAX && entry_points[probe].copy;

@@ -42,5 +42,9 @@ const char *entry_point__name(__u32 probe);
 bool entry_point__is_launch(__u32 probe);
 bool entry_point__is_copy(__u32 probe);
 bool entry_point__is_node(__u32 probe);
+/* Whether it launches one kernel (not a graph). */
+bool entry_point__is_kernel_launch(__u32 probe);
+/* Whether one activity at most is due: a kernel launch, a copy or memset but a batch of copies. */
+bool entry_point__is_single(__u32 probe);
 
 #endif /* GP_PROBE_ENTRY_POINTS_H */

@@ -9,6 +9,17 @@
 #include "user/session/session_internal.h"
 #include "user/probe/entry_points.h"
 
+/* x*y*z, saturated at 32 bits, as the shim records a kernel's grid and block. */
+static __u32 mul3(const __u32 v[3])
+{
+	__u64 r = (__u64)v[0] * v[1];
+
+	if (r > UINT32_MAX)
+		return UINT32_MAX;
+	r *= v[2];
+	return r > UINT32_MAX ? UINT32_MAX : (__u32)r;
+}
+
 static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_t size)
 {
 	struct session *s = ctx;
@@ -47,7 +58,10 @@ static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_
 				   .ts = e->ts_ns, .probe = e->probe,
 				   .cls = entry_point__is_copy(e->probe) ? JOIN_CLASS_COPY :
 					  entry_point__is_node(e->probe) ? JOIN_CLASS_NODE : JOIN_CLASS_LAUNCH,
-				   .site = session__autograd_site(s, t, e, stack_id) };
+				   .site = session__autograd_site(s, t, e, stack_id),
+				   .single = entry_point__is_single(e->probe),
+				   .shape = entry_point__is_kernel_launch(e->probe) ?
+						    join__shape(mul3(e->grid), mul3(e->block)) : 0 };
 	join__add_launch(s->join, &jl);
 	return 0;
 }

@@ -206,6 +206,10 @@ static void ingest_record(struct session *s, struct target *t, const struct gp_r
 			act.aux[3] = r->copy.graph_id;
 			act.aux[4] = graph_node_of(s, t, r->copy.graph_node);
 		}
+		act.kind = act.aux[3] ? JOIN_ACT_GRAPH :
+			   r->type == GP_REC_KERNEL ? JOIN_ACT_KERNEL : JOIN_ACT_COPY;
+		if (r->type == GP_REC_KERNEL)
+			act.shape = join__shape(r->kernel.grid, r->kernel.block);
 		join__add_activity(s->join, &act);
 	} else if (r->type == GP_REC_GRAPH_NODE) {
 		graph_node(s, t, r);

@@ -696,7 +696,6 @@ static void pending_release(struct jproc *p, __u32 node)
 	p->live_pending--;
 }
 
-/* Emits every activity waiting on corr with the resolution c. */
 /*
  * What waits on c's id goes to c. Where a call's kind says what it may take
  * (chain_fits, without the chain's clocks and shapes), it takes only that:
@@ -865,10 +864,10 @@ static struct jchain *chain_of(struct jproc *p, __u64 corr)
 }
 
 /*
- * Whether call c may take activity a: of its kind (a kernel of the launch's
- * grid and block), not begun before the call was made, and for one that
- * takes one, the first. A graph launch
- * whose first node comes again is done: that is the next launch's.
+ * Whether call c may take activity a: of its kind; in a chain, not begun
+ * before the call was made, and a kernel of the launch's grid and block
+ * where both are known; for a call that takes one, the first. A graph
+ * launch whose first node comes again is done: that is the next launch's.
  */
 static bool chain_fits(struct jcorr *c, const struct join_activity *a, bool chained)
 {

@@ -4,7 +4,8 @@
  * structure, for the integration tests (runs on the stub vendor; exits 0 on
  * success, 1 on a CUDA failure, 2 on bad flags).
  *
- *   launcher [-t THREADS] [-n LAUNCHES_PER_SITE] [-v]     (defaults 4, 10)
+ *   launcher [-t THREADS] [-n LAUNCHES_PER_SITE] [-v] [-r]     (defaults 4, 10;
+ *   -r: launch once the shim injected here records, wait_recording)
  *
  * Setup, on the main thread, in this order (module ids on the stub = 1..5):
  *   1 "mod_main"  cuModuleLoadData     kernels gemm, softmax
@@ -47,12 +48,14 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "tests/progs/cubin.h"
+#include "shim/gp_abi.h"
 
 /* cuda.h declares it only for per-thread-default-stream builds. */
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -299,26 +302,64 @@ static int parse_int(const char *s, int lo, int hi, const char *what)
 	return (int)v;
 }
 
+/*
+ * -r: the first launch waits until the shim injected here records (its
+ * ring's header, mapped in this process, says so), at most 10 s: a test of
+ * a process that exits at once must not race the loader's claim of its
+ * ring (a shim sees a reader at its start only when the loader was quicker).
+ */
+static void wait_recording(void)
+{
+	const struct gp_shm_header *h = NULL;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	while (f && !h && fgets(line, sizeof(line), f)) {
+		unsigned long long start, off;
+
+		if (strstr(line, "/memfd:gpuprobe-shm") &&
+		    sscanf(line, "%llx-%*llx %*s %llx", &start, &off) == 2 && off == 0)
+			h = (const struct gp_shm_header *)(uintptr_t)start;
+	}
+	if (f)
+		fclose(f);
+	if (!h) {
+		fprintf(stderr, "launcher: -r: no shim ring in this process\n");
+		return;
+	}
+	for (int i = 0; i < 10000; i++) {
+		if (__atomic_load_n(&h->producer.flags, __ATOMIC_ACQUIRE) & GP_SHM_F_RECORDING)
+			return;
+		usleep(1000);
+	}
+	fprintf(stderr, "launcher: -r: the shim did not record within 10 s\n");
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t tids[256];
+	bool wait_rec = false;
 	int opt;
 
 	G.threads = 4;
 	G.launches = 10;
-	while ((opt = getopt(argc, argv, "t:n:v")) != -1) {
-		if (opt == 't')
+	while ((opt = getopt(argc, argv, "t:n:vr")) != -1) {
+		if (opt == 'r')
+			wait_rec = true;
+		else if (opt == 't')
 			G.threads = parse_int(optarg, 1, 256, "-t THREADS");
 		else if (opt == 'n')
 			G.launches = parse_int(optarg, 0, 10000000, "-n LAUNCHES");
 		else if (opt == 'v')
 			G.verbose = true;
 		else {
-			fprintf(stderr, "usage: launcher [-t THREADS] [-n LAUNCHES_PER_SITE] [-v]\n");
+			fprintf(stderr, "usage: launcher [-t THREADS] [-n LAUNCHES_PER_SITE] [-v] [-r]\n");
 			return 2;
 		}
 	}
 	setup();
+	if (wait_rec)
+		wait_recording();
 	for (int i = 0; i < G.threads; i++) {
 		if (pthread_create(&tids[i], NULL, worker, NULL) != 0) {
 			fprintf(stderr, "launcher: pthread_create failed\n");

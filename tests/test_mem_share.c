@@ -62,9 +62,40 @@ static void test_a_holder_that_leaves_gives_back_what_it_held(void **state)
 	assert_int_equal(mem_share__bytes(&s), 0);
 }
 
+/*
+ * A holder's side: before it joins it is allowed all and counts only for
+ * itself; joining brings what it holds into the share; it then takes and
+ * gives back through the share, and leaving returns all it counted.
+ */
+static void test_a_holder_counts_in_its_share_from_its_join_to_its_leave(void **state)
+{
+	struct mem_share s;
+	struct mem_hold a = { 0 }, b = { 0 };
+
+	(void)state;
+	mem_share__init(&s, 1000);
+	mem_hold__add(&a, 2000);
+	assert_true(mem_hold__allows(&a, 5000)); /* no share joined: no bound here */
+	mem_hold__join(&a, &s);
+	mem_hold__join(&a, &s); /* once */
+	assert_int_equal(mem_share__bytes(&s), 2000);
+	mem_hold__join(&b, &s);
+	assert_false(mem_hold__allows(&a, 1));
+	assert_true(mem_hold__allows(&b, 500));
+	mem_hold__add(&b, 500);
+	mem_hold__add(&a, -1500);
+	assert_int_equal(mem_share__bytes(&s), 1000);
+	mem_hold__leave(&a);
+	assert_int_equal(mem_share__bytes(&s), 500);
+	mem_hold__leave(&b);
+	assert_int_equal(mem_share__bytes(&s), 0);
+	assert_int_equal(s.holders, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_holder_counts_in_its_share_from_its_join_to_its_leave),
 		cmocka_unit_test(test_within_the_bound_any_holder_takes_more),
 		cmocka_unit_test(test_past_the_bound_only_a_holder_within_its_share_takes_more),
 		cmocka_unit_test(test_a_holder_that_leaves_gives_back_what_it_held),

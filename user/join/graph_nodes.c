@@ -50,8 +50,7 @@ struct graph_nodes {
 	__u64 *scratch;         /* times of the waiting, sorted when the list is full (made then) */
 	__u64 swept_at;         /* the call time of the last sweep (pending__sweep) */
 	__u32 calls_since_sweep;
-	struct mem_share *share; /* the bound all processes' nodes share (NULL: none) */
-	size_t counted;          /* what this process counts against it */
+	struct mem_hold hold;    /* what it counts against the bound all processes' nodes share */
 	struct graph_nodes_stats st;
 };
 
@@ -76,8 +75,7 @@ void graph_nodes__destroy(struct graph_nodes *gn)
 {
 	if (!gn)
 		return;
-	if (gn->share)
-		mem_share__leave(gn->share, gn->counted);
+	mem_hold__leave(&gn->hold);
 	u64map__fini(&gn->by_node);
 	u64map__fini(&gn->by_exec);
 	for (size_t i = 0; i < gn->nlayouts; i++)
@@ -238,25 +236,7 @@ static void made__to_clone(struct graph_nodes *gn, __u64 idx, __u64 orig)
 
 void graph_nodes__set_share(struct graph_nodes *gn, struct mem_share *share)
 {
-	if (gn->share || !share)
-		return;
-	gn->share = share;
-	mem_share__join(share);
-	mem_share__add(share, (long)gn->counted);
-}
-
-/* Whether the shared bound lets this process hold bytes more (a refusal is the share's count). */
-static bool share__allows(struct graph_nodes *gn, size_t bytes)
-{
-	return !gn->share || mem_share__allows(gn->share, gn->counted, bytes);
-}
-
-/* This process holds bytes more. */
-static void share__count(struct graph_nodes *gn, size_t bytes)
-{
-	gn->counted += bytes;
-	if (gn->share)
-		mem_share__add(gn->share, (long)bytes);
+	mem_hold__join(&gn->hold, share);
 }
 
 /* A node not held, made a new entry (zero but its ids); NULL when the table is full. */
@@ -264,7 +244,7 @@ static struct gnode *node__insert(struct graph_nodes *gn, __u64 node, __u64 orig
 {
 	struct gnode *n;
 
-	if (gn->len >= GRAPH_NODES_MAX || !share__allows(gn, GRAPH_NODE_BYTES))
+	if (gn->len >= GRAPH_NODES_MAX || !mem_hold__allows(&gn->hold, GRAPH_NODE_BYTES))
 		return NULL;
 	n = grow__array(gn->n, &gn->cap, gn->len + 1, sizeof(*n), 64);
 	if (!n)
@@ -273,7 +253,7 @@ static struct gnode *node__insert(struct graph_nodes *gn, __u64 node, __u64 orig
 	if (u64map__put(&gn->by_node, node, gn->len))
 		return NULL;
 	gn->n[gn->len] = (struct gnode){ .node = node, .orig = orig };
-	share__count(gn, GRAPH_NODE_BYTES);
+	mem_hold__add(&gn->hold, GRAPH_NODE_BYTES);
 	return &gn->n[gn->len++];
 }
 
@@ -480,9 +460,9 @@ void graph_nodes__update(struct graph_nodes *gn, __u64 exec_node, __u64 from, __
 		return;
 	}
 	n = &gn->n[at];
-	if (!n->hist && gn->nhists < GRAPH_UPDATED_MAX && share__allows(gn, GRAPH_HISTORY_BYTES) &&
+	if (!n->hist && gn->nhists < GRAPH_UPDATED_MAX && mem_hold__allows(&gn->hold, GRAPH_HISTORY_BYTES) &&
 	    (h = grow__array_zeroed(gn->hists, &gn->hists_cap, gn->nhists + 1, sizeof(*h), 16))) {
-		share__count(gn, GRAPH_HISTORY_BYTES);
+		mem_hold__add(&gn->hold, GRAPH_HISTORY_BYTES);
 		gn->hists = h;
 		n->hist = (__u32)++gn->nhists;
 	}

@@ -871,26 +871,16 @@ static struct jchain *chain_of(struct jproc *p, __u64 corr)
  */
 static bool chain_fits(struct jcorr *c, const struct join_activity *a, bool chained)
 {
-	if (c->done || (chained && c->ts > a->start + JOIN_CHAIN_SKEW_NS))
+	if (c->done || (chained && c->ts > a->start + JOIN_CHAIN_SKEW_NS) ||
+	    !kind_fits(c->takes, a->kind))
 		return false;
-	switch (c->takes) {
-	case TAKES_ONE_KERNEL: /* in a chain, of its shape where both are known */
-		return a->kind == JOIN_ACT_KERNEL &&
-		       (!chained || !c->shape || !a->shape || c->shape == a->shape);
-	case TAKES_ONE_COPY:
-	case TAKES_COPIES:
-		return a->kind == JOIN_ACT_COPY;
-	case TAKES_GRAPH:
-		if (a->kind != JOIN_ACT_GRAPH)
-			return false;
-		if (c->seen && a->aux[4] && a->aux[4] == c->first_node) {
-			c->done = true;
-			return false;
-		}
-		return true;
-	default:
+	if (c->takes == TAKES_ONE_KERNEL) /* in a chain, of its shape where both are known */
+		return !chained || !c->shape || !a->shape || c->shape == a->shape;
+	if (c->takes == TAKES_GRAPH && c->seen && a->aux[4] && a->aux[4] == c->first_node) {
+		c->done = true;
 		return false;
 	}
+	return true;
 }
 
 /* c takes a: it has one, and a call that takes one is done. */
@@ -918,10 +908,10 @@ static void chain_tidy(struct join *j, struct jproc *p, struct jchain *ch)
 		p_pop(j, p, &ch->acts);
 	while (ch->calls.len) {
 		__u64 pos = *(__u64 *)fifo__at(&ch->calls, 0);
+		const struct jcorr *c =
+			pos >= p->corr_base ? fifo__at(&p->corrs, pos - p->corr_base) : NULL;
 
-		if (pos >= p->corr_base &&
-		    !((struct jcorr *)fifo__at(&p->corrs, pos - p->corr_base))->done &&
-		    ((struct jcorr *)fifo__at(&p->corrs, pos - p->corr_base))->takes > TAKES_NOTHING)
+		if (c && !c->done && c->takes > TAKES_NOTHING)
 			break;
 		p_pop(j, p, &ch->calls);
 	}

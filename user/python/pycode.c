@@ -59,9 +59,10 @@ struct pycode_cache {
 	struct pycode_entry *slots;
 	size_t cap;   /* power of two */
 	size_t count;
-	size_t bytes; /* what the slots' entries hold (entry__bytes): at most bytes_max */
+	/* held: what the slots' entries hold (entry__bytes), at most bytes_max; counted against
+	   the bound all processes' caches share, once joined */
+	struct mem_hold hold;
 	size_t bytes_max; /* PYCODE_CACHE_BYTES (tests set less) */
-	struct mem_share *share; /* the bound all processes' caches share (NULL: none) */
 	unsigned holds; /* pycode_cache__hold calls not yet released */
 	struct retired {
 		struct pycode_entry *slots; /* a flushed table, freed at the last release */
@@ -362,8 +363,7 @@ void pycode_cache__destroy(struct pycode_cache *c)
 
 	if (!c)
 		return;
-	if (c->share)
-		mem_share__leave(c->share, c->bytes);
+	mem_hold__leave(&c->hold);
 	slots__free(c->slots, c->cap);
 	retired__free(c);
 	for (i = 0; i < c->old_n; i++)
@@ -392,9 +392,7 @@ static struct pycode_entry *cache__find(struct pycode_cache *c, uint64_t code)
 /* The bytes the slots' entries hold changed by delta: here and in the shared bound. */
 static void cache__account(struct pycode_cache *c, long delta)
 {
-	c->bytes += (size_t)delta;
-	if (c->share)
-		mem_share__add(c->share, delta);
+	mem_hold__add(&c->hold, delta);
 }
 
 /*
@@ -417,7 +415,7 @@ static void cache__flush(struct pycode_cache *c)
 		slots__clear(c->slots, c->cap);
 	}
 	c->count = 0;
-	cache__account(c, -(long)c->bytes);
+	cache__account(c, -(long)c->hold.held);
 }
 
 static int cache__grow(struct pycode_cache *c)
@@ -513,8 +511,8 @@ static int cache__get(struct pycode_cache *c, uint64_t code, struct pycode_entry
 	 * KiB), or past its share of what all processes' caches may hold: read
 	 * all again.
 	 */
-	if (c->count >= PYCODE_CACHE_MAX || c->bytes + entry__bytes(&fresh) > c->bytes_max ||
-	    (c->share && !mem_share__allows(c->share, c->bytes, entry__bytes(&fresh))))
+	if (c->count >= PYCODE_CACHE_MAX || c->hold.held + entry__bytes(&fresh) > c->bytes_max ||
+	    !mem_hold__allows(&c->hold, entry__bytes(&fresh)))
 		cache__flush(c);
 	if ((c->count + 1) * 2 > c->cap && cache__grow(c)) {
 		entry__clear(&fresh);
@@ -535,16 +533,12 @@ void pycode_cache__set_bytes_max(struct pycode_cache *c, size_t bytes_max)
 
 void pycode_cache__set_share(struct pycode_cache *c, struct mem_share *share)
 {
-	if (c->share || !share)
-		return;
-	c->share = share;
-	mem_share__join(share);
-	mem_share__add(share, (long)c->bytes);
+	mem_hold__join(&c->hold, share);
 }
 
 size_t pycode_cache__bytes(const struct pycode_cache *c)
 {
-	return c->bytes;
+	return c->hold.held;
 }
 
 void pycode_cache__hold(struct pycode_cache *c)

@@ -54,8 +54,7 @@ struct space_gen {
 	unsigned long rereads;     /* maps read again this many times */
 	unsigned long moved;       /* of those, the ones that found a mapping gone or changed */
 	unsigned long limited;     /* re-reads the budget refused */
-	struct mem_share *share;   /* the bound all generations' maps share (NULL: not joined) */
-	size_t counted;            /* what this generation counts against it */
+	struct mem_hold hold;      /* what it counts against the bound all generations' maps share */
 };
 
 /* NSpid's last field and Uid's first (real) field from /proc/<pid>/status. */
@@ -153,10 +152,9 @@ static bool carry_over(struct space_gen *g, const struct proc_maps *maps, struct
  */
 static bool space_gen__count(struct space_gen *g, size_t bytes)
 {
-	if (bytes > g->counted && !mem_share__allows(g->share, g->counted, bytes - g->counted))
+	if (bytes > g->hold.held && !mem_hold__allows(&g->hold, bytes - g->hold.held))
 		return false;
-	mem_share__add(g->share, (long)bytes - (long)g->counted);
-	g->counted = bytes;
+	mem_hold__add(&g->hold, (long)bytes - (long)g->hold.held);
 	return true;
 }
 
@@ -208,8 +206,7 @@ int space_gen__open(struct space_caches *c, struct bounded *b, pid_t pid, const 
 	if (err)
 		goto err_free;
 	g->c = c;
-	g->share = space_caches__maps_share(c);
-	mem_share__join(g->share);
+	mem_hold__join(&g->hold, space_caches__maps_share(c));
 	err = proc_status__read(pid, &g->ns_pid, &g->uid);
 	if (err)
 		goto err_destroy;
@@ -237,8 +234,7 @@ void space_gen__destroy(struct space_gen *g)
 	if (!g)
 		return;
 	space_gen__drop_maps(g);
-	if (g->share)
-		mem_share__leave(g->share, g->counted);
+	mem_hold__leave(&g->hold);
 	if (g->root_fd >= 0)
 		close(g->root_fd);
 	space_caches__put(g->c);

@@ -43,3 +43,31 @@ unsigned long mem_share__refused(const struct mem_share *s)
 {
 	return __atomic_load_n(&s->refused, __ATOMIC_RELAXED);
 }
+
+void mem_hold__join(struct mem_hold *h, struct mem_share *s)
+{
+	if (h->share || !s)
+		return;
+	h->share = s;
+	mem_share__join(s);
+	mem_share__add(s, (long)h->held);
+}
+
+void mem_hold__leave(struct mem_hold *h)
+{
+	if (h->share)
+		mem_share__leave(h->share, h->held);
+	h->share = NULL;
+}
+
+bool mem_hold__allows(struct mem_hold *h, size_t more)
+{
+	return !h->share || mem_share__allows(h->share, h->held, more);
+}
+
+void mem_hold__add(struct mem_hold *h, long delta)
+{
+	h->held += (size_t)delta;
+	if (h->share)
+		mem_share__add(h->share, delta);
+}

@@ -35,4 +35,22 @@ void mem_share__add(struct mem_share *s, long delta);
 size_t mem_share__bytes(const struct mem_share *s);
 unsigned long mem_share__refused(const struct mem_share *s);
 
+/*
+ * One holder's side: the share it counts against (NULL: none, everything
+ * allowed) and what it counts there. Single-threaded per holder.
+ */
+struct mem_hold {
+	struct mem_share *share;
+	size_t held;
+};
+
+/* Joins s, once (NULL, or a share joined already: nothing), counting what h holds already. */
+void mem_hold__join(struct mem_hold *h, struct mem_share *s);
+/* Leaves its share, giving back what it counts (nothing when it joined none). */
+void mem_hold__leave(struct mem_hold *h);
+/* Whether h may hold more bytes more: it joined no share, or its share allows it. */
+bool mem_hold__allows(struct mem_hold *h, size_t more);
+/* h holds delta bytes more (fewer when negative), counted in its share too. */
+void mem_hold__add(struct mem_hold *h, long delta);
+
 #endif

@@ -8,249 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "user/join/join.h"
+#include "user/join/join_internal.h"
 #include "user/util/grow.h"
-#include "user/util/u64map.h"
-
-/* A growable FIFO of fixed-size items with a hard bound. */
-struct fifo {
-	char *buf;
-	size_t item, cap, head, len, max;
-};
-
-/* Moves f's items, in order, to a buffer of ncap (>= len) from its head. */
-static int fifo__resize(struct fifo *f, size_t ncap)
-{
-	char *n = malloc(ncap * f->item);
-
-	if (!n)
-		return -ENOMEM;
-	for (size_t i = 0; i < f->len; i++)
-		memcpy(n + i * f->item, f->buf + ((f->head + i) % f->cap) * f->item, f->item);
-	free(f->buf);
-	f->buf = n;
-	f->cap = ncap;
-	f->head = 0;
-	return 0;
-}
-
-static int fifo__push(struct fifo *f, const void *item)
-{
-	if (f->len == f->max)
-		return -E2BIG;
-	if (f->len == f->cap && fifo__resize(f, f->cap ? f->cap * 2 : 16))
-		return -ENOMEM;
-	memcpy(f->buf + ((f->head + f->len) % f->cap) * f->item, item, f->item);
-	f->len++;
-	return 0;
-}
-
-static void *fifo__at(const struct fifo *f, size_t i)
-{
-	return i < f->len ? f->buf + ((f->head + i) % f->cap) * f->item : NULL;
-}
-
-/* Items an empty fifo keeps room for; a larger buffer goes once it is drained. */
-#define FIFO_KEEP 256
-
-static void fifo__pop(struct fifo *f)
-{
-	if (!f->len)
-		return;
-	f->head = (f->head + 1) % f->cap;
-	f->len--;
-	if (!f->len && f->cap > FIFO_KEEP) {
-		/* A burst's room, given back: thousands of queues never hold their peaks at once. */
-		free(f->buf);
-		f->buf = NULL;
-		f->cap = f->head = 0;
-	}
-}
-
-static void fifo__free(struct fifo *f)
-{
-	free(f->buf);
-	memset(f, 0, sizeof(*f));
-}
-
-/* Takes back the item pushed last. */
-static void fifo__drop_last(struct fifo *f)
-{
-	if (f->len)
-		f->len--;
-}
-
-static size_t fifo__bytes(const struct fifo *f)
-{
-	return f->cap * f->item;
-}
-
-/*
- * Room a burst left goes back: a buffer past FIFO_KEEP items holding under
- * a quarter of them is moved to one at least twice its items (none, empty).
- * Left as it is when memory cannot be had.
- */
-static void fifo__trim(struct fifo *f)
-{
-	size_t ncap = f->cap;
-
-	if (f->cap <= FIFO_KEEP || f->len * 4 >= f->cap)
-		return;
-	if (!f->len) {
-		free(f->buf);
-		f->buf = NULL;
-		f->cap = f->head = 0;
-		return;
-	}
-	while (ncap / 2 >= 16 && ncap / 2 >= 2 * f->len)
-		ncap /= 2;
-	fifo__resize(f, ncap);
-}
-
-struct jlaunch {
-	__u64 ts, site, shape;
-	__u32 probe;
-	bool single;
-};
-
-struct japi {
-	__u64 start, end, corr;
-	__u32 domain;
-	bool failed;
-};
-
-struct jthread {
-	__u32 tid, cls;
-	__u64 attach_seen;    /* the attach_ts after which this queue had a record */
-	struct fifo launches; /* struct jlaunch, in ts order */
-	struct fifo apis;     /* struct japi, in start order */
-};
-
-struct jcorr {
-	__u64 corr, site, added;
-	__u64 ts;       /* the launch event's, for a matched call (0: none) */
-	__u32 tid, probe, reason;
-	__u32 domain;   /* its API record's (enum join_domain) */
-	bool launch;    /* a matched launch or copy, not a node added */
-	bool none_due;  /* the call made a graph node, or failed: no activity is due */
-	bool seen;      /* an activity of it came */
-	bool reused;    /* its correlation id was a held call's too (corr_reused) */
-	__u8 takes;     /* the activities it may take where calls share its id (enum chain_takes) */
-	bool done;      /* in a chain: takes no more */
-	__u64 shape;    /* a kernel launch's (join_launch) */
-	__u32 first_node; /* in a chain, a graph launch: the node of the first activity it took */
-};
-
-/* What a call may take where calls share one id (corr_chain): by its kind. */
-enum chain_takes {
-	TAKES_ALL = 0,     /* a record without its launch, or left out: whatever waits on its id */
-	TAKES_NOTHING,     /* it adds a graph node */
-	TAKES_ONE_KERNEL,  /* a kernel launch */
-	TAKES_GRAPH,       /* a graph launch: what the graph ran */
-	TAKES_COPIES,      /* a batch of copies */
-	TAKES_ONE_COPY,    /* a copy or memset call */
-};
-
-/*
- * Calls that share one correlation id, and the activities of it, paired in
- * order: CUPTI 13.0 gave one thread's calls and their kernels one id after
- * a window's switch (docs/BENCHMARKS.md); a stream runs its launches in the
- * order they were made, so the k-th kernel of the id is the k-th kernel
- * launch's, what a graph ran goes to the graph launch before it, and a call
- * is done once an activity of a later call came. At most JOIN_CHAINS ids a
- * process, JOIN_CHAIN_ACTS activities waiting in each (the oldest then
- * leave unattributed).
- */
-#define JOIN_CHAINS 8
-#define JOIN_CHAIN_ACTS 4096
-struct jchain_act {
-	struct join_activity act;
-	__u64 added;
-	bool served;
-};
-/* Calls a new activity looks through for its own, at most; and the clocks' skew allowed. */
-#define JOIN_CHAIN_SCAN 256u
-#define JOIN_CHAIN_SKEW_NS 100000ull
-struct jchain {
-	__u64 corr;
-	bool live;
-	struct fifo calls; /* __u64: absolute positions in corrs, in the order matched */
-	struct fifo acts;  /* struct jchain_act, in the order they came */
-};
-
-struct jpending {
-	struct join_activity act;
-	__u64 added;
-	__u32 next;  /* next pending activity of the same corr, or NONE */
-	__u32 gen;   /* bumped on reuse, so stale order entries are recognised */
-	bool live;
-};
-
-struct jorder {
-	__u32 node, gen;
-};
-
-#define NONE UINT32_MAX
-
-/*
- * A driver record is stamped inside the call, after its entry point (and
- * the uprobe) ran: one that starts this soon after the probes took effect
- * may belong to a call entered before, which no probe saw. Only one call of
- * a thread can have been under way at the attach, and it is the thread's
- * first call to end after it: so only the first record of a thread's queue
- * that starts after the attach, in this slack, can be that call
- * (JOIN_AT_ATTACH; first_after_attach says why per queue).
- * Its launch event may also have been lost: the two cannot be told apart,
- * so such records are counted on their own, never as launched before attach.
- */
-#define ATTACH_DRIVER_SLACK_NS 1000000ull
-
-struct jproc {
-	__u32 pid;
-	__u64 attach_ts;
-	struct { __u64 on, off, seen; } rec[JOIN_RECORD_SPANS]; /* join__recording's spans, a ring */
-	__u32 nr_rec;               /* spans seen (0: always on) */
-	bool rec_never;             /* the shim said it was never on */
-	struct u64map thread_idx;   /* tid << 2 | cls -> index in threads */
-	struct jthread *threads;
-	size_t nr_threads, cap_threads;
-	struct u64map corr_idx;     /* corr -> absolute position in corrs */
-	struct fifo corrs;          /* struct jcorr, insertion order */
-	__u64 corr_base;            /* absolute position of corrs' head */
-	struct u64map pending_head; /* corr -> first pending node */
-	struct jpending *pending;   /* node pool */
-	__u32 nr_pending_nodes, pending_cap, free_head, live_pending;
-	struct fifo pending_order;  /* struct jorder, arrival order */
-	size_t apis_queued;         /* API records in all its threads' queues */
-	size_t launches_queued;     /* launch events in all its threads' queues */
-	size_t disorder_left;       /* steps left to order its API records, and to pair what shares
-				       an id by kind, until the next advance (its ring chooses both) */
-	size_t reclaim_at;          /* where thread_reclaim looks next */
-	size_t bytes;               /* what its queues and tables take (the memory budget's ledger) */
-	struct jchain chains[JOIN_CHAINS]; /* ids calls share (corr_chain) */
-};
-
-struct join {
-	struct join_opts o;
-	struct join_reuse reuses[JOIN_REUSES_KEPT]; /* the first correlation ids reused */
-	size_t nreuses;
-	/* join__pause/__resume: the last windows [from, to), oldest first (none: all time). */
-	__u64 win_from[JOIN_WINDOWS_MAX], win_to[JOIN_WINDOWS_MAX];
-	unsigned nr_win;
-	bool windowed;
-	join_emit_fn emit;
-	void *ctx;
-	join_unrecorded_fn unrecorded;
-	void *unrecorded_ctx;
-	join_matched_fn matched;
-	void *matched_ctx;
-	struct u64map proc_idx;     /* pid -> index in procs */
-	struct jproc **procs;
-	size_t nr_procs;
-	struct join_counters c;
-	__u64 now;
-	size_t bytes;               /* its processes' bytes together */
-};
 
 const char *join__reason_name(enum join_reason r)
 {
@@ -293,6 +52,7 @@ int join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx, struct
 		j->o.max_disorder = 1 << 20;
 	if (!j->o.max_bytes)
 		j->o.max_bytes = JOIN_BYTES_DEFAULT;
+	mem_share__init(&j->share, j->o.max_bytes);
 	j->emit = emit;
 	j->ctx = ctx;
 	if (u64map__init(&j->proc_idx, j->o.max_procs)) {
@@ -311,6 +71,7 @@ int join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx, struct
 
 static void proc__free(struct jproc *p)
 {
+	mem_hold__leave(&p->hold);
 	for (size_t i = 0; i < p->nr_threads; i++) {
 		fifo__free(&p->threads[i].launches);
 		fifo__free(&p->threads[i].apis);
@@ -340,115 +101,9 @@ void join__destroy(struct join *j)
 	free(j);
 }
 
-/* ------------------------------------------------------------ memory */
-
-/* A nodes' pool this small stays when idle. */
-#define POOL_KEEP 64
-
-static void ledger(struct join *j, struct jproc *p, size_t before, size_t after)
-{
-	p->bytes += after - before;
-	j->bytes += after - before;
-}
-
-/*
- * Whether p may take more memory: the join is within its budget, or p
- * within its share of it (the budget over the processes held). Past both,
- * what p sends is refused, counted and labelled as at any other bound; the
- * other processes keep growing to their shares (invariant 4: a process
- * that writes its ring to bloat the loader costs only its own data).
- */
-static bool budget_allows(struct join *j, const struct jproc *p)
-{
-	if (j->bytes < j->o.max_bytes || p->bytes < j->o.max_bytes / j->nr_procs)
-		return true;
-	j->c.budget_refused++;
-	return false;
-}
-
-/* item onto f, one of p's: growing only within the budget. */
-static int p_push(struct join *j, struct jproc *p, struct fifo *f, const void *item)
-{
-	size_t before = fifo__bytes(f);
-	int err;
-
-	if (f->len == f->cap && f->len < f->max && !budget_allows(j, p))
-		return -E2BIG;
-	err = fifo__push(f, item);
-	ledger(j, p, before, fifo__bytes(f));
-	return err;
-}
-
-/* op on f, one of p's, which may give memory back (pop, trim): the ledger follows. */
-static void p_shrink(struct join *j, struct jproc *p, struct fifo *f, void (*op)(struct fifo *f))
-{
-	size_t before = fifo__bytes(f);
-
-	op(f);
-	ledger(j, p, before, fifo__bytes(f));
-}
-
-static void p_pop(struct join *j, struct jproc *p, struct fifo *f)
-{
-	p_shrink(j, p, f, fifo__pop);
-}
-
-/* Whether key may go into m, one of p's: a key it holds, or room without growing, or the budget's. */
-static bool p_map_room(struct join *j, struct jproc *p, const struct u64map *m, __u64 key)
-{
-	return !u64map__grows(m) || u64map__get(m, key, NULL) || budget_allows(j, p);
-}
-
-/* key into m, one of p's: growing only within the budget, unless it must (check false). */
-static int p_put(struct join *j, struct jproc *p, struct u64map *m, __u64 key, __u64 val, bool check)
-{
-	size_t before = u64map__bytes(m);
-	int err;
-
-	if (check && !p_map_room(j, p, m, key))
-		return -E2BIG;
-	err = u64map__put(m, key, val);
-	ledger(j, p, before, u64map__bytes(m));
-	return err;
-}
-
-static void trim_map(struct join *j, struct jproc *p, struct u64map *m)
-{
-	size_t before = u64map__bytes(m);
-
-	u64map__trim(m);
-	ledger(j, p, before, u64map__bytes(m));
-}
-
-/*
- * What a burst left in p's queues and tables goes back at each advance, so
- * that the budget bounds what the loader holds, not only what it holds at
- * once: processes that swell in turn keep nothing of their peaks.
- */
-static void proc_trim(struct join *j, struct jproc *p)
-{
-	for (size_t k = 0; k < p->nr_threads; k++) {
-		p_shrink(j, p, &p->threads[k].launches, fifo__trim);
-		p_shrink(j, p, &p->threads[k].apis, fifo__trim);
-	}
-	p_shrink(j, p, &p->corrs, fifo__trim);
-	p_shrink(j, p, &p->pending_order, fifo__trim);
-	trim_map(j, p, &p->corr_idx);
-	trim_map(j, p, &p->pending_head);
-	trim_map(j, p, &p->thread_idx);
-	/* The nodes' pool is indexed: it goes back whole, once nothing waits in it. */
-	if (!p->live_pending && !p->pending_order.len && p->pending_cap > POOL_KEEP) {
-		ledger(j, p, p->pending_cap * sizeof(*p->pending), 0);
-		free(p->pending);
-		p->pending = NULL;
-		p->pending_cap = p->nr_pending_nodes = 0;
-		p->free_head = NONE;
-	}
-}
-
 size_t join__bytes(const struct join *j)
 {
-	return j->bytes;
+	return mem_share__bytes(&j->share);
 }
 
 static struct jproc *proc_get(struct join *j, __u32 pid, bool create)
@@ -464,6 +119,7 @@ static struct jproc *proc_get(struct join *j, __u32 pid, bool create)
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	mem_hold__join(&p->hold, &j->share);
 	p->corrs.item = sizeof(struct jcorr);
 	p->corrs.max = j->o.max_corr;
 	p->pending_order.item = sizeof(struct jorder);
@@ -478,7 +134,7 @@ static struct jproc *proc_get(struct join *j, __u32 pid, bool create)
 		return NULL;
 	}
 	j->procs[j->nr_procs++] = p;
-	ledger(j, p, 0, sizeof(*p) + u64map__bytes(&p->thread_idx) + u64map__bytes(&p->corr_idx) +
+	jproc__ledger(p, 0, sizeof(*p) + u64map__bytes(&p->thread_idx) + u64map__bytes(&p->corr_idx) +
 		       u64map__bytes(&p->pending_head));
 	return p;
 }
@@ -572,19 +228,19 @@ static struct jthread *thread_get(struct join *j, struct jproc *p, __u32 tid, __
 	if (p->nr_threads >= j->o.max_threads) {
 		/* tids a hostile ring made up would each hold memory for the run: at most max_threads */
 		t = thread_reclaim(p);
-		if (!t || p_put(j, p, &p->thread_idx, key, (__u64)(t - p->threads), true))
+		if (!t || jproc__put(j, p, &p->thread_idx, key, (__u64)(t - p->threads), true))
 			return NULL;
 	} else {
 		size_t before = p->cap_threads * sizeof(*p->threads);
 
-		if (p->nr_threads == p->cap_threads && !budget_allows(j, p))
+		if (p->nr_threads == p->cap_threads && !jproc__may_grow(j, p))
 			return NULL;
 		grown = grow__array(p->threads, &p->cap_threads, p->nr_threads + 1, sizeof(*grown), 8);
 		if (!grown)
 			return NULL;
 		p->threads = grown;
-		ledger(j, p, before, p->cap_threads * sizeof(*p->threads));
-		if (p_put(j, p, &p->thread_idx, key, p->nr_threads, true))
+		jproc__ledger(p, before, p->cap_threads * sizeof(*p->threads));
+		if (jproc__put(j, p, &p->thread_idx, key, p->nr_threads, true))
 			return NULL;
 		t = &p->threads[p->nr_threads++];
 		memset(t, 0, sizeof(*t));
@@ -615,7 +271,7 @@ static bool inside(const struct join *j, __u64 ts)
 }
 
 /* Whether ts is outside, or inside within JOIN_EDGE_NS of its window's close. */
-static bool at_close(const struct join *j, __u64 ts)
+bool jwin__at_close(const struct join *j, __u64 ts)
 {
 	int w;
 
@@ -671,8 +327,8 @@ void join__stop(struct join *j, __u64 stop_ns)
 
 /* ------------------------------------------------------------ emission */
 
-static void emit(struct join *j, const struct join_activity *act, __u32 tid, __u64 site,
-		 __u32 probe, __u64 call_ts, enum join_reason reason)
+void jact__emit(struct join *j, const struct join_activity *act, __u32 tid, __u64 site,
+	       __u32 probe, __u64 call_ts, enum join_reason reason)
 {
 	struct join_sample s = { .act = act, .pid = act->pid, .tid = tid, .site = site,
 				 .probe = probe, .call_ts = call_ts, .reason = reason };
@@ -688,17 +344,9 @@ static void emit(struct join *j, const struct join_activity *act, __u32 tid, __u
 	j->emit(j->ctx, &s);
 }
 
-static void pending_release(struct jproc *p, __u32 node)
-{
-	p->pending[node].live = false;
-	p->pending[node].next = p->free_head;
-	p->free_head = node;
-	p->live_pending--;
-}
-
 /*
  * What waits on c's id goes to c. Where a call's kind says what it may take
- * (chain_fits, without the chain's clocks and shapes), it takes only that:
+ * (jcorr__fits, without the chain's clocks and shapes), it takes only that:
  * a kernel launch the oldest kernel, a copy the oldest copy, a graph launch
  * what a graph ran, in order, until a node comes again; the rest wait on for
  * the calls that reuse the id (a chain, corr_add). A call with nothing of
@@ -708,24 +356,6 @@ static void pending_release(struct jproc *p, __u32 node)
  * before kinds were told apart.
  */
 #define PENDING_TYPED_MAX 4096u
-static bool chain_fits(struct jcorr *c, const struct join_activity *a, bool chained);
-
-/* Whether a call that takes so may take activities of kind k at all. */
-static bool kind_fits(__u8 takes, __u32 k)
-{
-	switch (takes) {
-	case TAKES_ONE_KERNEL:
-		return k == JOIN_ACT_KERNEL;
-	case TAKES_ONE_COPY:
-	case TAKES_COPIES:
-		return k == JOIN_ACT_COPY;
-	case TAKES_GRAPH:
-		return k == JOIN_ACT_GRAPH;
-	default:
-		return false;
-	}
-}
-static void give(struct jcorr *c, const struct join_activity *a);
 
 static void resolve_pending(struct join *j, struct jproc *p, struct jcorr *c)
 {
@@ -743,7 +373,7 @@ static void resolve_pending(struct join *j, struct jproc *p, struct jcorr *c)
 		}
 		p->disorder_left--;
 		nodes[n++] = node;
-		own = own || kind_fits(c->takes, p->pending[node].act.kind);
+		own = own || jcorr__kind_fits(c->takes, p->pending[node].act.kind);
 	}
 	if (!typed || !own) {
 		u64map__del(&p->pending_head, c->corr, NULL);
@@ -751,20 +381,20 @@ static void resolve_pending(struct join *j, struct jproc *p, struct jcorr *c)
 			__u32 next = p->pending[node].next;
 
 			c->seen = true;
-			emit(j, &p->pending[node].act, c->tid, c->site, c->probe, c->ts, c->reason);
+			jact__emit(j, &p->pending[node].act, c->tid, c->site, c->probe, c->ts, c->reason);
 			j->c.activities_on_reused += c->reused;
-			pending_release(p, node);
+			jproc__release_pending(p, node);
 			node = next;
 		}
 		return;
 	}
 	for (__u32 i = n; i-- > 0;) { /* oldest first */
 		node = nodes[i];
-		if (chain_fits(c, &p->pending[node].act, false)) {
-			give(c, &p->pending[node].act);
-			emit(j, &p->pending[node].act, c->tid, c->site, c->probe, c->ts, c->reason);
+		if (jcorr__fits(c, &p->pending[node].act, false)) {
+			jcorr__give(c, &p->pending[node].act);
+			jact__emit(j, &p->pending[node].act, c->tid, c->site, c->probe, c->ts, c->reason);
 			j->c.activities_on_reused += c->reused;
-			pending_release(p, node);
+			jproc__release_pending(p, node);
 			nodes[i] = NONE;
 		}
 	}
@@ -826,7 +456,7 @@ static void corr_drop_front(struct join *j, struct jproc *p)
 	corr_unseen(j, p, c);
 	if (u64map__get(&p->corr_idx, c->corr, &pos) && pos == p->corr_base)
 		u64map__del(&p->corr_idx, c->corr, NULL);
-	p_pop(j, p, &p->corrs);
+	jproc__pop(j, p, &p->corrs);
 	p->corr_base++;
 }
 
@@ -853,209 +483,11 @@ static bool corr_note_reuse(struct join *j, struct jproc *p, const struct jcorr 
 	return true;
 }
 
-/* ------------------------------------------------------------ ids calls share */
-
-static struct jchain *chain_of(struct jproc *p, __u64 corr)
-{
-	for (size_t i = 0; i < JOIN_CHAINS; i++)
-		if (p->chains[i].live && p->chains[i].corr == corr)
-			return &p->chains[i];
-	return NULL;
-}
-
-/*
- * Whether call c may take activity a: of its kind; in a chain, not begun
- * before the call was made, and a kernel of the launch's grid and block
- * where both are known; for a call that takes one, the first. A graph
- * launch whose first node comes again is done: that is the next launch's.
- */
-static bool chain_fits(struct jcorr *c, const struct join_activity *a, bool chained)
-{
-	if (c->done || (chained && c->ts > a->start + JOIN_CHAIN_SKEW_NS) ||
-	    !kind_fits(c->takes, a->kind))
-		return false;
-	if (c->takes == TAKES_ONE_KERNEL) /* in a chain, of its shape where both are known */
-		return !chained || !c->shape || !a->shape || c->shape == a->shape;
-	if (c->takes == TAKES_GRAPH && c->seen && a->aux[4] && a->aux[4] == c->first_node) {
-		c->done = true;
-		return false;
-	}
-	return true;
-}
-
-/* c takes a: it has one, and a call that takes one is done. */
-static void give(struct jcorr *c, const struct join_activity *a)
-{
-	if (!c->seen)
-		c->first_node = a->aux[4];
-	c->seen = true;
-	c->done = c->takes == TAKES_ONE_KERNEL || c->takes == TAKES_ONE_COPY;
-}
-
-/* a goes to c. */
-static void chain_give(struct join *j, struct jcorr *c, struct jchain_act *a)
-{
-	give(c, &a->act);
-	a->served = true;
-	j->c.activities_on_reused++;
-	emit(j, &a->act, c->tid, c->site, c->probe, c->ts, c->reason);
-}
-
-/* The chain's fronts: served activities, and calls done or gone, leave. */
-static void chain_tidy(struct join *j, struct jproc *p, struct jchain *ch)
-{
-	while (ch->acts.len && ((struct jchain_act *)fifo__at(&ch->acts, 0))->served)
-		p_pop(j, p, &ch->acts);
-	while (ch->calls.len) {
-		__u64 pos = *(__u64 *)fifo__at(&ch->calls, 0);
-		const struct jcorr *c =
-			pos >= p->corr_base ? fifo__at(&p->corrs, pos - p->corr_base) : NULL;
-
-		if (c && !c->done && c->takes > TAKES_NOTHING)
-			break;
-		p_pop(j, p, &ch->calls);
-	}
-}
-
-/* A new activity (ch's last): the oldest call it fits takes it, else it waits. */
-static void chain_on_act(struct join *j, struct jproc *p, struct jchain *ch)
-{
-	struct jchain_act *a = fifo__at(&ch->acts, ch->acts.len - 1);
-
-	for (size_t k = 0; k < ch->calls.len && k < JOIN_CHAIN_SCAN && p->disorder_left; k++) {
-		__u64 pos = *(__u64 *)fifo__at(&ch->calls, k);
-		struct jcorr *c;
-
-		p->disorder_left--;
-		if (pos < p->corr_base)
-			continue;
-		c = fifo__at(&p->corrs, pos - p->corr_base);
-		if (c->ts > a->act.start + JOIN_CHAIN_SKEW_NS && c->takes > TAKES_NOTHING)
-			break; /* made after it began: neither it nor a later call is its */
-		if (chain_fits(c, &a->act, true)) {
-			chain_give(j, c, a);
-			break;
-		}
-	}
-	chain_tidy(j, p, ch);
-}
-
-/* A new call (ch's last): the waiting activities it fits, in the order they came. */
-static void chain_on_call(struct join *j, struct jproc *p, struct jchain *ch)
-{
-	__u64 pos = *(__u64 *)fifo__at(&ch->calls, ch->calls.len - 1);
-	struct jcorr *c = fifo__at(&p->corrs, pos - p->corr_base);
-
-	for (size_t i = 0; i < ch->acts.len && !c->done && p->disorder_left; i++) {
-		struct jchain_act *a = fifo__at(&ch->acts, i);
-
-		p->disorder_left--;
-		if (!a->served && chain_fits(c, &a->act, true))
-			chain_give(j, c, a);
-	}
-	chain_tidy(j, p, ch);
-}
-
-/* act waits in ch (true), the oldest waiting leaving unattributed when it is full. */
-static bool chain_put_act(struct join *j, struct jproc *p, struct jchain *ch,
-			  const struct join_activity *act, __u64 added)
-{
-	struct jchain_act a = { .act = *act, .added = added };
-
-	chain_tidy(j, p, ch);
-	if (ch->acts.len == ch->acts.max) {
-		struct jchain_act *old = fifo__at(&ch->acts, 0);
-
-		emit(j, &old->act, 0, 0, 0, 0, JOIN_NO_API_RECORD);
-		p_pop(j, p, &ch->acts);
-		chain_tidy(j, p, ch);
-	}
-	if (p_push(j, p, &ch->acts, &a)) {
-		emit(j, act, 0, 0, 0, 0, JOIN_TABLE_FULL);
-		return false;
-	}
-	return true;
-}
-
-/*
- * A second call of corr while one is held: the id is shared from here on.
- * The held call (at pos) and the activities waiting on corr, oldest first,
- * go into a chain. NULL when no chain is free (the id is then joined as
- * before: each activity to the call holding it last).
- */
-static struct jchain *chain_begin(struct join *j, struct jproc *p, __u64 corr, __u64 pos)
-{
-	struct jchain *ch = NULL;
-	__u32 nodes[JOIN_CHAIN_ACTS];
-	size_t n = 0;
-	__u64 first;
-
-	for (size_t i = 0; i < JOIN_CHAINS && !ch; i++)
-		if (!p->chains[i].live)
-			ch = &p->chains[i];
-	if (!ch)
-		return NULL;
-	*ch = (struct jchain){ .corr = corr, .live = true,
-			       .calls = { .item = sizeof(__u64), .max = j->o.max_corr },
-			       .acts = { .item = sizeof(struct jchain_act), .max = JOIN_CHAIN_ACTS } };
-	if (pos >= p->corr_base)
-		p_push(j, p, &ch->calls, &pos);
-	if (u64map__del(&p->pending_head, corr, &first)) {
-		/* The waiting list is newest first: taken whole, then put in the order they came. */
-		for (__u32 node = (__u32)first; node != NONE; node = p->pending[node].next) {
-			if (n < JOIN_CHAIN_ACTS)
-				nodes[n++] = node;
-			else /* older than a chain holds: unattributed */
-				emit(j, &p->pending[node].act, 0, 0, 0, 0, JOIN_NO_API_RECORD);
-		}
-		while (n--)
-			chain_put_act(j, p, ch, &p->pending[nodes[n]].act, p->pending[nodes[n]].added);
-		if (ch->calls.len)
-			chain_on_call(j, p, ch); /* the held call may take some */
-		for (__u32 node = (__u32)first, next; node != NONE; node = next) {
-			next = p->pending[node].next;
-			pending_release(p, node);
-		}
-	}
-	return ch;
-}
-
-/* Activities past the horizon leave unattributed; a chain with nothing left ends. */
-static void chain_expire(struct join *j, struct jproc *p, bool all)
-{
-	for (size_t i = 0; i < JOIN_CHAINS; i++) {
-		struct jchain *ch = &p->chains[i];
-
-		if (!ch->live)
-			continue;
-		while (ch->acts.len) {
-			struct jchain_act *a = fifo__at(&ch->acts, 0);
-
-			if (a->served) {
-				p_pop(j, p, &ch->acts);
-				continue;
-			}
-			if (!all && a->added + j->o.horizon_ns > j->now)
-				break;
-			emit(j, &a->act, 0, 0, 0, 0,
-			     at_close(j, a->act.start) ? JOIN_OUTSIDE : JOIN_NO_API_RECORD);
-			p_pop(j, p, &ch->acts);
-		}
-		chain_tidy(j, p, ch);
-		if (all || (!ch->calls.len && !ch->acts.len)) {
-			ledger(j, p, fifo__bytes(&ch->calls) + fifo__bytes(&ch->acts), 0);
-			fifo__free(&ch->calls);
-			fifo__free(&ch->acts);
-			ch->live = false;
-		}
-	}
-}
-
 static void corr_add(struct join *j, struct jproc *p, const struct jcorr *c_in)
 {
 	struct jcorr cc = *c_in, *c = &cc;
 
-	struct jchain *ch = chain_of(p, cc.corr);
+	struct jchain *ch = jchain__of(p, cc.corr);
 	__u64 held = 0, at;
 
 	cc.reused = corr_note_reuse(j, p, c);
@@ -1064,14 +496,14 @@ static void corr_add(struct join *j, struct jproc *p, const struct jcorr *c_in)
 		j->c.corr_evicted++;
 	}
 	if (!ch && cc.reused && u64map__get(&p->corr_idx, cc.corr, &held))
-		ch = chain_begin(j, p, cc.corr, held);
-	if (p_push(j, p, &p->corrs, c) == 0) {
+		ch = jchain__begin(j, p, cc.corr, held);
+	if (jproc__push(j, p, &p->corrs, c) == 0) {
 		at = p->corr_base + p->corrs.len - 1;
-		if (p_put(j, p, &p->corr_idx, c->corr, at, true) != 0) {
+		if (jproc__put(j, p, &p->corr_idx, c->corr, at, true) != 0) {
 			fifo__drop_last(&p->corrs); /* cannot index it: activities will be unattributed */
 		} else if (ch) {
-			if (p_push(j, p, &ch->calls, &at) == 0)
-				chain_on_call(j, p, ch);
+			if (jproc__push(j, p, &ch->calls, &at) == 0)
+				jchain__on_call(j, p, ch);
 			return;
 		} else {
 			resolve_pending(j, p, fifo__at(&p->corrs, at - p->corr_base));
@@ -1110,13 +542,13 @@ static bool first_after_attach(struct jproc *p, struct jthread *t, const struct 
 
 static void api_pop(struct join *j, struct jproc *p, struct jthread *t)
 {
-	p_pop(j, p, &t->apis);
+	jproc__pop(j, p, &t->apis);
 	p->apis_queued--;
 }
 
 static void launch_pop(struct join *j, struct jproc *p, struct jthread *t)
 {
-	p_pop(j, p, &t->launches);
+	jproc__pop(j, p, &t->launches);
 	p->launches_queued--;
 }
 
@@ -1156,7 +588,7 @@ static void api_orphan(struct join *j, struct jproc *p, struct jthread *t)
 	if (a->start < p->attach_ts) {
 		c.reason = JOIN_BEFORE_ATTACH;
 		j->c.api_before_attach++;
-	} else if (at_close(j, a->end) || at_open(j, a->start)) {
+	} else if (jwin__at_close(j, a->end) || at_open(j, a->start)) {
 		c.reason = JOIN_OUTSIDE; /* its event came outside the window, left out */
 		j->c.launches_outside++;
 	} else if (first && a->domain == JOIN_DOMAIN_DRIVER && p->attach_ts &&
@@ -1186,7 +618,7 @@ static void launch_orphan(struct join *j, struct jproc *p, struct jthread *t)
 	const struct jlaunch *l = fifo__at(&t->launches, 0);
 	bool before = !recorded_at(p, l->ts, JOIN_EDGE_NS);
 
-	if (at_close(j, l->ts)) {
+	if (jwin__at_close(j, l->ts)) {
 		j->c.launches_outside++; /* its record, stamped after the close, left out */
 		launch_pop(j, p, t);
 		return;
@@ -1314,7 +746,7 @@ void join__add_launch(struct join *j, const struct join_launch *l)
 		}
 		launch_orphan(j, p, t);
 	}
-	if (p_push(j, p, &t->launches, &jl)) {
+	if (jproc__push(j, p, &t->launches, &jl)) {
 		j->c.queue_full++; /* past the memory budget, or out of memory: on without a record */
 		unrecorded(j, p, l->tid, l->site, l->probe, false, false);
 	} else {
@@ -1337,7 +769,7 @@ void join__add_api(struct join *j, const struct join_api *a)
 		corr_add(j, p, &c); /* its activities are left out too */
 		return;
 	}
-	if (!t || p->apis_queued >= j->o.max_proc_apis || p_push(j, p, &t->apis, &ja)) {
+	if (!t || p->apis_queued >= j->o.max_proc_apis || jproc__push(j, p, &t->apis, &ja)) {
 		struct jcorr c = { .corr = a->corr, .added = join_now(j, a->end), .tid = a->tid,
 				   .reason = JOIN_TABLE_FULL };
 
@@ -1386,7 +818,7 @@ static void order_compact(struct join *j, struct jproc *p)
 		if (order_live(p, &o))
 			fifo__push(&p->pending_order, &o);
 	}
-	ledger(j, p, before, fifo__bytes(&p->pending_order));
+	jproc__ledger(p, before, fifo__bytes(&p->pending_order));
 }
 
 static int pending_add(struct join *j, struct jproc *p, const struct join_activity *act)
@@ -1398,7 +830,7 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 	if (p->live_pending >= j->o.max_pending)
 		return -E2BIG;
 	/* The one allocation that cannot be undone below: decided first. */
-	if (!p_map_room(j, p, &p->pending_head, act->corr))
+	if (!jproc__map_room(j, p, &p->pending_head, act->corr))
 		return -E2BIG;
 	if (p->free_head != NONE) {
 		node = p->free_head;
@@ -1409,13 +841,13 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 
 		if (p->nr_pending_nodes == j->o.max_pending)
 			return -E2BIG;
-		if (p->nr_pending_nodes == p->pending_cap && !budget_allows(j, p))
+		if (p->nr_pending_nodes == p->pending_cap && !jproc__may_grow(j, p))
 			return -E2BIG;
 		n = grow__array_max(p->pending, &cap, (size_t)p->nr_pending_nodes + 1, sizeof(*n),
 				    64, j->o.max_pending);
 		if (!n)
 			return -ENOMEM;
-		ledger(j, p, p->pending_cap * sizeof(*n), cap * sizeof(*n));
+		jproc__ledger(p, p->pending_cap * sizeof(*n), cap * sizeof(*n));
 		p->pending = n;
 		p->pending_cap = (__u32)cap;
 		node = p->nr_pending_nodes++;
@@ -1425,7 +857,7 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 		order_compact(j, p);
 	o.node = node;
 	o.gen = p->pending[node].gen + 1;
-	if (p_push(j, p, &p->pending_order, &o)) {
+	if (jproc__push(j, p, &p->pending_order, &o)) {
 		p->pending[node].next = p->free_head;
 		p->free_head = node;
 		return -E2BIG;
@@ -1434,7 +866,7 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 	p->pending[node] = (struct jpending){ .act = *act, .added = join_now(j, act->end),
 					      .next = (__u32)first,
 					      .gen = o.gen, .live = true };
-	p_put(j, p, &p->pending_head, act->corr, node, false);
+	jproc__put(j, p, &p->pending_head, act->corr, node, false);
 	p->live_pending++;
 	return 0;
 }
@@ -1446,24 +878,24 @@ void join__add_activity(struct join *j, const struct join_activity *act)
 	struct jcorr *c;
 
 	if (!p) {
-		emit(j, act, 0, 0, 0, 0, JOIN_TABLE_FULL);
+		jact__emit(j, act, 0, 0, 0, 0, JOIN_TABLE_FULL);
 		return;
 	}
-	ch = chain_of(p, act->corr);
+	ch = jchain__of(p, act->corr);
 	if (ch) {
-		if (chain_put_act(j, p, ch, act, join_now(j, act->end)))
-			chain_on_act(j, p, ch);
+		if (jchain__put_act(j, p, ch, act, join_now(j, act->end)))
+			jchain__on_act(j, p, ch);
 		return;
 	}
 	c = corr_find(p, act->corr);
 	if (c) {
 		c->seen = true;
 		j->c.activities_on_reused += c->reused;
-		emit(j, act, c->tid, c->site, c->probe, c->ts, c->reason);
+		jact__emit(j, act, c->tid, c->site, c->probe, c->ts, c->reason);
 		return;
 	}
 	if (pending_add(j, p, act))
-		emit(j, act, 0, 0, 0, 0, JOIN_TABLE_FULL);
+		jact__emit(j, act, 0, 0, 0, 0, JOIN_TABLE_FULL);
 }
 
 /* ------------------------------------------------------------ time */
@@ -1496,9 +928,9 @@ static void pending_expire(struct join *j, struct jproc *p, __u32 node)
 			}
 		}
 	}
-	emit(j, &p->pending[node].act, 0, 0, 0, 0,
-	     at_close(j, p->pending[node].act.start) ? JOIN_OUTSIDE : JOIN_NO_API_RECORD);
-	pending_release(p, node);
+	jact__emit(j, &p->pending[node].act, 0, 0, 0, 0,
+	     jwin__at_close(j, p->pending[node].act.start) ? JOIN_OUTSIDE : JOIN_NO_API_RECORD);
+	jproc__release_pending(p, node);
 }
 
 static void expire_proc(struct join *j, struct jproc *p, bool all)
@@ -1511,7 +943,7 @@ static void expire_proc(struct join *j, struct jproc *p, bool all)
 				break;
 			pending_expire(j, p, o->node);
 		}
-		p_pop(j, p, &p->pending_order);
+		jproc__pop(j, p, &p->pending_order);
 	}
 	while (p->corrs.len) {
 		const struct jcorr *c = fifo__at(&p->corrs, 0);
@@ -1520,7 +952,7 @@ static void expire_proc(struct join *j, struct jproc *p, bool all)
 			break;
 		corr_drop_front(j, p);
 	}
-	chain_expire(j, p, all);
+	jchain__expire(j, p, all);
 }
 
 /*
@@ -1546,7 +978,7 @@ void join__advance(struct join *j, __u64 bpf_watermark, __u64 now)
 		p->disorder_left = j->o.max_disorder;
 		merge_proc(j, p, bpf_watermark);
 		expire_proc(j, p, false);
-		proc_trim(j, p);
+		jproc__trim(j, p);
 	}
 }
 
@@ -1564,7 +996,6 @@ void join__finish_pid(struct join *j, __u32 pid)
 	if (!u64map__get(&j->proc_idx, pid, &idx))
 		return;
 	finish_proc(j, j->procs[idx]);
-	j->bytes -= j->procs[idx]->bytes;
 	proc__free(j->procs[idx]);
 	u64map__del(&j->proc_idx, pid, NULL);
 	j->nr_procs--;

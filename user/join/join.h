@@ -67,7 +67,7 @@ struct join_api {
 	bool failed;           /* the call returned an error: no activity is due */
 };
 
-/* What ran: tells which of the calls sharing one correlation id it is of (corr_chain). */
+/* What ran: tells which of the calls sharing one correlation id it is of (join_chain.c). */
 enum join_act_kind {
 	JOIN_ACT_KERNEL = 0,   /* a kernel of a kernel launch */
 	JOIN_ACT_COPY,         /* a copy or memset of a copy call */

@@ -288,6 +288,13 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(CORE_LIB)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $< $(CORE_LIB) $(TEST_LIBS)
 
+# The CUPTI adapter's parts that run no CUPTI (its headers only), tested alone.
+NVIDIA_PURE_OBJS := $(call obj,nvidia/decode.c nvidia/cbids.c)
+$(BUILD)/tests/test_decode: $(BUILD)/obj/tests/test_decode.o $(NVIDIA_PURE_OBJS) $(CORE_LIB)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_SAN) -o $@ $< $(NVIDIA_PURE_OBJS) $(CORE_LIB) $(TEST_LIBS)
+
 unit-tests: $(UNIT_TESTS) $(ALL_TARGETS)
 	$(Q)tools/run-tests.sh $(TEST_SUITE) $(BUILD) $(UNIT_TESTS)
 

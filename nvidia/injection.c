@@ -28,7 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nvidia/cbids.h"
 #include "nvidia/cupti_find.h"
+#include "nvidia/decode.h"
 #include "nvidia/pc_sampling.h"
 #include "shim/cubin_queue.h"
 #include "shim/shm.h"
@@ -232,109 +234,7 @@ static void pool__put(struct buf_pool *p, __u8 *b)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* ------------------------------------------------------ API selection */
-
-static const CUpti_CallbackId driver_cbids[] = {
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuMemcpy, CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
-	CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
-	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,
-	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds,
-	CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuMemcpy2D_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2,
-	CUPTI_DRIVER_TRACE_CBID_cuMemcpy3D_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DAsync_v2,
-	CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer, CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync,
-	CUPTI_DRIVER_TRACE_CBID_cuMemcpyBatchAsync, CUPTI_DRIVER_TRACE_CBID_cuMemcpyBatchAsync_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
-	CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,
-	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
-	CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D8_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D32_v2,
-};
-
-/* Calls that add a graph node: their records let a node take the call's stack. */
-static const CUpti_CallbackId driver_node_cbids[] = {
-	CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode, CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode_v2,
-	CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemcpyNode, CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemsetNode,
-	CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode, CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2,
-};
-
-static const CUpti_CallbackId runtime_node_cbids[] = {
-	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNode_v10000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemsetNode_v10000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNode1D_v11010,
-	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNodeToSymbol_v11010,
-	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNodeFromSymbol_v11010,
-	CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddNode_v12020, CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddNode_v12030,
-};
-
-static const CUpti_CallbackId runtime_cbids[] = {
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v12080, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020,
-	CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_v3020,
-};
-
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
-/* The first LAUNCH_CBIDS entries of each list launch; the rest copy or set. */
-#define LAUNCH_CBIDS 8
-_Static_assert(ARRAY_LEN(driver_cbids) > LAUNCH_CBIDS && ARRAY_LEN(runtime_cbids) > LAUNCH_CBIDS,
-	       "each cbid list starts with the launch calls");
-
-/* Each listed call's class + 1 by callback id (0: not listed): filled at start. */
-static __s8 driver_class[CUPTI_DRIVER_TRACE_CBID_SIZE], runtime_class[CUPTI_RUNTIME_TRACE_CBID_SIZE];
-
-static void cbid__fill(__s8 *table, size_t size, const CUpti_CallbackId *ids, size_t n, int launch_n,
-		       int cls)
-{
-	for (size_t i = 0; i < n; i++)
-		if (ids[i] < size)
-			table[ids[i]] = (__s8)((cls < 0 ? (int)i >= launch_n : cls) + 1);
-}
-
-static void cbid__classes(void)
-{
-	cbid__fill(driver_class, ARRAY_LEN(driver_class), driver_cbids, ARRAY_LEN(driver_cbids),
-		   LAUNCH_CBIDS, -1);
-	cbid__fill(runtime_class, ARRAY_LEN(runtime_class), runtime_cbids, ARRAY_LEN(runtime_cbids),
-		   LAUNCH_CBIDS, -1);
-	cbid__fill(driver_class, ARRAY_LEN(driver_class), driver_node_cbids,
-		   ARRAY_LEN(driver_node_cbids), 0, 2);
-	cbid__fill(runtime_class, ARRAY_LEN(runtime_class), runtime_node_cbids,
-		   ARRAY_LEN(runtime_node_cbids), 0, 2);
-}
-
-/* -1: not wanted, 0: a launch, 1: a copy or memset, 2: adds a graph node. */
-static int cbid__class(bool driver, CUpti_CallbackId cbid)
-{
-	if (driver)
-		return cbid < ARRAY_LEN(driver_class) ? driver_class[cbid] - 1 : -1;
-	return cbid < ARRAY_LEN(runtime_class) ? runtime_class[cbid] - 1 : -1;
-}
+/* ------------------------------------------------------ API records */
 
 /* Whether the API record of a call that started at start (CUPTI's clock) is copied. */
 static bool api__in_window(__u64 start)
@@ -348,150 +248,29 @@ static bool api__in_window(__u64 start)
 
 /* ---------------------------------------------------------- decoding */
 
-/*
- * CUPTI's correlation ids are u32 and wrap. Widen each to the u64 nearest
- * the high-water mark, so the API record and the kernel records of one call
- * (which may arrive in different buffers) land in the same epoch.
- */
 static __u64 corr__widen(__u32 id)
 {
-	__u64 hw = __atomic_load_n(&g.corr_hw, __ATOMIC_RELAXED), best, cand, epoch;
-	__u64 best_d = ~0ull;
-
-	if (!id)
-		return 0;
-	epoch = hw >> 32;
-	best = ((__u64)epoch << 32) | id;
-	for (int d = -1; d <= 1; d++) {
-		if (d < 0 && !epoch)
-			continue;
-		cand = ((epoch + (__u64)(__s64)d) << 32) | id;
-		__u64 dist = cand > hw ? cand - hw : hw - cand;
-		if (dist < best_d) {
-			best_d = dist;
-			best = cand;
-		}
-	}
-	while (best > hw && !__atomic_compare_exchange_n(&g.corr_hw, &hw, best, true,
-							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
-	return best;
-}
-
-static __u32 sat_mul3(__s32 a, __s32 b, __s32 c)
-{
-	__u64 v = (__u64)(a > 0 ? a : 0) * (__u64)(b > 0 ? b : 0);
-
-	if (v > UINT32_MAX)
-		return UINT32_MAX;
-	v *= (__u64)(c > 0 ? c : 0);
-	return v > UINT32_MAX ? UINT32_MAX : (__u32)v;
-}
-
-static bool decode__kernel(const CUpti_Activity *a, struct gp_record *r)
-{
-	/* CUPTI writes its newest layout; the fields we read share offsets. */
-	const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)a;
-	__u32 off = 0;
-
-	r->type = GP_REC_KERNEL;
-	r->corr = corr__widen(k->correlationId);
-	r->start_ns = k->start;
-	r->end_ns = k->end;
-	shm__intern(g.shm, k->name, &off);
-	r->kernel.name_off = off;
-	r->kernel.device = k->deviceId;
-	r->kernel.stream = k->streamId;
-	r->kernel.graph_id = k->graphId;
-	r->kernel.graph_node = k->graphNodeId;
-	r->kernel.grid = sat_mul3(k->gridX, k->gridY, k->gridZ);
-	r->kernel.block = sat_mul3(k->blockX, k->blockY, k->blockZ);
-	return true;
-}
-
-static bool decode__memcpy(const CUpti_Activity *a, struct gp_record *r)
-{
-	const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)a;
-
-	r->type = GP_REC_MEMCPY;
-	r->corr = corr__widen(m->correlationId);
-	r->start_ns = m->start;
-	r->end_ns = m->end;
-	r->copy.bytes = m->bytes;
-	r->copy.kind = m->copyKind;
-	r->copy.device = m->deviceId;
-	r->copy.stream = m->streamId;
-	r->copy.graph_id = m->graphId;
-	r->copy.graph_node = m->graphNodeId;
-	return true;
-}
-
-static bool decode__memset(const CUpti_Activity *a, struct gp_record *r)
-{
-	const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)a;
-
-	r->type = GP_REC_MEMSET;
-	r->corr = corr__widen(m->correlationId);
-	r->start_ns = m->start;
-	r->end_ns = m->end;
-	r->copy.bytes = m->bytes;
-	r->copy.device = m->deviceId;
-	r->copy.stream = m->streamId;
-	r->copy.graph_id = m->graphId;
-	r->copy.graph_node = m->graphNodeId;
-	return true;
-}
-
-static bool decode__api(const CUpti_Activity *a, struct gp_record *r)
-{
-	const CUpti_ActivityAPI *api = (const CUpti_ActivityAPI *)a;
-	bool driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-
-	int cls = cbid__class(driver, api->cbid);
-
-	if (cls < 0 && g.api_filter)
-		return false;
-	r->type = GP_REC_API;
-	r->flags = cls == 1 ? GP_REC_F_COPY : cls == 2 ? GP_REC_F_NODE : 0;
-	if (api->returnValue)
-		r->flags |= GP_REC_F_FAILED;
-	r->tid = api->threadId;
-	r->corr = corr__widen(api->correlationId);
-	r->start_ns = api->start;
-	r->end_ns = api->end;
-	r->api.cbid = api->cbid;
-	r->api.domain = driver ? GP_API_DRIVER : GP_API_RUNTIME;
-	r->api.pid = api->processId;
-	return true;
+	return decode__corr(&g.corr_hw, id);
 }
 
 static void activity__copy(const CUpti_Activity *a)
 {
+	struct decode_ctx c = { .shm = g.shm, .corr_hw = &g.corr_hw, .api_filter = g.api_filter };
 	struct gp_record r;
-	bool keep;
 
 	memset(&r, 0, sizeof(r));
-	switch (a->kind) {
-	case CUPTI_ACTIVITY_KIND_KERNEL:
-	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-		keep = decode__kernel(a, &r);
-		break;
-	case CUPTI_ACTIVITY_KIND_MEMCPY:
-		keep = decode__memcpy(a, &r);
-		break;
-	case CUPTI_ACTIVITY_KIND_MEMSET:
-		keep = decode__memset(a, &r);
-		break;
-	case CUPTI_ACTIVITY_KIND_DRIVER:
-	case CUPTI_ACTIVITY_KIND_RUNTIME:
-		keep = decode__api(a, &r) && api__in_window(((const CUpti_ActivityAPI *)a)->start);
-		break;
-	default:
+	switch (decode__activity(&c, a, &r)) {
+	case DECODE_UNKNOWN:
 		shm__count(g.shm, GP_CTR_UNKNOWN_ACTIVITY, 1);
 		return;
+	case DECODE_SKIP:
+		return;
+	case DECODE_KEEP:
+		break;
 	}
-	if (keep)
-		shm__write_record(g.shm, &r);
+	if (r.type == GP_REC_API && !api__in_window(((const CUpti_ActivityAPI *)a)->start))
+		return;
+	shm__write_record(g.shm, &r);
 }
 
 /* ------------------------------------------------ API calls by callback */
@@ -586,7 +365,7 @@ static void api__exit(const CUpti_CallbackData *cb, bool driver, CUpti_CallbackI
 		return;
 	memset(&r, 0, sizeof(r));
 	r.type = GP_REC_API;
-	r.flags = cls == 1 ? GP_REC_F_COPY : cls == 2 ? GP_REC_F_NODE : 0;
+	r.flags = cls == CBID_COPY ? GP_REC_F_COPY : cls == CBID_NODE ? GP_REC_F_NODE : 0;
 	/* CUresult and cudaError_t alike: 0 is success. */
 	if (cb->functionReturnValue && *(const int *)cb->functionReturnValue)
 		r.flags |= GP_REC_F_FAILED;
@@ -604,7 +383,7 @@ static void api__callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			  const CUpti_CallbackData *cb)
 {
 	bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
-	int cls = cbid__class(driver, cbid);
+	int cls = cbids__class(driver, cbid);
 	__u64 now;
 
 	if (cls < 0 || !cb->correlationId)
@@ -621,19 +400,11 @@ static void api__callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 /* The listed calls' callbacks on or off: the init thread, then the flush thread only. */
 static void api__callbacks(bool on)
 {
-	static const struct {
-		CUpti_CallbackDomain domain;
-		const CUpti_CallbackId *ids;
-		size_t n;
-	} lists[] = {
-		{ CUPTI_CB_DOMAIN_DRIVER_API, driver_cbids, ARRAY_LEN(driver_cbids) },
-		{ CUPTI_CB_DOMAIN_DRIVER_API, driver_node_cbids, ARRAY_LEN(driver_node_cbids) },
-		{ CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbids, ARRAY_LEN(runtime_cbids) },
-		{ CUPTI_CB_DOMAIN_RUNTIME_API, runtime_node_cbids, ARRAY_LEN(runtime_node_cbids) },
-	};
+	const struct cbid_list *lists;
+	size_t nlists = cbids__lists(&lists);
 	unsigned errors = 0;
 
-	for (size_t l = 0; l < ARRAY_LEN(lists); l++)
+	for (size_t l = 0; l < nlists; l++)
 		for (size_t i = 0; i < lists[l].n; i++)
 			errors += g.api.cuptiEnableCallback(on, g.sub, lists[l].domain,
 							    lists[l].ids[i]) != CUPTI_SUCCESS;
@@ -956,15 +727,14 @@ static void clock__setup(void)
 static void api__enable(void)
 {
 	bool ok = g.api.cuptiActivityEnableDriverApi && g.api.cuptiActivityEnableRuntimeApi;
+	const struct cbid_list *lists;
+	size_t nlists = cbids__lists(&lists);
 
-	for (size_t i = 0; ok && i < ARRAY_LEN(driver_cbids); i++)
-		ok = g.api.cuptiActivityEnableDriverApi(driver_cbids[i], 1) == CUPTI_SUCCESS;
-	for (size_t i = 0; ok && i < ARRAY_LEN(runtime_cbids); i++)
-		ok = g.api.cuptiActivityEnableRuntimeApi(runtime_cbids[i], 1) == CUPTI_SUCCESS;
-	for (size_t i = 0; ok && i < ARRAY_LEN(driver_node_cbids); i++)
-		ok = g.api.cuptiActivityEnableDriverApi(driver_node_cbids[i], 1) == CUPTI_SUCCESS;
-	for (size_t i = 0; ok && i < ARRAY_LEN(runtime_node_cbids); i++)
-		ok = g.api.cuptiActivityEnableRuntimeApi(runtime_node_cbids[i], 1) == CUPTI_SUCCESS;
+	for (size_t l = 0; ok && l < nlists; l++)
+		for (size_t i = 0; ok && i < lists[l].n; i++)
+			ok = (lists[l].domain == CUPTI_CB_DOMAIN_DRIVER_API ?
+				      g.api.cuptiActivityEnableDriverApi(lists[l].ids[i], 1) :
+				      g.api.cuptiActivityEnableRuntimeApi(lists[l].ids[i], 1)) == CUPTI_SUCCESS;
 	if (ok)
 		return;
 	g.api_filter = true;
@@ -1115,7 +885,7 @@ static CUptiResult cupti__start(void)
 	     CUPTI_CALL(cuptiEnableCallback, 1, g.sub, CUPTI_CB_DOMAIN_RESOURCE,
 			CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS)))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
-	cbid__classes();
+	cbids__init();
 	g.api_capture = api__capture_from_env();
 	if (g.api_capture == API_BY_ACTIVITY)
 		api__enable();

@@ -24,8 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -245,15 +247,24 @@ int shm_reader__open_mem(void *mem, size_t size, struct shm_reader **ret_r)
 	return 0;
 }
 
-/* Reads the header with pread so nothing is mapped before it is validated. */
+/*
+ * Reads the header with pread so nothing is mapped before it is validated.
+ * Only a shmem file (a memfd as the shim makes it) is read: a hugetlbfs
+ * memfd passes the same seals, and a target that punches a hole in it and
+ * takes every free huge page makes the loader's next read of the mapping
+ * a SIGBUS, where shmem gives a zero page.
+ */
 static int fd__check(int fd, __u64 *ret_size, struct gp_shm_layout *ret_l)
 {
+	struct statfs fs;
 	struct stat st;
 	ssize_t n;
 	int seals, err;
 
-	if (fstat(fd, &st) < 0)
+	if (fstatfs(fd, &fs) < 0 || fstat(fd, &st) < 0)
 		return -errno;
+	if (fs.f_type != TMPFS_MAGIC)
+		return -EBADFD;
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
 		return -EBADFD;

@@ -6,7 +6,9 @@
 #    ticking, stops on SIGTERM with its profile written, and a well-behaved
 #    program profiled beside it (-- COMMAND) is profiled exactly;
 #  - bloat: a cubin entry claiming 1.5 GiB is skipped unread (counted), the
-#    loader's RSS stays far below it and the CRC helper lives on.
+#    loader's RSS stays far below it and the CRC helper lives on;
+#  - exits without end: a ring whose exit_seq moves at every look is read
+#    to answer it once a tick at most, not at every slice between ticks.
 source "$(dirname "$0")/lib.sh"
 
 counters() { grep -c "^counters:" "$1" 2>/dev/null || true; }
@@ -98,3 +100,21 @@ left=$(field "$WORK/err4" records_left_at_exit)
 [ "${cut:-0}" -ge 1 ] || { grep "^counters:" "$WORK/err4" | tail -n 1; fail "one visit read it all (shim_visits_cut=$cut)"; }
 [ "${left:-1}" = 0 ] || { grep "^counters:" "$WORK/err4" | tail -n 1; fail "records_left_at_exit=$left"; }
 ok "a process that exited with 1,048,576 records: read over $((cut + 1)) visits, none left"
+
+# --- exits without end: answered between ticks once a tick at most
+"$LOADER" -v --cupti "$B/stub/libcupti.so" -o "$WORK/exits.pb.gz" -- \
+	sh -c "$BG" "$PROGS/hostile_ring" -r -E >"$WORK/e.log" 2>"$WORK/err5" & L=$!
+PIDS+=($L)
+wait_line "$WORK/e.log" "ready" 20 || fail "hostile_ring -E did not start"
+E=$(sed -n 's/^hostile_ring: ready pid=//p' "$WORK/e.log")
+PIDS+=($E)
+wait_line "$WORK/err5" "reading the shim ring of pid $E\$" 30 || { tail -c 2000 "$WORK/err5"; fail "its ring was never read"; }
+for _ in $(seq 1 1200); do [ "$(ticks_after_ring "$WORK/err5" "$E")" -ge 20 ] && break; sleep 0.05; done
+kill -TERM "$L"
+wait_exit "$L" 30 || { tail -c 2000 "$WORK/err5"; fail "the loader failed beside exits without end"; }
+kill -TERM "$E" 2>/dev/null || true
+answers=$(field "$WORK/err5" exit_answers)
+ticks=$(counters "$WORK/err5")
+[ "${answers:-0}" -ge 5 ] || { grep "^counters:" "$WORK/err5" | tail -n 1; fail "its exits were not answered between ticks (exit_answers=$answers)"; }
+[ "$answers" -le $((ticks + 1)) ] || { grep "^counters:" "$WORK/err5" | tail -n 1; fail "$answers exit answers in $ticks ticks"; }
+ok "a ring whose exit_seq never rests: $answers exits answered between ticks in $ticks ticks"

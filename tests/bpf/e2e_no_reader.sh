@@ -51,11 +51,11 @@ check_toggles() { # NAME STATES...
 	return 0
 }
 # Callbacks only for the calls that launch, copy or add a graph node: as many
-# callback ids switched on as the shim's lists name (nvidia/injection.c), not every call.
-listed() { # DOMAIN ARRAY...: the distinct ids those arrays of injection.c name
+# callback ids switched on as the shim's lists name (nvidia/cbids.c), not every call.
+listed() { # DOMAIN ARRAY...: the distinct ids those arrays of nvidia/cbids.c name
 	local d=$1 a
 	shift
-	for a in "$@"; do sed -n "/^static const CUpti_CallbackId $a\[\] = {/,/^};/p" "$ROOT/nvidia/injection.c"; done |
+	for a in "$@"; do sed -n "/^static const CUpti_CallbackId $a\[\] = {/,/^};/p" "$ROOT/nvidia/cbids.c"; done |
 		grep -o "CUPTI_${d}_TRACE_CBID_[A-Za-z0-9_]*" | sort -u | wc -l
 }
 check_listed() { # NAME

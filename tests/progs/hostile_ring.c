@@ -5,7 +5,7 @@
  * unprivileged tenant could, to test that the root loader stays bounded
  * (DESIGN.md invariants 4, 5 and 8).
  *
- *   hostile_ring [-r] [-c] [-t] [-g MIB] [-n SLOTS] [-x] [-s SECONDS]
+ *   hostile_ring [-r] [-c] [-t] [-E] [-g MIB] [-n SLOTS] [-x] [-s SECONDS]
  *
  *   -r      records: keep the record ring full, whatever the loader reads,
  *           so that every batch it reads comes back full
@@ -13,6 +13,8 @@
  *           loader settles them
  *   -t      toggle: flip its recording state (flag, switch-on time) without
  *           end, so that the loader sees a switch at every visit
+ *   -E      exits: bump its exit_seq without end, as if it exited at every
+ *           moment, so that the loader has an exit to answer at every look
  *   -g MIB  one cubin entry claiming MIB MiB (its bytes are never written:
  *           the memfd is sparse), in a cubin ring just large enough for it
  *   -n SLOTS  record slots (a power of two; default 65536)
@@ -190,23 +192,24 @@ static __u64 cubins_refill(struct ring *r)
 
 int main(int argc, char **argv)
 {
-	bool records = false, cubins = false, fill_exit = false, toggle = false;
+	bool records = false, cubins = false, fill_exit = false, toggle = false, exits = false;
 	long giant_mib = 0, seconds = 0;
 	__u64 nrec = 0, ncub = 0, end;
 	struct ring r;
 	int c;
 
-	while ((c = getopt(argc, argv, "rctg:n:xs:")) != -1) {
+	while ((c = getopt(argc, argv, "rctEg:n:xs:")) != -1) {
 		switch (c) {
 		case 'r': records = true; break;
 		case 't': toggle = true; break;
+		case 'E': exits = true; break;
 		case 'c': cubins = true; break;
 		case 'g': giant_mib = parse_long(optarg, 1, 1 << 20); break;
 		case 's': seconds = parse_long(optarg, 0, 86400); break;
 		case 'n': rec_slots = (__u64)parse_long(optarg, 64, 1 << 24); break;
 		case 'x': fill_exit = true; break;
 		default:
-			fprintf(stderr, "usage: hostile_ring [-r] [-c] [-t] [-g MIB] [-n SLOTS] [-x] [-s SECONDS]\n");
+			fprintf(stderr, "usage: hostile_ring [-r] [-c] [-t] [-E] [-g MIB] [-n SLOTS] [-x] [-s SECONDS]\n");
 			return 2;
 		}
 	}
@@ -253,8 +256,10 @@ int main(int argc, char **argv)
 			__atomic_fetch_xor(&r.hdr->producer.flags, GP_SHM_F_RECORDING, __ATOMIC_RELEASE);
 			__atomic_store_n(&r.hdr->producer.record_on_ns, mono_ns(), __ATOMIC_RELEASE);
 		}
+		if (exits)
+			__atomic_fetch_add(&r.hdr->producer.exit_seq, 1, __ATOMIC_RELEASE);
 		if (!n)
-			usleep(records || cubins || toggle ? 50 : 10000); /* the loader reads: a moment */
+			usleep(records || cubins || toggle || exits ? 50 : 10000); /* the loader reads: a moment */
 	}
 	printf("hostile_ring: records=%llu cubins=%llu\n", (unsigned long long)nrec,
 	       (unsigned long long)ncub);

@@ -214,10 +214,16 @@ static void tick(struct session *s)
 	trim_when_quiet(s, now);
 }
 
-/* An exiting process waits (one tick at most) for us: answer it now. */
+/*
+ * An exiting process waits (one tick at most) for us: answer it now. Once
+ * a tick at most per target: a process exits once, and one that bumps its
+ * ring's exit_seq without end would have its ring read at every slice,
+ * each visit with a visit's bounds (answered at the tick then, as every
+ * ring is read).
+ */
 static void answer_exits(struct session *s)
 {
-	__u64 now = now_ns();
+	__u64 now = now_ns(), tick_ns = s->o->tick_ms * NS_PER_MS;
 	bool synced = false;
 
 	for (size_t i = 0; i < s->tt.n; i++) {
@@ -226,6 +232,10 @@ static void answer_exits(struct session *s)
 		if (!t->shm)
 			session__open_shm(s, t, now);
 		if (t->shm && shm_reader__exit_seq(t->shm) != t->exit_acked) {
+			if (t->exit_answer_ns && now - t->exit_answer_ns < tick_ns)
+				continue;
+			t->exit_answer_ns = now;
+			s->exit_answers++;
 			if (!synced) {
 				/* Its last launches too, while it lives (session__read_target acks the exit). */
 				session__drain_events(s);

@@ -158,6 +158,7 @@ struct session {
 	size_t peak_sym_bytes, peak_cfi_bytes; /* symbol and CFI tables, most held at a tick */
 	/* What hostile or overloaded targets cost them (DESIGN.md invariants 4, 5, 8). */
 	__u64 shim_visits_cut;         /* ring visits that stopped at a bound, records left */
+	__u64 exit_answers;            /* rings read between ticks to answer an exit (answer_exits) */
 	bool shim_more;                /* this tick, an exited target had records or cubins left */
 	__u64 records_left_at_exit;    /* records of exited targets never read: bounds ran out */
 	__u64 cubin_bytes_left_at_exit; /* likewise, cubin bytes */

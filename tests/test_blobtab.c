@@ -46,6 +46,25 @@ static void test_the_bounds_refuse_new_blobs_but_keep_old_ones(void **state)
 	blobtab__destroy(t);
 }
 
+/* A lookup finds what was interned, by its bytes, and adds nothing. */
+static void test_find_looks_up_without_adding(void **state)
+{
+	struct blobtab *t;
+	__u32 id = 0, found = 0;
+
+	(void)state;
+	assert_int_equal(blobtab__new(16, 1024, &t), 0);
+	assert_false(blobtab__find(t, "kernel_a", 9, &found));
+	assert_int_equal(blobtab__count(t), 0);
+	assert_int_equal(blobtab__intern(t, "kernel_a", 9, &id), 0);
+	assert_true(blobtab__find(t, "kernel_a", 9, &found));
+	assert_int_equal(found, id);
+	assert_false(blobtab__find(t, "kernel_a", 8, &found)); /* other bytes: another blob */
+	assert_false(blobtab__find(t, "kernel_b", 9, &found));
+	assert_int_equal(blobtab__count(t), 1);
+	blobtab__destroy(t);
+}
+
 static void test_the_map_survives_heavy_churn(void **state)
 {
 	struct u64map m;
@@ -72,6 +91,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_equal_blobs_get_one_id_and_different_ones_another),
 		cmocka_unit_test(test_the_bounds_refuse_new_blobs_but_keep_old_ones),
+		cmocka_unit_test(test_find_looks_up_without_adding),
 		cmocka_unit_test(test_the_map_survives_heavy_churn),
 	};
 

@@ -67,6 +67,32 @@ static void test_a_holder_that_leaves_gives_back_what_it_held(void **state)
  * itself; joining brings what it holds into the share; it then takes and
  * gives back through the share, and leaving returns all it counted.
  */
+/*
+ * A holder of what outlives it (strings interned for good) leaves with its
+ * bytes still counted: holders that come and go do not make room that is
+ * not there; the ones left get the share of fewer holders.
+ */
+static void test_a_holder_that_leaves_keeping_leaves_its_bytes_counted(void **state)
+{
+	struct mem_share s;
+	struct mem_hold a = { 0 }, b = { 0 };
+
+	(void)state;
+	mem_share__init(&s, 1000);
+	mem_hold__join(&a, &s);
+	mem_hold__join(&b, &s);
+	mem_hold__add(&a, 900);
+	mem_hold__leave_keeping(&a);
+	assert_int_equal(mem_share__bytes(&s), 900);
+	assert_int_equal(s.holders, 1);
+	assert_true(mem_hold__allows(&b, 100));  /* 1000 all together */
+	mem_hold__add(&b, 100);
+	assert_false(mem_hold__allows(&b, 1000)); /* past the bound, past its share of 1000 */
+	assert_true(mem_hold__allows(&b, 900));   /* within its share, alone: 1000 */
+	mem_hold__leave_keeping(&a);              /* once only */
+	assert_int_equal(s.holders, 1);
+}
+
 static void test_a_holder_counts_in_its_share_from_its_join_to_its_leave(void **state)
 {
 	struct mem_share s;
@@ -99,6 +125,7 @@ int main(void)
 		cmocka_unit_test(test_within_the_bound_any_holder_takes_more),
 		cmocka_unit_test(test_past_the_bound_only_a_holder_within_its_share_takes_more),
 		cmocka_unit_test(test_a_holder_that_leaves_gives_back_what_it_held),
+		cmocka_unit_test(test_a_holder_that_leaves_keeping_leaves_its_bytes_counted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,7 +8,10 @@
 #  - bloat: a cubin entry claiming 1.5 GiB is skipped unread (counted), the
 #    loader's RSS stays far below it and the CRC helper lives on;
 #  - exits without end: a ring whose exit_seq moves at every look is read
-#    to answer it once a tick at most, not at every slice between ticks.
+#    to answer it once a tick at most, not at every slice between ticks;
+#  - names without end: a process naming a new kernel in every record fills
+#    its share of the loader's names, not the table: a program started once
+#    it has has its kernel named.
 source "$(dirname "$0")/lib.sh"
 
 counters() { grep -c "^counters:" "$1" 2>/dev/null || true; }
@@ -118,3 +121,27 @@ ticks=$(counters "$WORK/err5")
 [ "${answers:-0}" -ge 5 ] || { grep "^counters:" "$WORK/err5" | tail -n 1; fail "its exits were not answered between ticks (exit_answers=$answers)"; }
 [ "$answers" -le $((ticks + 1)) ] || { grep "^counters:" "$WORK/err5" | tail -n 1; fail "$answers exit answers in $ticks ticks"; }
 ok "a ring whose exit_seq never rests: $answers exits answered between ticks in $ticks ticks"
+
+# --- names without end: the hostile ring's new names past its share are
+# dropped (a table of 256 KiB here, GPUPROBE_TEST_NAMES_BYTES); spin, started
+# once names are being dropped, still has its kernel named
+wait_dropped='for _ in $(seq 1 600); do grep -q " names_dropped=[1-9]" "$0" 2>/dev/null && break; sleep 0.1; done'
+GPUPROBE_TEST_NAMES_BYTES=262144 LD_LIBRARY_PATH="$B/stub" "$LOADER" -v -o "$WORK/names.pb.gz" \
+	--libcuda "$STUBLIB" --cupti "$B/stub/libcupti.so" -- \
+	sh -c "\"$PROGS/hostile_ring\" -N -s 120 >\"$WORK/n.log\" & $wait_dropped; exec \"$PROGS/spin\" -s 2 -i 1000" \
+	"$WORK/err6" >"$WORK/spin6.log" 2>"$WORK/err6" & L=$!
+PIDS+=($L)
+wait_line "$WORK/n.log" "ready" 20 || fail "hostile_ring -N did not start"
+N=$(sed -n 's/^hostile_ring: ready pid=//p' "$WORK/n.log")
+PIDS+=($N)
+wait_exit "$L" 120 || { tail -c 2000 "$WORK/err6"; fail "loader failed beside a ring of new names"; }
+kill -TERM "$N" 2>/dev/null || true
+over=$(field "$WORK/err6" names_over_share)
+[ "${over:-0}" -gt 0 ] || { grep "^counters:" "$WORK/err6" | tail -n 1; fail "the ring's names were not held to a share (names_over_share=$over)"; }
+S=$(sed -n 's/^spin: ready pid=//p' "$WORK/spin6.log")
+want=$(sed -n 's/^spin: launches=//p' "$WORK/spin6.log")
+[ -n "$want" ] && [ "$want" -gt 0 ] || fail "spin printed no launch count"
+$CHECK "$WORK/names.pb.gz" totals "$S" >"$WORK/s6.totals"
+got=$(awk '$2=="spin_kernel" {n += $4} END {print n + 0}' "$WORK/s6.totals")
+[ "$got" = "$want" ] || { cat "$WORK/s6.totals"; fail "spin: $got launches named spin_kernel, it made $want"; }
+ok "a ring naming a new kernel in every record: held to its share ($over names refused), spin's $want launches named"

@@ -5,7 +5,7 @@
  * unprivileged tenant could, to test that the root loader stays bounded
  * (DESIGN.md invariants 4, 5 and 8).
  *
- *   hostile_ring [-r] [-c] [-t] [-E] [-g MIB] [-n SLOTS] [-x] [-s SECONDS]
+ *   hostile_ring [-r] [-c] [-t] [-E] [-N] [-g MIB] [-n SLOTS] [-x] [-s SECONDS]
  *
  *   -r      records: keep the record ring full, whatever the loader reads,
  *           so that every batch it reads comes back full
@@ -15,6 +15,8 @@
  *           end, so that the loader sees a switch at every visit
  *   -E      exits: bump its exit_seq without end, as if it exited at every
  *           moment, so that the loader has an exit to answer at every look
+ *   -N      names: keep the record ring full of kernel records, each naming
+ *           a kernel the one before did not (NAMES distinct names in turn)
  *   -g MIB  one cubin entry claiming MIB MiB (its bytes are never written:
  *           the memfd is sparse), in a cubin ring just large enough for it
  *   -n SLOTS  record slots (a power of two; default 65536)
@@ -39,7 +41,8 @@
 #include <unistd.h>
 #include "shim/gp_abi.h"
 
-#define STR_SIZE 4096ull
+#define NAMES 20000ull
+#define NAME_BYTES 16ull
 #define SMALL_CUBIN_RING (1ull << 20)
 #define SMALL_CUBIN 8ull
 
@@ -82,7 +85,8 @@ static __u64 pow2_at_least(__u64 v)
 	return p;
 }
 
-static __u64 rec_slots = 65536;
+static __u64 rec_slots = 65536, str_size = 4096, names_sent;
+static bool names;
 
 struct ring {
 	__u8 *base;
@@ -104,8 +108,8 @@ static int ring_make(struct ring *r, __u64 cubin_size)
 		.rec_off = sizeof(struct gp_shm_header), .rec_slots = rec_slots,
 	};
 	r->l.str_off = r->l.rec_off + rec_slots * sizeof(struct gp_record);
-	r->l.str_size = STR_SIZE;
-	r->l.cubin_off = r->l.str_off + STR_SIZE;
+	r->l.str_size = str_size;
+	r->l.cubin_off = r->l.str_off + str_size;
 	r->l.cubin_size = cubin_size;
 	r->l.cubin_max = cubin_size - sizeof(struct gp_cubin_entry);
 	total = r->l.cubin_off + cubin_size;
@@ -126,7 +130,13 @@ static int ring_make(struct ring *r, __u64 cubin_size)
 	r->hdr = (struct gp_shm_header *)r->base;
 	memcpy(&r->hdr->layout, &r->l, sizeof(r->l));
 	r->hdr->producer.flags = GP_SHM_F_CLOCK_MONOTONIC;
-	r->base[r->l.str_off] = 0; /* str_used stays 0: no names */
+	r->base[r->l.str_off] = 0; /* str_used stays 0 unless -N: no names */
+	if (names) {
+		for (__u64 i = 0; i < NAMES; i++)
+			snprintf((char *)r->base + r->l.str_off + NAME_BYTES + i * NAME_BYTES, NAME_BYTES,
+				 "evil_%09llu", (unsigned long long)i);
+		r->hdr->producer.str_used = NAME_BYTES + NAMES * NAME_BYTES;
+	}
 	return 0;
 }
 
@@ -142,9 +152,17 @@ static __u64 records_refill(struct ring *r)
 		struct gp_record *rec = &slots[r->rec_head & (rec_slots - 1)];
 
 		memset(rec, 0, sizeof(*rec));
-		rec->type = GP_REC_MODULE;
-		rec->module.event = 1;
-		rec->module.module_id = r->rec_head;
+		if (names) { /* a kernel of the next name, now: joined to nothing, named */
+			rec->type = GP_REC_KERNEL;
+			rec->tid = (__u32)getpid();
+			rec->corr = r->rec_head + 1;
+			rec->start_ns = rec->end_ns = mono_ns();
+			rec->kernel.name_off = (__u32)(NAME_BYTES + (names_sent++ % NAMES) * NAME_BYTES);
+		} else {
+			rec->type = GP_REC_MODULE;
+			rec->module.event = 1;
+			rec->module.module_id = r->rec_head;
+		}
 		r->rec_head++;
 		n++;
 	}
@@ -198,18 +216,19 @@ int main(int argc, char **argv)
 	struct ring r;
 	int c;
 
-	while ((c = getopt(argc, argv, "rctEg:n:xs:")) != -1) {
+	while ((c = getopt(argc, argv, "rctENg:n:xs:")) != -1) {
 		switch (c) {
 		case 'r': records = true; break;
 		case 't': toggle = true; break;
 		case 'E': exits = true; break;
+		case 'N': names = records = true; str_size = NAME_BYTES * (NAMES + 1); break;
 		case 'c': cubins = true; break;
 		case 'g': giant_mib = parse_long(optarg, 1, 1 << 20); break;
 		case 's': seconds = parse_long(optarg, 0, 86400); break;
 		case 'n': rec_slots = (__u64)parse_long(optarg, 64, 1 << 24); break;
 		case 'x': fill_exit = true; break;
 		default:
-			fprintf(stderr, "usage: hostile_ring [-r] [-c] [-t] [-E] [-g MIB] [-n SLOTS] [-x] [-s SECONDS]\n");
+			fprintf(stderr, "usage: hostile_ring [-r] [-c] [-t] [-E] [-N] [-g MIB] [-n SLOTS] [-x] [-s SECONDS]\n");
 			return 2;
 		}
 	}

@@ -414,6 +414,14 @@ static size_t graph_share_bytes(void)
 	return b ? b : GRAPH_SHARE_BYTES;
 }
 
+/* NAMES_BYTES, or for tests GPUPROBE_TEST_NAMES_BYTES (a table a test can fill). */
+static size_t names_bytes(void)
+{
+	size_t b = test_env__bytes("GPUPROBE_TEST_NAMES_BYTES");
+
+	return b ? b : NAMES_BYTES;
+}
+
 /* With -v: the first correlation ids two calls held (corr_reused), both calls. */
 static void say_reuses(struct session *s)
 {
@@ -442,10 +450,11 @@ static int session__init(struct session *s, const struct gp_opts *o)
 		return -ENOMEM;
 	mem_share__init(&s->py_share, PY_SHARE_BYTES);
 	mem_share__init(&s->graph_share, graph_share_bytes());
+	mem_share__init(&s->names_share, names_bytes() / 2);
 	if ((err = target_table__init(&s->tt, s->bounded)) || (err = profile__new(&s->prof)) ||
 	    (o->trace && (err = trace__new(&s->trace))) ||
 	    (err = stack_table__init(&s->stacks, 1u << 20, 512u << 20)) ||
-	    (err = blobtab__new(1u << 18, 64u << 20, &s->names)) ||
+	    (err = blobtab__new(NAMES_ENTRIES, names_bytes(), &s->names)) ||
 	    (err = join__new(&jo, session__on_sample, s, &s->join)))
 		return err;
 	if (o->pc_sampling >= 0)

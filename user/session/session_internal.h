@@ -46,6 +46,17 @@
  * share holds no new node.
  */
 #define GRAPH_SHARE_BYTES (256ull << 20)
+/*
+ * The kernel names every process's records name (s->names, kept for the
+ * run): NAMES_ENTRIES names and NAMES_BYTES bytes. Each new name counts its
+ * bytes and NAME_COST more (the table's bytes over its entries) against
+ * half of NAMES_BYTES, shared (mem_share.h): past it, a process over its
+ * share names no new kernel, and the other half is the others'. A process
+ * that exits leaves its names counted: they stay in the table.
+ */
+#define NAMES_ENTRIES (1u << 18)
+#define NAMES_BYTES (64ull << 20)
+#define NAME_COST (NAMES_BYTES / NAMES_ENTRIES)
 /* Code objects checked against reuse at once, at most (pycode_cache__check): a few bounded calls. */
 #define PY_CHECK_MAX 1024
 /* ... and at most this often per process. */
@@ -89,6 +100,7 @@ struct session {
 	struct bounded *bounded;    /* the loader's one: calls a target could hold (bounded.h) */
 	struct mem_share py_share;  /* what every process's code-object cache holds, together */
 	struct mem_share graph_share; /* what every process's graph nodes hold, together */
+	struct mem_share names_share; /* the kernel names every process interned, together */
 	struct launch_probe *lp;
 	struct join *join;
 	struct profile *prof;

@@ -30,10 +30,17 @@ static const char *copy_label(__u32 kind)
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "[memcpy]";
 }
 
+/*
+ * A kernel or copy's name id in s->names. A name new to the table counts
+ * against the target's share of it (NAMES_BYTES): a process that names a
+ * new kernel in every record names no more past its share, and the others
+ * keep naming theirs (names_dropped, names_over_share).
+ */
 static __u32 name_id(struct session *s, struct target *t, const struct gp_record *r)
 {
 	char buf[4096];
 	const char *name = buf;
+	size_t len;
 	__u64 id;
 	__u32 nid = 0;
 
@@ -45,9 +52,15 @@ static __u32 name_id(struct session *s, struct target *t, const struct gp_record
 		return (__u32)id;
 	else
 		shm_reader__name(t->shm, r->kernel.name_off, buf, sizeof(buf));
-	if (blobtab__intern(s->names, name, strlen(name) + 1, &nid)) {
-		s->names_dropped++;
-		return 0;
+	len = strlen(name) + 1;
+	if (!blobtab__find(s->names, name, len, &nid)) {
+		mem_hold__join(&t->names_hold, &s->names_share);
+		if (!mem_hold__allows(&t->names_hold, len + NAME_COST) ||
+		    blobtab__intern(s->names, name, len, &nid)) {
+			s->names_dropped++;
+			return 0;
+		}
+		mem_hold__add(&t->names_hold, (long)(len + NAME_COST));
 	}
 	if (r->type == GP_REC_KERNEL)
 		u64map__put(&t->names, r->kernel.name_off, nid); /* full: looked up again next time */

@@ -69,20 +69,40 @@ void blobtab__destroy(struct blobtab *t)
 	free(t);
 }
 
+/* data's id under hash h (0: none), and the first id of h's chain in *ret_first (0: none). */
+static __u32 lookup(const struct blobtab *t, __u64 h, const void *data, size_t len, __u64 *ret_first)
+{
+	*ret_first = 0;
+	if (!u64map__get(&t->first, h, ret_first))
+		return 0;
+	for (__u32 id = (__u32)*ret_first; id; id = t->e[id - 1].next) {
+		const struct entry *e = &t->e[id - 1];
+
+		if (e->len == len && !memcmp(e->data, data, len))
+			return id;
+	}
+	return 0;
+}
+
+bool blobtab__find(const struct blobtab *t, const void *data, size_t len, __u32 *ret_id)
+{
+	__u64 first;
+	__u32 id = lookup(t, hash_bytes(data, len), data, len, &first);
+
+	if (id)
+		*ret_id = id;
+	return id != 0;
+}
+
 int blobtab__intern(struct blobtab *t, const void *data, size_t len, __u32 *ret_id)
 {
 	__u64 h = hash_bytes(data, len), first = 0;
 	struct entry *e, *grown;
-	__u32 id;
+	__u32 id = lookup(t, h, data, len, &first);
 
-	if (u64map__get(&t->first, h, &first)) {
-		for (id = (__u32)first; id; id = t->e[id - 1].next) {
-			e = &t->e[id - 1];
-			if (e->len == len && !memcmp(e->data, data, len)) {
-				*ret_id = id;
-				return 0;
-			}
-		}
+	if (id) {
+		*ret_id = id;
+		return 0;
 	}
 	if (t->n >= t->max_entries || t->n >= UINT32_MAX - 1 || t->bytes + len > t->max_bytes)
 		return -E2BIG;

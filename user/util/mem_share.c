@@ -60,6 +60,13 @@ void mem_hold__leave(struct mem_hold *h)
 	h->share = NULL;
 }
 
+void mem_hold__leave_keeping(struct mem_hold *h)
+{
+	if (h->share)
+		mem_share__leave(h->share, 0);
+	h->share = NULL;
+}
+
 bool mem_hold__allows(struct mem_hold *h, size_t more)
 {
 	return !h->share || mem_share__allows(h->share, h->held, more);

@@ -48,6 +48,12 @@ struct mem_hold {
 void mem_hold__join(struct mem_hold *h, struct mem_share *s);
 /* Leaves its share, giving back what it counts (nothing when it joined none). */
 void mem_hold__leave(struct mem_hold *h);
+/*
+ * Leaves its share, what it counts staying counted there: for what outlives
+ * its holder (strings interned for good), so that holders that come and go
+ * cannot take it all.
+ */
+void mem_hold__leave_keeping(struct mem_hold *h);
 /* Whether h may hold more bytes more: it joined no share, or its share allows it. */
 bool mem_hold__allows(struct mem_hold *h, size_t more);
 /* h holds delta bytes more (fewer when negative), counted in its share too. */

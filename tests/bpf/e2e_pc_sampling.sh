@@ -19,7 +19,9 @@
 #    (pc_unload_busy, pc_dropped), never waited for;
 #  - the report lists the heaviest kernels' stall reasons;
 #  - without --pc-sampling, the profile has no pc_samples and the shim
-#    samples nothing; with a period that samples nothing, the report says so.
+#    samples nothing; a target that samples on its own (GPUPROBE_PC_SAMPLING
+#    in its environment) has its samples left out, counted pc_unasked; with a
+#    period that samples nothing, the report says so.
 source "$(dirname "$0")/lib.sh"
 
 T=4 N=10
@@ -73,5 +75,11 @@ grep -q "^PC samples: none in this profile" "$WORK/none.err" && [ "$(field pc_cu
 	fail "no sample, unsaid: $(grep -A2 '^PC samples' "$WORK/none.err")"
 ! go tool pprof -raw "$WORK/off.pb.gz" 2>/dev/null | grep -q pc_samples || fail "pc_samples without --pc-sampling"
 [ "$(field pc_cupti_total "$WORK/off.err")" = 0 ] || fail "the shim sampled unasked"
+GPUPROBE_PC_SAMPLING=17 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/own.pb.gz" -- "$PROGS/launcher" -t 1 -n 2 \
+	>/dev/null 2>"$WORK/own.err" || fail "a target sampling on its own"
+unasked=$(field pc_unasked "$WORK/own.err")
+[ "${unasked:-0}" -gt 0 ] && [ "$(field pc_samples "$WORK/own.err")" = 0 ] && ! grep -q "^PC samples" "$WORK/own.err" ||
+	fail "PC records taken without --pc-sampling: $(grep '^counters' "$WORK/own.err")"
+! go tool pprof -raw "$WORK/own.pb.gz" 2>/dev/null | grep -q pc_samples || fail "pc_samples from a target sampling unasked"
 ok "$want PC samples exact under their instructions, kernels and sites; a collection held in CUPTI" \
-	"over an unload cost $lost samples, counted, and no wait"
+	"over an unload cost $lost samples, counted, and no wait; $unasked records of a target sampling unasked left out"

@@ -55,6 +55,8 @@
  * that exits leaves its names counted: they stay in the table.
  */
 #define NAMES_ENTRIES (1u << 18)
+/* A process's PC stall reasons named, at most; its indexes past them share one name. */
+#define PC_STALLS_NAMED 256u
 #define NAMES_BYTES (64ull << 20)
 #define NAME_COST (NAMES_BYTES / NAMES_ENTRIES)
 /* Code objects checked against reuse at once, at most (pycode_cache__check): a few bounded calls. */
@@ -171,6 +173,7 @@ struct session {
 	/* What hostile or overloaded targets cost them (DESIGN.md invariants 4, 5, 8). */
 	__u64 shim_visits_cut;         /* ring visits that stopped at a bound, records left */
 	__u64 exit_answers;            /* rings read between ticks to answer an exit (answer_exits) */
+	__u64 pc_unasked;              /* PC sampling records from a target, without --pc-sampling: left out */
 	bool shim_more;                /* this tick, an exited target had records or cubins left */
 	__u64 records_left_at_exit;    /* records of exited targets never read: bounds ran out */
 	__u64 cubin_bytes_left_at_exit; /* likewise, cubin bytes */

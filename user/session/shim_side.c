@@ -134,10 +134,11 @@ static void pc_stall(struct session *s, struct target *t, const struct gp_record
 	__u32 id;
 	__u64 known;
 
-	if (!t->pc_stalls.cap && u64map__init(&t->pc_stalls, 256))
+	if (!t->pc_stalls.cap && u64map__init(&t->pc_stalls, PC_STALLS_NAMED))
 		return;
-	/* Named once; past 256 reasons, named by index: nothing more interned (s->names is shared). */
-	if (u64map__get(&t->pc_stalls, r->pc_stall.stall, &known) || u64map__len(&t->pc_stalls) >= 256)
+	/* Named once; past PC_STALLS_NAMED reasons, named by index: nothing more interned (s->names is shared). */
+	if (u64map__get(&t->pc_stalls, r->pc_stall.stall, &known) ||
+	    u64map__len(&t->pc_stalls) >= PC_STALLS_NAMED)
 		return;
 	if (shm_reader__name(t->shm, r->pc_stall.name_off, buf, sizeof(buf)) || !buf[0])
 		return;
@@ -165,9 +166,11 @@ static void pc_sample(struct session *s, struct target *t, const struct gp_recor
 		}
 		stall = blobtab__get(s->names, (__u32)id, NULL);
 	}
-	if (!stall) {
+	if (!stall && r->pc.stall < PC_STALLS_NAMED) {
 		snprintf(idx, sizeof(idx), "stall %u", r->pc.stall);
 		stall = idx;
+	} else if (!stall) {
+		stall = "stall [out of range]"; /* one string for any index a ring makes up */
 	}
 	s->pc_samples += r->pc.samples;
 	/* Past the profile's bounds: counted there (pc_table_full). */
@@ -181,6 +184,26 @@ static void pc_totals(struct session *s, const struct gp_record *r)
 	s->pc_non_user += r->pc_totals.non_user;
 	s->pc_hw_full += r->pc_totals.hw_full != 0;
 	s->pc_lost += r->pc_totals.pcs_lost;
+}
+
+/*
+ * PC sampling's records, taken only when this run asked for them
+ * (--pc-sampling): a target sampled on its own (GPUPROBE_PC_SAMPLING in its
+ * environment, or a ring that makes them up) would fill the profile's
+ * strings with its function names unasked (pc_unasked).
+ */
+static void pc_record(struct session *s, struct target *t, const struct gp_record *r)
+{
+	if (s->o->pc_sampling < 0) {
+		s->pc_unasked++;
+		return;
+	}
+	if (r->type == GP_REC_PC)
+		pc_sample(s, t, r);
+	else if (r->type == GP_REC_PC_STALL)
+		pc_stall(s, t, r);
+	else
+		pc_totals(s, r);
 }
 
 static void ingest_record(struct session *s, struct target *t, const struct gp_record *r, __u64 now)
@@ -226,12 +249,9 @@ static void ingest_record(struct session *s, struct target *t, const struct gp_r
 		join__add_activity(s->join, &act);
 	} else if (r->type == GP_REC_GRAPH_NODE) {
 		graph_node(s, t, r);
-	} else if (r->type == GP_REC_PC) {
-		pc_sample(s, t, r);
-	} else if (r->type == GP_REC_PC_STALL) {
-		pc_stall(s, t, r);
-	} else if (r->type == GP_REC_PC_TOTALS) {
-		pc_totals(s, r);
+	} else if (r->type == GP_REC_PC || r->type == GP_REC_PC_STALL ||
+		   r->type == GP_REC_PC_TOTALS) {
+		pc_record(s, t, r);
 	} else if (r->type != GP_REC_MODULE) {
 		s->records_unknown++;
 	}

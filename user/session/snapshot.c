@@ -203,6 +203,7 @@ static void hostile_counters(struct session *s, struct counters *c)
 	counters__add(c, "cubin_dedup_full", q.cubin_dedup_full);
 	counters__add(c, "shim_visits_cut", s->shim_visits_cut);
 	counters__add(c, "exit_answers", s->exit_answers);
+	counters__add(c, "pc_unasked", s->pc_unasked);
 	counters__add(c, "settle_cut", q.settle_cut);
 	counters__add(c, "ring_notices_dropped", s->rw.lp ? ring_watch__dropped(&s->rw) : 0);
 	counters__add(c, "records_left_at_exit", s->records_left_at_exit);

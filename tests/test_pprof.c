@@ -583,6 +583,38 @@ static struct profile *profile_with(const struct profile_proc *procs, size_t np,
 	return p;
 }
 
+/*
+ * A cubin that does not parse takes no room in the cubin table, and a
+ * process that loads cubins without end fills its share of the table
+ * (half of it, alone), not every other's: another's cubin is still kept.
+ */
+static void test_a_process_loading_cubins_without_end_leaves_room_for_others(void **state)
+{
+	static const char *const ka[] = { "evil" }, *const kb[] = { "good" };
+	uint8_t a[1024], b[1024], junk[256] = { 1, 2, 3 };
+	size_t alen = cubin_build(a, sizeof(a), "a", ka, 1), blen = cubin_build(b, sizeof(b), "b", kb, 1);
+	struct profile_cubin_stats cs;
+	struct profile *p;
+
+	(void)state;
+	assert_int_equal(profile__new(&p), 0);
+	for (__u64 crc = 1; crc <= 1000; crc++)
+		assert_int_equal(profile__add_cubin(p, 100, crc, junk, sizeof(junk)), -ENOEXEC);
+	profile__cubin_stats(p, &cs);
+	assert_int_equal(cs.cubins, 0);
+	assert_int_equal(cs.cubins_bad, 1000);
+	for (__u64 crc = 1; crc <= MAX_CUBINS; crc++)
+		profile__add_cubin(p, 100, 0x100000 + crc, a, alen);
+	profile__cubin_stats(p, &cs);
+	assert_int_equal(cs.cubins, CUBINS_SHARED);
+	assert_int_equal(cs.cubins_over_share, MAX_CUBINS - CUBINS_SHARED);
+	assert_int_equal(profile__add_cubin(p, 200, 0xb2, b, blen), 0);
+	profile__cubin_stats(p, &cs);
+	assert_int_equal(cs.cubins, CUBINS_SHARED + 1);
+	assert_int_equal(cs.kernels_dropped, 0);
+	profile__destroy(p);
+}
+
 static void test_profile_puts_each_kernel_in_the_mapping_of_its_cubin(void **state)
 {
 	static const char *const ka[] = { "gemm", "softmax" }, *const kb[] = { "relu", "softmax" };
@@ -1298,6 +1330,7 @@ int main(void)
 		cmocka_unit_test(test_unwritable_directory_gives_eacces_and_no_file),
 		cmocka_unit_test(test_short_write_fails_and_keeps_the_old_profile),
 		cmocka_unit_test(test_profile_puts_each_kernel_in_the_mapping_of_its_cubin),
+		cmocka_unit_test(test_a_process_loading_cubins_without_end_leaves_room_for_others),
 		cmocka_unit_test(test_pc_samples_are_shared_by_gpu_time_exactly),
 		cmocka_unit_test(test_pc_entries_are_bounded_per_process),
 		cmocka_unit_test(test_pc_samples_carry_their_source_lines),

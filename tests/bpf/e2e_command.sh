@@ -25,7 +25,7 @@ for loading in LAZY EAGER; do
 	$CHECK "$out" cubins "$dump" $crc || { grep cubins: "$WORK/err-$loading";
 		fail "kernels not in the mapping of their cubin ($loading)"; }
 	# 4 distinct cubins (modules 4 and 5 are the same bytes), 6 kernel names.
-	grep -q "cubins: cubins=4 cubins_dropped=0 cubins_bad=0 cubin_kernels=6 kernels_ambiguous=0 kernels_dropped=0" \
+	grep -q "cubins: cubins=4 cubins_dropped=0 cubins_over_share=0 cubins_bad=0 cubin_kernels=6 kernels_ambiguous=0 kernels_dropped=0" \
 		"$WORK/err-$loading" || { grep cubins: "$WORK/err-$loading"; fail "cubin counters ($loading)"; }
 	grep -q "unattributed=0 " "$WORK/err-$loading" || fail "unattributed activities ($loading)"
 	grep -q "modules_captured=5 modules_settled=5 " "$WORK/err-$loading" || {

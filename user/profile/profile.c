@@ -30,6 +30,8 @@ int profile__new(struct profile **ret_p)
 		profile__destroy(p);
 		return -ENOMEM;
 	}
+	mem_share__init(&p->cubin_share, CUBINS_SHARED);
+	mem_share__init(&p->kernel_share, KERNELS_SHARED);
 	*ret_p = p;
 	return 0;
 }
@@ -225,6 +227,25 @@ __u64 profile__kernel_hash(const char *name, size_t len)
 	return u64map__hash(h);
 }
 
+/* A cubin's kernels, read whole before any is kept: a cubin that does not parse adds nothing. */
+struct cubin_read {
+	struct { __u64 key; __u32 index; } *k;
+	size_t n, cap;
+};
+
+static int cubin_read__kernel(void *ctx, const char *name, size_t len, __u32 index)
+{
+	struct cubin_read *r = ctx;
+	__typeof__(r->k) grown = grow__array(r->k, &r->cap, r->n + 1, sizeof(*r->k), 64);
+
+	if (!grown)
+		return -ENOMEM;
+	r->k = grown;
+	r->k[r->n].key = profile__kernel_hash(name, len);
+	r->k[r->n++].index = index;
+	return 0;
+}
+
 struct cubin_add {
 	struct profile *p;
 	struct proc_info *pi;
@@ -232,11 +253,10 @@ struct cubin_add {
 	bool dropped;
 };
 
-static int cubin_add__kernel(void *ctx, const char *name, size_t len, __u32 index)
+static void cubin_add__kernel(struct cubin_add *a, __u64 key, __u32 index)
 {
-	struct cubin_add *a = ctx;
 	struct profile *p = a->p;
-	__u64 key = profile__kernel_hash(name, len), old;
+	__u64 old;
 
 	if (u64map__get(&a->pi->kernels, key, &old)) {
 		/*
@@ -252,16 +272,37 @@ static int cubin_add__kernel(void *ctx, const char *name, size_t len, __u32 inde
 			u64map__put(&a->pi->kernels, key, KERNEL_AMBIGUOUS); /* replaces: cannot fail */
 			p->cs.kernels_ambiguous++;
 		}
-		return 0;
+		return;
 	}
-	if (p->cs.kernels >= MAX_KERNELS ||
+	mem_hold__join(&a->pi->kernels_held, &p->kernel_share);
+	if (p->cs.kernels >= MAX_KERNELS || !mem_hold__allows(&a->pi->kernels_held, 1) ||
 	    u64map__put(&a->pi->kernels, key, a->cubin << 32 | index)) {
 		p->cs.kernels_dropped++;
 		a->dropped = true;
-		return 0;
+		return;
 	}
+	mem_hold__add(&a->pi->kernels_held, 1);
 	p->cs.kernels++;
-	return 0;
+}
+
+/* crc's index, a new one counted against pi's share of the table (-E2BIG past it). */
+static int cubin_add__index(struct profile *p, struct proc_info *pi, __u64 crc, __u64 *ret_idx)
+{
+	size_t before = p->nr_cubins;
+	int err;
+
+	if (!u64map__get(&p->cubin_idx, crc, NULL)) {
+		mem_hold__join(&pi->cubins_held, &p->cubin_share);
+		if (!mem_hold__allows(&pi->cubins_held, 1)) {
+			p->cs.cubins_dropped++;
+			p->cs.cubins_over_share++;
+			return -E2BIG;
+		}
+	}
+	err = profile__cubin_index(p, crc, ret_idx);
+	if (!err && p->nr_cubins > before)
+		mem_hold__add(&pi->cubins_held, 1);
+	return err;
 }
 
 int profile__cubin_index(struct profile *p, __u64 crc, __u64 *ret_idx)
@@ -292,22 +333,28 @@ int profile__cubin_index(struct profile *p, __u64 crc, __u64 *ret_idx)
 int profile__add_cubin(struct profile *p, __u32 pid, __u64 crc, const void *elf, size_t size)
 {
 	struct cubin_add a = { .p = p };
+	struct cubin_read r = { 0 };
 	int err;
 
 	if (!crc || !elf)
 		return -EINVAL;
+	err = cubin_syms__parse(elf, size, cubin_read__kernel, &r);
+	if (err) {
+		free(r.k);
+		if (err != -ENOMEM)
+			p->cs.cubins_bad++; /* indexed never: garbage takes no room */
+		return err;
+	}
 	err = profile__proc(p, pid, &a.pi);
 	if (!err && !a.pi->kernels.cap)
 		err = u64map__init(&a.pi->kernels, MAX_KERNELS_PER_PROC);
 	if (!err)
-		err = profile__cubin_index(p, crc, &a.cubin);
+		err = cubin_add__index(p, a.pi, crc, &a.cubin);
+	for (size_t i = 0; !err && i < r.n; i++)
+		cubin_add__kernel(&a, r.k[i].key, r.k[i].index);
+	free(r.k);
 	if (err)
 		return err;
-	err = cubin_syms__parse(elf, size, cubin_add__kernel, &a);
-	if (err) {
-		p->cs.cubins_bad++;
-		return err;
-	}
 	if ((err = profile__add_cubin_lines(p, pid, crc, elf, size)))
 		return err;
 	return a.dropped ? -E2BIG : 0;
@@ -452,9 +499,10 @@ void profile__report(const struct profile *p, FILE *f, unsigned top)
 	}
 	/* Losses of the kernel -> cubin link (DESIGN.md invariant 4). */
 	if (p->cs.cubins || p->cs.cubins_dropped)
-		fprintf(f, "cubins: cubins=%llu cubins_dropped=%llu cubins_bad=%llu cubin_kernels=%llu "
-			"kernels_ambiguous=%llu kernels_dropped=%llu\n", p->cs.cubins, p->cs.cubins_dropped,
-			p->cs.cubins_bad, p->cs.kernels, p->cs.kernels_ambiguous, p->cs.kernels_dropped);
+		fprintf(f, "cubins: cubins=%llu cubins_dropped=%llu cubins_over_share=%llu cubins_bad=%llu "
+			"cubin_kernels=%llu kernels_ambiguous=%llu kernels_dropped=%llu\n", p->cs.cubins,
+			p->cs.cubins_dropped, p->cs.cubins_over_share, p->cs.cubins_bad, p->cs.kernels,
+			p->cs.kernels_ambiguous, p->cs.kernels_dropped);
 	/* Source lines, read for PC samples: rows held, and cubins not read whole. */
 	if (p->lines)
 		fprintf(f, "cubin lines: rows=%zu cubins_cut=%llu\n", profile__lines_held(p),

@@ -105,7 +105,8 @@ int profile__add_cubin(struct profile *p, __u32 pid, __u64 crc, const void *elf,
 
 struct profile_cubin_stats {
 	__u64 cubins;            /* distinct CRCs held (profile__compact forgets some) */
-	__u64 cubins_dropped;    /* CRCs not kept: the cubin table is full */
+	__u64 cubins_dropped;    /* CRCs not kept: the cubin table is full, or the process past its share */
+	__u64 cubins_over_share; /* of those, refused to a process past its share of the table */
 	__u64 cubins_bad;        /* cubins whose symbol tables could not be read in full */
 	__u64 kernels;           /* (process, kernel name) pairs held */
 	__u64 kernels_ambiguous; /* of those, names two cubins of one process define */

@@ -13,6 +13,7 @@
 #include <linux/types.h>
 #include "user/profile/profile.h"
 #include "user/util/blobtab.h"
+#include "user/util/mem_share.h"
 #include "user/util/u64map.h"
 
 #define MAX_STRINGS (1u << 20)
@@ -27,6 +28,13 @@
 #define MAX_CUBINS (1u << 16)
 #define MAX_KERNELS_PER_PROC (1u << 17)
 #define MAX_KERNELS (1u << 20)
+/*
+ * Of those, what processes take together before each is held to its share
+ * (mem_share.h, counting cubins and kernels, not bytes): one that loads
+ * cubins without end fills half of each table, not every other's room.
+ */
+#define CUBINS_SHARED (MAX_CUBINS / 2)
+#define KERNELS_SHARED (MAX_KERNELS / 2)
 /* A proc_info kernels value: the name is defined by two different cubins. */
 #define KERNEL_AMBIGUOUS UINT64_MAX
 
@@ -61,6 +69,7 @@ struct proc_info {
 	 * process chose, so a hostile process can only blur its own profile.
 	 */
 	struct u64map kernels;
+	struct mem_hold cubins_held, kernels_held; /* what it added (profile's cubin_share, kernel_share) */
 };
 
 /* PC sampling's samples (pc.c): (process, function, stall, cubin, offset) -> samples. */
@@ -107,6 +116,7 @@ struct profile {
 	__u64 *cubin_crcs;
 	size_t nr_cubins, cap_cubins;
 	struct profile_cubin_stats cs;
+	struct mem_share cubin_share, kernel_share; /* CUBINS_SHARED, KERNELS_SHARED */
 	struct profile_totals t;
 	struct pc_table pc;
 	struct line_store *lines;    /* NULL until a cubin's lines are read */

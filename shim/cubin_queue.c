@@ -48,6 +48,7 @@ struct cubin_queue {
 	__u64 offer_bytes;        /* under lock */
 
 	int settling;             /* atomic: one settler at a time */
+	__u64 settle_debt_ns;     /* settler only: time past the bound not paid back yet */
 	bool tail_known;          /* settler only */
 	__u64 tail;               /* settler's private tail */
 	struct dedup_slot *dedup; /* settler only; allocated on first settle */
@@ -416,6 +417,28 @@ static __u64 mono_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }
 
+static __u64 settle__now(const struct cubin_queue *q)
+{
+	return q->opts.clock_ns ? q->opts.clock_ns() : mono_ns();
+}
+
+/*
+ * Whether this call settles at all: not while an earlier call's overrun
+ * (one entry past the time bound: a large cubin) is being paid back, one
+ * bound a call, so that a ring that keeps offering cubins that take long
+ * costs the settler its bound a call on average, not more.
+ */
+static bool settle__paid_up(struct cubin_queue *q)
+{
+	if (q->settle_debt_ns <= q->opts.settle_max_ns) {
+		q->settle_debt_ns = 0;
+		return true;
+	}
+	q->settle_debt_ns -= q->opts.settle_max_ns;
+	stat__add(&q->st.settle_deferred, 1);
+	return false;
+}
+
 /* Whether this call may take one more entry: its bounds in count, bytes and time. */
 static bool settle__may_go_on(const struct cubin_queue *q, int n, __u64 steps, __u64 bytes,
 			      __u64 deadline)
@@ -429,7 +452,7 @@ static bool settle__may_go_on(const struct cubin_queue *q, int n, __u64 steps, _
 	 * or slow caller still gets on). Steps, not entries settled: a writer
 	 * that keeps the ring one padding entry ahead is bounded too.
 	 */
-	return !deadline || steps == 0 || mono_ns() < deadline;
+	return !deadline || steps == 0 || settle__now(q) < deadline;
 }
 
 static int settle__run(struct cubin_queue *q, cubin_crc_fn crc, void *crc_ctx,
@@ -439,12 +462,17 @@ static int settle__run(struct cubin_queue *q, cubin_crc_fn crc, void *crc_ctx,
 	struct gp_cubin_entry e;
 	enum take_result res;
 	void *bytes = NULL;
-	__u64 head, copied = 0, deadline = q->opts.settle_max_ns ? mono_ns() + q->opts.settle_max_ns : 0;
+	__u64 head, copied = 0, start = settle__now(q), deadline = 0, took;
 	__u64 steps = 0;
 	int n = 0;
 
 	if (!q->dedup && dedup__alloc(q))
 		return -ENOMEM;
+	if (q->opts.settle_max_ns) {
+		if (!settle__paid_up(q))
+			return 0;
+		deadline = start + q->opts.settle_max_ns;
+	}
 	head = __atomic_load_n(q->ring.head, __ATOMIC_ACQUIRE);
 	if (!q->tail_known)
 		settle__init_tail(q, head);
@@ -485,6 +513,9 @@ static int settle__run(struct cubin_queue *q, cubin_crc_fn crc, void *crc_ctx,
 		if (on_record)
 			on_record(rec_ctx, &rec);
 	}
+	took = settle__now(q) - start;
+	if (deadline && took > q->opts.settle_max_ns)
+		q->settle_debt_ns += took - q->opts.settle_max_ns;
 	return n;
 }
 
@@ -572,6 +603,7 @@ void cubin_queue__stats(const struct cubin_queue *q, struct cubin_queue_stats *r
 		.modules_drained = stat__get(&q->st.modules_drained),
 		.cubin_over_limit = stat__get(&q->st.cubin_over_limit),
 		.settle_cut = stat__get(&q->st.settle_cut),
+		.settle_deferred = stat__get(&q->st.settle_deferred),
 	};
 
 	if (!detached(q)) {
@@ -598,7 +630,7 @@ int cubin_queue__format_counters(const struct cubin_queue *q, char *buf, size_t 
 		     "cubin_pending_full=%llu ring_dropped=%llu cupti_dropped=%llu "
 		     "modules_settled=%llu cubin_duplicates=%llu cubin_offer_full=%llu "
 		     "cubin_dedup_full=%llu cubin_garbage=%llu cubin_crc_failed=%llu "
-		     "cubin_nomem=%llu cubin_over_limit=%llu settle_cut=%llu",
+		     "cubin_nomem=%llu cubin_over_limit=%llu settle_cut=%llu settle_deferred=%llu",
 		     (unsigned long long)s.modules_captured,
 		     (unsigned long long)s.cubin_too_large,
 		     (unsigned long long)s.cubin_pending_depth,
@@ -613,6 +645,7 @@ int cubin_queue__format_counters(const struct cubin_queue *q, char *buf, size_t 
 		     (unsigned long long)s.cubin_crc_failed,
 		     (unsigned long long)s.cubin_nomem,
 		     (unsigned long long)s.cubin_over_limit,
-		     (unsigned long long)s.settle_cut);
+		     (unsigned long long)s.settle_cut,
+		     (unsigned long long)s.settle_deferred);
 	return n < 0 ? -EINVAL : n;
 }

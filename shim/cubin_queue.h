@@ -95,6 +95,8 @@ struct cubin_queue_opts {
 	__u64 settle_max_bytes;
 	__u64 settle_max_ns;
 	__u64 size_max;
+	/* The settler's clock in ns (tests set their own); NULL: CLOCK_MONOTONIC. */
+	__u64 (*clock_ns)(void);
 };
 
 #define CUBIN_OFFER_ENTRIES_DEFAULT 256u
@@ -119,6 +121,7 @@ struct cubin_queue_stats {
 	__u64 modules_drained;
 	__u64 cubin_over_limit;   /* entries over opts.size_max: skipped unread */
 	__u64 settle_cut;         /* settle() calls that stopped at a bound, entries left */
+	__u64 settle_deferred;    /* settle() calls that settled nothing: paying back an overrun */
 };
 
 struct cubin_queue;
@@ -141,7 +144,10 @@ int cubin_queue__capture(struct cubin_queue *q, const struct cubin_capture *cap)
  * Loader tick (one settler at a time). Returns the number of modules
  * settled (records emitted) or -errno. crc must not be NULL; on_record may be.
  * It stops at the opts' bounds (entries, bytes, time); what is left waits
- * for the next call.
+ * for the next call. The time bound holds on average over calls: a call
+ * always takes one entry, and the time one took past the bound (a large
+ * cubin) is paid back by the calls after it, each settling nothing and
+ * paying one bound's worth until it is paid (settle_deferred).
  */
 int cubin_queue__settle(struct cubin_queue *q, cubin_crc_fn crc, void *crc_ctx,
 			cubin_record_fn on_record, void *rec_ctx);

@@ -443,42 +443,76 @@ static void test_settle_stops_at_its_entry_and_byte_bounds_and_the_rest_waits(vo
 	fixture__free(f);
 }
 
-static int slow_crc(void *ctx, const void *cubin, size_t size, __u64 *ret_crc)
-{
-	struct timespec ts = { .tv_nsec = 20 * 1000 * 1000 };
+/* The settler's clock in these tests: it moves only by what each CRC is said to take. */
+static __u64 fake_ns, crc_cost_ns[8];
+static unsigned crc_calls;
 
-	nanosleep(&ts, NULL);
+static __u64 fake_clock(void)
+{
+	return fake_ns;
+}
+
+static int timed_crc(void *ctx, const void *cubin, size_t size, __u64 *ret_crc)
+{
+	fake_ns += crc_cost_ns[crc_calls++ % 8];
 	return test_crc(ctx, cubin, size, ret_crc);
+}
+
+static void crc_costs(__u64 ms0, __u64 ms_rest)
+{
+	fake_ns = 1000;
+	crc_calls = 0;
+	crc_cost_ns[0] = ms0 * 1000000;
+	for (int i = 1; i < 8; i++)
+		crc_cost_ns[i] = ms_rest * 1000000;
 }
 
 /*
  * The time bound is checked between entries, never before the first (a
  * call preempted past its bound before it began still settles one): five
- * 20 ms CRCs never fit in 30 ms, however loaded the machine.
+ * 20 ms CRCs in 30 ms calls go two, two, one; each call's 10 ms past the
+ * bound is less than a bound, paid back at once by the next.
  */
 static void test_settle_stops_at_its_time_bound(void **state)
 {
-	struct cubin_queue_opts o = { .settle_max_ns = 30ull * 1000 * 1000 };
+	struct cubin_queue_opts o = { .settle_max_ns = 30ull * 1000 * 1000, .clock_ns = fake_clock };
 	struct fixture *f = fixture__new(1 << 16, 8192, &o);
-	int n, total = 0, calls = 0;
+	struct cubin_queue_stats st;
 
+	(void)state;
+	crc_costs(20, 20);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(capture(f, (__u64)i, 0, (__u8)(0x60 + i), 100), 0);
-	n = cubin_queue__settle(f->q, slow_crc, f, on_record, f);
-	assert_true(n >= 1 && n < 5);
-	for (total = n; total < 5 && calls < 10; calls++)
-		total += cubin_queue__settle(f->q, slow_crc, f, on_record, f);
-	assert_int_equal(total, 5);
+	assert_int_equal(cubin_queue__settle(f->q, timed_crc, f, on_record, f), 2);
+	assert_int_equal(cubin_queue__settle(f->q, timed_crc, f, on_record, f), 2);
+	assert_int_equal(cubin_queue__settle(f->q, timed_crc, f, on_record, f), 1);
+	cubin_queue__stats(f->q, &st);
+	assert_int_equal(st.settle_deferred, 0);
 	fixture__free(f);
+}
 
-	/* A bound already past when the call begins: one a call, still. */
-	o.settle_max_ns = 1;
-	f = fixture__new(1 << 16, 8192, &o);
+/*
+ * An entry that takes far past the bound (a ring offering huge cubins) is
+ * paid back: the calls after it settle nothing, one bound each, until the
+ * overrun is paid; so a ring costs its settler a bound a call on average.
+ */
+static void test_an_entry_past_the_time_bound_is_paid_back_by_the_next_calls(void **state)
+{
+	struct cubin_queue_opts o = { .settle_max_ns = 30ull * 1000 * 1000, .clock_ns = fake_clock };
+	struct fixture *f = fixture__new(1 << 16, 8192, &o);
+	struct cubin_queue_stats st;
+
+	(void)state;
+	crc_costs(100, 1); /* the first takes 100 ms: 70 past the bound */
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(capture(f, (__u64)i, 0, (__u8)(0x70 + i), 100), 0);
-	for (int i = 0; i < 3; i++)
-		assert_int_equal(cubin_queue__settle(f->q, test_crc, f, on_record, f), 1);
-	assert_int_equal(cubin_queue__settle(f->q, test_crc, f, on_record, f), 0);
+	assert_int_equal(cubin_queue__settle(f->q, timed_crc, f, on_record, f), 1);
+	assert_int_equal(cubin_queue__settle(f->q, timed_crc, f, on_record, f), 0); /* 70 -> 40 */
+	assert_int_equal(cubin_queue__settle(f->q, timed_crc, f, on_record, f), 0); /* 40 -> 10 */
+	assert_int_equal(cubin_queue__settle(f->q, timed_crc, f, on_record, f), 2);
+	cubin_queue__stats(f->q, &st);
+	assert_int_equal(st.settle_deferred, 2);
+	assert_int_equal(st.modules_settled, 3);
 	fixture__free(f);
 }
 
@@ -510,6 +544,7 @@ int main(void)
 		cmocka_unit_test(test_a_cubin_over_the_settlers_limit_is_skipped_unread_and_counted),
 		cmocka_unit_test(test_settle_stops_at_its_entry_and_byte_bounds_and_the_rest_waits),
 		cmocka_unit_test(test_settle_stops_at_its_time_bound),
+		cmocka_unit_test(test_an_entry_past_the_time_bound_is_paid_back_by_the_next_calls),
 		cmocka_unit_test(test_a_detached_queue_after_fork_touches_nothing),
 	};
 

@@ -38,6 +38,7 @@ static void add_cubin_stats(struct cubin_queue_stats *sum, struct shm_reader *r)
 	sum->cubin_dedup_full += c.cubin_dedup_full;
 	sum->cubin_over_limit += c.cubin_over_limit;
 	sum->settle_cut += c.settle_cut;
+	sum->settle_deferred += c.settle_deferred;
 }
 
 /* Adds what r's shim and its reader counted to shm and rs. */
@@ -205,6 +206,7 @@ static void hostile_counters(struct session *s, struct counters *c)
 	counters__add(c, "exit_answers", s->exit_answers);
 	counters__add(c, "pc_unasked", s->pc_unasked);
 	counters__add(c, "settle_cut", q.settle_cut);
+	counters__add(c, "settle_deferred", q.settle_deferred);
 	counters__add(c, "ring_notices_dropped", s->rw.lp ? ring_watch__dropped(&s->rw) : 0);
 	counters__add(c, "records_left_at_exit", s->records_left_at_exit);
 	counters__add(c, "cubin_bytes_left_at_exit", s->cubin_bytes_left_at_exit);

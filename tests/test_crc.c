@@ -79,11 +79,46 @@ static void test_restarts_are_bounded_then_the_fallback(void **state)
 	crc_engine__destroy(e);
 }
 
+/*
+ * A process whose cubin cost a helper sends the next ones to the fallback,
+ * never to a helper again: it can cost the run one helper, not all 8, and
+ * another process's cubins still get CUPTI's CRC.
+ */
+static void test_a_source_that_cost_a_helper_costs_no_other(void **state)
+{
+	unsigned char bad[64] = "GPUPROBE-T-OPEN", good[256];
+	struct crc_engine *e;
+	struct crc_source a, b;
+	__u64 crc;
+
+	(void)state;
+	crc_engine__new(cupti, &e);
+	assert_non_null(e);
+	if (!crc_engine__is_cupti(e))
+		fail_msg("no CRC helper (build/gpuprobe-crc and %s): %d", cupti, crc_engine__why_not(e));
+	a = (struct crc_source){ .e = e };
+	b = (struct crc_source){ .e = e };
+	memset(good, 0x7e, sizeof(good));
+	assert_int_not_equal(crc_source__fn(&a, bad, sizeof(bad), &crc), 0);
+	for (int i = 0; i < 20; i++) { /* its bad cubins again: the fallback, no helper lost */
+		assert_int_equal(crc_source__fn(&a, bad, sizeof(bad), &crc), 0);
+		assert_int_not_equal(crc & GP_CRC_FALLBACK_BIT, 0);
+	}
+	assert_int_equal(crc_source__fn(&a, good, sizeof(good), &crc), 0);
+	assert_int_not_equal(crc & GP_CRC_FALLBACK_BIT, 0);
+	assert_int_equal(crc_source__fn(&b, good, sizeof(good), &crc), 0);
+	assert_int_equal(crc, crc32c_ref(good, sizeof(good))); /* CUPTI's, from a new helper */
+	assert_int_equal(crc_engine__helper_lost(e), 1);
+	assert_int_equal(crc_engine__sources_blamed(e), 1);
+	crc_engine__destroy(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_cubin_that_kills_the_helper_is_lost_alone),
 		cmocka_unit_test(test_restarts_are_bounded_then_the_fallback),
+		cmocka_unit_test(test_a_source_that_cost_a_helper_costs_no_other),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -26,6 +26,7 @@ struct crc_engine {
 	struct crc_helper *helper; /* NULL: fallback */
 	int start_err;             /* why there is none (0 while it runs) */
 	__u64 helper_lost;         /* the helper died or stalled mid-run */
+	__u64 sources_blamed;      /* crc_source: sources a helper was lost on */
 	unsigned restarts;         /* helpers started after one was lost */
 	bool restart;              /* start one for the next cubin */
 	char path[PATH_MAX];       /* the helper's, to start it again */
@@ -68,6 +69,11 @@ int crc_engine__why_not(const struct crc_engine *e)
 __u64 crc_engine__helper_lost(const struct crc_engine *e)
 {
 	return e ? e->helper_lost : 0;
+}
+
+__u64 crc_engine__sources_blamed(const struct crc_engine *e)
+{
+	return e ? e->sources_blamed : 0;
 }
 
 pid_t crc_engine__helper_pid(const struct crc_engine *e)
@@ -120,4 +126,23 @@ int crc_engine__fn(void *ctx, const void *cubin, size_t size, __u64 *ret_crc)
 	}
 	*ret_crc = fallback_crc(cubin, size);
 	return 0;
+}
+
+int crc_source__fn(void *ctx, const void *cubin, size_t size, __u64 *ret_crc)
+{
+	struct crc_source *src = ctx;
+	__u64 lost;
+	int err;
+
+	if (src->blamed || !src->e) {
+		*ret_crc = fallback_crc(cubin, size);
+		return 0;
+	}
+	lost = src->e->helper_lost;
+	err = crc_engine__fn(src->e, cubin, size, ret_crc);
+	if (src->e->helper_lost != lost) {
+		src->blamed = 1;
+		src->e->sources_blamed++;
+	}
+	return err;
 }

@@ -32,4 +32,20 @@ int crc_engine__why_not(const struct crc_engine *e);
 __u64 crc_engine__helper_lost(const struct crc_engine *e);
 pid_t crc_engine__helper_pid(const struct crc_engine *e);
 
+/*
+ * One source of cubins (a profiled process) for an engine: once a helper
+ * was lost on one of its cubins, its later ones get the fallback, never the
+ * helper, so that one process can cost at most one of the run's 8 helpers,
+ * and the helper's CRC stays with the others. Zeroed with its engine set.
+ */
+struct crc_source {
+	struct crc_engine *e;
+	int blamed; /* a helper was lost on one of its cubins */
+};
+
+/* A cubin_crc_fn over a struct crc_source. */
+int crc_source__fn(void *ctx, const void *cubin, size_t size, __u64 *ret_crc);
+/* Sources a helper was lost on, whose cubins the helper no longer sees. */
+__u64 crc_engine__sources_blamed(const struct crc_engine *e);
+
 #endif

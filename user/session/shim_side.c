@@ -479,7 +479,8 @@ bool session__read_target(struct session *s, struct target *t, __u64 now)
 	follow_recording(s, t, now);
 	TIMED(s, STAGE_SHIM, more = read_records(s, t, now));
 	t0 = thread_cpu_ns();
-	TIMED(s, STAGE_SETTLE, shm_reader__settle(t->shm, crc_engine__fn, s->crc, on_module,
+	t->crc.e = s->crc;
+	TIMED(s, STAGE_SETTLE, shm_reader__settle(t->shm, crc_source__fn, &t->crc, on_module,
 						  &(struct settling){ .s = s, .t = t }));
 	s->settle_cpu_ns += thread_cpu_ns() - t0;
 	more = more || session__cubins_left(t);

@@ -161,6 +161,7 @@ static void loader_counters(struct session *s, const __u64 *bpf, struct counters
 	counters__add(c, "graph_nodes_over_share", mem_share__refused(&s->graph_share));
 	counters__add(c, "names_over_share", mem_share__refused(&s->names_share));
 	counters__add(c, "crc_helper_lost", crc_engine__helper_lost(s->crc));
+	counters__add(c, "crc_sources_blamed", crc_engine__sources_blamed(s->crc));
 	counters__add(c, "rings_missed", s->rings_missed);
 	counters__add(c, "notices_lost", bpf[GP_BPF_NOTICES_LOST]);
 	counters__add(c, "events_bad", s->events_bad);

@@ -14,6 +14,7 @@
 #include <linux/types.h>
 #include "user/session/duty.h"
 #include "user/space/space.h"
+#include "user/cubin/crc.h"
 #include "user/util/mem_share.h"
 #include "user/util/u64map.h"
 
@@ -39,6 +40,7 @@ struct target {
 	struct pycode_cache *py;   /* its CPython's code objects, once detected */
 	struct graph_nodes *graphs; /* its CUDA-graph nodes, from its first one */
 	struct mem_hold names_hold; /* the kernel names it interned (s->names_share) */
+	struct crc_source crc;      /* its cubins' CRCs: the helper's, until one was lost on them */
 	struct autograd_callers *autograd; /* its backward passes' callers, from its first */
 	unsigned autograd_tries;   /* looks for its autograd engine (libtorch.h) */
 	bool autograd_done;        /* its engine is probed, or will not be */

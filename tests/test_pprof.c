@@ -974,6 +974,28 @@ static void test_pc_entries_are_bounded_per_process(void **state)
 	profile__destroy(p);
 }
 
+/*
+ * A process whose PC samples name a new function (and stall) each fills its
+ * share of the profile's strings with them (PC_NAMES_SHARED), not the
+ * table: another process's new function is still named.
+ */
+static void test_pc_function_names_are_held_to_a_share_of_the_strings(void **state)
+{
+	char fn[32], stall[32];
+	struct profile *p;
+
+	(void)state;
+	assert_int_equal(profile__new(&p), 0);
+	for (__u64 off = 0; off < MAX_PC_ENTRIES_PER_PROC; off++) {
+		snprintf(fn, sizeof(fn), "f%llu", (unsigned long long)off);
+		snprintf(stall, sizeof(stall), "s%llu", (unsigned long long)off);
+		profile__add_pc(p, 1, 0xa1, fn, off, stall, 1);
+	}
+	assert_int_equal(profile__pc_dropped(p), MAX_PC_ENTRIES_PER_PROC - PC_NAMES_SHARED);
+	assert_int_equal(profile__add_pc(p, 2, 0xa1, "good_kernel", 0, "wait", 1), 0);
+	profile__destroy(p);
+}
+
 static bool dec_has_fn(const struct decoded *d, const char *name)
 {
 	for (int i = 0; i < d->nfn; i++)
@@ -1333,6 +1355,7 @@ int main(void)
 		cmocka_unit_test(test_a_process_loading_cubins_without_end_leaves_room_for_others),
 		cmocka_unit_test(test_pc_samples_are_shared_by_gpu_time_exactly),
 		cmocka_unit_test(test_pc_entries_are_bounded_per_process),
+		cmocka_unit_test(test_pc_function_names_are_held_to_a_share_of_the_strings),
 		cmocka_unit_test(test_pc_samples_carry_their_source_lines),
 		cmocka_unit_test(test_cubin_lines_keep_whole_sequences_and_leave_what_a_process_cannot_pay_for),
 		cmocka_unit_test(test_compact_forgets_gone_processes_and_renumbers_kept_stacks),

@@ -44,6 +44,30 @@ static bool entry_same(const struct pc_entry *a, const struct pc_entry *b)
 	       a->offset == b->offset;
 }
 
+/*
+ * A PC sample's function name, a new one counted against pid's share of
+ * the profile's strings (PC_NAMES_SHARED): a process that makes up names
+ * fills its share, not the table every name of every process is in. 0: not
+ * kept.
+ */
+static __u32 pc_name(struct profile *p, __u32 pid, const char *name)
+{
+	struct proc_info *pi;
+	__u32 id;
+
+	if (blobtab__find(p->str, name, strlen(name) + 1, &id))
+		return id;
+	if (profile__proc(p, pid, &pi))
+		return 0;
+	mem_hold__join(&pi->pc_names_held, &p->pc_name_share);
+	if (!mem_hold__allows(&pi->pc_names_held, 1))
+		return 0;
+	id = profile__intern(p, name);
+	if (id)
+		mem_hold__add(&pi->pc_names_held, 1);
+	return id;
+}
+
 int profile__add_pc(struct profile *p, __u32 pid, __u64 crc, const char *kernel, __u64 offset,
 		    const char *stall, __u64 samples)
 {
@@ -61,11 +85,11 @@ int profile__add_pc(struct profile *p, __u32 pid, __u64 crc, const char *kernel,
 		t->dropped += samples;
 		return -E2BIG;
 	}
-	k.fn = profile__intern(p, kernel ? kernel : "[unknown]");
-	k.stall = profile__intern(p, stall ? stall : "[unknown]");
+	k.fn = pc_name(p, pid, kernel ? kernel : "[unknown]");
+	k.stall = k.fn ? profile__intern(p, stall ? stall : "[unknown]") : 0;
 	if (!k.fn || !k.stall) {
 		t->dropped += samples;
-		return -E2BIG; /* the string table is full */
+		return -E2BIG; /* the string table is full, or the process past its share of it */
 	}
 	h = entry_hash(t, &k);
 	u64map__get(&t->head, h, &head);

@@ -32,6 +32,7 @@ int profile__new(struct profile **ret_p)
 	}
 	mem_share__init(&p->cubin_share, CUBINS_SHARED);
 	mem_share__init(&p->kernel_share, KERNELS_SHARED);
+	mem_share__init(&p->pc_name_share, PC_NAMES_SHARED);
 	*ret_p = p;
 	return 0;
 }

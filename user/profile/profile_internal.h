@@ -35,6 +35,8 @@
  */
 #define CUBINS_SHARED (MAX_CUBINS / 2)
 #define KERNELS_SHARED (MAX_KERNELS / 2)
+/* Likewise, the strings PC samples' function names add to the profile's (MAX_STRINGS). */
+#define PC_NAMES_SHARED (MAX_STRINGS / 4)
 /* A proc_info kernels value: the name is defined by two different cubins. */
 #define KERNEL_AMBIGUOUS UINT64_MAX
 
@@ -70,6 +72,7 @@ struct proc_info {
 	 */
 	struct u64map kernels;
 	struct mem_hold cubins_held, kernels_held; /* what it added (profile's cubin_share, kernel_share) */
+	struct mem_hold pc_names_held; /* function names its PC samples added (pc_name_share) */
 };
 
 /* PC sampling's samples (pc.c): (process, function, stall, cubin, offset) -> samples. */
@@ -117,6 +120,7 @@ struct profile {
 	size_t nr_cubins, cap_cubins;
 	struct profile_cubin_stats cs;
 	struct mem_share cubin_share, kernel_share; /* CUBINS_SHARED, KERNELS_SHARED */
+	struct mem_share pc_name_share; /* PC_NAMES_SHARED */
 	struct profile_totals t;
 	struct pc_table pc;
 	struct line_store *lines;    /* NULL until a cubin's lines are read */

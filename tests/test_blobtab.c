@@ -65,6 +65,50 @@ static void test_find_looks_up_without_adding(void **state)
 	blobtab__destroy(t);
 }
 
+/* blobtab.c's first step over an 8-byte word, for a table of a known seed (the test's own copy). */
+static __u64 step(__u64 h, __u64 w)
+{
+	h = (h ^ w) * 0xff51afd7ed558ccdull;
+	return h ^ (h >> 32);
+}
+
+/*
+ * Blobs made to share one hash (a table whose seed is known: its hash
+ * steps can be inverted) are kept BLOBTAB_CHAIN_MAX at most: the rest are
+ * refused, so a lookup compares that many at most; others still go in.
+ */
+static void test_blobs_made_to_share_a_hash_are_kept_a_bounded_few(void **state)
+{
+	const __u64 seed = 42, h0 = seed ^ 0x9e3779b97f4a7c15ull ^ 16;
+	struct blobtab *t;
+	__u64 blob[2];
+	__u32 id;
+	int kept = 0;
+
+	(void)state;
+	assert_int_equal(blobtab__new_seeded(1 << 16, 1 << 20, seed, &t), 0);
+	for (__u64 i = 0; i < 1000; i++) {
+		blob[0] = i;
+		blob[1] = 0x1234 ^ step(h0, i); /* the second step's input: the same for every i */
+		kept += blobtab__intern(t, blob, sizeof(blob), &id) == 0;
+	}
+	assert_int_equal(kept, BLOBTAB_CHAIN_MAX);
+	blob[0] = 5000;
+	blob[1] = 7; /* another hash */
+	assert_int_equal(blobtab__intern(t, blob, sizeof(blob), &id), 0);
+	blobtab__destroy(t);
+	/* The same blobs in a table of its own secret seed: no hash shared, all kept. */
+	assert_int_equal(blobtab__new(1 << 16, 1 << 20, &t), 0);
+	kept = 0;
+	for (__u64 i = 0; i < 1000; i++) {
+		blob[0] = i;
+		blob[1] = 0x1234 ^ step(h0, i);
+		kept += blobtab__intern(t, blob, sizeof(blob), &id) == 0;
+	}
+	assert_int_equal(kept, 1000);
+	blobtab__destroy(t);
+}
+
 static void test_the_map_survives_heavy_churn(void **state)
 {
 	struct u64map m;
@@ -92,6 +136,7 @@ int main(void)
 		cmocka_unit_test(test_equal_blobs_get_one_id_and_different_ones_another),
 		cmocka_unit_test(test_the_bounds_refuse_new_blobs_but_keep_old_ones),
 		cmocka_unit_test(test_find_looks_up_without_adding),
+		cmocka_unit_test(test_blobs_made_to_share_a_hash_are_kept_a_bounded_few),
 		cmocka_unit_test(test_the_map_survives_heavy_churn),
 	};
 

@@ -1207,6 +1207,32 @@ static void test_a_process_past_its_share_of_the_memory_budget_is_refused_and_an
 }
 
 /*
+ * The budget is a bound, not a level to reach: a process holding exactly
+ * the budget (alone: its share too) takes no more, its first thread's
+ * queue refused and counted.
+ */
+static void test_a_process_holding_the_whole_budget_takes_no_more(void **state)
+{
+	struct sink k;
+	struct join *j = new_join_opts(&k, (struct join_opts){ 0 });
+	struct join_counters c;
+	size_t attached;
+
+	(void)state;
+	assert_int_equal(join__attach(j, 100, 1), 0);
+	attached = join__bytes(j);
+	join__destroy(j);
+	j = new_join_opts(&k, (struct join_opts){ .max_bytes = attached });
+	assert_int_equal(join__attach(j, 100, 1), 0);
+	assert_int_equal(join__bytes(j), attached);
+	launch_of(j, 100, 1, 1000, 10);
+	join__counters(j, &c);
+	assert_int_equal(c.budget_refused, 1);
+	assert_int_equal(join__bytes(j), attached);
+	join__destroy(j);
+}
+
+/*
  * What a burst took goes back: 30,000 calls of one process, all joined,
  * held until the horizon; once they are gone, its queues and tables are
  * small again. (Without it, processes swelling in turn would each keep
@@ -1282,6 +1308,7 @@ int main(void)
 		cmocka_unit_test(test_a_matched_launch_whose_kernel_never_came_while_recording_is_a_loss),
 		cmocka_unit_test(test_made_up_threads_are_bounded_per_process),
 		cmocka_unit_test(test_a_process_past_its_share_of_the_memory_budget_is_refused_and_another_joins),
+		cmocka_unit_test(test_a_process_holding_the_whole_budget_takes_no_more),
 		cmocka_unit_test(test_the_memory_a_burst_took_goes_back_once_it_is_done),
 		cmocka_unit_test(test_queued_api_records_are_bounded_per_process),
 		cmocka_unit_test(test_queued_launch_events_are_bounded_per_process),

@@ -27,7 +27,7 @@ void jproc__ledger(struct jproc *p, size_t before, size_t after)
  */
 bool jproc__may_grow(struct join *j, struct jproc *p)
 {
-	if (mem_hold__allows(&p->hold, 0))
+	if (mem_hold__allows(&p->hold, 1)) /* room for one byte more: below the bound, as before */
 		return true;
 	j->c.budget_refused++;
 	return false;

@@ -14,9 +14,22 @@
 
 struct blobtab;
 
+/*
+ * Blobs of one hash kept, at most: the hash is seeded with a secret of the
+ * table's own, so only blobs made to collide share one; a process that
+ * could make them (a name in its ring) costs each lookup this many
+ * compares at most, not one per blob it sent.
+ */
+#define BLOBTAB_CHAIN_MAX 32
+
 int blobtab__new(size_t max_entries, size_t max_bytes, struct blobtab **ret_t);
+/* The same with a known hash seed (tests; blobtab__new draws a random one). */
+int blobtab__new_seeded(size_t max_entries, size_t max_bytes, __u64 seed, struct blobtab **ret_t);
 void blobtab__destroy(struct blobtab *t);
-/* 0 and *ret_id on success; -E2BIG past a bound; -ENOMEM. */
+/*
+ * 0 and *ret_id on success; -E2BIG past a bound (entries, bytes, or
+ * BLOBTAB_CHAIN_MAX blobs of one hash already); -ENOMEM.
+ */
 int blobtab__intern(struct blobtab *t, const void *data, size_t len, __u32 *ret_id);
 /* Whether data is interned, its id in *ret_id then: a lookup that adds nothing. */
 bool blobtab__find(const struct blobtab *t, const void *data, size_t len, __u32 *ret_id);

@@ -1032,9 +1032,65 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/*
+ * A sparse file whose ELF header claims more section or program headers
+ * than the loader reads (the counts in section 0, as past 0xff00 sections)
+ * is refused from its header alone, before libelf reads what it claims.
+ */
+static int sparse_elf(unsigned shnum0, unsigned phnum, unsigned sh_info, uint64_t size)
+{
+	char path[] = "/tmp/gp-sparse-elf-XXXXXX";
+	Elf64_Ehdr eh = { .e_ident = { ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64, ELFDATA2LSB,
+				       EV_CURRENT },
+			  .e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+			  .e_ehsize = sizeof(Elf64_Ehdr), .e_shoff = sizeof(Elf64_Ehdr),
+			  .e_shentsize = sizeof(Elf64_Shdr), .e_phentsize = sizeof(Elf64_Phdr),
+			  .e_phoff = sizeof(Elf64_Ehdr), .e_phnum = (Elf64_Half)phnum };
+	Elf64_Shdr sh0 = { .sh_size = shnum0, .sh_info = sh_info };
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(pwrite(fd, &eh, sizeof(eh), 0), (ssize_t)sizeof(eh));
+	assert_int_equal(pwrite(fd, &sh0, sizeof(sh0), sizeof(eh)), (ssize_t)sizeof(sh0));
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	return fd;
+}
+
+static void test_an_elf_claiming_too_many_headers_is_refused_from_its_header(void **state)
+{
+	struct elf_syms *syms;
+	uint64_t vaddr;
+	const char *name = "f";
+	int fd;
+
+	(void)state;
+	/* 70,000 sections (e_shnum 0: in section 0), all inside the file */
+	fd = sparse_elf(70000, 0, 0, sizeof(Elf64_Ehdr) + 70000ull * sizeof(Elf64_Shdr));
+	assert_int_equal(elf_symtab__check_headers(fd, sizeof(Elf64_Ehdr) + 70000ull * sizeof(Elf64_Shdr)),
+			 -E2BIG);
+	assert_int_equal(elf_syms__load_fd(fd, &syms), -E2BIG);
+	assert_int_equal(elf_symtab__lookup_names(fd, &name, 1, ELF_TYPE(STT_FUNC), &vaddr, NULL),
+			 -ENOEXEC);
+	close(fd);
+	/* 5,000 program headers (PN_XNUM: in section 0's sh_info) */
+	fd = sparse_elf(1, PN_XNUM, 5000, 1 << 20);
+	assert_int_equal(elf_syms__load_fd(fd, &syms), -E2BIG);
+	close(fd);
+	/* a section header table past the file's end */
+	fd = sparse_elf(60000, 0, 0, 4096);
+	assert_int_equal(elf_syms__load_fd(fd, &syms), -ENOEXEC);
+	close(fd);
+	/* what it may read, it reads: 100 sections inside the file pass the check */
+	fd = sparse_elf(100, 0, 0, 1 << 20);
+	assert_int_equal(elf_symtab__check_headers(fd, 1 << 20), 0);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_an_elf_claiming_too_many_headers_is_refused_from_its_header),
 		cmocka_unit_test(test_function_of_this_binary_is_named_with_build_id),
 		cmocka_unit_test(test_libc_function_is_named_as_the_dynamic_linker_names_it),
 		cmocka_unit_test(test_address_past_a_symbols_size_gives_lib_plus_offset),

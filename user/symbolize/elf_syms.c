@@ -387,6 +387,9 @@ int elf_syms__load_fd(int fd, struct elf_syms **ret_syms)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return -EINVAL;
+	err = elf_symtab__check_headers(fd, (uint64_t)st.st_size);
+	if (err)
+		return err;
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ, NULL);
 	err = elf_syms__from_elf(e, fd, (uint64_t)st.st_size, &s);

@@ -306,6 +306,46 @@ static uint64_t gnu_hash__lookup(const struct gnu_hash *g, const struct elf_symt
 	return 0;
 }
 
+/* A header table of n entries of entsize bytes at off fits in the file (n 0: nothing to fit). */
+static bool table_fits(uint64_t off, uint64_t n, uint64_t entsize, uint64_t want_entsize,
+		       uint64_t file_size)
+{
+	return !n || (entsize == want_entsize && off <= file_size &&
+		      n <= (file_size - off) / entsize);
+}
+
+int elf_symtab__check_headers(int fd, uint64_t file_size)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh0;
+	uint64_t shnum, phnum;
+
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh))
+		return -ENOEXEC;
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64)
+		return -ENOEXEC;
+	shnum = eh.e_shnum;
+	phnum = eh.e_phnum;
+	/* Past 0xff00 sections or 0xffff program headers, the counts are in section 0. */
+	if (eh.e_shoff && (!shnum || phnum == PN_XNUM)) {
+		if (eh.e_shentsize != sizeof(sh0) || eh.e_shoff > file_size ||
+		    pread(fd, &sh0, sizeof(sh0), (off_t)eh.e_shoff) != (ssize_t)sizeof(sh0))
+			return -ENOEXEC;
+		if (!shnum)
+			shnum = sh0.sh_size;
+		if (phnum == PN_XNUM)
+			phnum = sh0.sh_info;
+	}
+	if (!eh.e_shoff)
+		shnum = 0;
+	if (shnum > ELF_MAX_SCNS || phnum > ELF_MAX_PHDRS)
+		return -E2BIG;
+	if (!table_fits(eh.e_shoff, shnum, eh.e_shentsize, sizeof(Elf64_Shdr), file_size) ||
+	    !table_fits(eh.e_phoff, phnum, eh.e_phentsize, sizeof(Elf64_Phdr), file_size))
+		return -ENOEXEC;
+	return 0;
+}
+
 /* The names the dynamic symbols' hash table finds. */
 static void names__by_hash(Elf *e, int fd, uint64_t file_size, struct names_ctx *c)
 {
@@ -332,6 +372,8 @@ int elf_symtab__lookup_hashed(int fd, const char *const *names, size_t n, unsign
 		return -errno;
 	if (!S_ISREG(st.st_mode) || elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
+	if (elf_symtab__check_headers(fd, (uint64_t)st.st_size))
+		return -ENOEXEC;
 	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e || elf_kind(e) != ELF_K_ELF) {
 		elf_end(e);
@@ -387,6 +429,8 @@ int elf_symtab__lookup_names(int fd, const char *const *names, size_t n, unsigne
 		return -EINVAL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
+	if (elf_symtab__check_headers(fd, (uint64_t)st.st_size))
+		return -ENOEXEC;
 	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e || elf_kind(e) != ELF_K_ELF) {
 		elf_end(e);

@@ -22,6 +22,16 @@
 #define ELF_SYMTAB_MAX_SYMS (1u << 22)                /* symbols read per table */
 #define ELF_LOADS_MAX 64
 
+/*
+ * Whether fd's ELF header claims no more section or program headers than
+ * this loader reads (65,536 and 4,096, escape counts in section 0 read
+ * too) and lays them inside the file: checked with pread before
+ * elf_begin, which reads every header the file claims (a sparse file
+ * claiming ten million sections cost it 2.6 GiB). 0, -ENOEXEC (not a
+ * 64-bit ELF, or headers past its end), -E2BIG, or a read's -errno.
+ */
+int elf_symtab__check_headers(int fd, uint64_t file_size);
+
 /* One symbol table of an open file and its string table, as elf_symtab__open found them. */
 struct elf_symtab {
 	int fd;                     /* not owned */

@@ -163,6 +163,72 @@ static void test_a_hugetlb_memfd_is_refused(void **state)
 	close(fd);
 }
 
+/* A memfd of the shim's name on another mount (hugetlbfs) is not taken for a ring; the shim's is. */
+static void test_a_ring_is_grabbed_only_from_the_memfds_mount(void **state)
+{
+	struct shm *shm = small_shm();
+	int huge = memfd_create(GP_SHM_NAME, MFD_HUGETLB | MFD_CLOEXEC), fd = -1;
+
+	(void)state;
+	if (huge < 0)
+		SKIP_BECAUSE("no hugetlbfs memfd here (%s)", strerror(errno));
+	assert_int_equal(shm_reader__grab_fd(getpid(), huge, &fd), -ENOENT);
+	assert_int_equal(shm_reader__grab_fd(getpid(), shm__fd(shm), &fd), 0);
+	assert_true(fd >= 0);
+	close(fd);
+	close(huge);
+	shm__destroy(shm);
+}
+
+/*
+ * A process whose fd holds a file of a FUSE daemon that stopped answering
+ * (tests/progs/hostile_fuse fd) does not hold the ring watch: the fd is
+ * refused by its name, nothing asked of the daemon. The look runs in a
+ * child, so that a wait fails the test instead of hanging it.
+ */
+static void test_a_fuse_file_at_a_rings_fd_is_refused_without_a_wait(void **state)
+{
+	const char *b = getenv("GP_BUILD");
+	char prog[4096], dir[] = "/tmp/gp-fuse-XXXXXX", line[128] = "";
+	int out[2], status = 0, fd;
+	pid_t h, c, done = 0;
+	FILE *f;
+
+	(void)state;
+	if (access("/dev/fuse", R_OK | W_OK) || geteuid())
+		SKIP_BECAUSE("needs root and /dev/fuse");
+	snprintf(prog, sizeof(prog), "%s/tests/progs/hostile_fuse", b ? b : "build");
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(pipe(out), 0);
+	h = fork();
+	assert_true(h >= 0);
+	if (!h) {
+		dup2(out[1], 1);
+		execl(prog, prog, dir, "/proc/self/exe", "fd", (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	f = fdopen(out[0], "r");
+	assert_non_null(fgets(line, sizeof(line), f)); /* "hostile_fuse: ready pid=H" */
+	assert_non_null(strstr(line, "ready"));
+	c = fork();
+	assert_true(c >= 0);
+	if (!c)
+		_exit(shm_reader__grab_fd(h, 100, &fd) == -ENOENT ? 0 : 1);
+	for (int i = 0; i < 400 && !(done = waitpid(c, &status, WNOHANG)); i++)
+		usleep(50000); /* a bound on a failure only: the look itself never waits */
+	if (done != c)
+		kill(c, SIGKILL); /* released when the daemon goes */
+	kill(h, SIGTERM);
+	waitpid(h, NULL, 0);
+	if (done != c)
+		waitpid(c, NULL, 0);
+	fclose(f);
+	rmdir(dir);
+	assert_int_equal(done, c); /* it did not wait for the daemon */
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static void test_a_name_without_nul_reads_as_the_placeholder(void **state)
 {
 	struct shm *shm = small_shm();
@@ -749,6 +815,8 @@ int main(void)
 		cmocka_unit_test(test_an_image_smaller_than_a_header_is_rejected),
 		cmocka_unit_test(test_an_unsealed_fd_is_refused),
 		cmocka_unit_test(test_a_hugetlb_memfd_is_refused),
+		cmocka_unit_test(test_a_ring_is_grabbed_only_from_the_memfds_mount),
+		cmocka_unit_test(test_a_fuse_file_at_a_rings_fd_is_refused_without_a_wait),
 		cmocka_unit_test(test_a_name_without_nul_reads_as_the_placeholder),
 		cmocka_unit_test(test_a_head_that_jumps_backwards_is_counted_and_resynced),
 		cmocka_unit_test(test_invalid_records_are_counted_and_skipped),

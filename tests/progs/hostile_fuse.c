@@ -5,7 +5,7 @@
  * opens it (a root loader reading the maps' paths) waits as long as it
  * likes, in the kernel.
  *
- *   hostile_fuse DIR LIBCUDA [reads]   (root: mounts FUSE in a mount
+ *   hostile_fuse DIR LIBCUDA [reads|fd]   (root: mounts FUSE in a mount
  *                                namespace of its own, gone with the process)
  *
  * A thread serves /dev/fuse (raw protocol: INIT, LOOKUP, GETATTR, OPEN,
@@ -14,6 +14,8 @@
  * (requests are read and left waiting), and it prints "hostile_fuse: ready
  * pid=PID" (flushed). With "reads", it goes on answering all but READ: the
  * file can be looked up, statted and opened, and only a read of it waits.
+ * With "fd", it also keeps the file open at fd HOSTILE_FUSE_FD, where a
+ * loader looking for a shim ring by fd (shm_reader__grab_fd) may look.
  * It exits on SIGTERM or SIGINT (the kernel then fails every request left
  * waiting).
  */
@@ -33,6 +35,7 @@
 #include <linux/fuse.h>
 
 #define FILE_INO 2
+#define HOSTILE_FUSE_FD 100
 #define REQ_MAX (1 << 17)
 
 static int fuse_fd = -1;
@@ -190,11 +193,11 @@ int main(int argc, char **argv)
 	void *map;
 	int fd;
 
-	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "reads"))) {
-		fprintf(stderr, "usage: hostile_fuse DIR LIBCUDA [reads]\n");
+	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "reads") && strcmp(argv[3], "fd"))) {
+		fprintf(stderr, "usage: hostile_fuse DIR LIBCUDA [reads|fd]\n");
 		return 2;
 	}
-	answer_all_but_reads = argc == 4;
+	answer_all_but_reads = argc == 4 && !strcmp(argv[3], "reads");
 	if (load(argv[2]))
 		return die("read LIBCUDA");
 	if (mkdir(argv[1], 0755) && errno != EEXIST)
@@ -216,6 +219,19 @@ int main(int argc, char **argv)
 	map = mmap(NULL, content_len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
 	if (map == MAP_FAILED)
 		return die("mmap on FUSE");
+	if (argc == 4 && !strcmp(argv[3], "fd")) {
+		/* Its attributes made stale: whoever stats it next asks the daemon. */
+		struct {
+			struct fuse_out_header h;
+			struct fuse_notify_inval_inode_out o;
+		} inval = { .h = { .len = sizeof(inval), .error = FUSE_NOTIFY_INVAL_INODE },
+			    .o = { .ino = FILE_INO } };
+
+		if (dup2(fd, HOSTILE_FUSE_FD) < 0)
+			return die("dup2");
+		if (write(fuse_fd, &inval, sizeof(inval)) != (ssize_t)sizeof(inval))
+			return die("notify");
+	}
 	close(fd);
 	atomic_store(&silent, 1);
 	signal(SIGTERM, on_stop);
@@ -224,5 +240,8 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	while (!stop_flag)
 		usleep(10000);
+	/* The close of a FUSE file waits for its FLUSH: answered, or this exit would wait on itself. */
+	atomic_store(&silent, 0);
+	close(HOSTILE_FUSE_FD);
 	return 0;
 }

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,6 +28,7 @@
 #include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -405,16 +407,50 @@ int shm_reader__open_pid(struct bounded *b, pid_t pid, struct shm_reader **ret_r
 	return 0;
 }
 
+/* The device every memfd (on the kernel's internal shmem mount) has: 0 if none could be made. */
+static dev_t memfd_dev;
+static pthread_once_t memfd_dev_once = PTHREAD_ONCE_INIT;
+
+static void memfd_dev__find(void)
+{
+	struct stat st;
+	int fd = memfd_create("gpuprobe-dev", MFD_CLOEXEC);
+
+	if (fd >= 0 && !fstat(fd, &st))
+		memfd_dev = st.st_dev;
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * Whether the O_PATH fd pfd is a regular file on the memfds' own mount,
+ * asked of the attributes the kernel has (AT_STATX_DONT_SYNC): a file of a
+ * FUSE daemon that never answers, under the shim's name, makes no request
+ * of it, where fstat would wait for the daemon (a hugetlbfs memfd is on
+ * another mount too).
+ */
+static bool on_memfd_mount(int pfd)
+{
+	struct statx sx;
+
+	pthread_once(&memfd_dev_once, memfd_dev__find);
+	if (statx(pfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &sx))
+		return false;
+	return memfd_dev && S_ISREG(sx.stx_mode) &&
+	       makedev(sx.stx_dev_major, sx.stx_dev_minor) == memfd_dev;
+}
+
 /*
  * The fd is looked at through an O_PATH open, which has no side effects
  * whatever the process put there (a FIFO, a device), and reopened only when
- * it is a memfd of the shim's name: the same file, so the ring outlives the
- * process while we hold it.
+ * it is a memfd of the shim's name on the memfds' mount: the same file, so
+ * the ring outlives the process while we hold it. Nothing asks the file's
+ * own file system before that (the name is procfs', the device the
+ * kernel's cached attributes).
  */
 int shm_reader__grab_fd(pid_t pid, int fd, int *ret_fd)
 {
 	char path[64], link[sizeof(SHM_MAPS_NAME) + 1];
-	struct stat st;
 	int pfd, rfd = -1, err = 0;
 	ssize_t n;
 
@@ -426,11 +462,11 @@ int shm_reader__grab_fd(pid_t pid, int fd, int *ret_fd)
 		return proc__errno(pid, -errno);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd);
 	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0 || fstat(pfd, &st)) {
+	if (n < 0) {
 		err = -errno;
 	} else {
 		link[n] = '\0';
-		if (!S_ISREG(st.st_mode) || strcmp(link, SHM_MAPS_NAME) != 0)
+		if (strcmp(link, SHM_MAPS_NAME) != 0 || !on_memfd_mount(pfd))
 			err = -ENOENT;
 		else if ((rfd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0)
 			err = -errno;

@@ -220,6 +220,21 @@ static void test_python_frames_come_from_the_perf_map(void **state)
 	assert_false(f.is_python);
 	assert_string_equal(f.name, "some_jit_fn");
 	assert_int_equal(space_gen__name(sp, 0x2010, &f), -ENOENT);
+	assert_int_equal(space_gen__perfmap_reads(sp), 1);
+	/* The maps read again: the perf map, unchanged, is not read again. */
+	assert_true(space_gen__refresh_if_older(sp, UINT64_MAX));
+	assert_int_equal(space_gen__name(sp, 0x1010, &f), 0);
+	assert_string_equal(f.name, "train_step");
+	assert_int_equal(space_gen__perfmap_reads(sp), 1);
+	/* Changed (a line more): read again, its new line found. */
+	pm = fopen(path, "a");
+	assert_non_null(pm);
+	fprintf(pm, "3000 10 py::eval_step:/app/train.py\n");
+	fclose(pm);
+	assert_true(space_gen__refresh_if_older(sp, UINT64_MAX));
+	assert_int_equal(space_gen__name(sp, 0x3004, &f), 0);
+	assert_string_equal(f.name, "eval_step");
+	assert_int_equal(space_gen__perfmap_reads(sp), 2);
 	space_gen__destroy(sp);
 	space_caches__destroy(s);
 	unlink(path);

@@ -107,6 +107,8 @@ int space_gen__name(struct space_gen *g, __u64 addr, struct symbolized_frame *re
 bool space_gen__refresh_if_older(struct space_gen *g, __u64 ts_ns);
 /* How many times the maps were read again. */
 unsigned long space_gen__rereads(const struct space_gen *g);
+/* Perf maps read: once, then again only when the file changed. */
+unsigned long space_gen__perfmap_reads(const struct space_gen *g);
 /* Re-reads the budget refused (the walk or name went without them). */
 unsigned long space_gen__limited(const struct space_gen *g);
 

@@ -47,8 +47,11 @@ struct space_gen {
 	int root_fd;
 	struct proc_maps *maps;
 	struct map_elf *elfs;      /* one per mapping */
-	struct perfmap *perfmap;
-	bool perfmap_tried;
+	struct perfmap *perfmap;   /* kept across re-reads of the maps while its file is unchanged */
+	struct stat perfmap_st;    /* its file's, when read */
+	bool perfmap_tried;        /* looked at since the maps were last read */
+	size_t maps_bytes, perfmap_bytes; /* what hold counts: the maps' tables, the perf map */
+	unsigned long perfmap_reads; /* perf maps read (an unchanged one is not read again) */
 	__u64 refreshed_ns;        /* when the last read of the maps began (CLOCK_MONOTONIC) */
 	__u64 budget_ns;           /* the re-read budget: when it is whole again (GCRA) */
 	unsigned long rereads;     /* maps read again this many times */
@@ -105,9 +108,7 @@ static void space_gen__drop_maps(struct space_gen *g)
 	g->elfs = NULL;
 	proc_maps__destroy(g->maps);
 	g->maps = NULL;
-	perfmap__destroy(g->perfmap);
-	g->perfmap = NULL;
-	g->perfmap_tried = false;
+	g->perfmap_tried = false; /* looked at again when next needed: read again only if changed */
 }
 
 static bool same_map(const struct proc_map *a, const struct proc_map *b)
@@ -150,6 +151,7 @@ static bool carry_over(struct space_gen *g, const struct proc_maps *maps, struct
  * Whether the shared bound lets this generation hold maps of bytes in place
  * of what it counts now; counted when it does. A refusal keeps what it had.
  */
+/* What g holds is bytes now (its maps' tables and its perf map), within its share. */
 static bool space_gen__count(struct space_gen *g, size_t bytes)
 {
 	if (bytes > g->hold.held && !mem_hold__allows(&g->hold, bytes - g->hold.held))
@@ -158,11 +160,12 @@ static bool space_gen__count(struct space_gen *g, size_t bytes)
 	return true;
 }
 
-/* Reads the maps (again) and drops the perf map; *ret_kept (may be NULL): only added to. */
+/* Reads the maps (again), the perf map to be looked at again; *ret_kept (may be NULL): only added to. */
 static int space_gen__read_maps(struct space_gen *g, bool *ret_kept)
 {
 	struct proc_maps *maps;
 	struct map_elf *elfs;
+	size_t mb;
 	bool kept;
 	int err;
 
@@ -170,8 +173,8 @@ static int space_gen__read_maps(struct space_gen *g, bool *ret_kept)
 	if (err)
 		return err;
 	elfs = calloc(proc_maps__count(maps) + 1, sizeof(*elfs));
-	if (!elfs || !space_gen__count(g, proc_maps__bytes(maps) +
-						  (proc_maps__count(maps) + 1) * sizeof(*elfs))) {
+	mb = proc_maps__bytes(maps) + (proc_maps__count(maps) + 1) * sizeof(*elfs);
+	if (!elfs || !space_gen__count(g, mb + g->perfmap_bytes)) {
 		err = elfs ? -ENOSPC : -ENOMEM;
 		free(elfs);
 		proc_maps__destroy(maps);
@@ -179,6 +182,7 @@ static int space_gen__read_maps(struct space_gen *g, bool *ret_kept)
 	}
 	kept = carry_over(g, maps, elfs);
 	space_gen__drop_maps(g);
+	g->maps_bytes = mb;
 	g->maps = maps;
 	g->elfs = elfs;
 	if (ret_kept)
@@ -234,6 +238,7 @@ void space_gen__destroy(struct space_gen *g)
 	if (!g)
 		return;
 	space_gen__drop_maps(g);
+	perfmap__destroy(g->perfmap);
 	mem_hold__leave(&g->hold);
 	if (g->root_fd >= 0)
 		close(g->root_fd);
@@ -360,9 +365,32 @@ static const struct cfi_table *space_gen__cfi_of(struct space_gen *g, size_t idx
 	return cfi_ref__table(me->cfi);
 }
 
-/* The perf map, read once per reading of the maps, if the process's own. */
+static void space_gen__forget_perfmap(struct space_gen *g)
+{
+	perfmap__destroy(g->perfmap);
+	g->perfmap = NULL;
+	if (g->perfmap_bytes) {
+		g->perfmap_bytes = 0;
+		space_gen__count(g, g->maps_bytes); /* less: always allowed */
+	}
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/*
+ * The perf map, if the process's own: looked at once per reading of the
+ * maps, and read again only when its file changed (a process that makes
+ * its maps be read again and again does not make a large perf map be
+ * parsed each time). Counted with the maps against the share all
+ * generations hold: past it, none (maps_over_share).
+ */
 static struct perfmap *space_gen__perfmap(struct space_gen *g)
 {
+	struct perfmap *m = NULL;
 	char path[64];
 	struct stat st;
 	int fd;
@@ -371,12 +399,35 @@ static struct perfmap *space_gen__perfmap(struct space_gen *g)
 		return g->perfmap;
 	g->perfmap_tried = true;
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)g->ns_pid);
-	if (proc__open_file_at(g->b, g->pid, g->root_fd, path, NULL, &fd))
+	if (proc__open_file_at(g->b, g->pid, g->root_fd, path, NULL, &fd)) {
+		space_gen__forget_perfmap(g);
 		return NULL;
-	if (fstat(fd, &st) == 0 && (st.st_uid == g->uid || st.st_uid == 0))
-		perfmap__load_fd(fd, &g->perfmap);
+	}
+	if (fstat(fd, &st) || (st.st_uid != g->uid && st.st_uid != 0)) {
+		close(fd);
+		space_gen__forget_perfmap(g);
+		return NULL;
+	}
+	if (g->perfmap && same_file(&g->perfmap_st, &st)) {
+		close(fd);
+		return g->perfmap;
+	}
+	space_gen__forget_perfmap(g);
+	g->perfmap_reads++;
+	if (!perfmap__load_fd(fd, &m) && space_gen__count(g, g->maps_bytes + perfmap__bytes(m))) {
+		g->perfmap = m;
+		g->perfmap_bytes = perfmap__bytes(m);
+		g->perfmap_st = st;
+	} else {
+		perfmap__destroy(m);
+	}
 	close(fd);
 	return g->perfmap;
+}
+
+unsigned long space_gen__perfmap_reads(const struct space_gen *g)
+{
+	return g ? g->perfmap_reads : 0;
 }
 
 /* ------------------------------------------------------------ lookups */

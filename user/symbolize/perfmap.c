@@ -16,10 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PERFMAP_MAX_ENTRIES (1u << 21)
-#define PERFMAP_MAX_NAME_BYTES ((size_t)128 << 20)
+#define PERFMAP_MAX_ENTRIES (1u << 20)
+#define PERFMAP_MAX_NAME_BYTES ((size_t)32 << 20)
 #define PERFMAP_MAX_LINE 4096
-#define PERFMAP_MAX_FILE ((uint64_t)1 << 30)
+#define PERFMAP_MAX_FILE ((uint64_t)64 << 20)
 #define PERFMAP_OVERLAP_SCAN 16 /* entries looked at behind a miss */
 
 struct pm_entry {
@@ -282,6 +282,11 @@ out:
 	free(r);
 	perfmap__destroy(m);
 	return err;
+}
+
+size_t perfmap__bytes(const struct perfmap *m)
+{
+	return m ? sizeof(*m) + m->cap * sizeof(*m->ents) + m->names_cap : 0;
 }
 
 void perfmap__destroy(struct perfmap *m)

@@ -3,7 +3,8 @@
  * perf map files (/tmp/perf-<pid>.map): "START SIZE name" per line, hex,
  * as written by JITs and by CPython 3.12+ under -X perf, whose trampolines
  * are named "py::qualname:/path/file.py". The file is written by the
- * profiled process: parsed as hostile, with bounded memory.
+ * profiled process: parsed as hostile, with bounded memory (64 MiB of
+ * file, 1,048,576 entries, 32 MiB of names read at most).
  */
 #ifndef GP_SYMBOLIZE_PERFMAP_H
 #define GP_SYMBOLIZE_PERFMAP_H
@@ -23,6 +24,8 @@ struct perfmap_entry {
 int perfmap__parse(const char *text, size_t len, struct perfmap **ret_map);
 int perfmap__load_fd(int fd, struct perfmap **ret_map);
 void perfmap__destroy(struct perfmap *m);
+/* What it holds in memory. */
+size_t perfmap__bytes(const struct perfmap *m);
 
 size_t perfmap__count(const struct perfmap *m);
 /* Lines not kept: malformed, overlong, empty ranges, or past the caps. */

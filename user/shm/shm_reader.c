@@ -336,39 +336,23 @@ static int proc__errno(pid_t pid, int err)
 	return access(path, F_OK) ? -ESRCH : err;
 }
 
-/* Finds [start, end) of the first gpuprobe-shm mapping at offset 0. */
+/*
+ * [start, end) of the ring's mapping: the first of the shim's memfd name,
+ * read by the one maps parser (proc__find_memfd), at offset 0 as the shim
+ * maps it (a process that maps it otherwise has no ring read).
+ */
 static int maps__find(pid_t pid, __u64 *ret_start, __u64 *ret_end)
 {
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	int err = -ENOENT;
-	FILE *f;
+	struct proc_mapping m;
+	int err = proc__find_memfd(pid, GP_SHM_NAME, &m);
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return proc__errno(pid, -errno);
-	while (getline(&line, &cap, f) > 0) {
-		unsigned long long start, end, off;
-		char *name;
-		int pos = 0;
-
-		line[strcspn(line, "\n")] = 0;
-		if (!strstr(line, SHM_MAPS_NAME)) /* most lines: no need to parse them */
-			continue;
-		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &off, &pos) < 3 || !pos)
-			continue;
-		name = line + pos;
-		if (off != 0 || strcmp(name, SHM_MAPS_NAME) != 0)
-			continue;
-		*ret_start = start;
-		*ret_end = end;
-		err = 0;
-		break;
-	}
-	free(line);
-	fclose(f);
-	return err;
+	if (err)
+		return proc__errno(pid, err);
+	if (m.offset != 0)
+		return -ENOENT;
+	*ret_start = m.start;
+	*ret_end = m.end;
+	return 0;
 }
 
 /*

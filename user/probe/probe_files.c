@@ -123,53 +123,56 @@ static size_t probe_rows(enum probe_file_kind kind, struct probe_row *rows)
 	return n;
 }
 
-static int attach_one(struct probe_files *pf, const struct probe_row *r, const char *path,
-		      bool *ret_found)
+/* A perf-event uprobe at offset o of path for row r. */
+static int attach_one(struct probe_files *pf, const struct probe_row *r, const char *path, __u64 o)
 {
-	int err = 0;
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = false, .bpf_cookie = (__u64)r->probe);
+	struct bpf_link *link;
+	int err;
 
-	*ret_found = false;
-	for (int i = 0; i < 2 && r->name[i]; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = r->name[i], .retprobe = false,
-			    .bpf_cookie = (__u64)r->probe);
-		struct bpf_link *link;
-
-		libbpf_log__quiet(true);
-		link = bpf_program__attach_uprobe_opts(pf->prog, -1, path, 0, &uo);
-		libbpf_log__quiet(false);
-		if (!link) {
-			err = -errno;
-			if (err == -ENOENT || err == -ESRCH)
-				continue; /* the file does not export this name */
-			return err;
-		}
-		err = push_link(pf, link);
-		if (err) {
-			bpf_link__destroy(link);
-			return err;
-		}
-		*ret_found = true;
-		return 0;
-	}
-	return 0;
+	libbpf_log__quiet(true);
+	link = bpf_program__attach_uprobe_opts(pf->prog, -1, path, (size_t)o, &uo);
+	libbpf_log__quiet(false);
+	if (!link)
+		return -errno;
+	err = push_link(pf, link);
+	if (err)
+		bpf_link__destroy(link);
+	return err;
 }
 
-/* A perf-event uprobe for each row the file defines. */
+/*
+ * A perf-event uprobe for each row the file defines, at the offsets our own
+ * reader finds (uprobe_multi__offsets: pread, bounded): never by name,
+ * which has libbpf map and parse the target's file itself, where a file
+ * truncated under it would be a SIGBUS in the loader.
+ */
 static int attach_file_each(struct probe_files *pf, const char *path, const struct probe_row *rows,
 			    size_t nrows, struct launch_attach_result *res, unsigned *launches)
 {
-	for (size_t i = 0; i < nrows; i++) {
-		bool found;
-		int err = attach_one(pf, &rows[i], path, &found);
+	const char *names[2 * GP_PROBE_MAX];
+	__u64 off[2 * GP_PROBE_MAX];
+	int err;
 
+	for (size_t i = 0; i < nrows; i++) {
+		names[i] = rows[i].name[0];
+		names[nrows + i] = rows[i].name[1];
+	}
+	err = uprobe_multi__offsets(path, names, 2 * nrows, off);
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < nrows; i++) {
+		__u64 o = off[i] ? off[i] : off[nrows + i];
+
+		if (!o) {
+			res->missing++;
+			continue;
+		}
+		err = attach_one(pf, &rows[i], path, o);
 		if (err)
 			return err;
-		if (found) {
-			res->attached++;
-			*launches += rows[i].launch;
-		} else {
-			res->missing++;
-		}
+		res->attached++;
+		*launches += rows[i].launch;
 	}
 	return 0;
 }

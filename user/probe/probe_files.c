@@ -123,6 +123,27 @@ static size_t probe_rows(enum probe_file_kind kind, struct probe_row *rows)
 	return n;
 }
 
+/*
+ * Each row's file offset in path (0: the file defines neither of its
+ * names), by our own bounded reader of the file (uprobe_multi__offsets):
+ * the number of names found, or -errno.
+ */
+static int row_offsets(const char *path, const struct probe_row *rows, size_t nrows, __u64 *ret_off)
+{
+	const char *names[2 * GP_PROBE_MAX];
+	__u64 off[2 * GP_PROBE_MAX];
+	int err;
+
+	for (size_t i = 0; i < nrows; i++) {
+		names[i] = rows[i].name[0];
+		names[nrows + i] = rows[i].name[1];
+	}
+	err = uprobe_multi__offsets(path, names, 2 * nrows, off);
+	for (size_t i = 0; err >= 0 && i < nrows; i++)
+		ret_off[i] = off[i] ? off[i] : off[nrows + i];
+	return err;
+}
+
 /* A perf-event uprobe at offset o of path for row r. */
 static int attach_one(struct probe_files *pf, const struct probe_row *r, const char *path, __u64 o)
 {
@@ -150,19 +171,13 @@ static int attach_one(struct probe_files *pf, const struct probe_row *r, const c
 static int attach_file_each(struct probe_files *pf, const char *path, const struct probe_row *rows,
 			    size_t nrows, struct launch_attach_result *res, unsigned *launches)
 {
-	const char *names[2 * GP_PROBE_MAX];
-	__u64 off[2 * GP_PROBE_MAX];
-	int err;
+	__u64 off[GP_PROBE_MAX];
+	int err = row_offsets(path, rows, nrows, off);
 
-	for (size_t i = 0; i < nrows; i++) {
-		names[i] = rows[i].name[0];
-		names[nrows + i] = rows[i].name[1];
-	}
-	err = uprobe_multi__offsets(path, names, 2 * nrows, off);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < nrows; i++) {
-		__u64 o = off[i] ? off[i] : off[nrows + i];
+		__u64 o = off[i];
 
 		if (!o) {
 			res->missing++;
@@ -203,20 +218,14 @@ static int attach_file_multi(struct probe_files *pf, const char *path, const str
 			     size_t nrows, struct launch_attach_result *res, unsigned *launches)
 {
 	struct attached_file *f = &pf->files[pf->nr_files];
-	const char *names[2 * GP_PROBE_MAX];
-	__u64 off[2 * GP_PROBE_MAX], offsets[GP_PROBE_MAX], cookies[GP_PROBE_MAX];
+	__u64 off[GP_PROBE_MAX], offsets[GP_PROBE_MAX], cookies[GP_PROBE_MAX];
 	size_t n = 0;
-	int err, fd;
+	int err = row_offsets(path, rows, nrows, off), fd;
 
-	for (size_t i = 0; i < nrows; i++) {
-		names[i] = rows[i].name[0];
-		names[nrows + i] = rows[i].name[1];
-	}
-	err = uprobe_multi__offsets(path, names, 2 * nrows, off);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < nrows; i++) {
-		__u64 o = off[i] ? off[i] : off[nrows + i];
+		__u64 o = off[i];
 
 		if (!o) {
 			res->missing++;

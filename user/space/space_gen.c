@@ -148,10 +148,10 @@ static bool carry_over(struct space_gen *g, const struct proc_maps *maps, struct
 }
 
 /*
- * Whether the shared bound lets this generation hold maps of bytes in place
- * of what it counts now; counted when it does. A refusal keeps what it had.
+ * Whether the shared bound lets this generation hold bytes (its maps'
+ * tables and its perf map) in place of what it counts now; counted when it
+ * does. A refusal keeps what it had.
  */
-/* What g holds is bytes now (its maps' tables and its perf map), within its share. */
 static bool space_gen__count(struct space_gen *g, size_t bytes)
 {
 	if (bytes > g->hold.held && !mem_hold__allows(&g->hold, bytes - g->hold.held))

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "user/util/blobtab.h"
+#include "user/util/mem_share.h"
 #include "user/util/u64map.h"
 
 static void test_equal_blobs_get_one_id_and_different_ones_another(void **state)
@@ -130,6 +131,41 @@ static void test_the_map_survives_heavy_churn(void **state)
 	u64map__fini(&m);
 }
 
+/*
+ * A new blob held to a share counts its cost there and is refused past the
+ * hold's share (the table untouched); one interned already, by anyone,
+ * costs nothing.
+ */
+static void test_a_held_intern_counts_new_blobs_against_the_share_only(void **state)
+{
+	struct mem_share share;
+	struct mem_hold a = { 0 }, b = { 0 };
+	struct blobtab *t;
+	__u32 id, again;
+
+	(void)state;
+	mem_share__init(&share, 10);
+	assert_int_equal(blobtab__new(100, 1 << 20, &t), 0);
+	assert_int_equal(blobtab__intern_held(t, "x", 2, &a, &share, 4, &id), 0);
+	assert_int_equal(a.held, 4);
+	assert_int_equal(blobtab__intern_held(t, "x", 2, &a, &share, 4, &again), 0);
+	assert_int_equal(again, id);
+	assert_int_equal(a.held, 4);
+	assert_int_equal(blobtab__intern_held(t, "y", 2, &a, &share, 4, &id), 0);
+	assert_int_equal(blobtab__intern_held(t, "z", 2, &b, &share, 4, &id), 0);
+	/* 12 of 10: a holds 8 of its share of 5 and may not take more; b holds 4. */
+	assert_int_equal(blobtab__intern_held(t, "w", 2, &a, &share, 4, &id), -EDQUOT);
+	assert_false(blobtab__find(t, "w", 2, &id));
+	assert_int_equal(a.held, 8);
+	assert_int_equal(blobtab__intern_held(t, "z", 2, &a, &share, 4, &id), 0); /* b's, found */
+	assert_int_equal(a.held, 8);
+	assert_int_equal(blobtab__count(t), 3);
+	assert_int_equal(mem_share__bytes(&share), 12);
+	mem_hold__leave(&a);
+	mem_hold__leave(&b);
+	blobtab__destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -138,6 +174,7 @@ int main(void)
 		cmocka_unit_test(test_find_looks_up_without_adding),
 		cmocka_unit_test(test_blobs_made_to_share_a_hash_are_kept_a_bounded_few),
 		cmocka_unit_test(test_the_map_survives_heavy_churn),
+		cmocka_unit_test(test_a_held_intern_counts_new_blobs_against_the_share_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -56,15 +56,11 @@ static __u32 pc_name(struct profile *p, __u32 pid, const char *name)
 	__u32 id;
 
 	if (blobtab__find(p->str, name, strlen(name) + 1, &id))
-		return id;
-	if (profile__proc(p, pid, &pi))
+		return id; /* named already: no process record needed */
+	if (profile__proc(p, pid, &pi) ||
+	    blobtab__intern_held(p->str, name, strlen(name) + 1, &pi->pc_names_held, &p->pc_name_share, 1,
+				 &id))
 		return 0;
-	mem_hold__join(&pi->pc_names_held, &p->pc_name_share);
-	if (!mem_hold__allows(&pi->pc_names_held, 1))
-		return 0;
-	id = profile__intern(p, name);
-	if (id)
-		mem_hold__add(&pi->pc_names_held, 1);
 	return id;
 }
 

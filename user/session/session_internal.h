@@ -55,10 +55,10 @@
  * that exits leaves its names counted: they stay in the table.
  */
 #define NAMES_ENTRIES (1u << 18)
-/* A process's PC stall reasons named, at most; its indexes past them share one name. */
-#define PC_STALLS_NAMED 256u
 #define NAMES_BYTES (64ull << 20)
 #define NAME_COST (NAMES_BYTES / NAMES_ENTRIES)
+/* A process's PC stall reasons named, at most; its indexes past them share one name. */
+#define PC_STALLS_NAMED 256u
 /* Code objects checked against reuse at once, at most (pycode_cache__check): a few bounded calls. */
 #define PY_CHECK_MAX 1024
 /* ... and at most this often per process. */

@@ -53,14 +53,10 @@ static __u32 name_id(struct session *s, struct target *t, const struct gp_record
 	else
 		shm_reader__name(t->shm, r->kernel.name_off, buf, sizeof(buf));
 	len = strlen(name) + 1;
-	if (!blobtab__find(s->names, name, len, &nid)) {
-		mem_hold__join(&t->names_hold, &s->names_share);
-		if (!mem_hold__allows(&t->names_hold, len + NAME_COST) ||
-		    blobtab__intern(s->names, name, len, &nid)) {
-			s->names_dropped++;
-			return 0;
-		}
-		mem_hold__add(&t->names_hold, (long)(len + NAME_COST));
+	if (blobtab__intern_held(s->names, name, len, &t->names_hold, &s->names_share,
+				 len + NAME_COST, &nid)) {
+		s->names_dropped++;
+		return 0;
 	}
 	if (r->type == GP_REC_KERNEL)
 		u64map__put(&t->names, r->kernel.name_off, nid); /* full: looked up again next time */

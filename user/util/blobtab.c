@@ -8,6 +8,7 @@
 #include <sys/random.h>
 #include "user/util/blobtab.h"
 #include "user/util/grow.h"
+#include "user/util/mem_share.h"
 #include "user/util/u64map.h"
 
 struct entry {
@@ -124,18 +125,18 @@ bool blobtab__find(const struct blobtab *t, const void *data, size_t len, __u32 
 	return id != 0;
 }
 
-int blobtab__intern(struct blobtab *t, const void *data, size_t len, __u32 *ret_id)
+/*
+ * Adds data, new under hash h with a chain of first (chain long): the
+ * bounds, then the copy. 0 and *ret_id; -E2BIG, -ENOMEM.
+ */
+static int add(struct blobtab *t, __u64 h, __u64 first, unsigned chain, const void *data, size_t len,
+	       __u32 *ret_id)
 {
-	__u64 h = hash_bytes(data, len, t->seed), first = 0;
 	struct entry *e, *grown;
-	unsigned chain;
-	__u32 id = lookup(t, h, data, len, &first, &chain);
+	__u32 id;
 
-	if (id) {
-		*ret_id = id;
-		return 0;
-	}
-	if (chain >= BLOBTAB_CHAIN_MAX || t->n >= t->max_entries || t->n >= UINT32_MAX - 1 || t->bytes + len > t->max_bytes)
+	if (chain >= BLOBTAB_CHAIN_MAX || t->n >= t->max_entries || t->n >= UINT32_MAX - 1 ||
+	    t->bytes + len > t->max_bytes)
 		return -E2BIG;
 	grown = grow__array(t->e, &t->cap, t->n + 1, sizeof(*grown), 64);
 	if (!grown)
@@ -157,6 +158,34 @@ int blobtab__intern(struct blobtab *t, const void *data, size_t len, __u32 *ret_
 	t->bytes += len;
 	*ret_id = id;
 	return 0;
+}
+
+int blobtab__intern(struct blobtab *t, const void *data, size_t len, __u32 *ret_id)
+{
+	return blobtab__intern_held(t, data, len, NULL, NULL, 0, ret_id);
+}
+
+int blobtab__intern_held(struct blobtab *t, const void *data, size_t len, struct mem_hold *hold,
+			 struct mem_share *share, size_t cost, __u32 *ret_id)
+{
+	__u64 h = hash_bytes(data, len, t->seed), first = 0;
+	unsigned chain;
+	__u32 id = lookup(t, h, data, len, &first, &chain);
+	int err;
+
+	if (id) {
+		*ret_id = id;
+		return 0;
+	}
+	if (hold) {
+		mem_hold__join(hold, share);
+		if (!mem_hold__allows(hold, cost))
+			return -EDQUOT;
+	}
+	err = add(t, h, first, chain, data, len, ret_id);
+	if (!err && hold)
+		mem_hold__add(hold, (long)cost);
+	return err;
 }
 
 const void *blobtab__get(const struct blobtab *t, __u32 id, size_t *ret_len)

@@ -13,6 +13,8 @@
 #include <linux/types.h>
 
 struct blobtab;
+struct mem_hold;
+struct mem_share;
 
 /*
  * Blobs of one hash kept, at most: the hash is seeded with a secret of the
@@ -31,6 +33,14 @@ void blobtab__destroy(struct blobtab *t);
  * BLOBTAB_CHAIN_MAX blobs of one hash already); -ENOMEM.
  */
 int blobtab__intern(struct blobtab *t, const void *data, size_t len, __u32 *ret_id);
+/*
+ * The same, a new blob held to a share: hold joins share (once), and a new
+ * blob is added only when hold may take cost more (its bytes and overhead,
+ * or 1 where the share counts blobs), then counted there. A blob interned already is found at no cost to anyone. -EDQUOT
+ * past the hold's share; hold NULL: intern().
+ */
+int blobtab__intern_held(struct blobtab *t, const void *data, size_t len, struct mem_hold *hold,
+			 struct mem_share *share, size_t cost, __u32 *ret_id);
 /* Whether data is interned, its id in *ret_id then: a lookup that adds nothing. */
 bool blobtab__find(const struct blobtab *t, const void *data, size_t len, __u32 *ret_id);
 /* NULL for an unknown id. */

@@ -3,9 +3,10 @@
  * One memory bound shared by many holders, one per profiled process (its
  * code-object cache, graph nodes, maps, join queues, kernel names, cubins):
  * within the bound, all together, any holder may take more; past it, a
- * holder may take more only within its share, the bound over the holders. So processes a user starts by the hundred make
- * the loader hold at most about twice the bound, not a hundred times each
- * one's own bound, and the one that fills it gives way, not the others.
+ * holder may take more only within its share, the bound over the holders.
+ * So processes a user starts by the hundred make the loader hold at most
+ * about twice the bound, not a hundred times each one's own bound, and the
+ * one that fills it gives way, not the others.
  * The counts are atomic: holders may be on different threads.
  */
 #ifndef GP_UTIL_MEM_SHARE_H

@@ -920,6 +920,79 @@ static void test_open_mapped_reaches_the_mapped_file_whatever_its_path_names(voi
 	bounded__free(b);
 }
 
+/* Kernel mountinfo lines: ids, the superblock's device, the type after "-", optional fields or none. */
+static void test_mountinfo_lines_give_id_device_and_type(void **state)
+{
+	const char *a = "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 shared:7 - ext3 /dev/root rw,errors=continue\n";
+	const char *b = "2151 1852 0:158 / /run/containerd/io.containerd.runtime.v2.task/k8s.io/x/rootfs "
+			"rw,relatime - overlay overlay rw,lowerdir=/a:/b,upperdir=/u,workdir=/w";
+	struct proc_mount m;
+
+	(void)state;
+	assert_int_equal(proc__parse_mountinfo_line(a, strlen(a), &m), 0);
+	assert_int_equal(m.id, 36);
+	assert_int_equal(m.dev, makedev(98, 0));
+	assert_int_equal(m.type_len, 4);
+	assert_memory_equal(m.type, "ext3", 4);
+	assert_int_equal(proc__parse_mountinfo_line(b, strlen(b), &m), 0);
+	assert_int_equal(m.id, 2151);
+	assert_int_equal(m.dev, makedev(0, 158));
+	assert_memory_equal(m.type, "overlay", 7);
+}
+
+static void test_mountinfo_garbage_is_refused(void **state)
+{
+	const char *bad[] = {
+		"",
+		"36 35 98:0 /mnt1 /mnt2 rw - \n",                /* no type */
+		"36 35 98:0 /mnt1 /mnt2 rw ext3 /dev/root rw\n", /* no "-" */
+		"x 35 98:0 / / rw - ext3 a b\n",
+		"36 35 980 / / rw - ext3 a b\n",                 /* no major:minor */
+		"36 35 98:99999999 / / rw - ext3 a b\n",         /* minor out of range */
+		"36 35 -1:0 / / rw - ext3 a b\n",
+		"36  35 98:0 / / rw - ext3 a b\n",               /* an empty field */
+		"99999999999 35 98:0 / / rw - ext3 a b\n",
+	};
+	struct proc_mount m = { .id = -7 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(proc__parse_mountinfo_line(bad[i], strlen(bad[i]), &m), -EINVAL);
+	assert_int_equal(m.id, -7);
+}
+
+/* A table is searched by id, or by device and type; bad lines are passed over. */
+static void test_mountinfo_find_by_id_or_by_device_and_type(void **state)
+{
+	const char *t = "garbage line\n"
+			"20 1 0:40 / /a rw - fuse.x x rw\n"
+			"21 1 0:41 / /b rw - overlay overlay rw\n"
+			"22 1 0:41 / /c rw - overlay overlay rw\n";
+	struct proc_mount m;
+
+	(void)state;
+	assert_true(proc__mountinfo_find(t, strlen(t), 22, 0, NULL, &m));
+	assert_int_equal(m.dev, makedev(0, 41));
+	assert_false(proc__mountinfo_find(t, strlen(t), 20, 0, "overlay", &m));
+	assert_true(proc__mountinfo_find(t, strlen(t), -1, makedev(0, 41), "overlay", &m));
+	assert_int_equal(m.id, 21);
+	assert_false(proc__mountinfo_find(t, strlen(t), -1, makedev(0, 40), "overlay", &m));
+	assert_false(proc__mountinfo_find(t, strlen(t), 23, 0, NULL, &m));
+	/* The length is the bound: the last line cut off is not read past it. */
+	assert_false(proc__mountinfo_find(t, strlen(t) - 30, 22, 0, NULL, &m));
+}
+
+/* A file that is not on an overlay is never called a trusted overlay. */
+static void test_a_file_off_any_overlay_is_not_a_trusted_overlay(void **state)
+{
+	int fd = open("/proc/self/status", O_PATH | O_CLOEXEC);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(proc__overlay_trusted(fd, getpid()), -EREMOTE);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -935,6 +1008,10 @@ int main(void)
 		cmocka_unit_test(test_find_libs_without_a_match_returns_nothing),
 		cmocka_unit_test(test_maps_line_parser_reads_kernel_lines),
 		cmocka_unit_test(test_maps_line_parser_rejects_garbage),
+		cmocka_unit_test(test_mountinfo_lines_give_id_device_and_type),
+		cmocka_unit_test(test_mountinfo_garbage_is_refused),
+		cmocka_unit_test(test_mountinfo_find_by_id_or_by_device_and_type),
+		cmocka_unit_test(test_a_file_off_any_overlay_is_not_a_trusted_overlay),
 		cmocka_unit_test(test_memfd_with_a_known_name_is_found_and_its_map_files_path_opens),
 		cmocka_unit_test(test_map_files_path_is_lowercase_hex_without_prefix),
 		cmocka_unit_test(test_nspid_of_one_namespace_level_is_both_innermost_and_outermost),

@@ -5,7 +5,8 @@
 # wants, runs in a worker process the loader waits for at most 250 ms; the loader
 # keeps ticking, counts the call it gave up (io_timeouts) and asks that
 # process nothing more that could block, and SIGTERM ends the run with its
-# profile written.
+# profile written. Then the same file behind an overlay the process made
+# (refused), and an overlay the node made (read).
 source "$(dirname "$0")/lib.sh"
 
 [ -c /dev/fuse ] || skip "no /dev/fuse"
@@ -48,10 +49,51 @@ PIDS+=($L)
 for _ in $(seq 1 1200); do [ "$(counters "$WORK/err2")" -ge 30 ] && break; sleep 0.05; done
 n=$(counters "$WORK/err2")
 [ "$n" -ge 30 ] || { tail -c 2000 "$WORK/err2"; fail "the loader made $n ticks in 60 s beside a FUSE file whose reads never end"; }
-grep -q "maps .*/fuse2/libcuda.so.1 on a FUSE file system: not opened" "$WORK/err2" ||
+grep -q "maps .*/fuse2/libcuda.so.1 on a FUSE file system, or an overlay .*: not opened" "$WORK/err2" ||
 	fail "the FUSE file was not said refused: $(grep -v '^libbpf\|^counters\|^loader' "$WORK/err2" | head -5)"
 r=$(field "$WORK/err2" libcuda_refused)
 [ "${r:-0}" -ge 1 ] || fail "libcuda_refused=$r"
 kill -TERM "$L"
 wait_exit "$L" 30 || { tail -c 2000 "$WORK/err2"; fail "the loader failed after SIGTERM"; }
 ok "a FUSE file whose reads never end: refused unread (libcuda_refused=$r), $n ticks"
+
+# The same file under an overlay whose lower layers are on that FUSE mount,
+# made in the process's own namespace (over its /tmp): the overlay's type
+# hides the FUSE one, and its reads reach the daemon all the same. An
+# overlay not in the node's mount table is refused as FUSE is: the loader
+# ticks on and says so.
+kill -TERM "$H"
+wait_exit "$H" 30 || fail "hostile_fuse (reads) did not end"
+"$PROGS/hostile_fuse" "$WORK/fuse3" "$STUBLIB" overlay >"$WORK/h3.log" 2>&1 & H=$!
+PIDS+=($H)
+wait_line "$WORK/h3.log" "ready" 10 || { cat "$WORK/h3.log"; fail "hostile_fuse (overlay) did not start"; }
+grep -q " /tmp/libcuda.so.1\$" "/proc/$H/maps" || fail "hostile_fuse maps no libcuda through its overlay"
+"$LOADER" --pid "$H" -v -o "$WORK/fuse3.pb.gz" 2>"$WORK/err3" & L=$!
+PIDS+=($L)
+for _ in $(seq 1 1200); do [ "$(counters "$WORK/err3")" -ge 30 ] && break; sleep 0.05; done
+n=$(counters "$WORK/err3")
+[ "$n" -ge 30 ] || { tail -c 2000 "$WORK/err3"; fail "the loader made $n ticks in 60 s beside an overlay over FUSE"; }
+grep -q "maps /tmp/libcuda.so.1 on a FUSE file system, or an overlay not in the node's mount table: not opened" "$WORK/err3" ||
+	fail "the overlay's file was not said refused: $(grep -v '^libbpf\|^counters\|^loader' "$WORK/err3" | head -5)"
+r=$(field "$WORK/err3" libcuda_refused)
+[ "${r:-0}" -ge 1 ] || fail "libcuda_refused=$r"
+kill -TERM "$L"
+wait_exit "$L" 30 || { tail -c 2000 "$WORK/err3"; fail "the loader failed after SIGTERM"; }
+ok "an overlay over FUSE made in the process's namespace: refused unread (libcuda_refused=$r), $n ticks"
+
+# An overlay the node mounted (a container runtime's root file system) is
+# read: its libcuda is attached and its launches are profiled.
+mkdir -p "$WORK/l1" "$WORK/l2" "$WORK/ovl"
+cp "$B"/stub/* "$WORK/l1/"
+mount -t overlay overlay -o "lowerdir=$WORK/l1:$WORK/l2" "$WORK/ovl" || skip "no overlayfs here"
+trap 'rc=$?; umount -l "$WORK/ovl" 2>/dev/null; (exit $rc); cleanup' EXIT
+STUB_DIR="$WORK/ovl" start_stub "$PROGS/spin" -s 2 -i 2000 >"$WORK/spin.log"
+S=${PIDS[-1]}
+wait_line "$WORK/spin.log" "ready" 10 || fail "spin did not start"
+grep -q " $WORK/ovl/libcuda.so.1\$" "/proc/$S/maps" || fail "spin maps no libcuda from the overlay"
+"$LOADER" --pid "$S" -v -o "$WORK/ovl.pb.gz" 2>"$WORK/err4" || fail "the loader failed: $(tail -c 1000 "$WORK/err4")"
+grep -q "attached to $WORK/ovl/libcuda.so.1 of pid $S" "$WORK/err4" ||
+	fail "the node's overlay was not read: $(grep -v '^libbpf\|^counters\|^loader' "$WORK/err4" | head -5)"
+r=$(field "$WORK/err4" libcuda_refused)
+[ "${r:-1}" = 0 ] || fail "libcuda_refused=$r on the node's own overlay"
+ok "an overlay in the node's mount table: libcuda attached, nothing refused"

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzzes the parsers of user/proc/ that read text a profiled process
- * influences: the NSpid line of /proc/<pid>/status and /proc/<pid>/maps
- * lines (whose paths the process names). The input is used whole as a status
- * text, then line by line as maps lines.
+ * influences: the NSpid line of /proc/<pid>/status, /proc/<pid>/maps
+ * lines (whose paths the process names) and mountinfo lines (whose mount
+ * points it names). The input is used whole as a status text and as a
+ * mount table, then line by line as maps and mountinfo lines.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -14,8 +15,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *text = (const char *)data;
 	pid_t inner = 0, outer = 0;
+	struct proc_mount found;
 	size_t pos = 0;
 
+	if (proc__mountinfo_find(text, size, -1, 0, "overlay", &found) && found.dev != 0)
+		__builtin_trap();
 	if (proc__parse_nspid(text, size, &inner, &outer) == 0) {
 		if (inner <= 0 || outer <= 0)
 			__builtin_trap();
@@ -24,6 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char *line = text + pos, *nl = memchr(line, '\n', size - pos);
 		size_t len = nl ? (size_t)(nl - line) + 1 : size - pos;
 		struct proc_maps_line ml;
+		struct proc_mount mo;
 
 		if (proc__parse_maps_line(line, len, &ml) == 0) {
 			if (ml.map.end < ml.map.start)
@@ -31,6 +36,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (ml.path_len && (ml.path < line || ml.path + ml.path_len > line + len))
 				__builtin_trap();
 			if (strlen(ml.map.perms) != 4)
+				__builtin_trap();
+		}
+		if (proc__parse_mountinfo_line(line, len, &mo) == 0) {
+			if (mo.id < 0 || !mo.type_len || mo.type < line || mo.type + mo.type_len > line + len)
 				__builtin_trap();
 		}
 		pos += len;

@@ -5,8 +5,8 @@
  * opens it (a root loader reading the maps' paths) waits as long as it
  * likes, in the kernel.
  *
- *   hostile_fuse DIR LIBCUDA [reads|fd]   (root: mounts FUSE in a mount
- *                                namespace of its own, gone with the process)
+ *   hostile_fuse DIR LIBCUDA [reads|fd|overlay]   (root: mounts FUSE in a
+ *                      mount namespace of its own, gone with the process)
  *
  * A thread serves /dev/fuse (raw protocol: INIT, LOOKUP, GETATTR, OPEN,
  * READ from a copy of LIBCUDA, RELEASE, FLUSH, STATFS); the main thread maps
@@ -16,6 +16,11 @@
  * file can be looked up, statted and opened, and only a read of it waits.
  * With "fd", it also keeps the file open at fd HOSTILE_FUSE_FD, where a
  * loader looking for a shim ring by fd (shm_reader__grab_fd) may look.
+ * With "overlay", as with "reads", but the file is reached through an
+ * overlayfs whose lower layers are on the FUSE mount (a container's root
+ * over a remote layer), mounted over /tmp in its namespace: it maps
+ * /tmp/libcuda.so.1, and its /tmp/perf-PID.map is the same FUSE file. The
+ * overlay's own file system type hides the FUSE one under it.
  * It exits on SIGTERM or SIGINT (the kernel then fails every request left
  * waiting).
  */
@@ -25,6 +30,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +41,8 @@
 #include <linux/fuse.h>
 
 #define FILE_INO 2
+#define DIR_A_INO 3 /* "overlay": the overlay's two lower layers, on this one mount */
+#define DIR_B_INO 4
 #define HOSTILE_FUSE_FD 100
 #define REQ_MAX (1 << 17)
 
@@ -79,7 +87,7 @@ static void attr_of(uint64_t ino, struct fuse_attr *a)
 	a->ino = ino;
 	a->nlink = 1;
 	a->blksize = 4096;
-	if (ino == FUSE_ROOT_ID) {
+	if (ino == FUSE_ROOT_ID || ino == DIR_A_INO || ino == DIR_B_INO) {
 		a->mode = S_IFDIR | 0755;
 		a->nlink = 2;
 	} else {
@@ -87,6 +95,18 @@ static void attr_of(uint64_t ino, struct fuse_attr *a)
 		a->size = content_len;
 		a->blocks = (content_len + 511) / 512;
 	}
+}
+
+/* name's inode in directory dir, 0: none. The file is in the root, and in "a". */
+static uint64_t lookup(uint64_t dir, const char *name)
+{
+	bool file = !strcmp(name, "libcuda.so.1") || !strncmp(name, "perf-", 5);
+
+	if (dir == FUSE_ROOT_ID && !strcmp(name, "a"))
+		return DIR_A_INO;
+	if (dir == FUSE_ROOT_ID && !strcmp(name, "b"))
+		return DIR_B_INO;
+	return file && (dir == FUSE_ROOT_ID || dir == DIR_A_INO) ? FILE_INO : 0;
 }
 
 static void serve(const struct fuse_in_header *in, const void *arg)
@@ -101,13 +121,13 @@ static void serve(const struct fuse_in_header *in, const void *arg)
 		break;
 	}
 	case FUSE_LOOKUP: {
-		struct fuse_entry_out o = { .nodeid = FILE_INO, .generation = 1 };
+		struct fuse_entry_out o = { .nodeid = lookup(in->nodeid, arg), .generation = 1 };
 
-		if (in->nodeid != FUSE_ROOT_ID || strcmp(arg, "libcuda.so.1")) {
+		if (!o.nodeid) {
 			reply(in, -ENOENT, NULL, 0);
 			break;
 		}
-		attr_of(FILE_INO, &o.attr); /* entry and attributes valid 0 s: always asked again */
+		attr_of(o.nodeid, &o.attr); /* entry and attributes valid 0 s: always asked again */
 		reply(in, 0, &o, sizeof(o));
 		break;
 	}
@@ -171,6 +191,26 @@ static void *daemon_main(void *arg)
 	}
 }
 
+/*
+ * An overlay whose two lower layers are dir/a and dir/b, both on the FUSE
+ * mount (one file system under it: the overlay's files then show its own
+ * device, in maps and to stat alike), put over /tmp: lib is then
+ * /tmp/libcuda.so.1.
+ */
+static int mount_overlay(const char *dir, char *lib, size_t size)
+{
+	char ovl[4096 + 16], opts[2 * 4096 + 64];
+
+	snprintf(ovl, sizeof(ovl), "%s.ovl", dir);
+	if (mkdir(ovl, 0755) && errno != EEXIST)
+		return -1;
+	snprintf(opts, sizeof(opts), "lowerdir=%s/a:%s/b", dir, dir);
+	if (mount("overlay", ovl, "overlay", MS_RDONLY, opts) || mount(ovl, "/tmp", NULL, MS_BIND, NULL))
+		return -1;
+	snprintf(lib, size, "/tmp/libcuda.so.1");
+	return 0;
+}
+
 static int load(const char *path)
 {
 	struct stat st;
@@ -193,11 +233,14 @@ int main(int argc, char **argv)
 	void *map;
 	int fd;
 
-	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "reads") && strcmp(argv[3], "fd"))) {
-		fprintf(stderr, "usage: hostile_fuse DIR LIBCUDA [reads|fd]\n");
+	const char *mode = argc == 4 ? argv[3] : "";
+	bool overlay = !strcmp(mode, "overlay");
+
+	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(mode, "reads") && strcmp(mode, "fd") && !overlay)) {
+		fprintf(stderr, "usage: hostile_fuse DIR LIBCUDA [reads|fd|overlay]\n");
 		return 2;
 	}
-	answer_all_but_reads = argc == 4 && !strcmp(argv[3], "reads");
+	answer_all_but_reads = !strcmp(mode, "reads") || overlay;
 	if (load(argv[2]))
 		return die("read LIBCUDA");
 	if (mkdir(argv[1], 0755) && errno != EEXIST)
@@ -213,13 +256,15 @@ int main(int argc, char **argv)
 	if (pthread_create(&th, NULL, daemon_main, NULL))
 		return die("thread");
 	snprintf(lib, sizeof(lib), "%s/libcuda.so.1", argv[1]);
+	if (overlay && mount_overlay(argv[1], lib, sizeof(lib)))
+		return die("overlay over FUSE");
 	fd = open(lib, O_RDONLY);
 	if (fd < 0)
 		return die("open on FUSE");
 	map = mmap(NULL, content_len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
 	if (map == MAP_FAILED)
 		return die("mmap on FUSE");
-	if (argc == 4 && !strcmp(argv[3], "fd")) {
+	if (!strcmp(mode, "fd")) {
 		/* Its attributes made stale: whoever stats it next asks the daemon. */
 		struct {
 			struct fuse_out_header h;

@@ -18,7 +18,8 @@ struct bounded;
 /* A file a scan refused to attach: the first one, for the loader to say. */
 struct libcuda_refusal {
 	int err;          /* 0: none; -ENOEXEC: not a CUDA driver; -E2BIG: no slot left;
-			     -EREMOTE: on a FUSE mount, not opened */
+			     -EREMOTE: on a FUSE mount, or on an overlay
+			     not the node's: not opened */
 	pid_t pid;
 	char path[PATH_MAX];
 };

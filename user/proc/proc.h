@@ -134,8 +134,9 @@ struct proc_file_id {
  * us, a tty would become our controlling terminal, a device could act),
  * refused unless it has id's device and inode when id is given (-ESTALE:
  * the path names another file than the one mapped), refused on a FUSE mount
- * (-EREMOTE: its daemon, maybe the target, could hold every later read), and
- * only then reopened O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC. All of it
+ * (-EREMOTE: its daemon, maybe the target, could hold every later read) and
+ * on an overlay the node's mount table does not hold (-EREMOTE: made in a
+ * target's namespace, its layers maybe such a mount), and only then reopened O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC. All of it
  * runs as a bounded call through b (user/util/bounded.h), keyed by pid (0:
  * none): a walk or an open that blocks gives -ETIMEDOUT after
  * BOUNDED_TIMEOUT_MS, and that process's later opens through b -ETIMEDOUT at
@@ -153,5 +154,13 @@ int proc__open_file(struct bounded *b, pid_t pid, const char *path, const struct
  */
 int proc__open_mapped(struct bounded *b, pid_t pid, __u64 start, __u64 end,
 		      const struct proc_file_id *id, int flags, int *ret_fd);
+/*
+ * Whether the file at fd, on an overlayfs, may be read (the call itself
+ * reads only /proc): 0 when its overlay is one of the node's mounts (PID 1's
+ * mountinfo holds its mount, or pid's holds it and the node's an overlay of
+ * the same superblock); -EREMOTE when not, or when a table is past its
+ * bound; -errno. For the bounded worker: the tables are read whole.
+ */
+int proc__overlay_trusted(int fd, pid_t pid);
 
 #endif /* GP_PROC_H */

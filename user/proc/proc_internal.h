@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <linux/types.h>
 #include "user/proc/proc.h"
 
@@ -49,5 +50,21 @@ int proc__root_openat(int rootfd, const char *path, int flags);
  * rootfd that resolves symlinks itself (at most PROC_MAX_SYMLINKS), keeps
  * ".." at the root, and never uses ".." on disk. */
 int proc__root_walk(int rootfd, const char *path, int flags);
+
+/* One line of a mountinfo table, what the overlay check needs of it. */
+struct proc_mount {
+	int id;
+	dev_t dev;        /* its superblock's */
+	const char *type; /* into the line, type_len bytes */
+	size_t type_len;
+};
+
+/* THE mountinfo parser (mount_trust.c): one line (with or without its
+ * '\n'). -EINVAL on anything but the kernel's format. */
+int proc__parse_mountinfo_line(const char *line, size_t len, struct proc_mount *ret);
+/* The first mount of text whose id is id (id < 0: whose device is dev) and,
+ * when type is given, of that type; false when none. */
+bool proc__mountinfo_find(const char *text, size_t len, int id, dev_t dev, const char *type,
+			  struct proc_mount *ret);
 
 #endif /* GP_PROC_INTERNAL_H */

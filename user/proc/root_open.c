@@ -306,7 +306,8 @@ int proc__root_open(pid_t pid, const char *path, int flags)
 }
 
 /* The checks of proc__open_file_at on an O_PATH fd, then the reopen. */
-static int reopen_checked(int path_fd, const struct proc_file_id *id, int flags, int *ret_fd)
+static int reopen_checked(int path_fd, pid_t pid, const struct proc_file_id *id, int flags,
+			  int *ret_fd)
 {
 	char self[64];
 	struct statfs sfs;
@@ -323,6 +324,9 @@ static int reopen_checked(int path_fd, const struct proc_file_id *id, int flags,
 	if (fstatfs(path_fd, &sfs))
 		return -errno;
 	if (sfs.f_type == FUSE_SUPER_MAGIC)
+		return -EREMOTE;
+	/* Reads go on to a layer's file, which may be on FUSE: who made the overlay decides. */
+	if (sfs.f_type == OVERLAYFS_SUPER_MAGIC && proc__overlay_trusted(path_fd, pid))
 		return -EREMOTE;
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", path_fd);
 	fd = open(self, (flags & O_ACCMODE) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
@@ -369,7 +373,7 @@ static void open_job__run(void *p, int root_fd, int *ret_fd)
 		j->err = pfd;
 		return;
 	}
-	j->err = reopen_checked(pfd, j->has_id ? &j->id : NULL, j->flags, ret_fd);
+	j->err = reopen_checked(pfd, j->pid, j->has_id ? &j->id : NULL, j->flags, ret_fd);
 	close(pfd);
 }
 

@@ -92,8 +92,9 @@ static void say_refusal(struct session *s, const struct libcuda_refusal *ref)
 	path[i] = 0;
 	if (ref->err == -EREMOTE) {
 		s->said_remote = true;
-		log_warn("pid %d maps %s on a FUSE file system: not opened, not attached (its daemon "
-			 "could hold every read of it; counted: libcuda_refused; said once)",
+		log_warn("pid %d maps %s on a FUSE file system, or an overlay not in the node's mount "
+			 "table: not opened, not attached (a FUSE daemon under it could hold every read "
+			 "of it; counted: libcuda_refused; said once)",
 			 (int)ref->pid, path);
 	} else if (ref->err == -ENOEXEC) {
 		s->said_not_driver = true;

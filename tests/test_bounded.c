@@ -28,6 +28,7 @@
 
 #include "user/util/bounded.h"
 #include "user/util/clock.h"
+#include "user/util/tenants.h"
 
 struct job {
 	int ran;
@@ -236,6 +237,81 @@ static void test_the_worker_holds_none_of_the_callers_fds(void **state)
 	close(p[1]);
 }
 
+static void sleep_ms(void *p, int in_fd, int *ret_fd)
+{
+	struct job *j = p;
+
+	j->ran = 1;
+	usleep((useconds_t)j->value * 1000);
+}
+
+/*
+ * Calls that answer, each slowly but in time, cost their tenant (the
+ * processes of one cgroup: two children of this test are one tenant)
+ * from a budget: once it is spent, every process of that tenant is
+ * refused, the one that was not slow too; calls about no process still
+ * run. Each call takes at least 30 ms and at most the deadline, so the
+ * budget is spent after TENANT_SLOW_BUDGET_NS / 30 ms calls at most and
+ * TENANT_SLOW_BUDGET_NS / BOUNDED_TIMEOUT_MS at least.
+ */
+static void test_a_tenant_whose_calls_are_slow_is_refused_once_its_budget_is_spent(void **state)
+{
+	struct bounded *b = *state;
+	const unsigned most = (unsigned)(TENANT_SLOW_BUDGET_NS / 30000000) + 1;
+	const unsigned least = (unsigned)(TENANT_SLOW_BUDGET_NS / (BOUNDED_TIMEOUT_MS * 1000000ull));
+	pid_t slow = victim__start(), quiet = victim__start();
+	struct bounded_stats st;
+	struct job j = { 0 };
+	unsigned calls = 0;
+	int fd = -1, err = 0;
+
+	bounded__stats(b, &st);
+	assert_int_equal(st.tenants_refused, 0);
+	while (calls <= most) {
+		j = (struct job){ .value = 30 };
+		err = bounded__call(b, slow, sleep_ms, &j, sizeof(j), -1, &fd);
+		if (err)
+			break;
+		assert_int_equal(j.ran, 1);
+		calls++;
+	}
+	assert_int_equal(err, -EDEADLK);
+	assert_true(calls >= least);
+	assert_true(calls <= most);
+	/* The other process of that tenant: refused, without running. */
+	j = (struct job){ .value = 0 };
+	assert_int_equal(bounded__call(b, quiet, add_one, &j, sizeof(j), -1, &fd), -EDEADLK);
+	assert_int_equal(j.ran, 0);
+	/* A call about no process runs. */
+	assert_int_equal(bounded__call(b, 0, add_one, &j, sizeof(j), -1, &fd), 0);
+	assert_int_equal(j.ran, 1);
+	close(fd);
+	bounded__stats(b, &st);
+	assert_int_equal(st.tenants_refused, 1);
+	assert_int_equal(st.timeouts, 0);
+	victim__stop(slow);
+	victim__stop(quiet);
+}
+
+/* Calls quicker than TENANT_SLOW_NS cost nothing, however many. */
+static void test_quick_calls_cost_their_tenant_nothing(void **state)
+{
+	struct bounded *b = *state;
+	pid_t victim = victim__start();
+	struct bounded_stats st;
+	struct job j = { 0 };
+	int fd = -1;
+
+	for (int i = 0; i < 2000; i++) {
+		assert_int_equal(bounded__call(b, victim, add_one, &j, sizeof(j), -1, &fd), 0);
+		close(fd);
+	}
+	bounded__stats(b, &st);
+	assert_int_equal(st.tenants_refused, 0);
+	assert_int_equal(st.refused, 0);
+	victim__stop(victim);
+}
+
 static int bounded_setup(void **state)
 {
 	*state = bounded__new();
@@ -258,6 +334,8 @@ int main(void)
 		BOUNDED_TEST(test_a_process_stalled_in_one_bounded_is_not_refused_by_another),
 		BOUNDED_TEST(test_a_worker_that_dies_in_a_call_costs_that_call_only),
 		BOUNDED_TEST(test_the_worker_holds_none_of_the_callers_fds),
+		BOUNDED_TEST(test_a_tenant_whose_calls_are_slow_is_refused_once_its_budget_is_spent),
+		BOUNDED_TEST(test_quick_calls_cost_their_tenant_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

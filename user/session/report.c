@@ -88,7 +88,7 @@ static const char *const loss_names[] = {
 	"cubin_over_limit", "cubin_crc_failed", "cubin_garbage", "cubin_nomem", "cubin_offer_full",
 	"cubin_dedup_full", "shim_visits_cut", "settle_cut", "ring_notices_dropped",
 	"records_left_at_exit", "node_unknown", "capture_unknown", "replay_unattributed", "unbound",
-	"caller_unknown", "callers_refused", "no_slot", "io_stuck", "io_start_failed",
+	"caller_unknown", "callers_refused", "no_slot", "io_stuck", "io_start_failed", "io_tenants_refused",
 	"cubin_bytes_left_at_exit", "targets_full", "pc_unload_busy", "pc_dropped", "pc_hw_full",
 	"pc_lost", "pc_table_full", "graph_nodes_over_share", "maps_over_share", "names_over_share", "corr_reused",
 };

@@ -191,6 +191,7 @@ static void hostile_counters(struct session *s, struct counters *c)
 	counters__add(c, "io_timeouts", io.timeouts);
 	counters__add(c, "io_refused", io.refused);
 	counters__add(c, "io_stuck", io.stuck);
+	counters__add(c, "io_tenants_refused", io.tenants_refused);
 	counters__add(c, "io_start_failed", io.start_failed);
 	counters__add(c, "maps_reread_limited", ts.maps_reread_limited);
 	counters__add(c, "maps_over_share", ts.maps_over_share);

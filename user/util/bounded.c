@@ -7,6 +7,7 @@
  */
 #include "user/util/bounded.h"
 #include "user/util/clock.h"
+#include "user/util/tenants.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,7 +46,9 @@ struct bounded {
 	pid_t worker;            /* 0: none yet */
 	int sock;
 	pid_t lost[BOUNDED_MAX_STUCK]; /* abandoned workers, reaped when they go */
+	__u64 lost_tenant[BOUNDED_MAX_STUCK]; /* whose call each was (0: none's) */
 	unsigned nlost;
+	struct tenants tenants;  /* what each tenant's calls cost */
 	struct stalled stalled[BOUNDED_MAX_STALLED];
 	unsigned nstalled, next_stalled;
 	struct bounded_stats st;
@@ -98,7 +101,11 @@ static void lost__reap(struct bounded *b)
 		pid_t r = waitpid(b->lost[i], NULL, WNOHANG);
 
 		if (r == b->lost[i] || (r < 0 && errno == ECHILD)) {
-			b->lost[i] = b->lost[--b->nlost];
+			if (b->lost_tenant[i])
+				tenants__stuck(&b->tenants, b->lost_tenant[i], -1);
+			b->nlost--;
+			b->lost[i] = b->lost[b->nlost];
+			b->lost_tenant[i] = b->lost_tenant[b->nlost];
 			continue;
 		}
 		i++;
@@ -214,13 +221,17 @@ static void worker_main(int sock, pid_t parent)
 	}
 }
 
-/* The worker is given up: killed, never waited for; reaped once gone. */
-static void worker__abandon(struct bounded *b)
+/* The worker is given up: killed, never waited for; reaped once gone. tenant: whose call (0: none's). */
+static void worker__abandon(struct bounded *b, __u64 tenant)
 {
 	kill(b->worker, SIGKILL);
 	close(b->sock);
-	if (b->nlost < BOUNDED_MAX_STUCK)
+	if (b->nlost < BOUNDED_MAX_STUCK) {
+		b->lost_tenant[b->nlost] = tenant;
 		b->lost[b->nlost++] = b->worker;
+		if (tenant)
+			tenants__stuck(&b->tenants, tenant, 1);
+	}
 	b->st.stuck = b->nlost;
 	b->worker = 0;
 	b->sock = -1;
@@ -262,7 +273,7 @@ static int worker__ready(struct bounded *b)
 		close(fd);
 	if (n > 0 && !h.fn && !h.size)
 		return 0;
-	worker__abandon(b);
+	worker__abandon(b, 0);
 	b->st.start_failed++;
 	return -EAGAIN;
 }
@@ -331,6 +342,7 @@ struct bounded *bounded__new(void)
 		return NULL;
 	}
 	b->sock = -1;
+	tenants__init(&b->tenants);
 	return b;
 }
 
@@ -353,10 +365,23 @@ void bounded__free(struct bounded *b)
 	free(b);
 }
 
+/*
+ * A call of key's took ns: a slow one (or one given up) is counted against
+ * its tenant, *tenant (0: not known yet) then known.
+ */
+static void tenant_took(struct bounded *b, pid_t key, __u64 *tenant, __u64 ns)
+{
+	if (ns < TENANT_SLOW_NS)
+		return;
+	if (!*tenant)
+		*tenant = tenant__of(key);
+	tenants__took(&b->tenants, *tenant, ns);
+}
+
 int bounded__call(struct bounded *b, pid_t key, bounded_fn fn, void *job, size_t size, int in_fd,
 		  int *ret_fd)
 {
-	__u64 start = key > 0 ? pid_start(key) : 0;
+	__u64 start = key > 0 ? pid_start(key) : 0, tenant = 0, t0;
 	int err, out_fd = -1;
 	void *answer;
 
@@ -368,14 +393,20 @@ int bounded__call(struct bounded *b, pid_t key, bounded_fn fn, void *job, size_t
 	pthread_mutex_lock(&b->lock);
 	b->st.calls++;
 	lost__reap(b);
-	if ((key > 0 && stalled__has(b, key, start)) || b->nlost >= BOUNDED_MAX_STUCK) {
+	if (key > 0 && tenants__any_refused(&b->tenants))
+		tenant = tenant__of(key);
+	if ((key > 0 && stalled__has(b, key, start)) || b->nlost >= BOUNDED_MAX_STUCK ||
+	    (tenant && tenants__refuses(&b->tenants, tenant))) {
 		b->st.refused++;
 		err = -EDEADLK;
 		goto out_unlock;
 	}
 	if (!b->worker && (err = worker__start(b)))
 		goto out_unlock;
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	err = worker__exchange(b, fn, job, size, in_fd, answer, &out_fd);
+	if (key > 0)
+		tenant_took(b, key, &tenant, clock_ns(CLOCK_MONOTONIC) - t0);
 	if (!err) {
 		memcpy(job, answer, size);
 		if (ret_fd)
@@ -386,7 +417,7 @@ int bounded__call(struct bounded *b, pid_t key, bounded_fn fn, void *job, size_t
 	}
 	if (out_fd >= 0)
 		close(out_fd);
-	worker__abandon(b);
+	worker__abandon(b, err == -ETIMEDOUT ? tenant : 0);
 	if (err == -ETIMEDOUT) {
 		b->st.timeouts++;
 		if (key > 0)
@@ -402,6 +433,7 @@ void bounded__stats(struct bounded *b, struct bounded_stats *ret_stats)
 {
 	pthread_mutex_lock(&b->lock);
 	lost__reap(b);
+	b->st.tenants_refused = b->tenants.limited;
 	*ret_stats = b->st;
 	pthread_mutex_unlock(&b->lock);
 }

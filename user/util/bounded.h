@@ -16,7 +16,11 @@
  * The process that made a call miss its deadline (the key the caller gives:
  * its pid; its start time tells a reused pid apart) has its later calls
  * refused at once, for the rest of the run: one stuck worker per hostile
- * process, not one per call. At most BOUNDED_MAX_STUCK workers may be stuck
+ * process, not one per call. Processes of one cgroup are one tenant
+ * (tenants.h): one whose processes hold TENANT_STUCK_MAX stuck workers, or
+ * whose slow calls took TENANT_SLOW_BUDGET_NS in all, has all its calls
+ * refused, so that a container starting stallers by the dozen holds a few
+ * workers, not all of them. At most BOUNDED_MAX_STUCK workers may be stuck
  * at a time; past that, every call is refused until one is gone.
  *
  * Both bounds belong to a struct bounded, as its worker does: the processes
@@ -89,6 +93,7 @@ struct bounded_stats {
 	__u64 refused;       /* calls refused at once: a stalled process, or too many stuck */
 	__u64 stuck;         /* abandoned workers not gone yet */
 	__u64 start_failed;  /* workers that did not start (BOUNDED_START_MS): their calls failed */
+	__u64 tenants_refused; /* tenants whose calls are refused now (tenants.h) */
 };
 /* b's figures; its stuck workers that have gone since are reaped first. */
 void bounded__stats(struct bounded *b, struct bounded_stats *ret_stats);

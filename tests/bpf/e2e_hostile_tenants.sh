@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# One tenant (cgroup) starting stallers by the dozen cannot take the
+# workers the others' calls need: six processes of one cgroup each map a
+# libcuda.so.1 on a FUSE file system that stops answering
+# (tests/progs/hostile_fuse), and a node-wide loader's walk to each blocks
+# in a bounded worker it gives up. The cgroup is refused at its fourth
+# stuck worker (io_stuck <= 4, io_tenants_refused >= 1); a spin in another
+# cgroup, started after, is attached and profiled exactly.
+source "$(dirname "$0")/lib.sh"
+
+[ -c /dev/fuse ] || skip "no /dev/fuse"
+cgroot=$(awk '$3=="cgroup2"{print $2; exit}' /proc/self/mounts)
+[ -n "$cgroot" ] || skip "no cgroup2 mount"
+base=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
+dir="$cgroot${base%/}"
+gh="$dir/gpuprobe-test-h-$$"; gs="$dir/gpuprobe-test-s-$$"
+mkdir "$gh" "$gs" || { rmdir "$gh" "$gs" 2>/dev/null; skip "cannot create cgroups under $dir"; }
+cleanup_cg() { cleanup; rmdir "$gh" "$gs" 2>/dev/null || true; }
+trap cleanup_cg EXIT
+field() { # FILE NAME: NAME's value on the last counters line
+	grep "^counters:" "$1" | tail -n 1 | sed -n "s/.* $2=\([0-9]*\).*/\1/p"
+}
+
+N=6
+for i in $(seq 1 $N); do
+	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$gh" \
+		"$PROGS/hostile_fuse" "$WORK/fuse$i" "$STUBLIB" >"$WORK/h$i.log" 2>&1 &
+	PIDS+=($!)
+done
+for i in $(seq 1 $N); do
+	wait_line "$WORK/h$i.log" "ready" 20 || { cat "$WORK/h$i.log"; fail "hostile_fuse $i did not start"; }
+done
+
+"$LOADER" --all-cgroups -v -o "$WORK/all.pb.gz" 2>"$WORK/err" & L=$!
+PIDS+=($L)
+# Every staller met: each is given up once (io_timeouts), or refused with its cgroup.
+met() { local t r; t=$(field "$WORK/err" io_timeouts); r=$(field "$WORK/err" io_refused)
+	[ $(( ${t:-0} + ${r:-0} )) -ge $N ]; }
+wait_until 120 met || { grep "^counters:" "$WORK/err" | tail -n 1; fail "the loader did not meet the $N stallers"; }
+
+# Another tenant, after: attached (its driver file too: the stallers' calls
+# about it were refused with them) and profiled, every launch with its GPU
+# time. It launches once the loader has attached to it and reads its ring.
+CUDA_INJECTION64_PATH="$SHIM" LD_LIBRARY_PATH="$B/stub" \
+	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$gs" "$PROGS/spin" -S -s 1 -i 1000 >"$WORK/s.log" &
+S=$!
+PIDS+=($S)
+wait_line "$WORK/err" "attached to .* of pid $S" 60 || { grep -v "^libbpf\|^counters\|^loader" "$WORK/err"; fail "the other tenant's libcuda was not attached"; }
+wait_line "$WORK/err" "reading the shim ring of pid $S" 60 || fail "the other tenant's ring was not read"
+kill -USR1 "$S"
+wait "$S" || fail "spin failed"
+kill -INT "$L"
+wait_exit "$L" 60 || { grep -v "^libbpf\|^counters" "$WORK/err"; fail "loader failed"; }
+
+stuck=$(field "$WORK/err" io_stuck) tr=$(field "$WORK/err" io_tenants_refused) ref=$(field "$WORK/err" io_refused)
+[ "${stuck:-99}" -le 4 ] || fail "$stuck workers stuck for one cgroup's stallers (its bound is 4)"
+[ "${tr:-0}" -ge 1 ] || fail "io_tenants_refused=$tr: the stallers' cgroup was not refused"
+[ "${ref:-0}" -ge 1 ] || fail "io_refused=$ref"
+want=$(sed -n 's/^spin: launches=//p' "$WORK/s.log")
+[ -n "$want" ] && [ "$want" -gt 0 ] || fail "spin printed no launch count"
+$CHECK "$WORK/all.pb.gz" totals "$S" >"$WORK/s.totals"
+got=$(awk '$0 ~ / spin_kernel / {n += $4} END {print n + 0}' "$WORK/s.totals")
+[ "$got" = "$want" ] || { cat "$WORK/s.totals"; fail "the other tenant's spin: $got launches with GPU time, it made $want"; }
+ok "$N stallers of one cgroup: $stuck workers stuck, the cgroup refused ($ref calls); another cgroup's spin exact ($want launches)"

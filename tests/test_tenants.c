@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The bounded calls' cost per tenant (user/util/tenants.c): a tenant is
+ * refused at TENANT_STUCK_MAX stuck workers and again let in when one is
+ * gone; refused for good once its slow calls spent TENANT_SLOW_BUDGET_NS;
+ * quick calls cost nothing; one tenant's costs are not another's; a full
+ * table forgets only tenants it has nothing to remember of.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "user/util/tenants.h"
+
+static struct tenants ts;
+
+static void test_stuck_workers_refuse_their_tenant_until_one_is_gone(void **state)
+{
+	(void)state;
+	tenants__init(&ts);
+	for (unsigned i = 0; i + 1 < TENANT_STUCK_MAX; i++)
+		tenants__stuck(&ts, 7, 1);
+	assert_false(tenants__refuses(&ts, 7));
+	assert_false(tenants__any_refused(&ts));
+	tenants__stuck(&ts, 7, 1);
+	assert_true(tenants__refuses(&ts, 7));
+	assert_false(tenants__refuses(&ts, 8));
+	assert_true(tenants__any_refused(&ts));
+	tenants__stuck(&ts, 7, -1);
+	assert_false(tenants__refuses(&ts, 7));
+	assert_false(tenants__any_refused(&ts));
+	tenants__stuck(&ts, 9, -1); /* unknown: nothing */
+	assert_false(tenants__refuses(&ts, 9));
+}
+
+static void test_slow_calls_spend_a_budget_and_quick_ones_nothing(void **state)
+{
+	(void)state;
+	tenants__init(&ts);
+	for (int i = 0; i < 100000; i++)
+		tenants__took(&ts, 5, TENANT_SLOW_NS - 1);
+	assert_false(tenants__refuses(&ts, 5));
+	tenants__took(&ts, 5, TENANT_SLOW_BUDGET_NS - TENANT_SLOW_NS);
+	assert_false(tenants__refuses(&ts, 5));
+	tenants__took(&ts, 6, TENANT_SLOW_NS);
+	assert_false(tenants__refuses(&ts, 6));
+	tenants__took(&ts, 5, TENANT_SLOW_NS);
+	assert_true(tenants__refuses(&ts, 5));
+	assert_false(tenants__refuses(&ts, 6));
+	/* For good: a stuck worker come and gone changes nothing. */
+	tenants__stuck(&ts, 5, 1);
+	tenants__stuck(&ts, 5, -1);
+	assert_true(tenants__refuses(&ts, 5));
+	assert_true(tenants__any_refused(&ts));
+}
+
+/* Past TENANTS_MAX, new tenants take the places of those with nothing to remember. */
+static void test_a_full_table_keeps_the_tenants_it_refuses(void **state)
+{
+	(void)state;
+	tenants__init(&ts);
+	tenants__took(&ts, 1, TENANT_SLOW_BUDGET_NS);
+	for (unsigned i = 0; i < TENANT_STUCK_MAX; i++)
+		tenants__stuck(&ts, 2, 1);
+	for (__u64 id = 100; id < 100 + 4 * TENANTS_MAX; id++)
+		tenants__took(&ts, id, TENANT_SLOW_NS);
+	assert_true(tenants__refuses(&ts, 1));
+	assert_true(tenants__refuses(&ts, 2));
+	tenants__stuck(&ts, 2, -1);
+	assert_false(tenants__refuses(&ts, 2));
+}
+
+/* Two processes of one cgroup are one tenant; a tenant is never 0. */
+static void test_processes_of_one_cgroup_are_one_tenant(void **state)
+{
+	pid_t child = fork();
+
+	(void)state;
+	assert_true(child >= 0);
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(tenant__of(child), tenant__of(getpid()));
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	assert_true(tenant__of(getpid()) != 0);
+	assert_true(tenant__of(-5) != 0);
+	assert_true(tenant__of(-5) != tenant__of(-6));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stuck_workers_refuse_their_tenant_until_one_is_gone),
+		cmocka_unit_test(test_slow_calls_spend_a_budget_and_quick_ones_nothing),
+		cmocka_unit_test(test_a_full_table_keeps_the_tenants_it_refuses),
+		cmocka_unit_test(test_processes_of_one_cgroup_are_one_tenant),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -90,7 +90,7 @@ static const char *const loss_names[] = {
 	"records_left_at_exit", "node_unknown", "capture_unknown", "replay_unattributed", "unbound",
 	"caller_unknown", "callers_refused", "no_slot", "io_stuck", "io_start_failed", "io_tenants_refused",
 	"cubin_bytes_left_at_exit", "targets_full", "pc_unload_busy", "pc_dropped", "pc_hw_full",
-	"pc_lost", "pc_table_full", "graph_nodes_over_share", "maps_over_share", "names_over_share", "corr_reused",
+	"pc_lost", "pc_table_full", "graph_nodes_over_share", "maps_over_share", "cfi_over_bound", "names_over_share", "corr_reused",
 };
 
 static __u64 counter_of(const struct counters *c, const char *name)

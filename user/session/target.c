@@ -147,6 +147,7 @@ void target_table__stats(const struct target_table *tt, struct space_stats *ret)
 	for (size_t i = 0; i < tt->n; i++)
 		space__add_stats(tt->t[i]->space, ret);
 	ret->maps_over_share = space_caches__maps_refused(tt->caches);
+	ret->cfi_over_bound = space_caches__cfi_refused(tt->caches);
 }
 
 void target_table__table_bytes(const struct target_table *tt, size_t *ret_sym_bytes,

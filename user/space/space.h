@@ -66,6 +66,8 @@ void space_caches__destroy(struct space_caches *c);
 void space_caches__set_maps_bound(struct space_caches *c, size_t bytes);
 /* Maps reads the shared bound refused (the maps_over_share counter). */
 unsigned long space_caches__maps_refused(const struct space_caches *c);
+/* CFI tables refused for room, held tables filling it (the cfi_over_bound counter). */
+unsigned long space_caches__cfi_refused(const struct space_caches *c);
 /* Bytes held by the symbol and CFI tables now, for the loader's line. */
 void space_caches__stats(const struct space_caches *c, size_t *ret_sym_bytes,
 			 size_t *ret_cfi_bytes);
@@ -190,6 +192,7 @@ struct space_stats {
 	__u64 maps_reread;            /* times the maps were read again */
 	__u64 maps_reread_limited;    /* re-reads refused by the budget */
 	__u64 maps_over_share;        /* maps reads the shared bound refused (all processes) */
+	__u64 cfi_over_bound;         /* CFI tables refused, held ones filling the bound (all) */
 	__u64 lookups, lookup_ns;     /* the walks' mapping and CFI lookups (the misses), their time */
 };
 /* Adds s's figures to *sum. */

@@ -13,7 +13,10 @@
 #include <stdlib.h>
 
 #define SPACE_MAX_FILES 512
-/* CFI tables kept for files no process maps any more, at most. */
+/*
+ * CFI tables, held by processes or kept for files none maps any more, at
+ * most (about twice that when held tables fill it: each within its share).
+ */
 #define SPACE_CFI_BYTES (256u << 20)
 
 struct space_caches {
@@ -21,6 +24,7 @@ struct space_caches {
 	struct elf_cache *elf;
 	struct cfi_cache *cfi;
 	unsigned long users; /* generations open: the tables exist while there are some */
+	unsigned long cfi_refused; /* by caches emptied since */
 	struct mem_share maps; /* what every generation's maps hold, together */
 };
 
@@ -54,8 +58,14 @@ unsigned long space_caches__maps_refused(const struct space_caches *c)
 	return c ? mem_share__refused(&c->maps) : 0;
 }
 
+unsigned long space_caches__cfi_refused(const struct space_caches *c)
+{
+	return c ? c->cfi_refused + cfi_cache__refused(c->cfi) : 0;
+}
+
 static void space_caches__empty(struct space_caches *c)
 {
+	c->cfi_refused += cfi_cache__refused(c->cfi);
 	elf_cache__destroy(c->elf);
 	cfi_cache__destroy(c->cfi);
 	c->elf = NULL;

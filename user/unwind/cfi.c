@@ -10,6 +10,7 @@
 #include "user/unwind/cfi_dwarf.h"
 #include "user/unwind/cfi_elf.h"
 #include "user/unwind/cfi_lazy.h"
+#include "user/util/mem_share.h"
 #include "user/unwind/cfi_rows.h"
 
 #include <errno.h>
@@ -21,6 +22,7 @@
 struct cfi_table {
 	struct cfi_rows rows;  /* built whole; empty when every FDE is on demand */
 	struct cfi_lazy *lazy; /* .eh_frame built FDE by FDE on demand; NULL: all in rows */
+	struct mem_hold hold;  /* its bytes, in the share of cfi_table__share */
 };
 
 /* The CFI sections to build whole, .eh_frame first: it sorts first at equal addresses and wins. */
@@ -191,10 +193,24 @@ size_t cfi_table__dropped(const struct cfi_table *t)
 	return t ? t->rows.dropped + cfi_lazy__dropped(t->lazy) : 0;
 }
 
+void cfi_table__share(struct cfi_table *t, struct mem_share *s)
+{
+	if (!t)
+		return;
+	mem_hold__leave(&t->hold);
+	t->hold.held = 0;
+	if (!s)
+		return;
+	mem_hold__join(&t->hold, s);
+	mem_hold__add(&t->hold, (long)cfi_table__bytes(t));
+	cfi_lazy__share(t->lazy, &t->hold);
+}
+
 void cfi_table__free(struct cfi_table *t)
 {
 	if (!t)
 		return;
+	mem_hold__leave(&t->hold);
 	cfi_lazy__free(t->lazy);
 	cfi_rows__fini(&t->rows);
 	free(t);

@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 struct cfi_table;
+struct mem_share;
 
 enum cfi_base {
 	CFI_BASE_NONE, /* an expression or register we cannot evaluate: stop */
@@ -96,6 +97,13 @@ size_t cfi_table__differences(const struct cfi_table *t, const struct cfi_table 
 			      size_t *ret_checked);
 /* Memory held, for the loader's memory accounting. */
 size_t cfi_table__bytes(const struct cfi_table *t);
+/*
+ * t's bytes count in s from now on (NULL: in none, those counted before
+ * given back), kept up to date as its FDEs are built on demand; past its
+ * share of s, t empties its built FDEs before it builds another.
+ * cfi_table__free gives back what it counts.
+ */
+void cfi_table__share(struct cfi_table *t, struct mem_share *s);
 /* FDEs dropped as malformed, unsupported or past a cap: a count, not a verdict. */
 size_t cfi_table__dropped(const struct cfi_table *t);
 void cfi_table__free(struct cfi_table *t);

@@ -4,7 +4,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <stdint.h>
 #include "user/unwind/cfi_cache.h"
+#include "user/util/mem_share.h"
 
 struct cfi_ref {
 	unsigned long refs;      /* the cache's own reference counts as one */
@@ -18,9 +20,11 @@ struct cfi_ref {
 };
 
 struct cfi_cache {
-	struct cfi_ref **e;
+	struct cfi_ref **e;      /* every table it loaded that is still held, and unheld ones kept */
 	size_t n, max_files, max_bytes;
 	unsigned long clock;
+	struct mem_share share;  /* every table's bytes, held or not (max_bytes) */
+	unsigned long refused;   /* loads refused: every slot or byte held */
 };
 
 struct cfi_cache *cfi_cache__new(size_t max_files, size_t max_bytes)
@@ -36,6 +40,7 @@ struct cfi_cache *cfi_cache__new(size_t max_files, size_t max_bytes)
 	}
 	c->max_files = max_files ? max_files : 1;
 	c->max_bytes = max_bytes;
+	mem_share__init(&c->share, max_bytes ? max_bytes : SIZE_MAX);
 	return c;
 }
 
@@ -51,8 +56,10 @@ void cfi_cache__destroy(struct cfi_cache *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->n; i++)
+	for (size_t i = 0; i < c->n; i++) {
+		cfi_table__share(c->e[i]->table, NULL); /* a table held on counts nowhere */
 		cfi_ref__put(c->e[i]);
+	}
 	free(c->e);
 	free(c);
 }
@@ -74,26 +81,24 @@ static void drop_slot(struct cfi_cache *c, size_t i)
 	c->e[i] = c->e[--c->n];
 }
 
-/* Tables grow as their FDEs are built on demand: counted when asked. */
-static size_t cache_bytes(const struct cfi_cache *c)
-{
-	size_t bytes = 0;
-
-	for (size_t i = 0; c && i < c->n; i++)
-		bytes += cfi_table__bytes(c->e[i]->table);
-	return bytes;
-}
-
-/* Makes room: least recently used first, until both bounds hold. */
+/*
+ * Makes room: tables no process holds, least recently used first, until
+ * both bounds hold or none is left. A held table is never dropped: its
+ * memory would stay, out of the count, and a process mapping its file next
+ * would load it again.
+ */
 static void evict(struct cfi_cache *c, size_t incoming)
 {
-	while (c->n && (c->n >= c->max_files ||
-			(c->max_bytes && cache_bytes(c) + incoming > c->max_bytes))) {
-		size_t victim = 0;
+	while (c->n >= c->max_files ||
+	       (c->max_bytes && mem_share__bytes(&c->share) + incoming > c->max_bytes)) {
+		size_t victim = c->n;
 
-		for (size_t i = 1; i < c->n; i++)
-			if (c->e[i]->last_use < c->e[victim]->last_use)
+		for (size_t i = 0; i < c->n; i++)
+			if (c->e[i]->refs == 1 &&
+			    (victim == c->n || c->e[i]->last_use < c->e[victim]->last_use))
 				victim = i;
+		if (victim == c->n)
+			return;
 		drop_slot(c, victim);
 	}
 }
@@ -102,6 +107,7 @@ int cfi_cache__get_fd(struct cfi_cache *c, int fd, struct cfi_ref **ret_ref)
 {
 	struct cfi_ref *r;
 	struct stat st;
+	size_t bytes;
 
 	if (!c || fd < 0 || !ret_ref)
 		return -EINVAL;
@@ -131,11 +137,19 @@ int cfi_cache__get_fd(struct cfi_cache *c, int fd, struct cfi_ref **ret_ref)
 		return -ENOMEM; /* not the file's fault: not remembered */
 	}
 	for (size_t i = 0; i < c->n; i++) /* a replaced file takes its old slot */
-		if (c->e[i]->dev == r->dev && c->e[i]->ino == r->ino) {
+		if (c->e[i]->dev == r->dev && c->e[i]->ino == r->ino && c->e[i]->refs == 1) {
 			drop_slot(c, i);
 			break;
 		}
-	evict(c, r->table ? cfi_table__bytes(r->table) : 0);
+	bytes = r->table ? cfi_table__bytes(r->table) : 0;
+	evict(c, bytes);
+	/* Every slot held, or its bytes past the share of a bound that held tables fill. */
+	if (c->n >= c->max_files || !mem_share__allows(&c->share, 0, bytes)) {
+		c->refused++;
+		cfi_ref__put(r);
+		return -E2BIG; /* not remembered: room may come */
+	}
+	cfi_table__share(r->table, &c->share);
 	r->last_use = ++c->clock;
 	c->e[c->n++] = r;
 	if (r->err)
@@ -148,5 +162,10 @@ int cfi_cache__get_fd(struct cfi_cache *c, int fd, struct cfi_ref **ret_ref)
 void cfi_cache__stats(const struct cfi_cache *c, size_t *ret_files, size_t *ret_bytes)
 {
 	*ret_files = c ? c->n : 0;
-	*ret_bytes = cache_bytes(c);
+	*ret_bytes = c ? mem_share__bytes(&c->share) : 0;
+}
+
+unsigned long cfi_cache__refused(const struct cfi_cache *c)
+{
+	return c ? c->refused : 0;
 }

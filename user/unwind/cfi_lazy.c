@@ -9,8 +9,9 @@
  * (pread, bounded by the .eh_frame's PT_LOAD and a per-entry cap) and run
  * into a small table of their own, which is cached. The cache holds at most
  * CFI_LAZY_MAX_FDES FDEs, and CFI_LAZY_MAX_BYTES of their rows (one FDE
- * past it), and is emptied when full, so memory stays bounded
- * whatever a process's stacks pass through. An FDE that does not build is
+ * past it), and is emptied when full, or when the share its bytes count in
+ * (cfi_lazy__share) allows no more, so memory stays bounded whatever a
+ * process's stacks pass through. An FDE that does not build is
  * remembered as such and not read again.
  *
  * Only the layout every linker writes is used (eh_frame_ptr pcrel sdata4,
@@ -20,6 +21,7 @@
 #include "user/unwind/cfi_lazy.h"
 #include "user/unwind/cfi_dwarf.h"
 #include "user/unwind/cfi_rows.h"
+#include "user/util/mem_share.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +57,8 @@ struct cfi_lazy {
 	size_t n;
 	struct lazy_slot *slots; /* open addressing, a power of two, at least 2 * used */
 	size_t cap, used, rows, bytes, dropped;
+	struct mem_hold *hold;   /* where its bytes count (cfi_lazy__share), NULL: nowhere */
+	size_t counted;          /* what hold counts of it */
 };
 
 static __u64 le32(const __u8 *p)
@@ -247,7 +251,8 @@ static int lazy__make_room(struct cfi_lazy *lz)
 	struct lazy_slot *s;
 	size_t cap, i, j;
 
-	if (lz->used >= CFI_LAZY_MAX_FDES || lz->bytes >= CFI_LAZY_MAX_BYTES)
+	if (lz->used >= CFI_LAZY_MAX_FDES || lz->bytes >= CFI_LAZY_MAX_BYTES ||
+	    (lz->used && lz->hold && !mem_hold__allows(lz->hold, 1)))
 		lazy__clear(lz);
 	if ((lz->used + 1) * 2 <= lz->cap)
 		return 0;
@@ -266,6 +271,25 @@ static int lazy__make_room(struct cfi_lazy *lz)
 	lz->slots = s;
 	lz->cap = cap;
 	return 0;
+}
+
+/* Its hold counts what it holds now. */
+static void lazy__sync(struct cfi_lazy *lz)
+{
+	size_t now = cfi_lazy__bytes(lz);
+
+	if (!lz->hold)
+		return;
+	mem_hold__add(lz->hold, (long)now - (long)lz->counted);
+	lz->counted = now;
+}
+
+void cfi_lazy__share(struct cfi_lazy *lz, struct mem_hold *hold)
+{
+	if (!lz)
+		return;
+	lz->hold = hold;
+	lz->counted = cfi_lazy__bytes(lz);
 }
 
 /* The cached rows of FDE i, built now if they are not; NULL when it does not build. */
@@ -291,6 +315,7 @@ static struct cfi_rows *lazy__rows(struct cfi_lazy *lz, size_t i)
 	lz->used++;
 	lz->rows += t ? t->n_rows : 0;
 	lz->bytes += t ? sizeof(*t) + cfi_rows__array_bytes(t) : 0;
+	lazy__sync(lz);
 	return t;
 }
 

@@ -13,6 +13,7 @@
 #include "user/unwind/cfi_elf.h"
 
 struct cfi_lazy;
+struct mem_hold;
 
 /*
  * The file's .eh_frame_hdr search table (through PT_GNU_EH_FRAME). 0, or
@@ -26,6 +27,12 @@ size_t cfi_lazy__fdes(const struct cfi_lazy *lz);    /* FDEs in the index */
 size_t cfi_lazy__rows(const struct cfi_lazy *lz);    /* rows built so far */
 size_t cfi_lazy__bytes(const struct cfi_lazy *lz);
 size_t cfi_lazy__dropped(const struct cfi_lazy *lz); /* FDEs that would not build */
+/*
+ * Its bytes, those counted already included, count in hold from now on,
+ * kept up to date as FDEs are built and dropped; a hold whose share allows
+ * no more makes it empty its built FDEs before it builds another.
+ */
+void cfi_lazy__share(struct cfi_lazy *lz, struct mem_hold *hold);
 void cfi_lazy__free(struct cfi_lazy *lz);
 
 #endif /* GP_UNWIND_CFI_LAZY_H */

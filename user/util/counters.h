@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <linux/types.h>
 
-#define COUNTERS_MAX 128
+#define COUNTERS_MAX 192
 /* Longer names are refused (they would not fit the line's buffer). */
 #define COUNTER_NAME_MAX 48
 

@@ -993,6 +993,36 @@ static void test_a_file_off_any_overlay_is_not_a_trusted_overlay(void **state)
 	close(fd);
 }
 
+/* The real uid is the Uid line's first field; a missing or malformed line is refused. */
+static void test_uid_of_a_status_text_is_its_first_field(void **state)
+{
+	const char *ok = "Name:\tx\nUid:\t1000\t1001\t1002\t1003\nGid:\t5\t5\t5\t5\n";
+	const char *bad[] = { "Name:\tx\n", "Uid:\t\n", "Uid:\t-1\t0\n", "Uid:\t12a\t0\n",
+			      "Uid:\t4294967295\t0\n" };
+	uid_t uid = 7;
+
+	(void)state;
+	assert_int_equal(proc__parse_uid(ok, strlen(ok), &uid), 0);
+	assert_int_equal(uid, 1000);
+	assert_int_equal(proc__parse_uid(bad[0], strlen(bad[0]), &uid), -ENOENT);
+	for (size_t i = 1; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(proc__parse_uid(bad[i], strlen(bad[i]), &uid), -EINVAL);
+	assert_int_equal(uid, 1000);
+	/* The length is the bound: a line past it is not read. */
+	assert_int_equal(proc__parse_uid(ok, 8, &uid), -ENOENT);
+}
+
+static void test_status_ids_of_self_are_its_pid_and_uid(void **state)
+{
+	pid_t ns_pid = 0;
+	uid_t uid = (uid_t)-1;
+
+	(void)state;
+	assert_int_equal(proc__status_ids(getpid(), &ns_pid, &uid), 0);
+	assert_int_equal(uid, getuid());
+	assert_int_equal(ns_pid, getpid());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1009,6 +1039,8 @@ int main(void)
 		cmocka_unit_test(test_maps_line_parser_reads_kernel_lines),
 		cmocka_unit_test(test_maps_line_parser_rejects_garbage),
 		cmocka_unit_test(test_mountinfo_lines_give_id_device_and_type),
+		cmocka_unit_test(test_uid_of_a_status_text_is_its_first_field),
+		cmocka_unit_test(test_status_ids_of_self_are_its_pid_and_uid),
 		cmocka_unit_test(test_mountinfo_garbage_is_refused),
 		cmocka_unit_test(test_mountinfo_find_by_id_or_by_device_and_type),
 		cmocka_unit_test(test_a_file_off_any_overlay_is_not_a_trusted_overlay),

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzzes the parsers of user/proc/ that read text a profiled process
- * influences: the NSpid line of /proc/<pid>/status, /proc/<pid>/maps
+ * influences: the NSpid and Uid lines of /proc/<pid>/status, /proc/<pid>/maps
  * lines (whose paths the process names) and mountinfo lines (whose mount
  * points it names). The input is used whole as a status text and as a
  * mount table, then line by line as maps and mountinfo lines.
@@ -19,6 +19,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t pos = 0;
 
 	if (proc__mountinfo_find(text, size, -1, 0, "overlay", &found) && found.dev != 0)
+		__builtin_trap();
+	uid_t uid;
+
+	if (proc__parse_uid(text, size, &uid) == 0 && uid == (uid_t)-1)
 		__builtin_trap();
 	if (proc__parse_nspid(text, size, &inner, &outer) == 0) {
 		if (inner <= 0 || outer <= 0)

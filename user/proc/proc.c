@@ -395,6 +395,56 @@ int proc__ns_pid(pid_t host_pid, pid_t *ret_ns_pid)
 	return 0;
 }
 
+int proc__parse_uid(const char *status_text, size_t len, uid_t *ret_uid)
+{
+	static const char key[] = "Uid:";
+	const size_t kn = sizeof(key) - 1;
+	size_t pos = 0;
+
+	if (!status_text && len)
+		return -EINVAL;
+	while (pos < len) {
+		const char *s = status_text + pos, *nl = memchr(s, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - s) : len - pos, i = kn, start;
+		__u64 v;
+
+		pos += n + 1;
+		if (n < kn || memcmp(s, key, kn))
+			continue;
+		while (i < n && (s[i] == '\t' || s[i] == ' '))
+			i++;
+		start = i;
+		while (i < n && s[i] != '\t' && s[i] != ' ')
+			i++;
+		if (proc__parse_u64(s + start, i - start, 10, UINT32_MAX - 1, &v))
+			return -EINVAL;
+		*ret_uid = (uid_t)v;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int proc__status_ids(pid_t host_pid, pid_t *ret_ns_pid, uid_t *ret_uid)
+{
+	pid_t inner;
+	size_t len;
+	char *buf;
+	int dfd, err;
+
+	dfd = proc__open_pid_dir(host_pid);
+	if (dfd < 0)
+		return dfd;
+	buf = malloc(STATUS_MAX);
+	err = buf ? proc__read_file_at(dfd, "status", buf, STATUS_MAX, &len) : -ENOMEM;
+	close(dfd);
+	if (!err)
+		err = proc__parse_uid(buf, len, ret_uid);
+	if (!err)
+		*ret_ns_pid = proc__parse_nspid(buf, len, &inner, NULL) ? host_pid : inner;
+	free(buf);
+	return err;
+}
+
 static int cmp_tid_entry(const void *a, const void *b)
 {
 	const struct proc_tid_entry *x = a, *y = b;

@@ -101,6 +101,13 @@ int proc__parse_nspid(const char *status_text, size_t len,
 
 /* The pid of host_pid inside its innermost PID namespace. */
 int proc__ns_pid(pid_t host_pid, pid_t *ret_ns_pid);
+/* The real uid of a status text's Uid line (its first field). -ENOENT: none; -EINVAL: malformed. */
+int proc__parse_uid(const char *status_text, size_t len, uid_t *ret_uid);
+/*
+ * One read of host_pid's status: its pid inside its innermost namespace
+ * (host_pid where the kernel shows no NSpid) and its real uid.
+ */
+int proc__status_ids(pid_t host_pid, pid_t *ret_ns_pid, uid_t *ret_uid);
 
 /* Maps every thread of pid from its innermost-namespace tid to its host tid.
  * Threads that exit during the scan are left out. */

@@ -60,42 +60,6 @@ struct space_gen {
 	struct mem_hold hold;      /* what it counts against the bound all generations' maps share */
 };
 
-/* NSpid's last field and Uid's first (real) field from /proc/<pid>/status. */
-static int proc_status__read(pid_t pid, pid_t *ret_ns_pid, uid_t *ret_uid)
-{
-	char path[64], line[512];
-	long ns_pid = pid, uid = -1;
-	char *last, *end;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "NSpid:", 6)) {
-			last = strrchr(line, '\t');
-			if (last) {
-				errno = 0;
-				ns_pid = strtol(last + 1, &end, 10);
-				if (errno || ns_pid <= 0 || ns_pid > INT32_MAX)
-					ns_pid = pid;
-			}
-		} else if (!strncmp(line, "Uid:", 4)) {
-			errno = 0;
-			uid = strtol(line + 4, &end, 10);
-			if (errno || end == line + 4)
-				uid = -1;
-		}
-	}
-	fclose(f);
-	if (uid < 0)
-		return -EINVAL;
-	*ret_ns_pid = (pid_t)ns_pid;
-	*ret_uid = (uid_t)uid;
-	return 0;
-}
-
 /* ------------------------------------------------------------ the maps */
 
 static void space_gen__drop_maps(struct space_gen *g)
@@ -211,7 +175,7 @@ int space_gen__open(struct space_caches *c, struct bounded *b, pid_t pid, const 
 		goto err_free;
 	g->c = c;
 	mem_hold__join(&g->hold, space_caches__maps_share(c));
-	err = proc_status__read(pid, &g->ns_pid, &g->uid);
+	err = proc__status_ids(pid, &g->ns_pid, &g->uid);
 	if (err)
 		goto err_destroy;
 	if (!root) {

@@ -9,9 +9,10 @@
 #    loader's RSS stays far below it and the CRC helper lives on;
 #  - exits without end: a ring whose exit_seq moves at every look is read
 #    to answer it once a tick at most, not at every slice between ticks;
-#  - names without end: a process naming a new kernel in every record fills
-#    its share of the loader's names, not the table: a program started once
-#    it has has its kernel named.
+#  - names without end: processes of one cgroup, each naming a new kernel
+#    in every record, one after another, fill that cgroup's share of the
+#    loader's names, not the table: a program of another cgroup started
+#    after them has its kernel named.
 source "$(dirname "$0")/lib.sh"
 
 counters() { grep -c "^counters:" "$1" 2>/dev/null || true; }
@@ -122,26 +123,33 @@ ticks=$(counters "$WORK/err5")
 [ "$answers" -le $((ticks + 1)) ] || { grep "^counters:" "$WORK/err5" | tail -n 1; fail "$answers exit answers in $ticks ticks"; }
 ok "a ring whose exit_seq never rests: $answers exits answered between ticks in $ticks ticks"
 
-# --- names without end: the hostile ring's new names past its share are
-# dropped (a table of 256 KiB here, GPUPROBE_TEST_NAMES_BYTES); spin, started
-# once names are being dropped, still has its kernel named
-wait_dropped='for _ in $(seq 1 600); do grep -q " names_dropped=[1-9]" "$0" 2>/dev/null && break; sleep 0.1; done'
+# --- names without end: processes naming a new kernel in every record,
+# started one after another in one cgroup (a tenant), fill that tenant's
+# share of the loader's names (a table of 256 KiB here,
+# GPUPROBE_TEST_NAMES_BYTES), not one share each and then the table: spin,
+# started after them in a cgroup of its own, has its kernel named.
+cgroot=$(awk '$3=="cgroup2"{print $2; exit}' /proc/self/mounts)
+[ -n "$cgroot" ] || skip "no cgroup2 mount"
+base=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
+gh="$cgroot${base%/}/gpuprobe-test-names-h-$$"; gs="$cgroot${base%/}/gpuprobe-test-names-s-$$"
+mkdir "$gh" "$gs" || { rmdir "$gh" "$gs" 2>/dev/null; skip "cannot create cgroups"; }
+trap 'rc=$?; (exit $rc); cleanup; rmdir "$gh" "$gs" 2>/dev/null || true' EXIT
 GPUPROBE_TEST_NAMES_BYTES=262144 LD_LIBRARY_PATH="$B/stub" "$LOADER" -v -o "$WORK/names.pb.gz" \
 	--libcuda "$STUBLIB" --cupti "$B/stub/libcupti.so" -- \
-	sh -c "\"$PROGS/hostile_ring\" -N -s 120 >\"$WORK/n.log\" & $wait_dropped; exec \"$PROGS/spin\" -s 2 -i 1000" \
-	"$WORK/err6" >"$WORK/spin6.log" 2>"$WORK/err6" & L=$!
+	sh -c 'echo $$ >"$0/cgroup.procs" || exit 1
+		for i in 1 2 3 4 5 6; do "$2/hostile_ring" -N -s 1 >"$3/n$i.log" || exit 1; done
+		echo $$ >"$1/cgroup.procs" || exit 1
+		exec "$2/spin" -s 2 -i 1000' "$gh" "$gs" "$PROGS" "$WORK" \
+	>"$WORK/spin6.log" 2>"$WORK/err6" & L=$!
 PIDS+=($L)
-wait_line "$WORK/n.log" "ready" 20 || fail "hostile_ring -N did not start"
-N=$(sed -n 's/^hostile_ring: ready pid=//p' "$WORK/n.log")
-PIDS+=($N)
-wait_exit "$L" 120 || { tail -c 2000 "$WORK/err6"; fail "loader failed beside a ring of new names"; }
-kill -TERM "$N" 2>/dev/null || true
+wait_exit "$L" 120 || { tail -c 2000 "$WORK/err6"; fail "loader failed beside rings of new names"; }
+for i in 1 2 3 4 5 6; do grep -q "ready" "$WORK/n$i.log" || fail "hostile_ring -N $i did not run"; done
 over=$(field "$WORK/err6" names_over_share)
-[ "${over:-0}" -gt 0 ] || { grep "^counters:" "$WORK/err6" | tail -n 1; fail "the ring's names were not held to a share (names_over_share=$over)"; }
+[ "${over:-0}" -gt 0 ] || { grep "^counters:" "$WORK/err6" | tail -n 1; fail "the rings' names were not held to a share (names_over_share=$over)"; }
 S=$(sed -n 's/^spin: ready pid=//p' "$WORK/spin6.log")
 want=$(sed -n 's/^spin: launches=//p' "$WORK/spin6.log")
 [ -n "$want" ] && [ "$want" -gt 0 ] || fail "spin printed no launch count"
 $CHECK "$WORK/names.pb.gz" totals "$S" >"$WORK/s6.totals"
 got=$(awk '$2=="spin_kernel" {n += $4} END {print n + 0}' "$WORK/s6.totals")
 [ "$got" = "$want" ] || { cat "$WORK/s6.totals"; fail "spin: $got launches named spin_kernel, it made $want"; }
-ok "a ring naming a new kernel in every record: held to its share ($over names refused), spin's $want launches named"
+ok "six processes of one cgroup naming a new kernel in every record: held to that cgroup's share ($over names refused), spin's $want launches named"

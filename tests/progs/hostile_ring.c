@@ -16,7 +16,8 @@
  *   -E      exits: bump its exit_seq without end, as if it exited at every
  *           moment, so that the loader has an exit to answer at every look
  *   -N      names: keep the record ring full of kernel records, each naming
- *           a kernel the one before did not (NAMES distinct names in turn)
+ *           a kernel the one before did not (NAMES distinct names in turn,
+ *           with its pid in them: each process's names are its own)
  *   -g MIB  one cubin entry claiming MIB MiB (its bytes are never written:
  *           the memfd is sparse), in a cubin ring just large enough for it
  *   -n SLOTS  record slots (a power of two; default 65536)
@@ -42,7 +43,7 @@
 #include "shim/gp_abi.h"
 
 #define NAMES 20000ull
-#define NAME_BYTES 16ull
+#define NAME_BYTES 32ull
 #define SMALL_CUBIN_RING (1ull << 20)
 #define SMALL_CUBIN 8ull
 
@@ -134,7 +135,7 @@ static int ring_make(struct ring *r, __u64 cubin_size)
 	if (names) {
 		for (__u64 i = 0; i < NAMES; i++)
 			snprintf((char *)r->base + r->l.str_off + NAME_BYTES + i * NAME_BYTES, NAME_BYTES,
-				 "evil_%09llu", (unsigned long long)i);
+				 "evil_%d_%09llu", (int)getpid(), (unsigned long long)i);
 		r->hdr->producer.str_used = NAME_BYTES + NAMES * NAME_BYTES;
 	}
 	return 0;

@@ -153,7 +153,7 @@ void session__retire_target(struct session *s, struct target *t)
 	if (t->py)
 		launch_probe__set_python(s->lp, pid, NULL);
 	autograd_callers__add_stats(t->autograd, &s->autograd_gone);
-	mem_hold__leave_keeping(&t->names_hold); /* its names stay in the table */
+	t->names_hold = NULL; /* its tenant's: its names stay counted there */
 	if (t->graphs) {
 		graph_nodes__add_stats(t->graphs, &s->graphs_gone);
 		/* What waited for its call is given up: none will come now. */

@@ -452,6 +452,8 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	mem_share__init(&s->py_share, PY_SHARE_BYTES);
 	mem_share__init(&s->graph_share, graph_share_bytes());
 	mem_share__init(&s->names_share, names_bytes() / 2);
+	key_holds__init(&s->name_holds, &s->names_share);
+	s->name_cost = names_bytes() / NAMES_ENTRIES ? names_bytes() / NAMES_ENTRIES : 1;
 	if ((err = target_table__init(&s->tt, s->bounded)) || (err = profile__new(&s->prof)) ||
 	    (o->trace && (err = trace__new(&s->trace))) ||
 	    (err = stack_table__init(&s->stacks, 1u << 20, 512u << 20)) ||
@@ -494,6 +496,7 @@ static void session__fini(struct session *s)
 	trace__destroy(s->trace);
 	stack_cache__destroy(s->cache);
 	stack_table__fini(&s->stacks);
+	key_holds__fini(&s->name_holds);
 	blobtab__destroy(s->names);
 	free(s->resolved);
 	free(s->py_codes);

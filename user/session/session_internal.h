@@ -30,6 +30,7 @@
 #include "user/shm/shm_reader.h"
 #include "user/util/blobtab.h"
 #include "user/util/counters.h"
+#include "user/util/key_holds.h"
 #include "user/util/mem_share.h"
 #include "user/session/report.h"
 #include "user/session/duty.h"
@@ -49,14 +50,15 @@
 /*
  * The kernel names every process's records name (s->names, kept for the
  * run): NAMES_ENTRIES names and NAMES_BYTES bytes. Each new name counts its
- * bytes and NAME_COST more (the table's bytes over its entries) against
- * half of NAMES_BYTES, shared (mem_share.h): past it, a process over its
- * share names no new kernel, and the other half is the others'. A process
- * that exits leaves its names counted: they stay in the table.
+ * bytes and s->name_cost more (the table's bytes over its entries: 256)
+ * against half of NAMES_BYTES, shared (mem_share.h) by tenants, the
+ * processes of one cgroup together (s->name_holds): past it, a tenant over
+ * its share names no new kernel, and the other half is the others'. A
+ * tenant's names stay counted for the run, as they stay in the table: its
+ * processes started one after another fill one share, not one each.
  */
 #define NAMES_ENTRIES (1u << 18)
 #define NAMES_BYTES (64ull << 20)
-#define NAME_COST (NAMES_BYTES / NAMES_ENTRIES)
 /* A process's PC stall reasons named, at most; its indexes past them share one name. */
 #define PC_STALLS_NAMED 256u
 /* Code objects checked against reuse at once, at most (pycode_cache__check): a few bounded calls. */
@@ -103,6 +105,8 @@ struct session {
 	struct mem_share py_share;  /* what every process's code-object cache holds, together */
 	struct mem_share graph_share; /* what every process's graph nodes hold, together */
 	struct mem_share names_share; /* the kernel names every process interned, together */
+	struct key_holds name_holds; /* each tenant's (cgroup's) hold of names_share */
+	size_t name_cost;           /* what a new name costs there beyond its bytes */
 	struct launch_probe *lp;
 	struct join *join;
 	struct profile *prof;

@@ -53,8 +53,10 @@ static __u32 name_id(struct session *s, struct target *t, const struct gp_record
 	else
 		shm_reader__name(t->shm, r->kernel.name_off, buf, sizeof(buf));
 	len = strlen(name) + 1;
-	if (blobtab__intern_held(s->names, name, len, &t->names_hold, &s->names_share,
-				 len + NAME_COST, &nid)) {
+	if (!t->names_hold)
+		t->names_hold = key_holds__get(&s->name_holds, key_holds__tenant(t->cgroup, t->pid));
+	if (blobtab__intern_held(s->names, name, len, t->names_hold, &s->names_share,
+				 len + s->name_cost, &nid)) {
 		s->names_dropped++;
 		return 0;
 	}

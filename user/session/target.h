@@ -39,7 +39,7 @@ struct target {
 	__u64 py_old_until_ns;     /* launches until then ran the code of before the last replacement */
 	struct pycode_cache *py;   /* its CPython's code objects, once detected */
 	struct graph_nodes *graphs; /* its CUDA-graph nodes, from its first one */
-	struct mem_hold names_hold; /* the kernel names it interned (s->names_share) */
+	struct mem_hold *names_hold; /* its tenant's, where its new kernel names count (s->name_holds) */
 	struct crc_source crc;      /* its cubins' CRCs: the helper's, until one was lost on them */
 	struct autograd_callers *autograd; /* its backward passes' callers, from its first */
 	unsigned autograd_tries;   /* looks for its autograd engine (libtorch.h) */

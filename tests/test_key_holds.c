@@ -2,8 +2,7 @@
 /*
  * Holds by key (user/util/key_holds.c): one hold per key for the run, the
  * same one each time it is asked for, joined to the share once; keys past
- * KEY_HOLDS_MAX share one; a tenant's key is its cgroup's, the process's
- * own without one.
+ * KEY_HOLDS_MAX share one.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,24 +55,11 @@ static void test_keys_past_the_bound_share_one_hold(void **state)
 	key_holds__fini(&kh);
 }
 
-static void test_a_tenant_is_its_cgroup_or_the_process_alone(void **state)
-{
-	(void)state;
-	assert_true(key_holds__tenant("/kubepods/pod1/c1", 10) == key_holds__tenant("/kubepods/pod1/c1", 11));
-	assert_true(key_holds__tenant("/kubepods/pod1/c1", 10) != key_holds__tenant("/kubepods/pod1/c2", 10));
-	assert_true(key_holds__tenant("", 10) != key_holds__tenant("", 11));
-	assert_true(key_holds__tenant(NULL, 10) == key_holds__tenant("", 10));
-	/* A cgroup's key is never a process's. */
-	assert_true(key_holds__tenant("/a", 10) >> 63 == 0);
-	assert_true(key_holds__tenant("", 10) >> 63 == 1);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_key_keeps_one_hold_and_the_share_counts_each_once),
 		cmocka_unit_test(test_keys_past_the_bound_share_one_hold),
-		cmocka_unit_test(test_a_tenant_is_its_cgroup_or_the_process_alone),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

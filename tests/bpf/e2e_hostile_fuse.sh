@@ -86,7 +86,10 @@ ok "an overlay over FUSE made in the process's namespace: refused unread (libcud
 mkdir -p "$WORK/l1" "$WORK/l2" "$WORK/ovl"
 cp "$B"/stub/* "$WORK/l1/"
 mount -t overlay overlay -o "lowerdir=$WORK/l1:$WORK/l2" "$WORK/ovl" || skip "no overlayfs here"
-trap 'rc=$?; umount -l "$WORK/ovl" 2>/dev/null; (exit $rc); cleanup' EXIT
+# Unmounted before cleanup removes the work directory; cleanup reads the
+# test's exit status from $? (errexit off: a failed status must not end the trap).
+cleanup_ovl() { local rc=$?; set +e; umount -l "$WORK/ovl" 2>/dev/null; (exit $rc); cleanup; }
+trap cleanup_ovl EXIT
 STUB_DIR="$WORK/ovl" start_stub "$PROGS/spin" -s 2 -i 2000 >"$WORK/spin.log"
 S=${PIDS[-1]}
 wait_line "$WORK/spin.log" "ready" 10 || fail "spin did not start"

@@ -133,7 +133,8 @@ cgroot=$(awk '$3=="cgroup2"{print $2; exit}' /proc/self/mounts)
 base=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
 gh="$cgroot${base%/}/gpuprobe-test-names-h-$$"; gs="$cgroot${base%/}/gpuprobe-test-names-s-$$"
 mkdir "$gh" "$gs" || { rmdir "$gh" "$gs" 2>/dev/null; skip "cannot create cgroups"; }
-trap 'rc=$?; (exit $rc); cleanup; rmdir "$gh" "$gs" 2>/dev/null || true' EXIT
+cleanup_cg() { cleanup; rmdir "$gh" "$gs" 2>/dev/null || true; } # cleanup reads the exit status first
+trap cleanup_cg EXIT
 GPUPROBE_TEST_NAMES_BYTES=262144 LD_LIBRARY_PATH="$B/stub" "$LOADER" -v -o "$WORK/names.pb.gz" \
 	--libcuda "$STUBLIB" --cupti "$B/stub/libcupti.so" -- \
 	sh -c 'echo $$ >"$0/cgroup.procs" || exit 1

@@ -108,7 +108,7 @@ static int mount_id_of(int fd)
 	int err;
 
 	snprintf(name, sizeof(name), "/proc/self/fdinfo/%d", fd);
-	if ((err = proc__read_file_at(AT_FDCWD, name, buf, sizeof(buf), &len)) && err != -EFBIG)
+	if ((err = proc__read_file_at(AT_FDCWD, name, buf, sizeof(buf), &len)))
 		return err;
 	p = strstr(buf, "\nmnt_id:\t");
 	if (!p)

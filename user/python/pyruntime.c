@@ -304,8 +304,15 @@ static int pyrt__validate(struct bounded *b, pid_t pid, const struct gp_py_confi
 	struct pid_reader r = { .b = b, .pid = pid };
 	struct pyrt_reader rd = { .read_u64 = pid_read_u64, .ctx = &r };
 	struct proc_tid_map *tids = NULL;
+	uint64_t interp;
 	int err;
 
+	/* No interpreter yet (the usual answer early on): said before the threads are read. */
+	err = pymem__read_u64(b, pid, c->interp_head_addr, &interp);
+	if (err)
+		return err == -EFAULT ? -EUCLEAN : err;
+	if (!interp)
+		return -EAGAIN;
 	if (c->tid_kind == GP_PY_TID_NATIVE && (err = proc__ns_tids(pid, &tids)))
 		return err;
 	err = pyrt__check_chain(&rd, c, interp_id_off, tids);

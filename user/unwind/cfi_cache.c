@@ -103,6 +103,30 @@ static void evict(struct cfi_cache *c, size_t incoming)
 	}
 }
 
+/*
+ * Whether a new table of bytes may come in, before anything is dropped for
+ * it: a slot no process holds, and within the bound once unheld tables are
+ * dropped, or past it within the table's share of the bound and twice the
+ * bound in all (held tables past the bound each take a share: a share of a
+ * bound over ever more tables must not add up without end).
+ */
+static bool admits(struct cfi_cache *c, size_t bytes)
+{
+	size_t held_n = 0, held_bytes = 0;
+
+	for (size_t i = 0; i < c->n; i++) {
+		if (c->e[i]->refs == 1)
+			continue;
+		held_n++;
+		held_bytes += cfi_table__bytes(c->e[i]->table);
+	}
+	if (held_n >= c->max_files)
+		return false;
+	if (!c->max_bytes || held_bytes + bytes <= c->max_bytes)
+		return true;
+	return held_bytes + bytes <= 2 * c->max_bytes && bytes <= c->max_bytes / (held_n + 1);
+}
+
 int cfi_cache__get_fd(struct cfi_cache *c, int fd, struct cfi_ref **ret_ref)
 {
 	struct cfi_ref *r;
@@ -142,13 +166,12 @@ int cfi_cache__get_fd(struct cfi_cache *c, int fd, struct cfi_ref **ret_ref)
 			break;
 		}
 	bytes = r->table ? cfi_table__bytes(r->table) : 0;
-	evict(c, bytes);
-	/* Every slot held, or its bytes past the share of a bound that held tables fill. */
-	if (c->n >= c->max_files || !mem_share__allows(&c->share, 0, bytes)) {
+	if (!admits(c, bytes)) {
 		c->refused++;
 		cfi_ref__put(r);
 		return -E2BIG; /* not remembered: room may come */
 	}
+	evict(c, bytes);
 	cfi_table__share(r->table, &c->share);
 	r->last_use = ++c->clock;
 	c->e[c->n++] = r;

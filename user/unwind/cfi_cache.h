@@ -6,8 +6,9 @@
  * process's mapping holds it. The bounds count every table, held or not,
  * with what it builds on demand (cfi_table__share): room is made by
  * dropping tables no process holds, and when held tables fill it a new
- * file is refused (-E2BIG, counted, tried again when asked again), and a
- * held table past its share of the bytes empties its built FDEs.
+ * file is refused (-E2BIG, counted, tried again when asked again) unless
+ * it fits its share of the bound and twice the bound in all; a held table
+ * past its share of the bytes empties its built FDEs.
  */
 #ifndef GP_UNWIND_CFI_CACHE_H
 #define GP_UNWIND_CFI_CACHE_H

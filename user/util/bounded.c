@@ -227,10 +227,8 @@ static void worker__abandon(struct bounded *b, __u64 tenant)
 	kill(b->worker, SIGKILL);
 	close(b->sock);
 	if (b->nlost < BOUNDED_MAX_STUCK) {
-		b->lost_tenant[b->nlost] = tenant;
+		b->lost_tenant[b->nlost] = tenant && tenants__stuck(&b->tenants, tenant, 1) ? tenant : 0;
 		b->lost[b->nlost++] = b->worker;
-		if (tenant)
-			tenants__stuck(&b->tenants, tenant, 1);
 	}
 	b->st.stuck = b->nlost;
 	b->worker = 0;
@@ -365,19 +363,6 @@ void bounded__free(struct bounded *b)
 	free(b);
 }
 
-/*
- * A call of key's took ns: a slow one (or one given up) is counted against
- * its tenant, *tenant (0: not known yet) then known.
- */
-static void tenant_took(struct bounded *b, pid_t key, __u64 *tenant, __u64 ns)
-{
-	if (ns < TENANT_SLOW_NS)
-		return;
-	if (!*tenant)
-		*tenant = tenant__of(key);
-	tenants__took(&b->tenants, *tenant, ns);
-}
-
 int bounded__call(struct bounded *b, pid_t key, bounded_fn fn, void *job, size_t size, int in_fd,
 		  int *ret_fd)
 {
@@ -393,10 +378,11 @@ int bounded__call(struct bounded *b, pid_t key, bounded_fn fn, void *job, size_t
 	pthread_mutex_lock(&b->lock);
 	b->st.calls++;
 	lost__reap(b);
-	if (key > 0 && tenants__any_refused(&b->tenants))
+	/* Known before the call: a process that exits during it still pays for it. */
+	if (key > 0)
 		tenant = tenant__of(key);
 	if ((key > 0 && stalled__has(b, key, start)) || b->nlost >= BOUNDED_MAX_STUCK ||
-	    (tenant && tenants__refuses(&b->tenants, tenant))) {
+	    (tenant && tenants__refuses(&b->tenants, tenant, clock_ns(CLOCK_MONOTONIC)))) {
 		b->st.refused++;
 		err = -EDEADLK;
 		goto out_unlock;
@@ -405,8 +391,11 @@ int bounded__call(struct bounded *b, pid_t key, bounded_fn fn, void *job, size_t
 		goto out_unlock;
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	err = worker__exchange(b, fn, job, size, in_fd, answer, &out_fd);
-	if (key > 0)
-		tenant_took(b, key, &tenant, clock_ns(CLOCK_MONOTONIC) - t0);
+	if (tenant) {
+		__u64 now = clock_ns(CLOCK_MONOTONIC);
+
+		tenants__took(&b->tenants, tenant, now - t0, now);
+	}
 	if (!err) {
 		memcpy(job, answer, size);
 		if (ret_fd)
@@ -433,7 +422,7 @@ void bounded__stats(struct bounded *b, struct bounded_stats *ret_stats)
 {
 	pthread_mutex_lock(&b->lock);
 	lost__reap(b);
-	b->st.tenants_refused = b->tenants.limited;
+	b->st.tenants_refused = tenants__refused(&b->tenants, clock_ns(CLOCK_MONOTONIC));
 	*ret_stats = b->st;
 	pthread_mutex_unlock(&b->lock);
 }

@@ -17,10 +17,11 @@
  * its pid; its start time tells a reused pid apart) has its later calls
  * refused at once, for the rest of the run: one stuck worker per hostile
  * process, not one per call. Processes of one cgroup are one tenant
- * (tenants.h): one whose processes hold TENANT_STUCK_MAX stuck workers, or
- * whose slow calls took TENANT_SLOW_BUDGET_NS in all, has all its calls
- * refused, so that a container starting stallers by the dozen holds a few
- * workers, not all of them. At most BOUNDED_MAX_STUCK workers may be stuck
+ * (tenants.h), known before each call: one whose processes hold
+ * TENANT_STUCK_MAX stuck workers, or whose slow calls owe more than
+ * TENANT_SLOW_BUDGET_NS (paid back at a tenth of the time that passes),
+ * has all its calls refused, so that a container starting stallers by the
+ * dozen holds a few workers, not all of them. At most BOUNDED_MAX_STUCK workers may be stuck
  * at a time; past that, every call is refused until one is gone.
  *
  * Both bounds belong to a struct bounded, as its worker does: the processes

@@ -4,7 +4,6 @@
 #include <string.h>
 #include "user/util/grow.h"
 #include "user/util/key_holds.h"
-#include "user/util/u64map.h"
 
 struct key_hold {
 	__u64 key;
@@ -56,15 +55,4 @@ void key_holds__fini(struct key_holds *kh)
 	free(kh->e);
 	kh->e = NULL;
 	kh->n = kh->cap = 0;
-}
-
-__u64 key_holds__tenant(const char *cgroup, int pid)
-{
-	__u64 h = 0x6a09e667f3bcc908ull;
-
-	if (!cgroup || !*cgroup)
-		return (1ull << 63) | (__u64)(unsigned)pid;
-	for (const unsigned char *p = (const unsigned char *)cgroup; *p; p++)
-		h = u64map__hash(h ^ *p);
-	return h & ~(1ull << 63);
 }

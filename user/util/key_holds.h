@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Holds of one share (mem_share.h) by key, kept for the run: a holder is a
- * tenant (the processes of one cgroup), not a process, so that processes
+ * tenant (the processes of one cgroup: tenant__of), not a process, so that processes
  * started one after another in one container, each taking what it may,
  * count as one holder and fill one share, not one share each. At most
  * KEY_HOLDS_MAX keys have a hold of their own; keys past them share one.
@@ -32,7 +32,5 @@ struct mem_hold *key_holds__get(struct key_holds *kh, __u64 key);
 size_t key_holds__count(const struct key_holds *kh);
 /* Every hold leaves the share, what it holds staying counted (mem_hold__leave_keeping). */
 void key_holds__fini(struct key_holds *kh);
-/* A key for a tenant: its cgroup path hashed; without one, the process alone (pid). */
-__u64 key_holds__tenant(const char *cgroup, int pid);
 
 #endif

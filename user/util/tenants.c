@@ -19,10 +19,10 @@ __u64 tenant__of(pid_t pid)
 	if (fd >= 0)
 		close(fd);
 	if (n <= 0)
-		return ((__u64)1 << 63) | (__u64)pid; /* a tenant of its own */
+		return TENANT_UNKNOWN;
 	for (ssize_t i = 0; i < n; i++)
 		h = u64map__hash(h ^ (unsigned char)buf[i]);
-	return h ? h : 1;
+	return h > TENANT_UNKNOWN ? h : TENANT_UNKNOWN + 1;
 }
 
 void tenants__init(struct tenants *ts)
@@ -30,9 +30,17 @@ void tenants__init(struct tenants *ts)
 	*ts = (struct tenants){ 0 };
 }
 
-static bool refused(const struct tenant *t)
+/* t's debt at now: what it owed at paid_ns, less what the time since paid back. */
+static __u64 debt(const struct tenant *t, __u64 now)
 {
-	return t->slow_refused || t->stuck >= TENANT_STUCK_MAX;
+	__u64 paid = now > t->paid_ns ? (now - t->paid_ns) / TENANT_SLOW_REFILL : 0;
+
+	return t->slow_ns > paid ? t->slow_ns - paid : 0;
+}
+
+static bool refused(const struct tenant *t, __u64 now)
+{
+	return t->stuck >= TENANT_STUCK_MAX || debt(t, now) >= TENANT_SLOW_BUDGET_NS;
 }
 
 static struct tenant *find(struct tenants *ts, __u64 id)
@@ -43,8 +51,12 @@ static struct tenant *find(struct tenants *ts, __u64 id)
 	return NULL;
 }
 
-/* id's entry, made when new: in a free slot, else in place of one with nothing to remember. */
-static struct tenant *get(struct tenants *ts, __u64 id)
+/*
+ * id's entry, made when new: in a free slot, else in place of one with
+ * nothing to remember (no stuck worker, no debt left); NULL when every
+ * one has something.
+ */
+static struct tenant *get(struct tenants *ts, __u64 id, __u64 now)
 {
 	struct tenant *t = find(ts, id);
 
@@ -56,56 +68,53 @@ static struct tenant *get(struct tenants *ts, __u64 id)
 		for (unsigned k = 0; k < TENANTS_MAX && !t; k++) {
 			struct tenant *c = &ts->t[(ts->next + k) % TENANTS_MAX];
 
-			if (!c->stuck && !c->slow_refused)
+			if (!c->stuck && !debt(c, now))
 				t = c;
 		}
 		ts->next = (ts->next + 1) % TENANTS_MAX;
 		if (!t)
-			return NULL; /* every one remembered for a reason: not counted */
+			return NULL;
 	}
-	*t = (struct tenant){ .id = id };
+	*t = (struct tenant){ .id = id, .paid_ns = now };
 	return t;
 }
 
-bool tenants__refuses(const struct tenants *ts, __u64 id)
+bool tenants__refuses(const struct tenants *ts, __u64 id, __u64 now)
 {
 	for (unsigned i = 0; i < ts->n; i++)
 		if (ts->t[i].id == id)
-			return refused(&ts->t[i]);
+			return refused(&ts->t[i], now);
 	return false;
 }
 
-/* Runs change on t, keeping the count of refused tenants. */
-static void update(struct tenants *ts, struct tenant *t, int stuck_delta, __u64 slow_ns)
+bool tenants__stuck(struct tenants *ts, __u64 id, int delta)
 {
-	bool was = refused(t);
+	struct tenant *t = delta > 0 ? get(ts, id, 0) : find(ts, id);
 
-	if (stuck_delta < 0 && t->stuck)
-		t->stuck--;
-	else if (stuck_delta > 0)
+	if (!t)
+		return false;
+	if (delta > 0)
 		t->stuck++;
-	t->slow_ns += slow_ns;
-	if (t->slow_ns >= TENANT_SLOW_BUDGET_NS)
-		t->slow_refused = true;
-	if (refused(t) && !was)
-		ts->limited++;
-	else if (!refused(t) && was)
-		ts->limited--;
+	else if (t->stuck)
+		t->stuck--;
+	return true;
 }
 
-void tenants__stuck(struct tenants *ts, __u64 id, int delta)
-{
-	struct tenant *t = delta > 0 ? get(ts, id) : find(ts, id);
-
-	if (t)
-		update(ts, t, delta, 0);
-}
-
-void tenants__took(struct tenants *ts, __u64 id, __u64 ns)
+void tenants__took(struct tenants *ts, __u64 id, __u64 ns, __u64 now)
 {
 	struct tenant *t;
 
-	if (ns < TENANT_SLOW_NS || !(t = get(ts, id)))
+	if (ns < TENANT_SLOW_NS || !(t = get(ts, id, now)))
 		return;
-	update(ts, t, 0, ns);
+	t->slow_ns = debt(t, now) + ns;
+	t->paid_ns = now;
+}
+
+unsigned tenants__refused(const struct tenants *ts, __u64 now)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < ts->n; i++)
+		n += refused(&ts->t[i], now);
+	return n;
 }

@@ -17,11 +17,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 #include "user/proc/proc.h"
 #include "user/proc/proc_internal.h"
 
@@ -136,29 +140,97 @@ static int read_table(const char *path, char **ret_text, size_t *ret_len)
 	return 0;
 }
 
+/*
+ * The node's table, kept between calls (the bounded worker lives on): read
+ * again only when the kernel says it changed (POLLPRI on an fd of it, which
+ * a mount or an unmount in PID 1's namespace raises), so that an open of
+ * each library in a container does not read and parse it again.
+ */
+static struct {
+	int fd;       /* polled; -1: not open yet */
+	char *text;   /* NULL: not read yet */
+	size_t len;
+} node = { .fd = -1 };
+
+static int node_table(const char **ret_text, size_t *ret_len)
+{
+	struct pollfd p;
+	bool stale = !node.text;
+	char *text, *shrunk;
+	int err;
+
+	if (node.fd < 0) {
+		node.fd = open("/proc/1/mountinfo", O_RDONLY | O_CLOEXEC);
+		if (node.fd < 0)
+			return -errno;
+		stale = true; /* what changed before this open is in what is read next */
+	}
+	p = (struct pollfd){ .fd = node.fd, .events = POLLPRI };
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR)))
+		stale = true;
+	if (stale) {
+		free(node.text);
+		node.text = NULL;
+		if ((err = read_table("/proc/1/mountinfo", &text, &node.len)))
+			return err;
+		shrunk = realloc(text, node.len + 1);
+		node.text = shrunk ? shrunk : text;
+	}
+	*ret_text = node.text;
+	*ret_len = node.len;
+	return 0;
+}
+
+/*
+ * The superblock of the overlay mounted at id in pid's namespace, read
+ * cheaply where it is pid's root (a container's): its root's device.
+ * false when id is not pid's root mount.
+ */
+static bool root_overlay_dev(pid_t pid, int id, dev_t *ret_dev)
+{
+	char path[64];
+	struct stat st;
+	bool found = false;
+	int root;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return false;
+	if (mount_id_of(root) == id && !fstat(root, &st)) {
+		*ret_dev = st.st_dev; /* an overlay's directories show its own device */
+		found = true;
+	}
+	close(root);
+	return found;
+}
+
 int proc__overlay_trusted(int fd, pid_t pid)
 {
-	char path[64], *node = NULL, *own = NULL;
+	char path[64], *own = NULL;
+	const char *node_text;
 	size_t node_len, own_len;
 	struct proc_mount m;
+	dev_t dev;
 	int id = mount_id_of(fd), err;
 
 	if (id < 0)
 		return id;
-	if ((err = read_table("/proc/1/mountinfo", &node, &node_len)))
+	if ((err = node_table(&node_text, &node_len)))
 		return err;
+	if (proc__mountinfo_find(node_text, node_len, id, 0, "overlay", &m))
+		return 0; /* the node's own mount */
+	if (pid <= 0)
+		return -EREMOTE;
+	/* The target's view of it: the same overlay, bound into its namespace? */
+	if (root_overlay_dev(pid, id, &dev))
+		return proc__mountinfo_find(node_text, node_len, -1, dev, "overlay", &m) ? 0 : -EREMOTE;
 	err = -EREMOTE;
-	if (proc__mountinfo_find(node, node_len, id, 0, "overlay", &m)) {
-		err = 0; /* the node's own mount */
-	} else if (pid > 0) {
-		/* The target's view of it: the same overlay, bound into its namespace? */
-		snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
-		if (!read_table(path, &own, &own_len) &&
-		    proc__mountinfo_find(own, own_len, id, 0, "overlay", &m) &&
-		    proc__mountinfo_find(node, node_len, -1, m.dev, "overlay", &m))
-			err = 0;
-	}
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+	if (!read_table(path, &own, &own_len) &&
+	    proc__mountinfo_find(own, own_len, id, 0, "overlay", &m) &&
+	    proc__mountinfo_find(node_text, node_len, -1, m.dev, "overlay", &m))
+		err = 0;
 	free(own);
-	free(node);
 	return err;
 }

@@ -138,6 +138,40 @@ static void test_many_processes_maps_share_one_bound(void **state)
 	space_caches__destroy(s);
 }
 
+/*
+ * The CFI tables generations hold count against a bound shared by tenants
+ * (here 1, this process's cgroup the one tenant): this executable's table
+ * is held, libc's is then refused and counted; once the generation is gone
+ * its count is given back and libc's loads.
+ */
+static void test_cfi_tables_held_count_against_their_tenants_share(void **state)
+{
+	struct bounded *bounded = *state;
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	struct space_caches *s = caches(bounded);
+	const struct cfi_table *t;
+	struct space_gen *sp;
+	__u64 bias;
+	void *fn;
+
+	assert_non_null(libc);
+	fn = dlsym(libc, "getpid");
+	space_caches__set_cfi_refs_bound(s, 1);
+	assert_int_equal(space_gen__open(s, bounded, getpid(), NULL, &sp), 0);
+	assert_int_equal(space_gen__cfi(sp, (uintptr_t)&gp_test_gap_fn, &t, &bias), 0);
+	assert_non_null(t);
+	assert_int_equal(space_gen__cfi(sp, (uintptr_t)fn, &t, &bias), 0);
+	assert_null(t);
+	assert_int_equal(space_caches__cfi_refused(s), 1);
+	space_gen__destroy(sp);
+	assert_int_equal(space_gen__open(s, bounded, getpid(), NULL, &sp), 0);
+	assert_int_equal(space_gen__cfi(sp, (uintptr_t)fn, &t, &bias), 0);
+	assert_non_null(t);
+	space_gen__destroy(sp);
+	space_caches__destroy(s);
+	dlclose(libc);
+}
+
 static void test_libc_function_is_named_as_the_dynamic_linker_names_it(void **state)
 {
 	struct bounded *bounded = *state;
@@ -1107,6 +1141,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_an_elf_claiming_too_many_headers_is_refused_from_its_header),
 		cmocka_unit_test(test_function_of_this_binary_is_named_with_build_id),
+		cmocka_unit_test(test_cfi_tables_held_count_against_their_tenants_share),
 		cmocka_unit_test(test_libc_function_is_named_as_the_dynamic_linker_names_it),
 		cmocka_unit_test(test_address_past_a_symbols_size_gives_lib_plus_offset),
 		cmocka_unit_test(test_address_in_no_mapping_is_not_found),

@@ -58,6 +58,7 @@ struct unwind_memo;
  * (elf_syms.h) is opened as a bounded call through b (user/util/bounded.h).
  */
 struct space_caches;
+struct mem_hold;
 
 int space_caches__new(struct bounded *b, struct space_caches **ret);
 /* Every space made with c must be destroyed first. NULL-safe. */
@@ -66,8 +67,15 @@ void space_caches__destroy(struct space_caches *c);
 void space_caches__set_maps_bound(struct space_caches *c, size_t bytes);
 /* Maps reads the shared bound refused (the maps_over_share counter). */
 unsigned long space_caches__maps_refused(const struct space_caches *c);
-/* CFI tables refused for room, held tables filling it (the cfi_over_bound counter). */
+/*
+ * CFI tables refused for room, held tables filling it, or their process's
+ * tenant past its share of the tables held (the cfi_over_bound counter).
+ */
 unsigned long space_caches__cfi_refused(const struct space_caches *c);
+/* The bound of the CFI tables generations hold (SPACE_CFI_REFS), for tests; before any opens. */
+void space_caches__set_cfi_refs_bound(struct space_caches *c, size_t refs);
+/* Where pid's generations count the CFI tables they hold: its tenant's hold. */
+struct mem_hold *space_caches__cfi_hold(struct space_caches *c, pid_t pid);
 /* Bytes held by the symbol and CFI tables now, for the loader's line. */
 void space_caches__stats(const struct space_caches *c, size_t *ret_sym_bytes,
 			 size_t *ret_cfi_bytes);

@@ -5,7 +5,9 @@
  */
 #include "user/space/space.h"
 #include "user/space/space_internal.h"
+#include "user/util/key_holds.h"
 #include "user/util/mem_share.h"
+#include "user/util/tenants.h"
 #include "user/symbolize/elf_syms.h"
 #include "user/unwind/cfi_cache.h"
 
@@ -18,6 +20,13 @@
  * most (about twice that when held tables fill it: each within its share).
  */
 #define SPACE_CFI_BYTES (256u << 20)
+/*
+ * CFI tables held by generations, counted by reference, shared by tenants
+ * (the processes of one cgroup): past it, a tenant over its share loads no
+ * new table (cfi_over_bound), so that one container mapping hundreds of
+ * libraries its stacks pass through cannot hold every slot of the cache.
+ */
+#define SPACE_CFI_REFS (SPACE_MAX_FILES / 4)
 
 struct space_caches {
 	struct bounded *b; /* the ELF cache's opens (debug files) */
@@ -26,6 +35,8 @@ struct space_caches {
 	unsigned long users; /* generations open: the tables exist while there are some */
 	unsigned long cfi_refused; /* by caches emptied since */
 	struct mem_share maps; /* what every generation's maps hold, together */
+	struct mem_share cfi_refs; /* CFI tables generations hold, by tenant (SPACE_CFI_REFS) */
+	struct key_holds cfi_holds;
 };
 
 int space_caches__new(struct bounded *b, struct space_caches **ret)
@@ -39,6 +50,8 @@ int space_caches__new(struct bounded *b, struct space_caches **ret)
 		return -ENOMEM;
 	c->b = b;
 	mem_share__init(&c->maps, SPACE_MAPS_SHARE_BYTES);
+	mem_share__init(&c->cfi_refs, SPACE_CFI_REFS);
+	key_holds__init(&c->cfi_holds, &c->cfi_refs);
 	*ret = c;
 	return 0;
 }
@@ -60,7 +73,17 @@ unsigned long space_caches__maps_refused(const struct space_caches *c)
 
 unsigned long space_caches__cfi_refused(const struct space_caches *c)
 {
-	return c ? c->cfi_refused + cfi_cache__refused(c->cfi) : 0;
+	return c ? c->cfi_refused + cfi_cache__refused(c->cfi) + mem_share__refused(&c->cfi_refs) : 0;
+}
+
+void space_caches__set_cfi_refs_bound(struct space_caches *c, size_t refs)
+{
+	c->cfi_refs.max = refs;
+}
+
+struct mem_hold *space_caches__cfi_hold(struct space_caches *c, pid_t pid)
+{
+	return key_holds__get(&c->cfi_holds, tenant__of(pid));
 }
 
 static void space_caches__empty(struct space_caches *c)
@@ -77,6 +100,7 @@ void space_caches__destroy(struct space_caches *c)
 	if (!c)
 		return;
 	space_caches__empty(c);
+	key_holds__fini(&c->cfi_holds);
 	free(c);
 }
 

@@ -58,6 +58,7 @@ struct space_gen {
 	unsigned long moved;       /* of those, the ones that found a mapping gone or changed */
 	unsigned long limited;     /* re-reads the budget refused */
 	struct mem_hold hold;      /* what it counts against the bound all generations' maps share */
+	struct mem_hold *cfi_hold; /* its tenant's: the CFI tables it holds (space_caches__cfi_hold) */
 };
 
 /* ------------------------------------------------------------ the maps */
@@ -66,6 +67,8 @@ static void space_gen__drop_maps(struct space_gen *g)
 {
 	for (size_t i = 0; g->elfs && i < proc_maps__count(g->maps); i++) {
 		elf_syms__put(g->elfs[i].syms);
+		if (g->elfs[i].cfi)
+			mem_hold__add(g->cfi_hold, -1);
 		cfi_ref__put(g->elfs[i].cfi);
 	}
 	free(g->elfs);
@@ -175,6 +178,7 @@ int space_gen__open(struct space_caches *c, struct bounded *b, pid_t pid, const 
 		goto err_free;
 	g->c = c;
 	mem_hold__join(&g->hold, space_caches__maps_share(c));
+	g->cfi_hold = space_caches__cfi_hold(c, pid);
 	err = proc__status_ids(pid, &g->ns_pid, &g->uid);
 	if (err)
 		goto err_destroy;
@@ -320,9 +324,13 @@ static const struct cfi_table *space_gen__cfi_of(struct space_gen *g, size_t idx
 
 	if (me->cfi_state == ELF_UNTRIED) {
 		me->cfi_state = ELF_FAILED;
-		if (space_gen__open_mapped(g, proc_maps__at(g->maps, idx), &fd) == 0) {
-			if (space_caches__cfi(g->c, fd, &me->cfi) == 0)
+		/* Its tenant past its share of the tables held: none more (counted there). */
+		if (mem_hold__allows(g->cfi_hold, 1) &&
+		    space_gen__open_mapped(g, proc_maps__at(g->maps, idx), &fd) == 0) {
+			if (space_caches__cfi(g->c, fd, &me->cfi) == 0) {
 				me->cfi_state = ELF_LOADED;
+				mem_hold__add(g->cfi_hold, 1);
+			}
 			close(fd);
 		}
 	}

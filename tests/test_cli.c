@@ -147,6 +147,7 @@ static void test_bad_numbers_are_usage_errors(void **state)
 		{ "--tick-ms", "1" }, { "--interval", "inf" }, { "--stack-cache", "-1" },
 		{ "--stack-cache", "999999999" }, { "--stack-cache", "1k" }, { "--stack-audit", "x" },
 		{ "--stack-audit", "-64" }, { "--stack-young", "17" }, { "--stack-young", "-1" },
+		{ "--mounts-of", "1" }, { "--mounts-of", "x" }, { "--mounts-of", "-3" },
 	};
 	struct gp_opts o;
 	char err[256];
@@ -156,6 +157,18 @@ static void test_bad_numbers_are_usage_errors(void **state)
 		assert_true(strlen(err) > 0);
 		assert_null(strchr(err, '\n'));
 	}
+}
+
+/* --mounts-of takes a pid other than 1 (PID 1's table is read anyway). */
+static void test_mounts_of_takes_a_pid(void **state)
+{
+	struct gp_opts o;
+	char err[256];
+
+	assert_int_equal(parse(&o, err, "--all-cgroups", NULL), 0);
+	assert_int_equal(o.mounts_of, 0);
+	assert_int_equal(parse(&o, err, "--all-cgroups", "--mounts-of", "4242", NULL), 0);
+	assert_int_equal(o.mounts_of, 4242);
 }
 
 static void test_targets_are_exclusive_and_required(void **state)
@@ -206,6 +219,7 @@ int main(void)
 		cmocka_unit_test(test_pc_sampling_period),
 		cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_bad_numbers_are_usage_errors),
+		cmocka_unit_test(test_mounts_of_takes_a_pid),
 		cmocka_unit_test(test_targets_are_exclusive_and_required),
 		cmocka_unit_test(test_help_needs_no_target),
 		cmocka_unit_test(test_version_needs_no_target),

@@ -17,6 +17,7 @@ enum {
 	OPT_PID = 256,
 	OPT_ALL,
 	OPT_LIBCUDA,
+	OPT_MOUNTS_OF,
 	OPT_SHIM,
 	OPT_CUPTI,
 	OPT_RINGBUF,
@@ -46,6 +47,7 @@ static const struct option long_opts[] = {
 	{ "pc-sampling", optional_argument, NULL, OPT_PC_SAMPLING },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "libcuda", required_argument, NULL, OPT_LIBCUDA },
+	{ "mounts-of", required_argument, NULL, OPT_MOUNTS_OF },
 	{ "shim", required_argument, NULL, OPT_SHIM },
 	{ "cupti", required_argument, NULL, OPT_CUPTI },
 	{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
@@ -117,6 +119,11 @@ void cli__usage(FILE *f, const char *prog)
 		"      --shim PATH       the CUPTI shim to inject (default: libgpuprobe_shim.so\n"
 		"                        beside the executable, or PREFIX/lib/gpuprobe)\n"
 		"      --cupti PATH      libcupti.so used to compute cubin CRCs\n"
+		"      --mounts-of PID   read files on the overlays in PID's mount table too, as\n"
+		"                        on those in PID 1's: for a container runtime that\n"
+		"                        mounts in a namespace of its own (OpenShift's CRI-O);\n"
+		"                        an overlay no such table holds is not read (it may\n"
+		"                        stack on a FUSE mount its process serves)\n"
 		"      --ringbuf-mb N    BPF ring buffer size in MiB, a power of two (default 16)\n"
 		"      --tick-ms N       how often the rings are read and joined (default 100)\n"
 		"      --top N           kernels listed in the report (default 15)\n"
@@ -307,6 +314,11 @@ static int parse_one(int c, const char *arg, struct gp_opts *o, char *err, size_
 		return 0;
 	case OPT_CUPTI:
 		o->cupti = arg;
+		return 0;
+	case OPT_MOUNTS_OF:
+		if (parse_uint(arg, 2, INT_MAX, &v))
+			return usage_error(err, len, "--mounts-of: '%s' is not a pid (2 or more)", arg);
+		o->mounts_of = (pid_t)v;
 		return 0;
 	case OPT_RINGBUF:
 		if (parse_uint(arg, 1, 1024, &v) || (v & (v - 1)))

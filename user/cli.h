@@ -28,6 +28,7 @@ struct gp_opts {
 	const char *libcuda;    /* --libcuda */
 	const char *shim;       /* --shim */
 	const char *cupti;      /* --cupti: library providing cuptiGetCubinCrc */
+	pid_t mounts_of;        /* --mounts-of: a process whose mount table is the node's too, 0: none */
 	unsigned ringbuf_mb;    /* --ringbuf-mb */
 	unsigned tick_ms;       /* --tick-ms */
 	unsigned top;           /* --top: kernels in the report */

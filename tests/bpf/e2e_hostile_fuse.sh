@@ -100,3 +100,33 @@ grep -q "attached to $WORK/ovl/libcuda.so.1 of pid $S" "$WORK/err4" ||
 r=$(field "$WORK/err4" libcuda_refused)
 [ "${r:-1}" = 0 ] || fail "libcuda_refused=$r on the node's own overlay"
 ok "an overlay in the node's mount table: libcuda attached, nothing refused"
+
+# An overlay a runtime mounted in a mount namespace of its own (OpenShift's
+# CRI-O does): not in PID 1's table, so refused, until --mounts-of names a
+# process of that namespace; then its libcuda is attached and every launch
+# of a process there counted.
+mkdir -p "$WORK/ovl2"
+unshare -m --propagation private sh -c 'mount -t overlay overlay -o "lowerdir=$1/l1:$1/l2" "$1/ovl2" || exit 1
+	CUDA_INJECTION64_PATH="$2" LD_LIBRARY_PATH="$1/ovl2" "$3/spin" -S -s 1 -i 1000 >"$1/spin2.log" &
+	echo $! >"$1/spin2.pid"
+	exec sleep 600' sh "$WORK" "$SHIM" "$PROGS" & R=$!
+PIDS+=($R)
+wait_line "$WORK/spin2.log" "ready" 20 || fail "spin in the runtime's namespace did not start"
+S2=$(cat "$WORK/spin2.pid")
+PIDS+=($S2)
+"$LOADER" --pid "$S2" -v -d 3 -o "$WORK/ovl2a.pb.gz" 2>"$WORK/err5" || fail "the loader failed: $(tail -c 1000 "$WORK/err5")"
+grep -q "maps $WORK/ovl2/libcuda.so.1 on a FUSE file system, or an overlay not in the node's mount table" "$WORK/err5" ||
+	fail "an overlay of another namespace was read: $(grep -v '^libbpf\|^counters\|^loader' "$WORK/err5" | head -5)"
+"$LOADER" --pid "$S2" --mounts-of "$R" -v -o "$WORK/ovl2.pb.gz" 2>"$WORK/err6" & L=$!
+PIDS+=($L)
+wait_line "$WORK/err6" "attached to $WORK/ovl2/libcuda.so.1 of pid $S2" 30 ||
+	fail "--mounts-of: the runtime's overlay was not read: $(grep -v '^libbpf\|^counters\|^loader' "$WORK/err6" | head -5)"
+wait_line "$WORK/err6" "reading the shim ring of pid $S2" 30 || fail "spin's ring was not read"
+kill -USR1 "$S2"
+wait_exit "$L" 60 || fail "the loader did not end with spin"
+want=$(sed -n 's/^spin: launches=//p' "$WORK/spin2.log")
+[ -n "$want" ] && [ "$want" -gt 0 ] || fail "spin printed no launch count"
+$CHECK "$WORK/ovl2.pb.gz" totals "$S2" >"$WORK/s2.totals"
+got=$(awk '$2=="spin_kernel" {n += $4} END {print n + 0}' "$WORK/s2.totals")
+[ "$got" = "$want" ] || { cat "$WORK/s2.totals"; fail "spin: $got launches with GPU time, it made $want"; }
+ok "an overlay in a runtime's own namespace: refused, then read with --mounts-of (spin's $want launches exact)"

@@ -141,44 +141,69 @@ static int read_table(const char *path, char **ret_text, size_t *ret_len)
 }
 
 /*
- * The node's table, kept between calls (the bounded worker lives on): read
- * again only when the kernel says it changed (POLLPRI on an fd of it, which
- * a mount or an unmount in PID 1's namespace raises), so that an open of
- * each library in a container does not read and parse it again.
+ * The node's tables, kept between calls (the bounded worker lives on): PID
+ * 1's, and another process's where the runtime mounts in a namespace of its
+ * own (proc__trust_mounts_of). Each is read again only when the kernel says
+ * it changed (POLLPRI on an fd of it, which a mount or an unmount in that
+ * namespace raises), so that an open of each library in a container does
+ * not read and parse it again.
  */
-static struct {
+struct node_table {
+	pid_t pid;    /* 0: none */
 	int fd;       /* polled; -1: not open yet */
 	char *text;   /* NULL: not read yet */
 	size_t len;
-} node = { .fd = -1 };
+};
 
-static int node_table(const char **ret_text, size_t *ret_len)
+static struct node_table nodes[2] = { { .pid = 1, .fd = -1 }, { .pid = 0, .fd = -1 } };
+
+void proc__trust_mounts_of(pid_t pid)
+{
+	nodes[1].pid = pid > 1 ? pid : 0;
+}
+
+static int node_table__get(struct node_table *n, const char **ret_text, size_t *ret_len)
 {
 	struct pollfd p;
-	bool stale = !node.text;
-	char *text, *shrunk;
+	bool stale = !n->text;
+	char path[64], *text, *shrunk;
 	int err;
 
-	if (node.fd < 0) {
-		node.fd = open("/proc/1/mountinfo", O_RDONLY | O_CLOEXEC);
-		if (node.fd < 0)
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)n->pid);
+	if (n->fd < 0) {
+		n->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (n->fd < 0)
 			return -errno;
 		stale = true; /* what changed before this open is in what is read next */
 	}
-	p = (struct pollfd){ .fd = node.fd, .events = POLLPRI };
+	p = (struct pollfd){ .fd = n->fd, .events = POLLPRI };
 	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR)))
 		stale = true;
 	if (stale) {
-		free(node.text);
-		node.text = NULL;
-		if ((err = read_table("/proc/1/mountinfo", &text, &node.len)))
+		free(n->text);
+		n->text = NULL;
+		if ((err = read_table(path, &text, &n->len)))
 			return err;
-		shrunk = realloc(text, node.len + 1);
-		node.text = shrunk ? shrunk : text;
+		shrunk = realloc(text, n->len + 1);
+		n->text = shrunk ? shrunk : text;
 	}
-	*ret_text = node.text;
-	*ret_len = node.len;
+	*ret_text = n->text;
+	*ret_len = n->len;
 	return 0;
+}
+
+/* Whether a node table holds an overlay mount of id (id >= 0) or of superblock dev. */
+static bool node_has_overlay(int id, dev_t dev)
+{
+	struct proc_mount m;
+	const char *text;
+	size_t len;
+
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++)
+		if (nodes[i].pid > 0 && !node_table__get(&nodes[i], &text, &len) &&
+		    proc__mountinfo_find(text, len, id, dev, "overlay", &m))
+			return true;
+	return false;
 }
 
 /*
@@ -208,28 +233,24 @@ static bool root_overlay_dev(pid_t pid, int id, dev_t *ret_dev)
 int proc__overlay_trusted(int fd, pid_t pid)
 {
 	char path[64], *own = NULL;
-	const char *node_text;
-	size_t node_len, own_len;
+	size_t own_len;
 	struct proc_mount m;
 	dev_t dev;
 	int id = mount_id_of(fd), err;
 
 	if (id < 0)
 		return id;
-	if ((err = node_table(&node_text, &node_len)))
-		return err;
-	if (proc__mountinfo_find(node_text, node_len, id, 0, "overlay", &m))
+	if (node_has_overlay(id, 0))
 		return 0; /* the node's own mount */
 	if (pid <= 0)
 		return -EREMOTE;
 	/* The target's view of it: the same overlay, bound into its namespace? */
 	if (root_overlay_dev(pid, id, &dev))
-		return proc__mountinfo_find(node_text, node_len, -1, dev, "overlay", &m) ? 0 : -EREMOTE;
+		return node_has_overlay(-1, dev) ? 0 : -EREMOTE;
 	err = -EREMOTE;
 	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
-	if (!read_table(path, &own, &own_len) &&
-	    proc__mountinfo_find(own, own_len, id, 0, "overlay", &m) &&
-	    proc__mountinfo_find(node_text, node_len, -1, m.dev, "overlay", &m))
+	if (!read_table(path, &own, &own_len) && proc__mountinfo_find(own, own_len, id, 0, "overlay", &m) &&
+	    node_has_overlay(-1, m.dev))
 		err = 0;
 	free(own);
 	return err;

@@ -163,11 +163,18 @@ int proc__open_mapped(struct bounded *b, pid_t pid, __u64 start, __u64 end,
 		      const struct proc_file_id *id, int flags, int *ret_fd);
 /*
  * Whether the file at fd, on an overlayfs, may be read (the call itself
- * reads only /proc): 0 when its overlay is one of the node's mounts (PID 1's
- * mountinfo holds its mount, or pid's holds it and the node's an overlay of
- * the same superblock); -EREMOTE when not, or when a table is past its
- * bound; -errno. For the bounded worker: the tables are read whole.
+ * reads only /proc): 0 when its overlay is one of the node's mounts (PID
+ * 1's mountinfo, or proc__trust_mounts_of's, holds its mount, or pid's
+ * holds it and the node's an overlay of the same superblock); -EREMOTE when
+ * not, or when a table is past its bound; -errno. For the bounded worker:
+ * the node's tables are kept there between calls.
  */
 int proc__overlay_trusted(int fd, pid_t pid);
+/*
+ * The mount table of pid's namespace is the node's too (pid > 1; beside PID
+ * 1's): a container runtime that mounts in a namespace of its own. Before
+ * the first bounded call (its worker inherits it).
+ */
+void proc__trust_mounts_of(pid_t pid);
 
 #endif /* GP_PROC_H */

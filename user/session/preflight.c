@@ -54,6 +54,10 @@ int preflight__check(const struct gp_opts *o)
 		log_error("no such process: %d", o->pid);
 		return -ESRCH;
 	}
+	if (o->mounts_of && !proc__alive(o->mounts_of)) {
+		log_error("--mounts-of: no such process: %d", o->mounts_of);
+		return -ESRCH;
+	}
 	return 0;
 }
 

@@ -446,6 +446,7 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	memset(s, 0, sizeof(*s));
 	s->o = o;
 	launcher__init(&s->child);
+	proc__trust_mounts_of(o->mounts_of); /* before the bounded worker starts: it inherits it */
 	s->bounded = bounded__new();
 	if (!s->bounded)
 		return -ENOMEM;

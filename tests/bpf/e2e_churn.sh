@@ -37,8 +37,7 @@ for i in $(seq 1 8); do
 		>"$WORK/spin$i.log" &
 	p=$!
 	wait_line "$WORK/spin$i.log" "^spin: ready" 30 || fail "spin $i never got ready"
-	wait_until 60 bash -c "python3 '$ROOT/tests/bpf/shm_peek.py' $p 2>/dev/null | grep -q ' recording=1 '" ||
-		fail "spin $i: its shim never recorded under the loader"
+	wait_recording $p 60 || fail "spin $i: its shim never recorded under the loader"
 	kill -USR1 $p
 	wait $p || fail "spin $i failed"
 	ours+=($p)

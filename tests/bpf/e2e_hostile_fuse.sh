@@ -41,21 +41,28 @@ ok "a FUSE file that never answers: $n ticks, $t call given up ($stuck worker st
 # file, says so once, counts it, and ticks on.
 kill -TERM "$H"
 wait_exit "$H" 30 || fail "hostile_fuse did not end"
-"$PROGS/hostile_fuse" "$WORK/fuse2" "$STUBLIB" reads >"$WORK/h2.log" 2>&1 & H=$!
-PIDS+=($H)
-wait_line "$WORK/h2.log" "ready" 10 || { cat "$WORK/h2.log"; fail "hostile_fuse (reads) did not start"; }
-"$LOADER" --pid "$H" -v -o "$WORK/fuse2.pb.gz" 2>"$WORK/err2" & L=$!
-PIDS+=($L)
-for _ in $(seq 1 1200); do [ "$(counters "$WORK/err2")" -ge 30 ] && break; sleep 0.05; done
-n=$(counters "$WORK/err2")
-[ "$n" -ge 30 ] || { tail -c 2000 "$WORK/err2"; fail "the loader made $n ticks in 60 s beside a FUSE file whose reads never end"; }
-grep -q "maps .*/fuse2/libcuda.so.1 on a FUSE file system, or an overlay .*: not opened" "$WORK/err2" ||
-	fail "the FUSE file was not said refused: $(grep -v '^libbpf\|^counters\|^loader' "$WORK/err2" | head -5)"
-r=$(field "$WORK/err2" libcuda_refused)
-[ "${r:-0}" -ge 1 ] || fail "libcuda_refused=$r"
-kill -TERM "$L"
-wait_exit "$L" 30 || { tail -c 2000 "$WORK/err2"; fail "the loader failed after SIGTERM"; }
-ok "a FUSE file whose reads never end: refused unread (libcuda_refused=$r), $n ticks"
+# hostile_fuse in MODE at DIR, beside a loader (--pid): it ticks on, says
+# the file at PATH refused and counts it. Sets H (left running) and r.
+refused_beside() { # MODE DIR PATH WHAT
+	local n L err="$WORK/err-$1"
+	"$PROGS/hostile_fuse" "$2" "$STUBLIB" "$1" >"$WORK/h-$1.log" 2>&1 & H=$!
+	PIDS+=($H)
+	wait_line "$WORK/h-$1.log" "ready" 10 || { cat "$WORK/h-$1.log"; fail "hostile_fuse ($1) did not start"; }
+	grep -q " $3\$" "/proc/$H/maps" || fail "hostile_fuse ($1) maps no $3"
+	"$LOADER" --pid "$H" -v -o "$WORK/$1.pb.gz" 2>"$err" & L=$!
+	PIDS+=($L)
+	for _ in $(seq 1 1200); do [ "$(counters "$err")" -ge 30 ] && break; sleep 0.05; done
+	n=$(counters "$err")
+	[ "$n" -ge 30 ] || { tail -c 2000 "$err"; fail "the loader made $n ticks in 60 s beside $4"; }
+	grep -q "maps $3 on a FUSE file system, or an overlay not in the node's mount table: not opened" "$err" ||
+		fail "$4: not said refused: $(grep -v '^libbpf\|^counters\|^loader' "$err" | head -5)"
+	r=$(field "$err" libcuda_refused)
+	[ "${r:-0}" -ge 1 ] || fail "$4: libcuda_refused=$r"
+	kill -TERM "$L"
+	wait_exit "$L" 30 || { tail -c 2000 "$err"; fail "the loader failed after SIGTERM beside $4"; }
+	ok "$4: refused unread (libcuda_refused=$r), $n ticks"
+}
+refused_beside reads "$WORK/fuse2" "$WORK/fuse2/libcuda.so.1" "a FUSE file whose reads never end"
 
 # The same file under an overlay whose lower layers are on that FUSE mount,
 # made in the process's own namespace (over its /tmp): the overlay's type
@@ -64,22 +71,7 @@ ok "a FUSE file whose reads never end: refused unread (libcuda_refused=$r), $n t
 # ticks on and says so.
 kill -TERM "$H"
 wait_exit "$H" 30 || fail "hostile_fuse (reads) did not end"
-"$PROGS/hostile_fuse" "$WORK/fuse3" "$STUBLIB" overlay >"$WORK/h3.log" 2>&1 & H=$!
-PIDS+=($H)
-wait_line "$WORK/h3.log" "ready" 10 || { cat "$WORK/h3.log"; fail "hostile_fuse (overlay) did not start"; }
-grep -q " /tmp/libcuda.so.1\$" "/proc/$H/maps" || fail "hostile_fuse maps no libcuda through its overlay"
-"$LOADER" --pid "$H" -v -o "$WORK/fuse3.pb.gz" 2>"$WORK/err3" & L=$!
-PIDS+=($L)
-for _ in $(seq 1 1200); do [ "$(counters "$WORK/err3")" -ge 30 ] && break; sleep 0.05; done
-n=$(counters "$WORK/err3")
-[ "$n" -ge 30 ] || { tail -c 2000 "$WORK/err3"; fail "the loader made $n ticks in 60 s beside an overlay over FUSE"; }
-grep -q "maps /tmp/libcuda.so.1 on a FUSE file system, or an overlay not in the node's mount table: not opened" "$WORK/err3" ||
-	fail "the overlay's file was not said refused: $(grep -v '^libbpf\|^counters\|^loader' "$WORK/err3" | head -5)"
-r=$(field "$WORK/err3" libcuda_refused)
-[ "${r:-0}" -ge 1 ] || fail "libcuda_refused=$r"
-kill -TERM "$L"
-wait_exit "$L" 30 || { tail -c 2000 "$WORK/err3"; fail "the loader failed after SIGTERM"; }
-ok "an overlay over FUSE made in the process's namespace: refused unread (libcuda_refused=$r), $n ticks"
+refused_beside overlay "$WORK/fuse3" /tmp/libcuda.so.1 "an overlay over FUSE made in the process's namespace"
 
 # An overlay the node mounted (a container runtime's root file system) is
 # read: its libcuda is attached and its launches are profiled.
@@ -122,11 +114,8 @@ PIDS+=($L)
 wait_line "$WORK/err6" "attached to $WORK/ovl2/libcuda.so.1 of pid $S2" 30 ||
 	fail "--mounts-of: the runtime's overlay was not read: $(grep -v '^libbpf\|^counters\|^loader' "$WORK/err6" | head -5)"
 wait_line "$WORK/err6" "reading the shim ring of pid $S2" 30 || fail "spin's ring was not read"
+wait_recording "$S2" 60 || fail "its shim never recorded under the loader"
 kill -USR1 "$S2"
 wait_exit "$L" 60 || fail "the loader did not end with spin"
-want=$(sed -n 's/^spin: launches=//p' "$WORK/spin2.log")
-[ -n "$want" ] && [ "$want" -gt 0 ] || fail "spin printed no launch count"
-$CHECK "$WORK/ovl2.pb.gz" totals "$S2" >"$WORK/s2.totals"
-got=$(awk '$2=="spin_kernel" {n += $4} END {print n + 0}' "$WORK/s2.totals")
-[ "$got" = "$want" ] || { cat "$WORK/s2.totals"; fail "spin: $got launches with GPU time, it made $want"; }
+want=$(spin_exact "$WORK/ovl2.pb.gz" "$S2" "$WORK/spin2.log" "spin on the runtime's overlay")
 ok "an overlay in a runtime's own namespace: refused, then read with --mounts-of (spin's $want launches exact)"

@@ -148,9 +148,5 @@ for i in 1 2 3 4 5 6; do grep -q "ready" "$WORK/n$i.log" || fail "hostile_ring -
 over=$(field "$WORK/err6" names_over_share)
 [ "${over:-0}" -gt 0 ] || { grep "^counters:" "$WORK/err6" | tail -n 1; fail "the rings' names were not held to a share (names_over_share=$over)"; }
 S=$(sed -n 's/^spin: ready pid=//p' "$WORK/spin6.log")
-want=$(sed -n 's/^spin: launches=//p' "$WORK/spin6.log")
-[ -n "$want" ] && [ "$want" -gt 0 ] || fail "spin printed no launch count"
-$CHECK "$WORK/names.pb.gz" totals "$S" >"$WORK/s6.totals"
-got=$(awk '$2=="spin_kernel" {n += $4} END {print n + 0}' "$WORK/s6.totals")
-[ "$got" = "$want" ] || { cat "$WORK/s6.totals"; fail "spin: $got launches named spin_kernel, it made $want"; }
+want=$(spin_exact "$WORK/names.pb.gz" "$S" "$WORK/spin6.log" "spin beside rings of new names")
 ok "six processes of one cgroup naming a new kernel in every record: held to that cgroup's share ($over names refused), spin's $want launches named"

@@ -48,6 +48,7 @@ PIDS+=($S)
 # Its driver file is probed once attached for any process (another may have mapped it first).
 wait_line "$WORK/err" "attached to $STUBLIB of pid" 60 || { grep -v "^libbpf\|^counters\|^loader" "$WORK/err"; fail "the other tenant's libcuda was not attached"; }
 wait_line "$WORK/err" "reading the shim ring of pid $S" 60 || fail "the other tenant's ring was not read"
+wait_recording "$S" 60 || fail "its shim never recorded under the loader"
 kill -USR1 "$S"
 wait "$S" || fail "spin failed"
 kill -INT "$L"
@@ -57,9 +58,5 @@ stuck=$(field "$WORK/err" io_stuck) tr=$(field "$WORK/err" io_tenants_refused) r
 [ "${stuck:-99}" -le 4 ] || fail "$stuck workers stuck for one cgroup's stallers (its bound is 4)"
 [ "${tr:-0}" -ge 1 ] || fail "io_tenants_refused=$tr: the stallers' cgroup was not refused"
 [ "${ref:-0}" -ge 1 ] || fail "io_refused=$ref"
-want=$(sed -n 's/^spin: launches=//p' "$WORK/s.log")
-[ -n "$want" ] && [ "$want" -gt 0 ] || fail "spin printed no launch count"
-$CHECK "$WORK/all.pb.gz" totals "$S" >"$WORK/s.totals"
-got=$(awk '$0 ~ / spin_kernel / {n += $4} END {print n + 0}' "$WORK/s.totals")
-[ "$got" = "$want" ] || { cat "$WORK/s.totals"; fail "the other tenant's spin: $got launches with GPU time, it made $want"; }
+want=$(spin_exact "$WORK/all.pb.gz" "$S" "$WORK/s.log" "the other tenant's spin")
 ok "$N stallers of one cgroup: $stuck workers stuck, the cgroup refused ($ref calls); another cgroup's spin exact ($want launches)"

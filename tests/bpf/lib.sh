@@ -73,3 +73,21 @@ wait_exit() { # PID SECONDS
 	wait_until "$2" exited "$1" || fail "pid $1 still runs after $2 s"
 	wait "$1"
 }
+# The launches spin (its log LOG) made, echoed once PROFILE is found to hold
+# each of them, for PID, under spin_kernel with its GPU time; fails the test
+# otherwise, saying WHAT.
+spin_exact() { # PROFILE PID LOG WHAT
+	local want got
+	want=$(sed -n 's/^spin: launches=//p' "$3")
+	[ -n "$want" ] && [ "$want" -gt 0 ] || fail "$4: spin printed no launch count"
+	$CHECK "$1" totals "$2" >"$WORK/spin_exact.totals"
+	got=$(awk '$2=="spin_kernel" {n += $4} END {print n + 0}' "$WORK/spin_exact.totals")
+	[ "$got" = "$want" ] || { cat "$WORK/spin_exact.totals"; fail "$4: $got launches of spin_kernel, it made $want"; }
+	echo "$want"
+}
+# Waits until PID's shim records (a shim records only while a loader reads
+# its ring, from a moment after the loader found it): launches before are
+# labelled [no GPU record: before the shim recorded].
+wait_recording() { # PID SECONDS
+	wait_until "$2" bash -c "python3 '$ROOT/tests/bpf/shm_peek.py' $1 2>/dev/null | grep -q ' recording=1 '"
+}

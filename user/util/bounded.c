@@ -30,6 +30,8 @@
 
 #define WORKER_SOCK 3
 #define SOCK_BYTES (2 * BOUNDED_JOB_MAX + 4096)
+/* Processes whose tenant is kept (by pid, direct-mapped). */
+#define TENANT_CACHE 256u
 
 struct msg_hdr {
 	uintptr_t fn;   /* request: the bounded_fn; answer: 0 */
@@ -49,6 +51,10 @@ struct bounded {
 	__u64 lost_tenant[BOUNDED_MAX_STUCK]; /* whose call each was (0: none's) */
 	unsigned nlost;
 	struct tenants tenants;  /* what each tenant's calls cost */
+	struct {
+		pid_t pid;
+		__u64 start, tenant;
+	} tenant_of[TENANT_CACHE]; /* a process's tenant, by pid (its start tells a reused one) */
 	struct stalled stalled[BOUNDED_MAX_STALLED];
 	unsigned nstalled, next_stalled;
 	struct bounded_stats st;
@@ -221,6 +227,23 @@ static void worker_main(int sock, pid_t parent)
 	}
 }
 
+/* key's tenant (its start: start), read once per process and kept, so that a call costs no more reads. */
+static __u64 tenant_of(struct bounded *b, pid_t key, __u64 start)
+{
+	unsigned slot = (unsigned)key % TENANT_CACHE;
+	__u64 tenant;
+
+	if (start && b->tenant_of[slot].pid == key && b->tenant_of[slot].start == start)
+		return b->tenant_of[slot].tenant;
+	tenant = tenant__of(key);
+	if (start && tenant != TENANT_UNKNOWN) {
+		b->tenant_of[slot].pid = key;
+		b->tenant_of[slot].start = start;
+		b->tenant_of[slot].tenant = tenant;
+	}
+	return tenant;
+}
+
 /* The worker is given up: killed, never waited for; reaped once gone. tenant: whose call (0: none's). */
 static void worker__abandon(struct bounded *b, __u64 tenant)
 {
@@ -380,7 +403,7 @@ int bounded__call(struct bounded *b, pid_t key, bounded_fn fn, void *job, size_t
 	lost__reap(b);
 	/* Known before the call: a process that exits during it still pays for it. */
 	if (key > 0)
-		tenant = tenant__of(key);
+		tenant = tenant_of(b, key, start);
 	if ((key > 0 && stalled__has(b, key, start)) || b->nlost >= BOUNDED_MAX_STUCK ||
 	    (tenant && tenants__refuses(&b->tenants, tenant, clock_ns(CLOCK_MONOTONIC)))) {
 		b->st.refused++;

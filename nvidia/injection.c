@@ -78,6 +78,7 @@ static struct {
 	int api_capture;      /* enum api_capture: how API calls reach the ring */
 	bool api_cb_on;       /* the launch callbacks are on: the init thread, then the flush thread */
 	__u64 api_cb_off_at;  /* when to switch them off, recording being off (g.rec_clock); 0: not due */
+	bool api_cb_always;   /* GPUPROBE_API_CALLBACKS=always: on from the start, never switched */
 	__u32 pid;
 	clockid_t rec_clock;  /* the clock of CUPTI's timestamps (the loader knows which) */
 	int graphs_off;       /* atomic: this CUPTI cannot name graph nodes: asked no more */
@@ -786,7 +787,7 @@ static CUptiResult activity__switch(bool on)
 	if (!on || st)
 		__atomic_store_n(&g.keep_until, shm__now_ns(), __ATOMIC_RELEASE);
 	/* Calls under way finish with their exit callbacks: switched off a little later. */
-	if ((!on || st) && g.api_cb_on)
+	if ((!on || st) && g.api_cb_on && !g.api_cb_always)
 		g.api_cb_off_at = clock_ns(g.rec_clock) + API_LINGER_NS;
 	if (st && on)
 		return st;
@@ -891,6 +892,16 @@ static CUptiResult cupti__start(void)
 		api__enable();
 	else if (g.api_capture == API_BY_CALLBACKS) /* our records carry the kernel's thread ids */
 		shm__set_flags(g.shm, GP_SHM_F_TID_SYSTEM, 0);
+	/*
+	 * Measured on the H200 (tools/gpu/fault_facts.sh): switching the launch
+	 * callbacks on and off is what leaves a thread's correlation id stuck,
+	 * switching the activity kinds alone never did. With "always" they stay
+	 * on and calls outside a window are dropped by their time (keep_from,
+	 * keep_until), at the cost of the callbacks themselves: for measuring.
+	 */
+	g.api_cb_always = g.api_capture == API_BY_CALLBACKS && env_is("GPUPROBE_API_CALLBACKS", "always");
+	if (g.api_cb_always)
+		api__callbacks(true);
 	pc__start();
 	/* With no reader yet, the flush thread switches activity on when one comes. */
 	if (recording__wanted())

@@ -361,18 +361,33 @@ int proc__parse_nspid(const char *status_text, size_t len,
 	return 0;
 }
 
+/* dirfd/status_name read whole (at most STATUS_MAX) into a buffer of its own, freed by the caller. */
+static int read_status_at(int dirfd, const char *status_name, char **ret_buf, size_t *ret_len)
+{
+	char *buf = malloc(STATUS_MAX);
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	err = proc__read_file_at(dirfd, status_name, buf, STATUS_MAX, ret_len);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	*ret_buf = buf;
+	return 0;
+}
+
 static int read_nspid_at(int dirfd, const char *status_name, pid_t *ret_inner, pid_t *ret_outer)
 {
 	size_t len;
 	char *buf;
 	int err;
 
-	buf = malloc(STATUS_MAX);
-	if (!buf)
-		return -ENOMEM;
-	err = proc__read_file_at(dirfd, status_name, buf, STATUS_MAX, &len);
-	if (!err)
-		err = proc__parse_nspid(buf, len, ret_inner, ret_outer);
+	err = read_status_at(dirfd, status_name, &buf, &len);
+	if (err)
+		return err;
+	err = proc__parse_nspid(buf, len, ret_inner, ret_outer);
 	free(buf);
 	return err;
 }
@@ -434,11 +449,11 @@ int proc__status_ids(pid_t host_pid, pid_t *ret_ns_pid, uid_t *ret_uid)
 	dfd = proc__open_pid_dir(host_pid);
 	if (dfd < 0)
 		return dfd;
-	buf = malloc(STATUS_MAX);
-	err = buf ? proc__read_file_at(dfd, "status", buf, STATUS_MAX, &len) : -ENOMEM;
+	err = read_status_at(dfd, "status", &buf, &len);
 	close(dfd);
-	if (!err)
-		err = proc__parse_uid(buf, len, ret_uid);
+	if (err)
+		return err;
+	err = proc__parse_uid(buf, len, ret_uid);
 	if (!err)
 		*ret_ns_pid = proc__parse_nspid(buf, len, &inner, NULL) ? host_pid : inner;
 	free(buf);

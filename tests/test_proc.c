@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -499,6 +500,69 @@ static void test_child_in_a_new_pid_namespace_is_pid_one_there(void **state)
 	assert_true(proc_tid_map__lookup(map, 1, &host));
 	assert_int_equal(host, child);
 	assert_false(proc_tid_map__lookup(map, child == 1 ? 2 : child, &host));
+	proc_tid_map__free(map);
+	assert_int_equal(write(pfd[1], &c, 1), 1);
+	close(pfd[1]);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+}
+
+/*
+ * A process with NGROUPS_MAX supplementary groups of 10 digits: its status
+ * file is over 700 KiB, Groups before NSpid. Its ids are still read.
+ */
+static void test_status_of_a_process_with_65536_groups_is_read_whole(void **state)
+{
+	struct proc_tid_map *map = NULL;
+	pid_t child, ns = 0, host = 0;
+	char path[64], c = 'x';
+	uid_t uid = 1;
+	int pfd[2], fd;
+	size_t total = 0;
+	ssize_t r;
+	char *buf;
+
+	if (geteuid() != 0)
+		SKIP_BECAUSE("setgroups needs root");
+	assert_int_equal(pipe(pfd), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		static gid_t groups[65536];
+		size_t i;
+
+		for (i = 0; i < 65536; i++)
+			groups[i] = (gid_t)(4000000000u + i);
+		close(pfd[1]);
+		if (setgroups(65536, groups))
+			_exit(1);
+		(void)!read(pfd[0], &c, 1);
+		_exit(0);
+	}
+	close(pfd[0]);
+	/* Wait for the groups: the status file's length says they are set. */
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)child);
+	buf = malloc(1 << 20);
+	assert_non_null(buf);
+	for (int tries = 0; tries < 100000 && total <= 65536; tries++) {
+		fd = open(path, O_RDONLY);
+		assert_true(fd >= 0);
+		total = 0;
+		while ((r = read(fd, buf, 1 << 20)) > 0)
+			total += (size_t)r;
+		close(fd);
+		if (total <= 65536)
+			sched_yield();
+	}
+	free(buf);
+	assert_true(total > 65536);
+	assert_int_equal(proc__ns_pid(child, &ns), 0);
+	assert_int_equal(ns, child);
+	assert_int_equal(proc__status_ids(child, &ns, &uid), 0);
+	assert_int_equal(ns, child);
+	assert_int_equal(uid, 0);
+	assert_int_equal(proc__ns_tids(child, &map), 0);
+	assert_true(proc_tid_map__lookup(map, child, &host));
+	assert_int_equal(host, child);
 	proc_tid_map__free(map);
 	assert_int_equal(write(pfd[1], &c, 1), 1);
 	close(pfd[1]);
@@ -1055,6 +1119,7 @@ int main(void)
 		cmocka_unit_test(test_ns_pid_of_self_is_self_outside_a_new_namespace),
 		cmocka_unit_test(test_ns_tids_on_self_map_each_thread_to_itself),
 		cmocka_unit_test(test_child_in_a_new_pid_namespace_is_pid_one_there),
+		cmocka_unit_test(test_status_of_a_process_with_65536_groups_is_read_whole),
 		cmocka_unit_test(test_cgroup_path_of_self_is_the_v2_line),
 		cmocka_unit_test_setup_teardown(test_root_openat_stays_inside_a_fake_root,
 						fake_root_setup, fake_root_teardown),

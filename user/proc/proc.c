@@ -23,6 +23,8 @@
 
 #define STAT_MAX 4096            /* /proc/pid/stat is ~300 bytes */
 #define STATUS_MAX (64 * 1024)   /* /proc/pid/status is ~1.5 KiB */
+/* Its Groups line with NGROUPS_MAX (65,536) ids of 10 digits: 721 KiB. */
+#define STATUS_MAX_GROUPS (1024 * 1024)
 #define COMM_MAX 256             /* TASK_COMM_LEN is 16 */
 #define PIDS_MAX (1u << 23)      /* above PID_MAX_LIMIT (4M) */
 #define THREADS_MAX (1u << 22)
@@ -300,39 +302,54 @@ int proc__list_pids(pid_t **ret_pids, size_t *ret_n)
 
 /* ------------------------------------------------------------ PID namespaces */
 
-int proc__parse_nspid(const char *status_text, size_t len,
-		      pid_t *ret_innermost, pid_t *ret_outermost)
+/*
+ * The rest of the line of status_text that starts with key: the first such
+ * line, or (unique) the only one (-EINVAL when two are). -ENOENT: none.
+ */
+static int status_line(const char *status_text, size_t len, const char *key, bool unique,
+		       const char **ret_line, size_t *ret_len)
 {
-	static const char key[] = "NSpid:";
-	const size_t kn = sizeof(key) - 1;
+	const size_t kn = strlen(key);
 	const char *line = NULL;
-	size_t line_len = 0, pos = 0, levels = 0;
-	pid_t first = 0, last = 0;
+	size_t line_len = 0, pos = 0;
 
 	if (!status_text && len)
 		return -EINVAL;
-	/* Find the one line that starts with the key. */
 	while (pos < len) {
-		const char *s = status_text + pos;
-		const char *nl = memchr(s, '\n', len - pos);
+		const char *s = status_text + pos, *nl = memchr(s, '\n', len - pos);
 		size_t n = nl ? (size_t)(nl - s) : len - pos;
 
-		if (n >= kn && memcmp(s, key, kn) == 0) {
-			if (line)
-				return -EINVAL;
-			line = s + kn;
-			line_len = n - kn;
-		}
 		pos += n + 1;
+		if (n < kn || memcmp(s, key, kn))
+			continue;
+		if (line)
+			return -EINVAL;
+		line = s + kn;
+		line_len = n - kn;
+		if (!unique)
+			break;
 	}
 	if (!line)
 		return -ENOENT;
+	*ret_line = line;
+	*ret_len = line_len;
+	return 0;
+}
 
-	pos = 0;
+int proc__parse_nspid(const char *status_text, size_t len,
+		      pid_t *ret_innermost, pid_t *ret_outermost)
+{
+	const char *line;
+	size_t line_len, pos = 0, levels = 0;
+	pid_t first = 0, last = 0;
+	int err;
+
+	err = status_line(status_text, len, "NSpid:", true, &line, &line_len);
+	if (err)
+		return err;
 	for (;;) {
 		size_t start;
 		__u64 v;
-		int err;
 
 		while (pos < line_len && (line[pos] == '\t' || line[pos] == ' '))
 			pos++;
@@ -361,18 +378,28 @@ int proc__parse_nspid(const char *status_text, size_t len,
 	return 0;
 }
 
-/* dirfd/status_name read whole (at most STATUS_MAX) into a buffer of its own, freed by the caller. */
+/*
+ * dirfd/status_name read whole into a buffer of its own, freed by the
+ * caller: STATUS_MAX, or STATUS_MAX_GROUPS for a process whose Groups line
+ * (before NSpid) is longer than that.
+ */
 static int read_status_at(int dirfd, const char *status_name, char **ret_buf, size_t *ret_len)
 {
-	char *buf = malloc(STATUS_MAX);
+	size_t cap = STATUS_MAX;
+	char *buf;
 	int err;
 
-	if (!buf)
-		return -ENOMEM;
-	err = proc__read_file_at(dirfd, status_name, buf, STATUS_MAX, ret_len);
-	if (err) {
+	for (;;) {
+		buf = malloc(cap);
+		if (!buf)
+			return -ENOMEM;
+		err = proc__read_file_at(dirfd, status_name, buf, cap, ret_len);
+		if (!err)
+			break;
 		free(buf);
-		return err;
+		if (err != -EFBIG || cap == STATUS_MAX_GROUPS)
+			return err;
+		cap = STATUS_MAX_GROUPS;
 	}
 	*ret_buf = buf;
 	return 0;
@@ -412,31 +439,23 @@ int proc__ns_pid(pid_t host_pid, pid_t *ret_ns_pid)
 
 int proc__parse_uid(const char *status_text, size_t len, uid_t *ret_uid)
 {
-	static const char key[] = "Uid:";
-	const size_t kn = sizeof(key) - 1;
-	size_t pos = 0;
+	const char *s;
+	size_t n, i = 0, start;
+	__u64 v;
+	int err;
 
-	if (!status_text && len)
+	err = status_line(status_text, len, "Uid:", false, &s, &n);
+	if (err)
+		return err;
+	while (i < n && (s[i] == '\t' || s[i] == ' '))
+		i++;
+	start = i;
+	while (i < n && s[i] != '\t' && s[i] != ' ')
+		i++;
+	if (proc__parse_u64(s + start, i - start, 10, UINT32_MAX - 1, &v))
 		return -EINVAL;
-	while (pos < len) {
-		const char *s = status_text + pos, *nl = memchr(s, '\n', len - pos);
-		size_t n = nl ? (size_t)(nl - s) : len - pos, i = kn, start;
-		__u64 v;
-
-		pos += n + 1;
-		if (n < kn || memcmp(s, key, kn))
-			continue;
-		while (i < n && (s[i] == '\t' || s[i] == ' '))
-			i++;
-		start = i;
-		while (i < n && s[i] != '\t' && s[i] != ' ')
-			i++;
-		if (proc__parse_u64(s + start, i - start, 10, UINT32_MAX - 1, &v))
-			return -EINVAL;
-		*ret_uid = (uid_t)v;
-		return 0;
-	}
-	return -ENOENT;
+	*ret_uid = (uid_t)v;
+	return 0;
 }
 
 int proc__status_ids(pid_t host_pid, pid_t *ret_ns_pid, uid_t *ret_uid)

@@ -143,7 +143,8 @@ struct proc_file_id {
  * the path names another file than the one mapped), refused on a FUSE mount
  * (-EREMOTE: its daemon, maybe the target, could hold every later read) and
  * on an overlay the node's mount table does not hold (-EREMOTE: made in a
- * target's namespace, its layers maybe such a mount), and only then reopened O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC. All of it
+ * target's namespace, its layers maybe such a mount), and only then
+ * reopened O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC. All of it
  * runs as a bounded call through b (user/util/bounded.h), keyed by pid (0:
  * none): a walk or an open that blocks gives -ETIMEDOUT after
  * BOUNDED_TIMEOUT_MS, and that process's later opens through b -ETIMEDOUT at

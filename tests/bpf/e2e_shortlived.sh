@@ -8,7 +8,7 @@
 # start is a race the loader can lose on a loaded machine (a fresh-clone
 # check saw all 123 launches of a run made before the shim recorded). Finding rings only on the
 # loader's visits lost most of these runs' records (tried: ring watch not
-# attached).
+# attached). Then a process whose whole life passes while the loader is held.
 source "$(dirname "$0")/lib.sh"
 
 runs=10 T=1 N=20
@@ -56,3 +56,26 @@ for p in "${pids[@]}"; do
 	grep -q "^? " "$WORK/t" || named=$((named + 1))
 done
 ok "$runs runs of a few milliseconds each: every activity of each in the profile, joined, no ring missed ($named of $runs with their sites named)${taken:+; the rings of pids$taken were read by another loader: their launches, without GPU records}"
+
+# The whole life of a process while the loader is held (SIGSTOP: a loader
+# starved of CPU on a busy node): the process is a zombie, its maps empty,
+# when the loader reads them. Its GPU time is all there, joined; its stacks
+# cannot be named, and say why rather than "unmapped address".
+T=2 N=20
+LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/held.pb.gz" --libcuda "$STUBLIB" \
+	-- sh -c "kill -STOP \$PPID && exec '$PROGS/launcher' -t $T -n $N" 2>"$WORK/err-held" & L=$!
+PIDS+=($L)
+launched() { c=$(pgrep -P "$L" -x launcher) && exited "$c"; }
+wait_until 60 launched || fail "the launcher never ran to its end under a held loader"
+kill -CONT "$L"
+wait_exit "$L" 60 || { grep -v "^libbpf\|^counters" "$WORK/err-held"; fail "loader failed (held)"; }
+$CHECK "$WORK/held.pb.gz" totals >"$WORK/t-held"
+read -r n ns < <(awk '{n += $NF; ns += $(NF - 1)} END {print n + 0, ns + 0}' "$WORK/t-held")
+want_n=$((7 * T * N + 3 * T)) want_ns=$((23000 * T * N + 11 * T))
+[ "$n" = "$want_n" ] && [ "$ns" = "$want_ns" ] ||
+	{ cat "$WORK/t-held"; fail "held loader: $n activities, $ns ns in the profile; the launcher made $want_n, $want_ns ns"; }
+grep "^ .*%" "$WORK/err-held" | grep -v "\[truncated: process gone before its mappings were read\]" &&
+	fail "a kernel's heaviest site is not named as a process gone before its maps were read"
+grep -q "^verdict: .*losses: .*stacks_short=[1-9]" "$WORK/err-held" ||
+	fail "the lost names are not named a loss: $(grep "^verdict" "$WORK/err-held")"
+ok "a process whose whole life passed while the loader was held: all $n activities joined, its stacks said to be those of a process gone before its maps were read"

@@ -28,7 +28,7 @@ struct space {
 	void (*on_open)(void *ctx);
 	void *ctx;
 	struct space_gen *now;     /* its mappings now (of maps_gen) */
-	bool now_failed;           /* opening it failed: not tried again until a new generation */
+	int now_err;               /* opening it failed (-errno): not tried again until a new generation */
 	__u32 maps_gen;            /* the generation now reads; 0 until an event said one */
 	__u32 epoch;               /* raw stacks carry it: bumped when mappings or code change */
 	struct space_old old[SPACE_OLD_GENS]; /* earlier generations, oldest first */
@@ -67,10 +67,9 @@ void space__destroy(struct space *s)
 
 struct space_gen *space__now(struct space *s)
 {
-	if (s->now || s->now_failed)
+	if (s->now || s->now_err)
 		return s->now;
-	if (space_gen__open(s->c, s->b, s->pid, NULL, &s->now))
-		s->now_failed = true;
+	s->now_err = space_gen__open(s->c, s->b, s->pid, NULL, &s->now);
 	if (s->on_open)
 		s->on_open(s->ctx);
 	return s->now;
@@ -82,6 +81,13 @@ struct space_gen *space__at_epoch(struct space *s, __u32 epoch)
 		if (s->old[i].epoch == epoch)
 			return s->old[i].gen;
 	return space__now(s);
+}
+
+bool space__gone_unread(struct space *s, __u32 epoch)
+{
+	struct space_gen *g = space__at_epoch(s, epoch);
+
+	return g ? space_gen__mapless(g) : s->now_err == -ENOENT || s->now_err == -ESRCH;
 }
 
 __u32 space__epoch(const struct space *s)
@@ -110,7 +116,7 @@ int space__new_gen(struct space *s, __u32 maps_gen, bool keep_old)
 	else
 		space_gen__destroy(s->now);
 	s->now = NULL;
-	s->now_failed = false;
+	s->now_err = 0;
 	s->maps_gen = maps_gen;
 	s->epoch++;
 	if (s->memo)

@@ -121,6 +121,12 @@ unsigned long space_gen__rereads(const struct space_gen *g);
 unsigned long space_gen__perfmap_reads(const struct space_gen *g);
 /* Re-reads the budget refused (the walk or name went without them). */
 unsigned long space_gen__limited(const struct space_gen *g);
+/*
+ * True when its maps, read, held no mapping: the process was gone (a
+ * zombie's maps are empty) before the loader read them, so no frame of it
+ * can be named.
+ */
+bool space_gen__mapless(const struct space_gen *g);
 
 /* ------------------------------------------------------------ the process */
 
@@ -141,6 +147,12 @@ void space__destroy(struct space *s); /* NULL-safe */
 struct space_gen *space__now(struct space *s);
 /* The generation raw stacks of epoch were met in (an earlier one while kept), else now's. */
 struct space_gen *space__at_epoch(struct space *s, __u32 epoch);
+/*
+ * True when the process was gone before its maps were read for epoch: the
+ * generation could not be opened (no such process), or its maps were empty
+ * (a zombie's). Its frames cannot be named.
+ */
+bool space__gone_unread(struct space *s, __u32 epoch);
 /* The current stack epoch, and the mapping generation (0 until an event said one). */
 __u32 space__epoch(const struct space *s);
 __u32 space__maps_gen(const struct space *s);

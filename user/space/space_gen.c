@@ -463,6 +463,11 @@ static int space_gen__name_now(struct space_gen *g, __u64 addr, struct symbolize
 	return -ENOENT;
 }
 
+bool space_gen__mapless(const struct space_gen *g)
+{
+	return g && g->maps && proc_maps__count(g->maps) == 0;
+}
+
 int space_gen__name(struct space_gen *g, __u64 addr, struct symbolized_frame *ret_frame)
 {
 	struct symbolized_frame f;

@@ -188,6 +188,11 @@ size_t cfi_table__bytes(const struct cfi_table *t)
 	return sizeof(*t) + cfi_rows__array_bytes(&t->rows) + cfi_lazy__bytes(t->lazy);
 }
 
+size_t cfi_table__built(const struct cfi_table *t)
+{
+	return t ? cfi_lazy__built(t->lazy) : 0;
+}
+
 size_t cfi_table__dropped(const struct cfi_table *t)
 {
 	return t ? t->rows.dropped + cfi_lazy__dropped(t->lazy) : 0;

@@ -100,12 +100,15 @@ size_t cfi_table__bytes(const struct cfi_table *t);
 /*
  * t's bytes count in s from now on (NULL: in none, those counted before
  * given back), kept up to date as its FDEs are built on demand; past its
- * share of s, t empties its built FDEs before it builds another.
+ * share of s, t drops the built FDEs no walk found again since it was last
+ * full (all, when walks found each) before it builds another.
  * cfi_table__free gives back what it counts.
  */
 void cfi_table__share(struct cfi_table *t, struct mem_share *s);
 /* FDEs dropped as malformed, unsupported or past a cap: a count, not a verdict. */
 size_t cfi_table__dropped(const struct cfi_table *t);
+/* FDEs built on demand so far, those built again after their drop included. */
+size_t cfi_table__built(const struct cfi_table *t);
 void cfi_table__free(struct cfi_table *t);
 
 #endif /* GP_UNWIND_CFI_H */

@@ -9,10 +9,13 @@
  * (pread, bounded by the .eh_frame's PT_LOAD and a per-entry cap) and run
  * into a small table of their own, which is cached. The cache holds at most
  * CFI_LAZY_MAX_FDES FDEs, and CFI_LAZY_MAX_BYTES of their rows (one FDE
- * past it), and is emptied when full, or when the share its bytes count in
- * (cfi_lazy__share) allows no more, so memory stays bounded whatever a
- * process's stacks pass through. An FDE that does not build is
- * remembered as such and not read again.
+ * past it), so memory stays bounded whatever a process's stacks pass
+ * through. When full, or when the share its bytes count in
+ * (cfi_lazy__share) allows no more, it keeps only the FDEs walks found
+ * again since it was last full (all go when every one was): a table under
+ * pressure keeps its hot functions rather than building them again at
+ * every walk.
+ * An FDE that does not build is remembered as such and not read again.
  *
  * Only the layout every linker writes is used (eh_frame_ptr pcrel sdata4,
  * fde_count udata4, table datarel sdata4); any other, or a table out of
@@ -24,6 +27,7 @@
 #include "user/util/mem_share.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +49,7 @@ struct lazy_pair {
 
 struct lazy_slot {
 	__u32 key;              /* FDE index + 1; 0: empty */
+	__u32 used;             /* found (not just built) since the table was last full */
 	struct cfi_rows *rows;  /* NULL: it did not build */
 };
 
@@ -56,7 +61,7 @@ struct cfi_lazy {
 	struct lazy_pair *pairs;
 	size_t n;
 	struct lazy_slot *slots; /* open addressing, a power of two, at least 2 * used */
-	size_t cap, used, rows, bytes, dropped;
+	size_t cap, used, rows, bytes, dropped, built;
 	struct mem_hold *hold;   /* where its bytes count (cfi_lazy__share), NULL: nowhere */
 	size_t counted;          /* what hold counts of it */
 };
@@ -245,32 +250,61 @@ static size_t slot__home(size_t i, size_t cap)
 	return (size_t)((i + 1) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
 }
 
-/* Room for one more cached FDE: the slots doubled, or emptied at the cap. */
-static int lazy__make_room(struct cfi_lazy *lz)
+/*
+ * The slots rehashed into cap of them, kept: all, or (sweep) the used
+ * ones, marked unused again, the others' rows freed. -ENOMEM leaves all.
+ */
+static int lazy__rehash(struct cfi_lazy *lz, size_t cap, bool sweep)
 {
-	struct lazy_slot *s;
-	size_t cap, i, j;
+	struct lazy_slot *s = calloc(cap, sizeof(*s)), *o;
+	size_t i, j;
 
-	if (lz->used >= CFI_LAZY_MAX_FDES || lz->bytes >= CFI_LAZY_MAX_BYTES ||
-	    (lz->used && lz->hold && !mem_hold__allows(lz->hold, 1)))
-		lazy__clear(lz);
-	if ((lz->used + 1) * 2 <= lz->cap)
-		return 0;
-	cap = lz->cap ? lz->cap * 2 : 64;
-	s = calloc(cap, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	for (i = 0; i < lz->cap; i++) {
-		if (!lz->slots[i].key)
+		o = &lz->slots[i];
+		if (!o->key)
 			continue;
-		for (j = slot__home(lz->slots[i].key - 1, cap); s[j].key; j = (j + 1) & (cap - 1))
+		if (sweep && !o->used) {
+			lz->used--;
+			lz->rows -= o->rows ? o->rows->n_rows : 0;
+			lz->bytes -= o->rows ? sizeof(*o->rows) + cfi_rows__array_bytes(o->rows) : 0;
+			cfi_rows__free(o->rows);
+			continue;
+		}
+		for (j = slot__home(o->key - 1, cap); s[j].key; j = (j + 1) & (cap - 1))
 			;
-		s[j] = lz->slots[i];
+		s[j] = *o;
+		s[j].used = !sweep;
 	}
 	free(lz->slots);
 	lz->slots = s;
 	lz->cap = cap;
 	return 0;
+}
+
+/* Whether every cached FDE was used since the table was last full. */
+static bool lazy__all_used(const struct cfi_lazy *lz)
+{
+	for (size_t i = 0; i < lz->cap; i++)
+		if (lz->slots[i].key && !lz->slots[i].used)
+			return false;
+	return true;
+}
+
+/* Room for one more cached FDE: the slots doubled, or, full, the unused ones dropped. */
+static int lazy__make_room(struct cfi_lazy *lz)
+{
+	if (lz->used >= CFI_LAZY_MAX_FDES || lz->bytes >= CFI_LAZY_MAX_BYTES ||
+	    (lz->used && lz->hold && !mem_hold__allows(lz->hold, 1))) {
+		if (lazy__all_used(lz))
+			lazy__clear(lz);
+		else if (lazy__rehash(lz, lz->cap, true))
+			lazy__clear(lz);
+	}
+	if ((lz->used + 1) * 2 <= lz->cap)
+		return 0;
+	return lazy__rehash(lz, lz->cap ? lz->cap * 2 : 64, false);
 }
 
 /* Its hold counts what it holds now. */
@@ -301,16 +335,20 @@ static struct cfi_rows *lazy__rows(struct cfi_lazy *lz, size_t i)
 
 	for (j = lz->cap ? slot__home(i, lz->cap) : 0; lz->cap && lz->slots[j].key;
 	     j = (j + 1) & (lz->cap - 1))
-		if (lz->slots[j].key == i + 1)
+		if (lz->slots[j].key == i + 1) {
+			lz->slots[j].used = 1;
 			return lz->slots[j].rows;
+		}
 	if (lazy__make_room(lz))
 		return NULL; /* out of memory: this walk stops here, the next may not */
 	for (j = slot__home(i, lz->cap); lz->slots[j].key; j = (j + 1) & (lz->cap - 1))
 		;
 	err = lazy__build(lz, i, &t);
+	lz->built++;
 	if (err && err != -ENOENT)
 		lz->dropped++;
 	lz->dropped += t ? t->dropped : 0;
+	/* Unused until found again: one walk's passing function goes at the next drop. */
 	lz->slots[j] = (struct lazy_slot){ .key = (__u32)i + 1, .rows = t };
 	lz->used++;
 	lz->rows += t ? t->n_rows : 0;
@@ -355,6 +393,11 @@ size_t cfi_lazy__bytes(const struct cfi_lazy *lz)
 		return 0;
 	return sizeof(*lz) + lz->n * sizeof(*lz->pairs) + lz->cap * sizeof(*lz->slots) + lz->bytes +
 	       (lz->mem_copy ? lz->src.size : 0);
+}
+
+size_t cfi_lazy__built(const struct cfi_lazy *lz)
+{
+	return lz ? lz->built : 0;
 }
 
 size_t cfi_lazy__dropped(const struct cfi_lazy *lz)

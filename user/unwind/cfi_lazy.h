@@ -27,10 +27,12 @@ size_t cfi_lazy__fdes(const struct cfi_lazy *lz);    /* FDEs in the index */
 size_t cfi_lazy__rows(const struct cfi_lazy *lz);    /* rows built so far */
 size_t cfi_lazy__bytes(const struct cfi_lazy *lz);
 size_t cfi_lazy__dropped(const struct cfi_lazy *lz); /* FDEs that would not build */
+size_t cfi_lazy__built(const struct cfi_lazy *lz);   /* FDE builds, again after a drop included */
 /*
  * Its bytes, those counted already included, count in hold from now on,
  * kept up to date as FDEs are built and dropped; a hold whose share allows
- * no more makes it empty its built FDEs before it builds another.
+ * no more makes it drop the built FDEs not found again since it was last
+ * full (all of them when each was) before it builds another.
  */
 void cfi_lazy__share(struct cfi_lazy *lz, struct mem_hold *hold);
 void cfi_lazy__free(struct cfi_lazy *lz);

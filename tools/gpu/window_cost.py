@@ -9,7 +9,11 @@ process's own shim ring header (shim/gp_abi.h) before and after the step
 when activity was on at both reads (a loader reading), "off" when it was off
 at both, "edge" otherwise; "off" steps before the first "on" are "idle" (the
 shim alone, never switched on), those after it "after" (what CUPTI leaves
-behind once its activity is switched off). Start it with the shim injected;
+behind once its activity is switched off). With LABEL_BY=reader the label
+says whether a loader held the ring instead (the consumer's reader_pid):
+run with GPUPROBE_RECORD=always, "on" steps are full profiling and
+"after" steps the shim recording alone, so on / after is full / shim in one
+process, step beside step. Start it with the shim injected;
 tools/gpu/window_cost.sh attaches and detaches a loader around it. Prints
 each label's median step and, against "idle", the ratio of medians with a
 95% bootstrap interval (the per-step spread inside one process).
@@ -28,6 +32,7 @@ from ratio import interval  # noqa: E402
 
 FLAGS_OFF = 128 + 24  # gp_shm_producer.flags
 F_RECORDING = 1 << 3
+READER_OFF = 320 + 16  # gp_shm_consumer.reader_pid
 
 
 def ring_flags_reader():
@@ -44,8 +49,12 @@ def ring_flags_reader():
     if start is None:
         raise SystemExit("window_cost.py: no shim ring in this process (run it with the shim)")
     mem = open("/proc/self/mem", "rb", buffering=0)
+    by_reader = os.environ.get("LABEL_BY") == "reader"
 
     def flags():
+        if by_reader:
+            mem.seek(start + READER_OFF)
+            return F_RECORDING if struct.unpack("<I", mem.read(4))[0] else 0
         mem.seek(start + FLAGS_OFF)
         return struct.unpack("<I", mem.read(4))[0]
     return flags
@@ -109,6 +118,11 @@ def main():
         if label in by and len(by.get("idle", [])) > 10 and len(by[label]) > 10:
             r, lo, hi = interval(by[label], by["idle"])
             print(f"{label} / idle: {r:.4f} [{lo:.4f}, {hi:.4f}] (ratio of medians, 95% bootstrap)")
+    shim = by.get("idle", []) + by.get("after", [])
+    if os.environ.get("LABEL_BY") == "reader" and len(by.get("on", [])) > 10 and len(shim) > 10:
+        r, lo, hi = interval(by["on"], shim)
+        print(f"full / shim (on / idle and after): {r:.4f} [{lo:.4f}, {hi:.4f}] "
+              "(ratio of medians, 95% bootstrap)")
 
 
 if __name__ == "__main__":

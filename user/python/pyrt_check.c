@@ -121,16 +121,25 @@ int pyrt__parse_debug(const uint8_t *dbg, size_t len, uint64_t runtime, uint32_t
 int pyrt__check_chain(const struct pyrt_reader *rd, const struct gp_py_config *c,
 		      uint32_t interp_id_off, const struct proc_tid_map *tids)
 {
-	uint64_t interp, last = 0, ts, back, tid, id;
-	pid_t host;
-	bool any_thread = false, tid_matched = false;
-	int i, j, err;
+	uint64_t interp;
+	int err;
 
 	err = rd->read_u64(rd->ctx, c->interp_head_addr, &interp);
 	if (err)
 		return err == -EFAULT ? -EUCLEAN : err;
 	if (!interp)
 		return -EAGAIN;
+	return pyrt__check_interps(rd, c, interp, interp_id_off, tids);
+}
+
+int pyrt__check_interps(const struct pyrt_reader *rd, const struct gp_py_config *c, uint64_t interp,
+			uint32_t interp_id_off, const struct proc_tid_map *tids)
+{
+	uint64_t last = 0, ts, back, tid, id;
+	pid_t host;
+	bool any_thread = false, tid_matched = false;
+	int i, j, err = 0;
+
 	for (i = 0; interp && i < GP_PY_MAX_INTERPS; i++) {
 		if (interp & 7) {
 			err = -EUCLEAN;

@@ -46,5 +46,8 @@ struct pyrt_reader {
  */
 int pyrt__check_chain(const struct pyrt_reader *rd, const struct gp_py_config *c,
 		      uint32_t interp_id_off, const struct proc_tid_map *tids);
+/* The same, the head's value (nonzero) already read as interp: the chain from there. */
+int pyrt__check_interps(const struct pyrt_reader *rd, const struct gp_py_config *c, uint64_t interp,
+			uint32_t interp_id_off, const struct proc_tid_map *tids);
 
 #endif

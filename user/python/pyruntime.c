@@ -315,7 +315,7 @@ static int pyrt__validate(struct bounded *b, pid_t pid, const struct gp_py_confi
 		return -EAGAIN;
 	if (c->tid_kind == GP_PY_TID_NATIVE && (err = proc__ns_tids(pid, &tids)))
 		return err;
-	err = pyrt__check_chain(&rd, c, interp_id_off, tids);
+	err = pyrt__check_interps(&rd, c, interp, interp_id_off, tids);
 	proc_tid_map__free(tids);
 	return err;
 }

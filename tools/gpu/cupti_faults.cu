@@ -64,15 +64,14 @@ static void CUPTIAPI req(uint8_t **buf, size_t *size, size_t *max)
 	*max = 0;
 }
 
-static int thread_of_stream(uint32_t stream_id)
+/*
+ * The launching thread of a kernel record: its grid (thread t launches t+1
+ * blocks). By stream id (cuStreamGetId inside the buffer callback) it
+ * counted no kernel for the fourth thread on the H200.
+ */
+static int thread_of_grid(uint32_t grid_x)
 {
-	for (unsigned t = 0; t < nthreads; t++) {
-		unsigned long long id = 0;
-
-		if (cuStreamGetId((CUstream)th[t].stream, &id) == CUDA_SUCCESS && id == stream_id)
-			return (int)t;
-	}
-	return -1;
+	return grid_x >= 1 && grid_x <= nthreads ? (int)grid_x - 1 : -1;
 }
 
 static void CUPTIAPI done(CUcontext c, uint32_t s, uint8_t *buf, size_t size, size_t valid)
@@ -84,7 +83,7 @@ static void CUPTIAPI done(CUcontext c, uint32_t s, uint8_t *buf, size_t size, si
 		if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 			continue;
 		CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)r;
-		int t = thread_of_stream(k->streamId);
+		int t = thread_of_grid(k->gridX);
 
 		if (t < 0)
 			continue;

@@ -183,10 +183,46 @@ static int text_and_bias_of_main(struct dl_phdr_info *info, size_t size, void *d
  * through the whole text once (a cold FDE at every step), under a bound of
  * max.
  */
+static size_t builds_with_hot_functions(size_t max);
+
+static const void *const hot[] = { (const void *)builds_with_hot_functions,
+				   (const void *)one_table_bytes, (const void *)copies_setup };
+
+/* Looks the hot functions up in r's table. */
+static void find_hot(struct cfi_ref *r, __u64 bias)
+{
+	struct cfi_rule rule;
+
+	for (size_t h = 0; h < sizeof(hot) / sizeof(hot[0]); h++)
+		assert_int_equal(cfi_table__find(cfi_ref__table(r), (__u64)(uintptr_t)hot[h] - bias + 1,
+						 &rule), 0);
+}
+
+/* A table's bytes with the hot functions' FDEs built (0: none). */
+static size_t bytes_with_hot(void)
+{
+	struct cfi_cache *c = cfi_cache__new(4, SIZE_MAX / 2);
+	struct text_and_bias tb = { { 0, 0 }, 0 };
+	struct cfi_ref *r;
+	size_t files, bytes;
+
+	assert_non_null(c);
+	dl_iterate_phdr(text_and_bias_of_main, &tb);
+	assert_int_equal(cfi_cache__get_fd(c, fds[0], &r), 0);
+	find_hot(r, tb.bias);
+	cfi_cache__stats(c, &files, &bytes);
+	cfi_ref__put(r);
+	cfi_cache__destroy(c);
+	return bytes;
+}
+
+/*
+ * FDE builds when walks keep passing three hot functions while they go
+ * through the whole text once (a cold FDE at every step), under a bound of
+ * max.
+ */
 static size_t builds_with_hot_functions(size_t max)
 {
-	const void *hot[] = { (const void *)builds_with_hot_functions, (const void *)one_table_bytes,
-			      (const void *)copies_setup };
 	struct cfi_cache *c = cfi_cache__new(4, max);
 	struct text_and_bias tb = { { 0, 0 }, 0 };
 	struct cfi_rule rule;
@@ -198,9 +234,7 @@ static size_t builds_with_hot_functions(size_t max)
 	assert_int_equal(cfi_cache__get_fd(c, fds[0], &r), 0);
 	for (__u64 a = tb.range[0]; a < tb.range[1]; a += 64) {
 		cfi_table__find(cfi_ref__table(r), a, &rule);
-		for (size_t h = 0; h < sizeof(hot) / sizeof(hot[0]); h++)
-			assert_int_equal(cfi_table__find(cfi_ref__table(r),
-							 (__u64)(uintptr_t)hot[h] - tb.bias + 1, &rule), 0);
+		find_hot(r, tb.bias);
 	}
 	built = cfi_table__built(cfi_ref__table(r));
 	cfi_ref__put(r);
@@ -210,16 +244,18 @@ static size_t builds_with_hot_functions(size_t max)
 
 static void test_a_held_table_past_its_share_keeps_the_fdes_walks_find_again(void **state)
 {
-	size_t one = one_table_bytes();
-	size_t distinct = builds_with_hot_functions(SIZE_MAX / 2), bounded = builds_with_hot_functions(one + 2048);
+	/* Room for the hot FDEs and a few more, whatever this build's code (sanitizers grow it). */
+	size_t bound = bytes_with_hot() + 2048;
+	size_t distinct = builds_with_hot_functions(SIZE_MAX / 2), bounded = builds_with_hot_functions(bound);
 
 	(void)state;
 	/*
 	 * Unbounded, each FDE is built once; bounded, the three hot ones stay
-	 * built (76 and 85 builds here; 145 when all went at each drop).
+	 * built: 74 and 74 builds in a plain build, 2,108 and 2,114 under TSan;
+	 * when all went at each drop, 76 and 91, 2,105 and 2,894.
 	 */
 	assert_true(distinct > 64);
-	assert_true(bounded <= distinct + distinct / 4);
+	assert_true(bounded <= distinct + distinct / 16);
 }
 
 int main(void)

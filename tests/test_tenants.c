@@ -5,17 +5,26 @@
  * gone; refused while its slow calls owe TENANT_SLOW_BUDGET_NS, let in again
  * as time pays the debt back; quick calls cost nothing; one tenant's costs
  * are not another's; a full table forgets only tenants it has nothing to
- * remember of; a process whose cgroup cannot be read is no tenant of its own.
+ * remember of; a process whose cgroup cannot be read is no tenant of its own;
+ * cgroups a user makes in a cgroup delegated to it make no more tenants.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "user/util/tenants.h"
+
+#include "tests/skip.h"
 
 static struct tenants ts;
 
@@ -109,6 +118,101 @@ static void test_processes_of_one_cgroup_are_one_tenant(void **state)
 	assert_true(tenant__of(getpid()) != TENANT_UNKNOWN);
 }
 
+/* The cgroup2 mount's path (from our mountinfo) into dir, or false. */
+static bool cgroup2_mount(char *dir, size_t cap)
+{
+	char line[4096], d[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		if (strstr(line, " - cgroup2 ") && sscanf(line, "%*s %*s %*s %*s %4095s", d) == 1 &&
+		    strlen(d) < cap) {
+			strcpy(dir, d);
+			found = true;
+		}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* A child that waits for a signal, moved into cgroup dir (a cgroup2 directory); -1 when it cannot be. */
+static pid_t child_in(const char *dir)
+{
+	char procs[4200];
+	pid_t child = fork();
+	FILE *f;
+
+	assert_true(child >= 0);
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	f = fopen(procs, "we");
+	if (!f || fprintf(f, "%d\n", (int)child) < 0 || fclose(f)) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		return -1;
+	}
+	return child;
+}
+
+/*
+ * A user to whom a cgroup is delegated (it owns it, as systemd's
+ * user@.service) makes cgroups below it: its processes there are still one
+ * tenant, not one per cgroup made. Root-owned siblings stay two.
+ */
+static void test_cgroups_made_in_a_delegated_cgroup_are_its_tenant(void **state)
+{
+	static const char *dirs[] = { "", "/deleg", "/deleg/a", "/deleg/a/deeper", "/deleg/b", "/r1", "/r2" };
+	enum { N = sizeof(dirs) / sizeof(dirs[0]) };
+	char mnt[4096], base[4200], dir[N][4300];
+	pid_t kids[4] = { -1, -1, -1, -1 };
+	__u64 t[4] = { 0 };
+	const int at[4] = { 3, 4, 5, 6 }; /* deeper, b, r1, r2 */
+	bool moved = true;
+
+	(void)state;
+	if (geteuid() != 0)
+		SKIP_BECAUSE("making and delegating cgroups needs root");
+	if (!cgroup2_mount(mnt, sizeof(mnt)))
+		SKIP_BECAUSE("no cgroup2 hierarchy mounted");
+	snprintf(base, sizeof(base), "%s/gp-tenants-%d", mnt, (int)getpid());
+	for (int i = 0; i < N; i++) {
+		snprintf(dir[i], sizeof(dir[i]), "%s%s", base, dirs[i]);
+		if (mkdir(dir[i], 0755)) {
+			while (--i >= 0)
+				rmdir(dir[i]);
+			SKIP_BECAUSE("the cgroup2 hierarchy is not writable here");
+		}
+		if (!strncmp(dirs[i], "/deleg", 6))
+			assert_int_equal(chown(dir[i], 4242, 4242), 0);
+	}
+	for (int k = 0; k < 4; k++) {
+		kids[k] = child_in(dir[at[k]]);
+		moved = moved && kids[k] > 0;
+	}
+	for (int k = 0; moved && k < 4; k++)
+		t[k] = tenant__of(kids[k]);
+	for (int k = 0; k < 4; k++)
+		if (kids[k] > 0) {
+			kill(kids[k], SIGKILL);
+			waitpid(kids[k], NULL, 0);
+		}
+	for (int i = N - 1; i >= 0; i--)
+		while (rmdir(dir[i]) && errno == EBUSY)
+			sched_yield(); /* a killed child leaves its cgroup a moment after it is reaped */
+	if (!moved)
+		SKIP_BECAUSE("processes cannot be moved in this cgroup2 hierarchy");
+	/* deeper and b: cgroups the user made in its delegated one: one tenant */
+	assert_int_equal(t[0], t[1]);
+	/* root's r1 and r2: two, and neither the user's */
+	assert_true(t[2] != t[3]);
+	assert_true(t[0] != t[2]);
+	assert_true(t[0] != tenant__of(getpid()));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -116,6 +220,7 @@ int main(void)
 		cmocka_unit_test(test_slow_calls_owe_a_debt_that_time_pays_back),
 		cmocka_unit_test(test_a_full_table_keeps_the_tenants_it_refuses),
 		cmocka_unit_test(test_processes_of_one_cgroup_are_one_tenant),
+		cmocka_unit_test(test_cgroups_made_in_a_delegated_cgroup_are_its_tenant),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,9 +43,12 @@ struct tenants {
 };
 
 /*
- * The tenant of pid: a hash of its /proc/<pid>/cgroup, every line (v1 and
- * v2 alike); TENANT_UNKNOWN when it cannot be read (a process gone), so
- * that exiting does not make a tenant of its own.
+ * The tenant of pid: a hash of its cgroup2 path, where it has one below the
+ * root, cut at a delegation (a cgroup a user owns stands for every cgroup
+ * that user made below it, so making cgroups makes no more tenants); else
+ * (cgroup v1 alone) of its /proc/<pid>/cgroup, every line. TENANT_UNKNOWN
+ * when it cannot be read (a process gone), so that exiting does not make a
+ * tenant of its own.
  */
 #define TENANT_UNKNOWN 1ull
 __u64 tenant__of(pid_t pid);

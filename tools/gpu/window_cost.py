@@ -11,9 +11,12 @@ at both, "edge" otherwise; "off" steps before the first "on" are "idle" (the
 shim alone, never switched on), those after it "after" (what CUPTI leaves
 behind once its activity is switched off). With LABEL_BY=reader the label
 says whether a loader held the ring instead (the consumer's reader_pid):
-run with GPUPROBE_RECORD=always, "on" steps are full profiling and
-"after" steps the shim recording alone, so on / after is full / shim in one
-process, step beside step. Start it with the shim injected;
+run with GPUPROBE_RECORD=always, "on" steps are those of a loader attached
+for a window (its start included) and "after" steps the shim recording
+alone, so on / (idle and after) is what a short --pid attach costs while it
+lasts. (The probes' steady cost, one loader attached throughout and its
+probes detached between windows: tools/gpu/probe_windows.sh.) Start it
+with the shim injected;
 tools/gpu/window_cost.sh attaches and detaches a loader around it. Prints
 each label's median step and, against "idle", the ratio of medians with a
 95% bootstrap interval (the per-step spread inside one process).
@@ -121,7 +124,7 @@ def main():
     shim = by.get("idle", []) + by.get("after", [])
     if os.environ.get("LABEL_BY") == "reader" and len(by.get("on", [])) > 10 and len(shim) > 10:
         r, lo, hi = interval(by["on"], shim)
-        print(f"full / shim (on / idle and after): {r:.4f} [{lo:.4f}, {hi:.4f}] "
+        print(f"attached / shim (on / idle and after): {r:.4f} [{lo:.4f}, {hi:.4f}] "
               "(ratio of medians, 95% bootstrap)")
 
 

@@ -5,8 +5,10 @@
 # state; the output says what an "on" step costs against an "idle" one and
 # what is left "after" activity was switched off. With GPUPROBE_RECORD=always
 # LABEL_BY=reader (exported), steps are labelled by whether a loader held the
-# ring: "on" is full profiling, "idle" and "after" the shim alone, and the
-# output's full / shim is the probes' and the loader's cost, step beside step.
+# ring: "on" is a loader attached for ON seconds (its start included), "idle"
+# and "after" the shim alone, and the output's attached / shim is what such
+# a short attach costs while it lasts (the probes' steady cost:
+# tools/gpu/probe_windows.sh).
 # Usage (repo root, GPU machine, after make static and the shim):
 #   [MODEL=small|big] [ON=8] [OFF=8] [CYCLES=3] tools/gpu/window_cost.sh OUTDIR
 set -uo pipefail

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "user/proc/proc.h"
 #include "user/util/bounded.h"
 #include "user/util/clock.h"
 #include "user/util/tenants.h"
@@ -314,9 +315,12 @@ static void test_quick_calls_cost_their_tenant_nothing(void **state)
 	victim__stop(victim);
 }
 
+/* As the loader's: each process's tenant its cgroup's. */
 static int bounded_setup(void **state)
 {
 	*state = bounded__new();
+	if (*state)
+		bounded__set_tenants(*state, proc__tenant);
 	return *state ? 0 : -1;
 }
 

@@ -996,6 +996,8 @@ static void test_mountinfo_lines_give_id_device_and_type(void **state)
 	assert_int_equal(proc__parse_mountinfo_line(a, strlen(a), &m), 0);
 	assert_int_equal(m.id, 36);
 	assert_int_equal(m.dev, makedev(98, 0));
+	assert_int_equal(m.point_len, 5);
+	assert_memory_equal(m.point, "/mnt2", 5);
 	assert_int_equal(m.type_len, 4);
 	assert_memory_equal(m.type, "ext3", 4);
 	assert_int_equal(proc__parse_mountinfo_line(b, strlen(b), &m), 0);
@@ -1042,8 +1044,53 @@ static void test_mountinfo_find_by_id_or_by_device_and_type(void **state)
 	assert_int_equal(m.id, 21);
 	assert_false(proc__mountinfo_find(t, strlen(t), -1, makedev(0, 40), "overlay", &m));
 	assert_false(proc__mountinfo_find(t, strlen(t), 23, 0, NULL, &m));
+	/* No id, no device: the first of that type. */
+	assert_true(proc__mountinfo_find(t, strlen(t), -1, 0, "overlay", &m));
+	assert_int_equal(m.id, 21);
+	assert_memory_equal(m.point, "/b", 2);
+	assert_false(proc__mountinfo_find(t, strlen(t), -1, 0, "cgroup2", &m));
 	/* The length is the bound: the last line cut off is not read past it. */
 	assert_false(proc__mountinfo_find(t, strlen(t) - 30, 22, 0, NULL, &m));
+}
+
+/* The cgroup2 line of a cgroup file, wherever it is; none, or one not the kernel's, is said so. */
+static void test_cgroup_v2_line_is_found_among_v1_lines(void **state)
+{
+	const char *v1 = "12:pids:/a\n1:name=systemd:/user.slice\n";
+	const char *hybrid = "12:pids:/a\n0::/user.slice/x.scope\n1:cpu:/b";
+	const char *bad = "0::user.slice\n";
+	const char *p;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(proc__cgroup_v2_line(v1, strlen(v1), &p, &n), -ENOENT);
+	assert_int_equal(proc__cgroup_v2_line(hybrid, strlen(hybrid), &p, &n), 0);
+	assert_int_equal(n, strlen("/user.slice/x.scope"));
+	assert_memory_equal(p, "/user.slice/x.scope", n);
+	assert_int_equal(proc__cgroup_v2_line("0::/", 4, &p, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(proc__cgroup_v2_line(bad, strlen(bad), &p, &n), -EINVAL);
+}
+
+/* The loader's cgroup2 mount is a cgroup2 file system, or there is none in its table. */
+static void test_cgroup2_mount_is_one(void **state)
+{
+	char dir[PATH_MAX], *text;
+	struct statfs fs;
+	size_t n;
+	int err = proc__cgroup2_mount(dir, sizeof(dir));
+
+	(void)state;
+	if (err == -ENOENT) {
+		assert_int_equal(proc__read_mount_table("/proc/self/mountinfo", &text, &n), 0);
+		assert_null(strstr(text, " - cgroup2 "));
+		free(text);
+		return;
+	}
+	assert_int_equal(err, 0);
+	assert_int_equal(statfs(dir, &fs), 0);
+	assert_true(fs.f_type == CGROUP2_SUPER_MAGIC);
+	assert_int_equal(proc__cgroup2_mount(dir, 2), -ENAMETOOLONG);
 }
 
 /* A file that is not on an overlay is never called a trusted overlay. */
@@ -1107,6 +1154,8 @@ int main(void)
 		cmocka_unit_test(test_status_ids_of_self_are_its_pid_and_uid),
 		cmocka_unit_test(test_mountinfo_garbage_is_refused),
 		cmocka_unit_test(test_mountinfo_find_by_id_or_by_device_and_type),
+		cmocka_unit_test(test_cgroup_v2_line_is_found_among_v1_lines),
+		cmocka_unit_test(test_cgroup2_mount_is_one),
 		cmocka_unit_test(test_a_file_off_any_overlay_is_not_a_trusted_overlay),
 		cmocka_unit_test(test_memfd_with_a_known_name_is_found_and_its_map_files_path_opens),
 		cmocka_unit_test(test_map_files_path_is_lowercase_hex_without_prefix),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The bounded calls' cost per tenant (user/util/tenants.c): a tenant is
+ * The bounded calls' cost per tenant (user/util/tenants.c, user/proc/tenant.c): a tenant is
  * refused at TENANT_STUCK_MAX stuck workers and again let in when one is
  * gone; refused while its slow calls owe TENANT_SLOW_BUDGET_NS, let in again
  * as time pays the debt back; quick calls cost nothing; one tenant's costs
@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "user/proc/proc_internal.h"
 #include "user/util/tenants.h"
 
 #include "tests/skip.h"
@@ -108,32 +109,14 @@ static void test_processes_of_one_cgroup_are_one_tenant(void **state)
 		pause();
 		_exit(0);
 	}
-	assert_int_equal(tenant__of(child), tenant__of(getpid()));
+	assert_int_equal(proc__tenant(child), proc__tenant(getpid()));
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
-	assert_true(tenant__of(getpid()) != 0);
+	assert_true(proc__tenant(getpid()) != 0);
 	/* Unreadable (gone): one tenant for all, not one each. */
-	assert_int_equal(tenant__of(-5), TENANT_UNKNOWN);
-	assert_int_equal(tenant__of(-6), TENANT_UNKNOWN);
-	assert_true(tenant__of(getpid()) != TENANT_UNKNOWN);
-}
-
-/* The cgroup2 mount's path (from our mountinfo) into dir, or false. */
-static bool cgroup2_mount(char *dir, size_t cap)
-{
-	char line[4096], d[4096];
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	bool found = false;
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		if (strstr(line, " - cgroup2 ") && sscanf(line, "%*s %*s %*s %*s %4095s", d) == 1 &&
-		    strlen(d) < cap) {
-			strcpy(dir, d);
-			found = true;
-		}
-	if (f)
-		fclose(f);
-	return found;
+	assert_int_equal(proc__tenant(-5), TENANT_UNKNOWN);
+	assert_int_equal(proc__tenant(-6), TENANT_UNKNOWN);
+	assert_true(proc__tenant(getpid()) != TENANT_UNKNOWN);
 }
 
 /* A child that waits for a signal, moved into cgroup dir (a cgroup2 directory); -1 when it cannot be. */
@@ -176,7 +159,7 @@ static void test_cgroups_made_in_a_delegated_cgroup_are_its_tenant(void **state)
 	(void)state;
 	if (geteuid() != 0)
 		SKIP_BECAUSE("making and delegating cgroups needs root");
-	if (!cgroup2_mount(mnt, sizeof(mnt)))
+	if (proc__cgroup2_mount(mnt, sizeof(mnt)))
 		SKIP_BECAUSE("no cgroup2 hierarchy mounted");
 	snprintf(base, sizeof(base), "%s/gp-tenants-%d", mnt, (int)getpid());
 	for (int i = 0; i < N; i++) {
@@ -194,7 +177,7 @@ static void test_cgroups_made_in_a_delegated_cgroup_are_its_tenant(void **state)
 		moved = moved && kids[k] > 0;
 	}
 	for (int k = 0; moved && k < 4; k++)
-		t[k] = tenant__of(kids[k]);
+		t[k] = proc__tenant(kids[k]);
 	for (int k = 0; k < 4; k++)
 		if (kids[k] > 0) {
 			kill(kids[k], SIGKILL);
@@ -210,7 +193,7 @@ static void test_cgroups_made_in_a_delegated_cgroup_are_its_tenant(void **state)
 	/* root's r1 and r2: two, and neither the user's */
 	assert_true(t[2] != t[3]);
 	assert_true(t[0] != t[2]);
-	assert_true(t[0] != tenant__of(getpid()));
+	assert_true(t[0] != proc__tenant(getpid()));
 }
 
 int main(void)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A process's cgroup v2 path (/proc/<pid>/cgroup's "0::" line): what the
- * profile's cgroup label says, read when the process is followed.
+ * What /proc says of cgroups: a process's cgroup file and its v2 path (the
+ * "0::" line: what the profile's cgroup label says, read when the process
+ * is followed), and where the loader's own cgroup2 hierarchy is mounted.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +15,42 @@
 
 #define CGROUP_FILE_MAX (64 * 1024)
 
+int proc__read_cgroup(pid_t pid, char *buf, size_t cap, size_t *ret_len)
+{
+	int dfd = proc__open_pid_dir(pid), err;
+
+	if (dfd < 0)
+		return dfd;
+	err = proc__read_file_at(dfd, "cgroup", buf, cap, ret_len);
+	close(dfd);
+	return err;
+}
+
+int proc__cgroup_v2_line(const char *text, size_t n, const char **ret_path, size_t *ret_len)
+{
+	size_t pos = 0;
+
+	while (pos < n) {
+		const char *line = text + pos, *nl = memchr(line, '\n', n - pos);
+		size_t ll = nl ? (size_t)(nl - line) : n - pos;
+
+		pos += ll + 1;
+		if (ll < 4 || memcmp(line, "0::", 3) != 0)
+			continue;
+		/* The kernel rejects '\n' in cgroup names; NUL cannot occur. */
+		if (line[3] != '/' || memchr(line + 3, '\0', ll - 3))
+			return -EINVAL;
+		*ret_path = line + 3;
+		*ret_len = ll - 3;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 int proc__cgroup_path(pid_t pid, char *buf, size_t len)
 {
-	size_t n, pos = 0;
+	const char *path;
+	size_t n, plen;
 	char *text;
 	int err;
 
@@ -25,43 +59,38 @@ int proc__cgroup_path(pid_t pid, char *buf, size_t len)
 	text = malloc(CGROUP_FILE_MAX);
 	if (!text)
 		return -ENOMEM;
-	{
-		int dfd = proc__open_pid_dir(pid);
-
-		if (dfd < 0) {
-			free(text);
-			return dfd;
-		}
-		err = proc__read_file_at(dfd, "cgroup", text, CGROUP_FILE_MAX, &n);
-		close(dfd);
+	err = proc__read_cgroup(pid, text, CGROUP_FILE_MAX, &n);
+	if (!err)
+		err = proc__cgroup_v2_line(text, n, &path, &plen);
+	if (!err && plen + 1 > len)
+		err = -ENAMETOOLONG;
+	if (!err) {
+		memcpy(buf, path, plen);
+		buf[plen] = '\0';
 	}
+	free(text);
+	return err;
+}
+
+int proc__cgroup2_mount(char *buf, size_t len)
+{
+	struct proc_mount m;
+	char *text;
+	size_t n;
+	int err = proc__read_mount_table("/proc/self/mountinfo", &text, &n);
+
 	if (err)
-		goto out;
-	err = -ENOENT;
-	while (pos < n) {
-		char *line = text + pos, *nl = memchr(line, '\n', n - pos);
-		size_t ll = nl ? (size_t)(nl - line) : n - pos;
-
-		pos += ll + 1;
-		if (ll < 4 || memcmp(line, "0::", 3) != 0)
-			continue;
-		line += 3;
-		ll -= 3;
-		/* The kernel rejects '\n' in cgroup names; NUL cannot occur. */
-		if (line[0] != '/' || memchr(line, '\0', ll)) {
-			err = -EINVAL;
-			break;
-		}
-		if (ll + 1 > len) {
-			err = -ENAMETOOLONG;
-			break;
-		}
-		memcpy(buf, line, ll);
-		buf[ll] = '\0';
-		err = 0;
-		break;
+		return err;
+	if (!proc__mountinfo_find(text, n, -1, 0, "cgroup2", &m))
+		err = -ENOENT;
+	else if (memchr(m.point, '\\', m.point_len))
+		err = -EINVAL;
+	else if (m.point_len + 1 > len)
+		err = -ENAMETOOLONG;
+	if (!err) {
+		memcpy(buf, m.point, m.point_len);
+		buf[m.point_len] = '\0';
 	}
-out:
 	free(text);
 	return err;
 }

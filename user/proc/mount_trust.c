@@ -29,9 +29,6 @@
 #include "user/proc/proc.h"
 #include "user/proc/proc_internal.h"
 
-/* A mount table read whole, at most (about 60,000 mounts). */
-#define MOUNTINFO_MAX (8u << 20)
-
 /* The n-th space-separated field of line[0, len) from pos: its start, its length in *ret_n. */
 static const char *next_field(const char *line, size_t len, size_t *pos, size_t *ret_n)
 {
@@ -48,8 +45,8 @@ static const char *next_field(const char *line, size_t len, size_t *pos, size_t 
 
 int proc__parse_mountinfo_line(const char *line, size_t len, struct proc_mount *ret)
 {
-	const char *f, *colon;
-	size_t pos = 0, n;
+	const char *f, *colon, *point;
+	size_t pos = 0, n, point_len;
 	__u64 id, major, minor;
 
 	if (len && line[len - 1] == '\n')
@@ -63,9 +60,9 @@ int proc__parse_mountinfo_line(const char *line, size_t len, struct proc_mount *
 	    proc__parse_u64(f, (size_t)(colon - f), 10, 0xfff, &major) ||
 	    proc__parse_u64(colon + 1, n - (size_t)(colon - f) - 1, 10, 0xfffff, &minor))
 		return -EINVAL;
-	for (int i = 0; i < 3; i++)
-		if (!next_field(line, len, &pos, &n))
-			return -EINVAL;
+	if (!next_field(line, len, &pos, &n) || !(point = next_field(line, len, &pos, &point_len)) ||
+	    !next_field(line, len, &pos, &n))
+		return -EINVAL; /* root, mount point, options */
 	do {
 		if (!(f = next_field(line, len, &pos, &n)))
 			return -EINVAL;
@@ -74,6 +71,8 @@ int proc__parse_mountinfo_line(const char *line, size_t len, struct proc_mount *
 		return -EINVAL;
 	ret->id = (int)id;
 	ret->dev = makedev((unsigned)major, (unsigned)minor);
+	ret->point = point;
+	ret->point_len = point_len;
 	ret->type = f;
 	ret->type_len = n;
 	return 0;
@@ -92,7 +91,7 @@ bool proc__mountinfo_find(const char *text, size_t len, int id, dev_t dev, const
 		pos += n;
 		if (proc__parse_mountinfo_line(line, n, &m))
 			continue;
-		if (id >= 0 ? m.id != id : m.dev != dev)
+		if (id >= 0 ? m.id != id : (dev && m.dev != dev))
 			continue;
 		if (type && (m.type_len != strlen(type) || memcmp(m.type, type, m.type_len)))
 			continue;
@@ -123,8 +122,7 @@ static int mount_id_of(int fd)
 	return (int)id;
 }
 
-/* A mount table read whole into a buffer of its own (freed by the caller). */
-static int read_table(const char *path, char **ret_text, size_t *ret_len)
+int proc__read_mount_table(const char *path, char **ret_text, size_t *ret_len)
 {
 	char *buf = malloc(MOUNTINFO_MAX);
 	int err;
@@ -182,7 +180,7 @@ static int node_table__get(struct node_table *n, const char **ret_text, size_t *
 	if (stale) {
 		free(n->text);
 		n->text = NULL;
-		if ((err = read_table(path, &text, &n->len)))
+		if ((err = proc__read_mount_table(path, &text, &n->len)))
 			return err;
 		shrunk = realloc(text, n->len + 1);
 		n->text = shrunk ? shrunk : text;
@@ -199,6 +197,8 @@ static bool node_has_overlay(int id, dev_t dev)
 	const char *text;
 	size_t len;
 
+	if (id < 0 && !dev)
+		return false; /* no device: not "any" */
 	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++)
 		if (nodes[i].pid > 0 && !node_table__get(&nodes[i], &text, &len) &&
 		    proc__mountinfo_find(text, len, id, dev, "overlay", &m))
@@ -249,7 +249,7 @@ int proc__overlay_trusted(int fd, pid_t pid)
 		return node_has_overlay(-1, dev) ? 0 : -EREMOTE;
 	err = -EREMOTE;
 	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
-	if (!read_table(path, &own, &own_len) && proc__mountinfo_find(own, own_len, id, 0, "overlay", &m) &&
+	if (!proc__read_mount_table(path, &own, &own_len) && proc__mountinfo_find(own, own_len, id, 0, "overlay", &m) &&
 	    node_has_overlay(-1, m.dev))
 		err = 0;
 	free(own);

@@ -120,6 +120,16 @@ void proc_tid_map__free(struct proc_tid_map *map);
  * "/system.slice/foo.service"; -ENOENT when the process has none. */
 int proc__cgroup_path(pid_t pid, char *buf, size_t len);
 
+/*
+ * The tenant of pid (user/util/tenants.h): a hash of its cgroup2 path,
+ * where it has one below the root, cut at a delegation (a cgroup a user
+ * owns stands for every cgroup that user made below it, so making cgroups
+ * makes no more tenants); else (cgroup v1 alone) of its /proc/<pid>/cgroup,
+ * every line. TENANT_UNKNOWN when it cannot be read (a process gone), so
+ * that exiting does not make a tenant of its own.
+ */
+__u64 proc__tenant(pid_t pid);
+
 /* Opens path (absolute or relative: both start at the target's root) inside
  * the root of pid without ever leaving it: "..", absolute symlinks and
  * magic links all stay inside. flags as open(2), O_CLOEXEC is added;

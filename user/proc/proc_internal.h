@@ -51,20 +51,38 @@ int proc__root_openat(int rootfd, const char *path, int flags);
  * ".." at the root, and never uses ".." on disk. */
 int proc__root_walk(int rootfd, const char *path, int flags);
 
-/* One line of a mountinfo table, what the overlay check needs of it. */
+/* One line of a mountinfo table, what the overlay check and the cgroup2 mount need of it. */
 struct proc_mount {
 	int id;
-	dev_t dev;        /* its superblock's */
-	const char *type; /* into the line, type_len bytes */
+	dev_t dev;         /* its superblock's */
+	const char *point; /* its mount point, into the line, point_len bytes, escaped as the kernel writes it */
+	size_t point_len;
+	const char *type;  /* into the line, type_len bytes */
 	size_t type_len;
 };
 
 /* THE mountinfo parser (mount_trust.c): one line (with or without its
  * '\n'). -EINVAL on anything but the kernel's format. */
 int proc__parse_mountinfo_line(const char *line, size_t len, struct proc_mount *ret);
-/* The first mount of text whose id is id (id < 0: whose device is dev) and,
- * when type is given, of that type; false when none. */
+/* The first mount of text whose id is id (id < 0: whose device is dev; dev
+ * 0 too: any) and, when type is given, of that type; false when none. */
 bool proc__mountinfo_find(const char *text, size_t len, int id, dev_t dev, const char *type,
 			  struct proc_mount *ret);
+/* A mount table read whole, at most (about 60,000 mounts). */
+#define MOUNTINFO_MAX (8u << 20)
+/* A mount table (path: a /proc/<pid>/mountinfo) read whole into a buffer of
+ * its own, freed by the caller; -EFBIG past MOUNTINFO_MAX. */
+int proc__read_mount_table(const char *path, char **ret_text, size_t *ret_len);
+
+/* The whole of /proc/<pid>/cgroup into buf (cap bytes, NUL-terminated), or -errno. */
+int proc__read_cgroup(pid_t pid, char *buf, size_t cap, size_t *ret_len);
+/* Its cgroup v2 path (the "0::" line, from its '/', not NUL-terminated):
+ * -ENOENT without one, -EINVAL for one that is not the kernel's. */
+int proc__cgroup_v2_line(const char *text, size_t n, const char **ret_path, size_t *ret_len);
+/* The path of the loader's own cgroup2 hierarchy (the first cgroup2 mount
+ * of /proc/self/mountinfo) into buf; -ENOENT without one, -EINVAL for a
+ * mount point the kernel had to escape (a space, a tab, a newline or a
+ * backslash in it), -ENAMETOOLONG when it does not fit. */
+int proc__cgroup2_mount(char *buf, size_t len);
 
 #endif /* GP_PROC_INTERNAL_H */

@@ -450,6 +450,7 @@ static int session__init(struct session *s, const struct gp_opts *o)
 	s->bounded = bounded__new();
 	if (!s->bounded)
 		return -ENOMEM;
+	bounded__set_tenants(s->bounded, proc__tenant);
 	mem_share__init(&s->py_share, PY_SHARE_BYTES);
 	mem_share__init(&s->graph_share, graph_share_bytes());
 	mem_share__init(&s->names_share, names_bytes() / 2);

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "user/session/session_internal.h"
-#include "user/util/tenants.h"
+#include "user/proc/proc.h"
 #include "user/cubin/cubin_syms.h"
 #include "user/util/log.h"
 
@@ -55,7 +55,7 @@ static __u32 name_id(struct session *s, struct target *t, const struct gp_record
 		shm_reader__name(t->shm, r->kernel.name_off, buf, sizeof(buf));
 	len = strlen(name) + 1;
 	if (!t->names_hold)
-		t->names_hold = key_holds__get(&s->name_holds, tenant__of(t->pid));
+		t->names_hold = key_holds__get(&s->name_holds, proc__tenant(t->pid));
 	if (blobtab__intern_held(s->names, name, len, t->names_hold, &s->names_share,
 				 len + s->name_cost, &nid)) {
 		s->names_dropped++;

@@ -241,7 +241,7 @@ void raw_stack__resolve(struct target *t, const struct raw_stack *r, struct reso
 		add(ret, "[native frames not copied: ring buffer busy]", "", "", 0, 0);
 	} else if (r->why != STACK_WHY_FP && (short_why || r->why != UNWIND_ROOT)) {
 		stats->native_truncated++;
-		if ((short_why || r->why == UNWIND_UNMAPPED) && t && space__gone_unread(t->space, r->epoch))
+		if ((short_why || r->why == UNWIND_UNMAPPED) && t && space__gone_unread(t->space, sym))
 			short_why = "process gone before its mappings were read";
 		snprintf(ret->note[0], sizeof(ret->note[0]), "[%s: %s]",
 			 c.i < c.n && !main_py ? "native frames missing" : "truncated",

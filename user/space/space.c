@@ -83,10 +83,8 @@ struct space_gen *space__at_epoch(struct space *s, __u32 epoch)
 	return space__now(s);
 }
 
-bool space__gone_unread(struct space *s, __u32 epoch)
+bool space__gone_unread(const struct space *s, const struct space_gen *g)
 {
-	struct space_gen *g = space__at_epoch(s, epoch);
-
 	return g ? space_gen__mapless(g) : s->now_err == -ENOENT || s->now_err == -ESRCH;
 }
 

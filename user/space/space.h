@@ -148,11 +148,12 @@ struct space_gen *space__now(struct space *s);
 /* The generation raw stacks of epoch were met in (an earlier one while kept), else now's. */
 struct space_gen *space__at_epoch(struct space *s, __u32 epoch);
 /*
- * True when the process was gone before its maps were read for epoch: the
- * generation could not be opened (no such process), or its maps were empty
- * (a zombie's). Its frames cannot be named.
+ * True when the process was gone before its maps were read for an epoch
+ * whose generation (space__at_epoch's) is g: g could not be opened (NULL:
+ * no such process), or its maps were empty (a zombie's). Its frames cannot
+ * be named.
  */
-bool space__gone_unread(struct space *s, __u32 epoch);
+bool space__gone_unread(const struct space *s, const struct space_gen *g);
 /* The current stack epoch, and the mapping generation (0 until an event said one). */
 __u32 space__epoch(const struct space *s);
 __u32 space__maps_gen(const struct space *s);

@@ -7,7 +7,7 @@
 #include "user/space/space_internal.h"
 #include "user/util/key_holds.h"
 #include "user/util/mem_share.h"
-#include "user/util/tenants.h"
+#include "user/proc/proc.h"
 #include "user/symbolize/elf_syms.h"
 #include "user/unwind/cfi_cache.h"
 
@@ -83,7 +83,7 @@ void space_caches__set_cfi_refs_bound(struct space_caches *c, size_t refs)
 
 struct mem_hold *space_caches__cfi_hold(struct space_caches *c, pid_t pid)
 {
-	return key_holds__get(&c->cfi_holds, tenant__of(pid));
+	return key_holds__get(&c->cfi_holds, proc__tenant(pid));
 }
 
 static void space_caches__empty(struct space_caches *c)

@@ -51,6 +51,7 @@ struct bounded {
 	__u64 lost_tenant[BOUNDED_MAX_STUCK]; /* whose call each was (0: none's) */
 	unsigned nlost;
 	struct tenants tenants;  /* what each tenant's calls cost */
+	bounded_tenant_fn tenant_fn; /* NULL: no tenants (bounded__set_tenants) */
 	struct {
 		pid_t pid;
 		__u64 start, tenant;
@@ -233,9 +234,11 @@ static __u64 tenant_of(struct bounded *b, pid_t key, __u64 start)
 	unsigned slot = (unsigned)key % TENANT_CACHE;
 	__u64 tenant;
 
+	if (!b->tenant_fn)
+		return 0;
 	if (start && b->tenant_of[slot].pid == key && b->tenant_of[slot].start == start)
 		return b->tenant_of[slot].tenant;
-	tenant = tenant__of(key);
+	tenant = b->tenant_fn(key);
 	if (start && tenant != TENANT_UNKNOWN) {
 		b->tenant_of[slot].pid = key;
 		b->tenant_of[slot].start = start;
@@ -365,6 +368,13 @@ struct bounded *bounded__new(void)
 	b->sock = -1;
 	tenants__init(&b->tenants);
 	return b;
+}
+
+void bounded__set_tenants(struct bounded *b, bounded_tenant_fn tenant_of)
+{
+	pthread_mutex_lock(&b->lock);
+	b->tenant_fn = tenant_of;
+	pthread_mutex_unlock(&b->lock);
 }
 
 /*

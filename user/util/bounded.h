@@ -69,6 +69,14 @@ struct bounded;
 /* No worker yet: the first call starts one. NULL without memory. */
 struct bounded *bounded__new(void);
 /*
+ * The tenant of a process (a caller's, as proc__tenant: never 0;
+ * TENANT_UNKNOWN for one it cannot read). Once b is given one, each call's
+ * key is counted against its tenant as well (tenants.h); without one, only
+ * against the process itself.
+ */
+typedef __u64 (*bounded_tenant_fn)(pid_t pid);
+void bounded__set_tenants(struct bounded *b, bounded_tenant_fn tenant_of);
+/*
  * Its worker killed and its socket closed, its stuck workers left to the
  * kernel, none waited for, as the loader's exit would. No call may be in
  * progress. NULL-safe.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Holds of one share (mem_share.h) by key, kept for the run: a holder is a
- * tenant (the processes of one cgroup: tenant__of), not a process, so that processes
+ * tenant (the processes of one cgroup: proc__tenant), not a process, so that processes
  * started one after another in one container, each taking what it may,
  * count as one holder and fill one share, not one share each. At most
  * KEY_HOLDS_MAX keys have a hold of their own; keys past them share one.

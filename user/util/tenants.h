@@ -12,7 +12,7 @@
  * the others stay theirs.
  *
  * Pure bookkeeping: a tenant is an id the caller computes before the call
- * (tenant__of), never 0; times are the caller's CLOCK_MONOTONIC ns.
+ * (proc__tenant: a process's cgroup), never 0; times are the caller's CLOCK_MONOTONIC ns.
  * Single-threaded (the bounded's lock).
  */
 #ifndef GP_UTIL_TENANTS_H
@@ -42,16 +42,8 @@ struct tenants {
 	unsigned n, next;
 };
 
-/*
- * The tenant of pid: a hash of its cgroup2 path, where it has one below the
- * root, cut at a delegation (a cgroup a user owns stands for every cgroup
- * that user made below it, so making cgroups makes no more tenants); else
- * (cgroup v1 alone) of its /proc/<pid>/cgroup, every line. TENANT_UNKNOWN
- * when it cannot be read (a process gone), so that exiting does not make a
- * tenant of its own.
- */
+/* The tenant of a process that cannot be read (proc__tenant): one for all such. */
 #define TENANT_UNKNOWN 1ull
-__u64 tenant__of(pid_t pid);
 
 void tenants__init(struct tenants *ts);
 /* Whether id's calls are refused at now. */

@@ -110,8 +110,10 @@ FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 # The CFI held-in program: no frame pointers, two libraries (tests/progs/nofp).
 NOFP := $(BUILD)/tests/progs/nofp
 NOFP_LIBS := $(BUILD)/tests/progs/libgp_nofp_a.so $(BUILD)/tests/progs/libgp_nofp_b.so
-# One library built twice, for the stack cache's reload test (tests/progs/keys.c).
-KEYLIBS := $(BUILD)/tests/progs/libgp_keys_a.so $(BUILD)/tests/progs/libgp_keys_b.so
+# One library built twice, for the stack cache's reload test (tests/progs/keys.c),
+# and a third time with a large symbol table, for the load budget's test.
+KEYLIBS := $(BUILD)/tests/progs/libgp_keys_a.so $(BUILD)/tests/progs/libgp_keys_b.so \
+	$(BUILD)/tests/progs/libgp_keys_big.so
 # A stand-in autograd engine under libtorch's name, and its program (tests/progs/engine).
 ENGINE_LIB := $(BUILD)/tests/progs/libtorch_cpu.so
 ENGINE_PROG := $(BUILD)/tests/progs/autograd
@@ -256,6 +258,13 @@ $(NOFP): tests/progs/nofp/main.c tests/progs/cubin.h $(NOFP_LIBS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(NOFP_CFLAGS) $(LDFLAGS_SAN) -o $@ $< -L$(@D) -lgp_nofp_a -lgp_nofp_b -L$(BUILD)/stub \
 		-l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../stub' -lpthread
+
+$(BUILD)/tests/progs/libgp_keys_big.so: tests/progs/keylib/keylib.c tests/progs/keylib/fill.S $(STUB_CUDA)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -fPIC -shared -Wall -Wextra -Werror $(CUDA_CPPFLAGS) -DKEYLIB_SITE=keylib_big_site \
+		-DKEYLIB_FILL=60000 -o $@ tests/progs/keylib/keylib.c tests/progs/keylib/fill.S \
+		-L$(BUILD)/stub -l:libcuda.so.1
 
 $(BUILD)/tests/progs/libgp_keys_%.so: tests/progs/keylib/keylib.c $(STUB_CUDA)
 	$(call msg,LD,$@)

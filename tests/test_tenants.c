@@ -32,7 +32,7 @@ static struct tenants ts;
 static void test_stuck_workers_refuse_their_tenant_until_one_is_gone(void **state)
 {
 	(void)state;
-	tenants__init(&ts);
+	tenants__init(&ts, TENANT_SLOW_NS, TENANT_SLOW_BUDGET_NS);
 	for (unsigned i = 0; i + 1 < TENANT_STUCK_MAX; i++)
 		tenants__stuck(&ts, 7, 1);
 	assert_false(tenants__refuses(&ts, 7, 0));
@@ -53,7 +53,7 @@ static void test_slow_calls_owe_a_debt_that_time_pays_back(void **state)
 	const __u64 s = 1000000000ull, t0 = 100 * s;
 
 	(void)state;
-	tenants__init(&ts);
+	tenants__init(&ts, TENANT_SLOW_NS, TENANT_SLOW_BUDGET_NS);
 	for (int i = 0; i < 100000; i++)
 		tenants__took(&ts, 5, TENANT_SLOW_NS - 1, t0);
 	assert_false(tenants__refuses(&ts, 5, t0));
@@ -79,11 +79,38 @@ static void test_slow_calls_owe_a_debt_that_time_pays_back(void **state)
 	assert_true(tenants__refuses(&ts, 5, t0 + 20 * TENANT_SLOW_NS));
 }
 
+/*
+ * With no least cost (the loader's file loads: space_caches), every call
+ * counts: short ones add up to the budget, and the tenant is refused.
+ */
+static void test_with_no_least_cost_short_calls_add_up(void **state)
+{
+	const __u64 ms = 1000000, budget = 30 * ms;
+	__u64 now = 1000 * ms;
+	unsigned calls = 0;
+
+	(void)state;
+	tenants__init(&ts, 0, budget);
+	while (!tenants__refuses(&ts, 9, now) && calls < 1000) {
+		now += ms;
+		tenants__took(&ts, 9, ms, now); /* 1 ms of each 1 ms: a tenth paid back */
+		calls++;
+	}
+	/* 30 ms owed after 34 calls of 1 ms (0.9 ms each net) */
+	assert_int_equal(calls, 34);
+	assert_false(tenants__refuses(&ts, 10, now));
+	/* The bounded calls' kind: the same calls cost nothing. */
+	tenants__init(&ts, TENANT_SLOW_NS, budget);
+	for (unsigned i = 0; i < 1000; i++)
+		tenants__took(&ts, 9, ms, now + i * ms);
+	assert_false(tenants__refuses(&ts, 9, now + 1000 * ms));
+}
+
 /* Past TENANTS_MAX, new tenants take the places of those with nothing to remember. */
 static void test_a_full_table_keeps_the_tenants_it_refuses(void **state)
 {
 	(void)state;
-	tenants__init(&ts);
+	tenants__init(&ts, TENANT_SLOW_NS, TENANT_SLOW_BUDGET_NS);
 	tenants__took(&ts, 1, TENANT_SLOW_BUDGET_NS, 1000);
 	for (unsigned i = 0; i < TENANT_STUCK_MAX; i++)
 		assert_true(tenants__stuck(&ts, 2, 1));
@@ -201,6 +228,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stuck_workers_refuse_their_tenant_until_one_is_gone),
 		cmocka_unit_test(test_slow_calls_owe_a_debt_that_time_pays_back),
+		cmocka_unit_test(test_with_no_least_cost_short_calls_add_up),
 		cmocka_unit_test(test_a_full_table_keeps_the_tenants_it_refuses),
 		cmocka_unit_test(test_processes_of_one_cgroup_are_one_tenant),
 		cmocka_unit_test(test_cgroups_made_in_a_delegated_cgroup_are_its_tenant),

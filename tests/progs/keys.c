@@ -20,6 +20,11 @@
  *                           The libraries are one source built twice
  *                           (tests/progs/keylib), their launching functions
  *                           named apart.
+ *   keys libs N GO LIB...   dlopen every LIB first (the maps read at the first
+ *                           launch hold them all), then (once the file GO
+ *                           exists; "-": at once) N launches through each
+ *                           one's keylib_launch in turn: a stack through each
+ *                           file.
  * Each launch is 1000 GPU ns on the stub. Prints "keys: launches=N" at the end.
  */
 #include <cuda.h>
@@ -145,7 +150,8 @@ int main(int argc, char **argv)
 	void *h;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: keys collide N M [GO] | rotate N | reload N LIBA LIBB [GO]\n");
+		fprintf(stderr, "usage: keys collide N M [GO] | rotate N | reload N LIBA LIBB [GO] |"
+				" libs N GO LIB...\n");
 		return 2;
 	}
 	CHECK(cuInit(0));
@@ -172,6 +178,17 @@ int main(int argc, char **argv)
 			if (i == parse_count("keys", argv[2]))
 				wait_for(argc > 3 ? argv[3] : NULL);
 		}
+	} else if (!strcmp(argv[1], "libs") && argc >= 5) {
+		long n = parse_count("keys", argv[2]);
+
+		for (int i = 4; i < argc; i++)
+			if (!dlopen(argv[i], RTLD_NOW | RTLD_LOCAL)) {
+				fprintf(stderr, "keys: %s\n", dlerror());
+				return 1;
+			}
+		wait_for(strcmp(argv[3], "-") ? argv[3] : NULL);
+		for (int i = 4; i < argc; i++)
+			through_lib(argv[i], n, &h); /* the handle of the first dlopen */
 	} else if (!strcmp(argv[1], "reload") && argc >= 5) {
 		long n = parse_count("keys", argv[2]);
 		unsigned long a, b;

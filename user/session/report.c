@@ -91,6 +91,7 @@ static const char *const loss_names[] = {
 	"caller_unknown", "callers_refused", "no_slot", "io_stuck", "io_start_failed", "io_tenants_refused",
 	"cubin_bytes_left_at_exit", "targets_full", "pc_unload_busy", "pc_dropped", "pc_hw_full",
 	"pc_lost", "pc_table_full", "graph_nodes_over_share", "maps_over_share", "cfi_over_bound", "names_over_share", "corr_reused",
+	"loads_refused",
 };
 
 static __u64 counter_of(const struct counters *c, const char *name)

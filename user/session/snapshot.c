@@ -196,6 +196,7 @@ static void hostile_counters(struct session *s, struct counters *c)
 	counters__add(c, "maps_reread_limited", ts.maps_reread_limited);
 	counters__add(c, "maps_over_share", ts.maps_over_share);
 	counters__add(c, "cfi_over_bound", ts.cfi_over_bound);
+	counters__add(c, "loads_refused", ts.loads_refused);
 	counters__add(c, "libcuda_refused", lf.refused);
 	counters__add(c, "libcuda_no_slot", lf.no_slot);
 	counters__add(c, "libcuda_detached", lf.detached);

@@ -12,15 +12,21 @@
 #include "user/shm/shm_reader.h"
 #include "user/python/pycode.h"
 #include "user/util/grow.h"
+#include "user/util/test_env.h"
 
 int target_table__init(struct target_table *tt, struct bounded *b)
 {
+	size_t load_ns;
 	int err;
 
 	memset(tt, 0, sizeof(*tt));
 	tt->bounded = b;
 	tt->max = TARGET_TABLE_MAX;
 	err = space_caches__new(b, &tt->caches);
+	/* A load budget a test can spend, and keep spent. */
+	if (!err && (load_ns = test_env__bytes("GPUPROBE_TEST_LOAD_BUDGET_NS")))
+		space_caches__set_load_budget(tt->caches, load_ns,
+					      (unsigned)test_env__bytes("GPUPROBE_TEST_LOAD_REFILL"));
 	if (!err && (err = u64map__init(&tt->by_pid, 0))) {
 		space_caches__destroy(tt->caches);
 		tt->caches = NULL;
@@ -148,6 +154,7 @@ void target_table__stats(const struct target_table *tt, struct space_stats *ret)
 		space__add_stats(tt->t[i]->space, ret);
 	ret->maps_over_share = space_caches__maps_refused(tt->caches);
 	ret->cfi_over_bound = space_caches__cfi_refused(tt->caches);
+	ret->loads_refused = space_caches__loads_refused(tt->caches);
 }
 
 void target_table__table_bytes(const struct target_table *tt, size_t *ret_sym_bytes,

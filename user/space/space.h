@@ -74,8 +74,15 @@ unsigned long space_caches__maps_refused(const struct space_caches *c);
 unsigned long space_caches__cfi_refused(const struct space_caches *c);
 /* The bound of the CFI tables generations hold (SPACE_CFI_REFS), for tests; before any opens. */
 void space_caches__set_cfi_refs_bound(struct space_caches *c, size_t refs);
-/* Where pid's generations count the CFI tables they hold: its tenant's hold. */
-struct mem_hold *space_caches__cfi_hold(struct space_caches *c, pid_t pid);
+/* Where a tenant's generations (proc__tenant) count the CFI tables they hold. */
+struct mem_hold *space_caches__cfi_hold(struct space_caches *c, __u64 tenant);
+/* Files whose load a tenant's load budget refused (the loads_refused counter). */
+unsigned long space_caches__loads_refused(const struct space_caches *c);
+/*
+ * The load budget (SPACE_LOAD_BUDGET_NS) and how slowly it is paid back
+ * (refill ns per ns of debt; 0: TENANT_SLOW_REFILL), for tests; before any opens.
+ */
+void space_caches__set_load_budget(struct space_caches *c, __u64 ns, unsigned refill);
 /* Bytes held by the symbol and CFI tables now, for the loader's line. */
 void space_caches__stats(const struct space_caches *c, size_t *ret_sym_bytes,
 			 size_t *ret_cfi_bytes);
@@ -214,6 +221,7 @@ struct space_stats {
 	__u64 maps_reread_limited;    /* re-reads refused by the budget */
 	__u64 maps_over_share;        /* maps reads the shared bound refused (all processes) */
 	__u64 cfi_over_bound;         /* CFI tables refused, held ones filling the bound (all) */
+	__u64 loads_refused;          /* files a tenant's load budget refused (all) */
 	__u64 lookups, lookup_ns;     /* the walks' mapping and CFI lookups (the misses), their time */
 };
 /* Adds s's figures to *sum. */

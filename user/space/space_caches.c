@@ -7,7 +7,8 @@
 #include "user/space/space_internal.h"
 #include "user/util/key_holds.h"
 #include "user/util/mem_share.h"
-#include "user/proc/proc.h"
+#include "user/util/clock.h"
+#include "user/util/tenants.h"
 #include "user/symbolize/elf_syms.h"
 #include "user/unwind/cfi_cache.h"
 
@@ -27,6 +28,14 @@
  * libraries its stacks pass through cannot hold every slot of the cache.
  */
 #define SPACE_CFI_REFS (SPACE_MAX_FILES / 4)
+/*
+ * The loader's time a tenant's file loads (symbol tables, CFI tables) may
+ * owe before its next ones are refused, paid back at a tenth of the time
+ * that passes (tenants.h): a burst of a few seconds, then a tenth of the
+ * loader's time, so that one container mapping fresh files by the
+ * thousand cannot hold the ring's drain or the other tenants' naming.
+ */
+#define SPACE_LOAD_BUDGET_NS TENANT_SLOW_BUDGET_NS
 
 struct space_caches {
 	struct bounded *b; /* the ELF cache's opens (debug files) */
@@ -37,6 +46,8 @@ struct space_caches {
 	struct mem_share maps; /* what every generation's maps hold, together */
 	struct mem_share cfi_refs; /* CFI tables generations hold, by tenant (SPACE_CFI_REFS) */
 	struct key_holds cfi_holds;
+	struct tenants loads; /* what each tenant's file loads cost (SPACE_LOAD_BUDGET_NS) */
+	unsigned long loads_refused;
 };
 
 int space_caches__new(struct bounded *b, struct space_caches **ret)
@@ -52,6 +63,7 @@ int space_caches__new(struct bounded *b, struct space_caches **ret)
 	mem_share__init(&c->maps, SPACE_MAPS_SHARE_BYTES);
 	mem_share__init(&c->cfi_refs, SPACE_CFI_REFS);
 	key_holds__init(&c->cfi_holds, &c->cfi_refs);
+	tenants__init(&c->loads, 0, SPACE_LOAD_BUDGET_NS);
 	*ret = c;
 	return 0;
 }
@@ -81,9 +93,36 @@ void space_caches__set_cfi_refs_bound(struct space_caches *c, size_t refs)
 	c->cfi_refs.max = refs;
 }
 
-struct mem_hold *space_caches__cfi_hold(struct space_caches *c, pid_t pid)
+struct mem_hold *space_caches__cfi_hold(struct space_caches *c, __u64 tenant)
 {
-	return key_holds__get(&c->cfi_holds, proc__tenant(pid));
+	return key_holds__get(&c->cfi_holds, tenant);
+}
+
+void space_caches__set_load_budget(struct space_caches *c, __u64 ns, unsigned refill)
+{
+	tenants__init(&c->loads, 0, ns);
+	if (refill)
+		tenants__set_refill(&c->loads, refill);
+}
+
+unsigned long space_caches__loads_refused(const struct space_caches *c)
+{
+	return c ? c->loads_refused : 0;
+}
+
+bool space_caches__may_load(struct space_caches *c, __u64 tenant, bool count)
+{
+	if (!tenants__refuses(&c->loads, tenant, clock_ns(CLOCK_MONOTONIC)))
+		return true;
+	c->loads_refused += count;
+	return false;
+}
+
+void space_caches__loaded(struct space_caches *c, __u64 tenant, __u64 t0)
+{
+	__u64 now = clock_ns(CLOCK_MONOTONIC);
+
+	tenants__took(&c->loads, tenant, now - t0, now);
 }
 
 static void space_caches__empty(struct space_caches *c)
@@ -128,14 +167,22 @@ void space_caches__put(struct space_caches *c)
 		space_caches__empty(c);
 }
 
-int space_caches__elf(struct space_caches *c, int fd, struct elf_syms **ret_syms)
+int space_caches__elf(struct space_caches *c, __u64 tenant, int fd, struct elf_syms **ret_syms)
 {
-	return elf_cache__get_fd(c->elf, fd, ret_syms);
+	__u64 t0 = clock_ns(CLOCK_MONOTONIC);
+	int err = elf_cache__get_fd(c->elf, fd, ret_syms);
+
+	space_caches__loaded(c, tenant, t0);
+	return err;
 }
 
-int space_caches__cfi(struct space_caches *c, int fd, struct cfi_ref **ret_ref)
+int space_caches__cfi(struct space_caches *c, __u64 tenant, int fd, struct cfi_ref **ret_ref)
 {
-	return cfi_cache__get_fd(c->cfi, fd, ret_ref);
+	__u64 t0 = clock_ns(CLOCK_MONOTONIC);
+	int err = cfi_cache__get_fd(c->cfi, fd, ret_ref);
+
+	space_caches__loaded(c, tenant, t0);
+	return err;
 }
 
 void space_caches__stats(const struct space_caches *c, size_t *ret_sym_bytes,

@@ -28,7 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum elf_state { ELF_UNTRIED = 0, ELF_LOADED, ELF_FAILED };
+/* ELF_REFUSED: its tenant's load budget was spent (counted once); tried again once it is not. */
+enum elf_state { ELF_UNTRIED = 0, ELF_LOADED, ELF_FAILED, ELF_REFUSED };
 
 /* What was learnt of the file behind one mapping. */
 struct map_elf {
@@ -42,6 +43,7 @@ struct space_gen {
 	struct space_caches *c;
 	struct bounded *b;         /* the opens' bounded calls */
 	pid_t pid;
+	__u64 tenant;              /* its process's (proc__tenant): whose loads it pays */
 	pid_t ns_pid;              /* the pid the process knows itself by: names its perf map */
 	uid_t uid;
 	int root_fd;
@@ -178,7 +180,8 @@ int space_gen__open(struct space_caches *c, struct bounded *b, pid_t pid, const 
 		goto err_free;
 	g->c = c;
 	mem_hold__join(&g->hold, space_caches__maps_share(c));
-	g->cfi_hold = space_caches__cfi_hold(c, pid);
+	g->tenant = proc__tenant(pid);
+	g->cfi_hold = space_caches__cfi_hold(c, g->tenant);
 	err = proc__status_ids(pid, &g->ns_pid, &g->uid);
 	if (err)
 		goto err_destroy;
@@ -301,16 +304,32 @@ static int space_gen__open_mapped(struct space_gen *g, const struct proc_map *m,
 	return proc__open_mapped(g->b, g->pid, m->start, m->end, &id, O_RDONLY, ret_fd);
 }
 
+/*
+ * Whether a file of g's whose load is in state may be loaded now: one not
+ * tried yet, or refused before, while g's tenant may load (a refusal
+ * counted once per file of a generation).
+ */
+static bool space_gen__may_load(struct space_gen *g, enum elf_state *state)
+{
+	if (*state != ELF_UNTRIED && *state != ELF_REFUSED)
+		return false;
+	if (!space_caches__may_load(g->c, g->tenant, *state == ELF_UNTRIED)) {
+		*state = ELF_REFUSED;
+		return false;
+	}
+	*state = ELF_FAILED;
+	return true;
+}
+
 static struct elf_syms *space_gen__elf(struct space_gen *g, size_t idx)
 {
 	struct map_elf *me = &g->elfs[idx];
 	int fd;
 
-	if (me->state != ELF_UNTRIED)
+	if (!space_gen__may_load(g, &me->state))
 		return me->syms;
-	me->state = ELF_FAILED;
 	if (space_gen__open_mapped(g, proc_maps__at(g->maps, idx), &fd) == 0) {
-		if (space_caches__elf(g->c, fd, &me->syms) == 0)
+		if (space_caches__elf(g->c, g->tenant, fd, &me->syms) == 0)
 			me->state = ELF_LOADED;
 		close(fd);
 	}
@@ -322,12 +341,11 @@ static const struct cfi_table *space_gen__cfi_of(struct space_gen *g, size_t idx
 	struct map_elf *me = &g->elfs[idx];
 	int fd;
 
-	if (me->cfi_state == ELF_UNTRIED) {
-		me->cfi_state = ELF_FAILED;
+	if (space_gen__may_load(g, &me->cfi_state)) {
 		/* Its tenant past its share of the tables held: none more (counted there). */
 		if (mem_hold__allows(g->cfi_hold, 1) &&
 		    space_gen__open_mapped(g, proc_maps__at(g->maps, idx), &fd) == 0) {
-			if (space_caches__cfi(g->c, fd, &me->cfi) == 0) {
+			if (space_caches__cfi(g->c, g->tenant, fd, &me->cfi) == 0) {
 				me->cfi_state = ELF_LOADED;
 				mem_hold__add(g->cfi_hold, 1);
 			}
@@ -358,13 +376,15 @@ static bool same_file(const struct stat *a, const struct stat *b)
  * maps, and read again only when its file changed (a process that makes
  * its maps be read again and again does not make a large perf map be
  * parsed each time). Counted with the maps against the share all
- * generations hold: past it, none (maps_over_share).
+ * generations hold: past it, none (maps_over_share); its reading is a load
+ * of its tenant's (space_caches__may_load): past that budget, none.
  */
 static struct perfmap *space_gen__perfmap(struct space_gen *g)
 {
 	struct perfmap *m = NULL;
 	char path[64];
 	struct stat st;
+	__u64 t0;
 	int fd;
 
 	if (g->perfmap_tried)
@@ -385,7 +405,12 @@ static struct perfmap *space_gen__perfmap(struct space_gen *g)
 		return g->perfmap;
 	}
 	space_gen__forget_perfmap(g);
+	if (!space_caches__may_load(g->c, g->tenant, true)) {
+		close(fd); /* its tenant's load budget spent: JIT frames unnamed until the next read */
+		return NULL;
+	}
 	g->perfmap_reads++;
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	if (!perfmap__load_fd(fd, &m) && space_gen__count(g, g->maps_bytes + perfmap__bytes(m))) {
 		g->perfmap = m;
 		g->perfmap_bytes = perfmap__bytes(m);
@@ -393,6 +418,7 @@ static struct perfmap *space_gen__perfmap(struct space_gen *g)
 	} else {
 		perfmap__destroy(m);
 	}
+	space_caches__loaded(g->c, g->tenant, t0);
 	close(fd);
 	return g->perfmap;
 }
@@ -425,6 +451,8 @@ static int space_gen__cfi_now(struct space_gen *g, __u64 addr, const struct cfi_
 	syms = space_gen__elf(g, idx);
 	if (syms)
 		elf_syms__file_to_vaddr(syms, file_off, &vaddr);
+	else if (g->elfs[idx].state == ELF_REFUSED)
+		*ret_table = NULL; /* its addresses not known: frame pointers */
 	*ret_bias = addr - vaddr;
 	return 0;
 }

@@ -19,9 +19,19 @@ struct cfi_ref;
  */
 int space_caches__get(struct space_caches *c);
 void space_caches__put(struct space_caches *c);
-/* The symbols and the CFI table of the file open at fd, loaded on first use (references). */
-int space_caches__elf(struct space_caches *c, int fd, struct elf_syms **ret_syms);
-int space_caches__cfi(struct space_caches *c, int fd, struct cfi_ref **ret_ref);
+/*
+ * The symbols and the CFI table of the file open at fd, loaded on first use
+ * (references); what it took is tenant's (space_caches__may_load).
+ */
+int space_caches__elf(struct space_caches *c, __u64 tenant, int fd, struct elf_syms **ret_syms);
+int space_caches__cfi(struct space_caches *c, __u64 tenant, int fd, struct cfi_ref **ret_ref);
+/*
+ * Whether tenant may load a file now: false while its loads owe the
+ * budget (SPACE_LOAD_BUDGET_NS), counted in loads_refused when count.
+ */
+bool space_caches__may_load(struct space_caches *c, __u64 tenant, bool count);
+/* What a load of tenant's that began at t0 (CLOCK_MONOTONIC) cost, now it is over. */
+void space_caches__loaded(struct space_caches *c, __u64 tenant, __u64 t0);
 
 /*
  * How many of a generation's re-reads found a mapping gone or changed:

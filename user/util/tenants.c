@@ -3,22 +3,27 @@
 #include <stddef.h>
 #include "user/util/tenants.h"
 
-void tenants__init(struct tenants *ts)
+void tenants__init(struct tenants *ts, __u64 min_ns, __u64 budget_ns)
 {
-	*ts = (struct tenants){ 0 };
+	*ts = (struct tenants){ .min_ns = min_ns, .budget_ns = budget_ns, .refill = TENANT_SLOW_REFILL };
+}
+
+void tenants__set_refill(struct tenants *ts, unsigned refill)
+{
+	ts->refill = refill ? refill : 1;
 }
 
 /* t's debt at now: what it owed at paid_ns, less what the time since paid back. */
-static __u64 debt(const struct tenant *t, __u64 now)
+static __u64 debt(const struct tenants *ts, const struct tenant *t, __u64 now)
 {
-	__u64 paid = now > t->paid_ns ? (now - t->paid_ns) / TENANT_SLOW_REFILL : 0;
+	__u64 paid = now > t->paid_ns ? (now - t->paid_ns) / ts->refill : 0;
 
 	return t->slow_ns > paid ? t->slow_ns - paid : 0;
 }
 
-static bool refused(const struct tenant *t, __u64 now)
+static bool refused(const struct tenants *ts, const struct tenant *t, __u64 now)
 {
-	return t->stuck >= TENANT_STUCK_MAX || debt(t, now) >= TENANT_SLOW_BUDGET_NS;
+	return t->stuck >= TENANT_STUCK_MAX || debt(ts, t, now) >= ts->budget_ns;
 }
 
 static struct tenant *find(struct tenants *ts, __u64 id)
@@ -46,7 +51,7 @@ static struct tenant *get(struct tenants *ts, __u64 id, __u64 now)
 		for (unsigned k = 0; k < TENANTS_MAX && !t; k++) {
 			struct tenant *c = &ts->t[(ts->next + k) % TENANTS_MAX];
 
-			if (!c->stuck && !debt(c, now))
+			if (!c->stuck && !debt(ts, c, now))
 				t = c;
 		}
 		ts->next = (ts->next + 1) % TENANTS_MAX;
@@ -61,7 +66,7 @@ bool tenants__refuses(const struct tenants *ts, __u64 id, __u64 now)
 {
 	for (unsigned i = 0; i < ts->n; i++)
 		if (ts->t[i].id == id)
-			return refused(&ts->t[i], now);
+			return refused(ts, &ts->t[i], now);
 	return false;
 }
 
@@ -82,9 +87,9 @@ void tenants__took(struct tenants *ts, __u64 id, __u64 ns, __u64 now)
 {
 	struct tenant *t;
 
-	if (ns < TENANT_SLOW_NS || !(t = get(ts, id, now)))
+	if (ns < ts->min_ns || !(t = get(ts, id, now)))
 		return;
-	t->slow_ns = debt(t, now) + ns;
+	t->slow_ns = debt(ts, t, now) + ns;
 	t->paid_ns = now;
 }
 
@@ -93,6 +98,6 @@ unsigned tenants__refused(const struct tenants *ts, __u64 now)
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < ts->n; i++)
-		n += refused(&ts->t[i], now);
+		n += refused(ts, &ts->t[i], now);
 	return n;
 }

@@ -40,12 +40,21 @@ struct tenant {
 struct tenants {
 	struct tenant t[TENANTS_MAX];
 	unsigned n, next;
+	__u64 min_ns;    /* a call shorter costs nothing */
+	__u64 budget_ns; /* a debt this large refuses */
+	unsigned refill; /* a debt is paid back at 1 ns per refill ns that pass */
 };
 
 /* The tenant of a process that cannot be read (proc__tenant): one for all such. */
 #define TENANT_UNKNOWN 1ull
 
-void tenants__init(struct tenants *ts);
+/*
+ * Empty; calls of at least min_ns count, and a tenant owing budget_ns is
+ * refused (the bounded calls': TENANT_SLOW_NS, TENANT_SLOW_BUDGET_NS).
+ */
+void tenants__init(struct tenants *ts, __u64 min_ns, __u64 budget_ns);
+/* Paid back at 1 ns of debt per refill ns (TENANT_SLOW_REFILL), for tests: slower, to keep one. */
+void tenants__set_refill(struct tenants *ts, unsigned refill);
 /* Whether id's calls are refused at now. */
 bool tenants__refuses(const struct tenants *ts, __u64 id, __u64 now);
 /*
@@ -54,7 +63,7 @@ bool tenants__refuses(const struct tenants *ts, __u64 id, __u64 now);
  * new one): only what was counted may be given back.
  */
 bool tenants__stuck(struct tenants *ts, __u64 id, int delta);
-/* A call of id's took ns, ending at now (counted when at least TENANT_SLOW_NS). */
+/* A call of id's took ns, ending at now (counted when at least min_ns). */
 void tenants__took(struct tenants *ts, __u64 id, __u64 ns, __u64 now);
 /* Tenants refused at now. */
 unsigned tenants__refused(const struct tenants *ts, __u64 now);

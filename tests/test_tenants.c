@@ -2,8 +2,8 @@
 /*
  * The bounded calls' cost per tenant (user/util/tenants.c, user/proc/tenant.c): a tenant is
  * refused at TENANT_STUCK_MAX stuck workers and again let in when one is
- * gone; refused while its slow calls owe TENANT_SLOW_BUDGET_NS, let in again
- * as time pays the debt back; quick calls cost nothing; one tenant's costs
+ * gone; refused while its calls owe its budget, let in again as time pays
+ * the debt back; every call counts, short ones add up; one tenant's costs
  * are not another's; a full table forgets only tenants it has nothing to
  * remember of; a process whose cgroup cannot be read is no tenant of its own;
  * cgroups a user makes in a cgroup delegated to it make no more tenants.
@@ -32,7 +32,7 @@ static struct tenants ts;
 static void test_stuck_workers_refuse_their_tenant_until_one_is_gone(void **state)
 {
 	(void)state;
-	tenants__init(&ts, TENANT_SLOW_NS, TENANT_SLOW_BUDGET_NS);
+	tenants__init(&ts, TENANT_SLOW_BUDGET_NS);
 	for (unsigned i = 0; i + 1 < TENANT_STUCK_MAX; i++)
 		tenants__stuck(&ts, 7, 1);
 	assert_false(tenants__refuses(&ts, 7, 0));
@@ -48,19 +48,16 @@ static void test_stuck_workers_refuse_their_tenant_until_one_is_gone(void **stat
 	assert_false(tenants__refuses(&ts, 9, 0));
 }
 
-static void test_slow_calls_owe_a_debt_that_time_pays_back(void **state)
+static void test_calls_owe_a_debt_that_time_pays_back(void **state)
 {
-	const __u64 s = 1000000000ull, t0 = 100 * s;
+	const __u64 s = 1000000000ull, ms = 1000000ull, t0 = 100 * s;
 
 	(void)state;
-	tenants__init(&ts, TENANT_SLOW_NS, TENANT_SLOW_BUDGET_NS);
-	for (int i = 0; i < 100000; i++)
-		tenants__took(&ts, 5, TENANT_SLOW_NS - 1, t0);
+	tenants__init(&ts, TENANT_SLOW_BUDGET_NS);
+	tenants__took(&ts, 5, TENANT_SLOW_BUDGET_NS - 1, t0);
 	assert_false(tenants__refuses(&ts, 5, t0));
-	tenants__took(&ts, 5, TENANT_SLOW_BUDGET_NS - TENANT_SLOW_NS, t0);
-	assert_false(tenants__refuses(&ts, 5, t0));
-	tenants__took(&ts, 6, TENANT_SLOW_NS, t0);
-	tenants__took(&ts, 5, TENANT_SLOW_NS, t0);
+	tenants__took(&ts, 6, 1, t0);
+	tenants__took(&ts, 5, 1, t0); /* 1 ns more: the budget owed */
 	assert_true(tenants__refuses(&ts, 5, t0));
 	assert_false(tenants__refuses(&ts, 6, t0));
 	/* A stuck worker come and gone changes nothing of the debt. */
@@ -72,25 +69,26 @@ static void test_slow_calls_owe_a_debt_that_time_pays_back(void **state)
 	assert_false(tenants__refuses(&ts, 5, t0 + TENANT_SLOW_REFILL));
 	assert_int_equal(tenants__refused(&ts, t0), 1);
 	assert_int_equal(tenants__refused(&ts, t0 + s), 0);
-	/* Slow again after a while: the debt is what was left, plus the call. */
-	tenants__took(&ts, 5, TENANT_SLOW_NS, t0 + 20 * TENANT_SLOW_NS);
-	assert_false(tenants__refuses(&ts, 5, t0 + 20 * TENANT_SLOW_NS));
-	tenants__took(&ts, 5, TENANT_SLOW_NS, t0 + 20 * TENANT_SLOW_NS);
-	assert_true(tenants__refuses(&ts, 5, t0 + 20 * TENANT_SLOW_NS));
+	/* Again after a while: the debt is what was left, plus the call. */
+	tenants__took(&ts, 5, 10 * ms, t0 + 200 * ms);
+	assert_false(tenants__refuses(&ts, 5, t0 + 200 * ms));
+	tenants__took(&ts, 5, 10 * ms, t0 + 200 * ms);
+	assert_true(tenants__refuses(&ts, 5, t0 + 200 * ms));
 }
 
 /*
- * With no least cost (the loader's file loads: space_caches), every call
- * counts: short ones add up to the budget, and the tenant is refused.
+ * Every call counts, however short (a process could answer each just under
+ * any threshold): short ones add up to the budget, and the tenant is
+ * refused; time pays a tenth back.
  */
-static void test_with_no_least_cost_short_calls_add_up(void **state)
+static void test_short_calls_add_up(void **state)
 {
 	const __u64 ms = 1000000, budget = 30 * ms;
 	__u64 now = 1000 * ms;
 	unsigned calls = 0;
 
 	(void)state;
-	tenants__init(&ts, 0, budget);
+	tenants__init(&ts, budget);
 	while (!tenants__refuses(&ts, 9, now) && calls < 1000) {
 		now += ms;
 		tenants__took(&ts, 9, ms, now); /* 1 ms of each 1 ms: a tenth paid back */
@@ -99,24 +97,24 @@ static void test_with_no_least_cost_short_calls_add_up(void **state)
 	/* 30 ms owed after 34 calls of 1 ms (0.9 ms each net) */
 	assert_int_equal(calls, 34);
 	assert_false(tenants__refuses(&ts, 10, now));
-	/* The bounded calls' kind: the same calls cost nothing. */
-	tenants__init(&ts, TENANT_SLOW_NS, budget);
-	for (unsigned i = 0; i < 1000; i++)
-		tenants__took(&ts, 9, ms, now + i * ms);
-	assert_false(tenants__refuses(&ts, 9, now + 1000 * ms));
+	/* Paid back slower (a test's): 300 ms later, still owed. */
+	tenants__set_refill(&ts, 10000);
+	tenants__took(&ts, 10, budget + ms, now);
+	assert_true(tenants__refuses(&ts, 10, now + 300 * ms));
+	assert_false(tenants__refuses(&ts, 10, now + (budget + ms) * 10000)); /* 310 s */
 }
 
 /* Past TENANTS_MAX, new tenants take the places of those with nothing to remember. */
 static void test_a_full_table_keeps_the_tenants_it_refuses(void **state)
 {
 	(void)state;
-	tenants__init(&ts, TENANT_SLOW_NS, TENANT_SLOW_BUDGET_NS);
+	tenants__init(&ts, TENANT_SLOW_BUDGET_NS);
 	tenants__took(&ts, 1, TENANT_SLOW_BUDGET_NS, 1000);
 	for (unsigned i = 0; i < TENANT_STUCK_MAX; i++)
 		assert_true(tenants__stuck(&ts, 2, 1));
 	/* Each with a debt it has not paid: all remembered until the table is full. */
 	for (__u64 id = 100; id < 100 + 4 * TENANTS_MAX; id++)
-		tenants__took(&ts, id, TENANT_SLOW_NS, 1000);
+		tenants__took(&ts, id, 1, 1000);
 	assert_true(tenants__refuses(&ts, 1, 1000));
 	assert_true(tenants__refuses(&ts, 2, 1000));
 	/* Full of tenants each remembered for a reason: a new stuck worker is not counted. */
@@ -227,8 +225,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stuck_workers_refuse_their_tenant_until_one_is_gone),
-		cmocka_unit_test(test_slow_calls_owe_a_debt_that_time_pays_back),
-		cmocka_unit_test(test_with_no_least_cost_short_calls_add_up),
+		cmocka_unit_test(test_calls_owe_a_debt_that_time_pays_back),
+		cmocka_unit_test(test_short_calls_add_up),
 		cmocka_unit_test(test_a_full_table_keeps_the_tenants_it_refuses),
 		cmocka_unit_test(test_processes_of_one_cgroup_are_one_tenant),
 		cmocka_unit_test(test_cgroups_made_in_a_delegated_cgroup_are_its_tenant),

@@ -63,7 +63,7 @@ int space_caches__new(struct bounded *b, struct space_caches **ret)
 	mem_share__init(&c->maps, SPACE_MAPS_SHARE_BYTES);
 	mem_share__init(&c->cfi_refs, SPACE_CFI_REFS);
 	key_holds__init(&c->cfi_holds, &c->cfi_refs);
-	tenants__init(&c->loads, 0, SPACE_LOAD_BUDGET_NS);
+	tenants__init(&c->loads, SPACE_LOAD_BUDGET_NS);
 	*ret = c;
 	return 0;
 }
@@ -100,7 +100,7 @@ struct mem_hold *space_caches__cfi_hold(struct space_caches *c, __u64 tenant)
 
 void space_caches__set_load_budget(struct space_caches *c, __u64 ns, unsigned refill)
 {
-	tenants__init(&c->loads, 0, ns);
+	tenants__init(&c->loads, ns);
 	if (refill)
 		tenants__set_refill(&c->loads, refill);
 }

@@ -18,7 +18,7 @@
  * refused at once, for the rest of the run: one stuck worker per hostile
  * process, not one per call. Processes of one cgroup are one tenant
  * (tenants.h), known before each call: one whose processes hold
- * TENANT_STUCK_MAX stuck workers, or whose slow calls owe more than
+ * TENANT_STUCK_MAX stuck workers, or whose calls (every one) owe more than
  * TENANT_SLOW_BUDGET_NS (paid back at a tenth of the time that passes),
  * has all its calls refused, so that a container starting stallers by the
  * dozen holds a few workers, not all of them. At most BOUNDED_MAX_STUCK workers may be stuck

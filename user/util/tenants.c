@@ -3,9 +3,9 @@
 #include <stddef.h>
 #include "user/util/tenants.h"
 
-void tenants__init(struct tenants *ts, __u64 min_ns, __u64 budget_ns)
+void tenants__init(struct tenants *ts, __u64 budget_ns)
 {
-	*ts = (struct tenants){ .min_ns = min_ns, .budget_ns = budget_ns, .refill = TENANT_SLOW_REFILL };
+	*ts = (struct tenants){ .budget_ns = budget_ns, .refill = TENANT_SLOW_REFILL };
 }
 
 void tenants__set_refill(struct tenants *ts, unsigned refill)
@@ -87,7 +87,7 @@ void tenants__took(struct tenants *ts, __u64 id, __u64 ns, __u64 now)
 {
 	struct tenant *t;
 
-	if (ns < ts->min_ns || !(t = get(ts, id, now)))
+	if (!ns || !(t = get(ts, id, now)))
 		return;
 	t->slow_ns = debt(ts, t, now) + ns;
 	t->paid_ns = now;

@@ -834,6 +834,50 @@ static void test_real_libraries_on_demand_match_whole(void **state)
 	check_on_demand_matches_whole("/usr/lib/x86_64-linux-gnu/libc.so.6");
 }
 
+/*
+ * A CFI table knows its file's addresses as its symbols do: every mapped
+ * file of this process, at the start, middle and last byte of each of its
+ * mappings, gives the same virtual address through both (libelf's program
+ * headers and the table's own), so the walk needs no symbol table.
+ */
+static void test_a_cfi_table_maps_file_offsets_as_the_symbols_do(void **state)
+{
+	struct proc_maps *pm;
+	size_t checked = 0;
+
+	(void)state;
+	assert_int_equal(proc_maps__load(getpid(), &pm), 0);
+	for (size_t i = 0; i < proc_maps__count(pm); i++) {
+		const struct proc_map *m = proc_maps__at(pm, i);
+		const __u64 len = m->end - m->start;
+		const __u64 offs[3] = { m->offset, m->offset + len / 2, m->offset + len - 1 };
+		struct cfi_table *t = NULL;
+		struct elf_syms *syms = NULL;
+		int fd;
+
+		if (m->kind != PROC_MAP_FILE || m->deleted ||
+		    (fd = open(m->path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		if (!cfi_table__load(fd, &t) && !elf_syms__load_fd(fd, &syms)) {
+			for (int k = 0; k < 3; k++) {
+				uint64_t want;
+				__u64 got;
+				int err = elf_syms__file_to_vaddr(syms, offs[k], &want);
+
+				assert_int_equal(cfi_table__file_to_vaddr(t, offs[k], &got), err);
+				if (!err)
+					assert_true(got == want);
+				checked += !err;
+			}
+		}
+		cfi_table__free(t);
+		elf_syms__put(syms);
+		close(fd);
+	}
+	proc_maps__destroy(pm);
+	assert_true(checked >= 6); /* this binary and libc, at least */
+}
+
 /* ---------------------------------------------------------------- synthetic CFI */
 
 struct fb {
@@ -1146,6 +1190,67 @@ static void test_eh_frame_is_found_through_pt_gnu_eh_frame_without_sections(void
 	assert_rule(t, 0x9001, CFI_BASE_RSP, 16, CFI_RBP_SAME, 0);
 	assert_no_rule(t, 0x9020);
 	assert_int_equal(cfi_table__dropped(t), 0);
+	cfi_table__free(t);
+}
+
+/*
+ * A table maps file offsets to addresses through its file's own PT_LOAD
+ * segments, where they differ (a data segment one page above its offset,
+ * as ld -z noseparate-code lays it out): no symbols needed.
+ */
+static void test_a_cfi_table_maps_offsets_through_its_load_segments(void **state)
+{
+	static const __u8 init[] = { CIE_STD_INIT };
+	static __u8 img[8192];
+	struct fb f = { .n = 0 };
+	struct cfi_table *t;
+	Elf64_Ehdr eh = { 0 };
+	Elf64_Phdr ph[3] = { { 0 } };
+	size_t hdr = sizeof(eh) + sizeof(ph), frame = hdr + 8, total;
+	__s32 rel;
+	__u64 v;
+
+	static const __u8 off16[] = { 0x41, 0x0e, 16 };
+	size_t cie = fb__cie(&f, false, "zR", init, sizeof(init));
+
+	fb__fde(&f, false, true, cie, 0x200, 0x20, off16, sizeof(off16));
+	fb__u32(&f, 0);
+	total = frame + f.n;
+	assert_true(total < 0x400);
+	memset(img, 0, sizeof(img));
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_machine = EM_X86_64;
+	eh.e_type = ET_DYN;
+	eh.e_phoff = sizeof(eh);
+	eh.e_phentsize = sizeof(Elf64_Phdr);
+	eh.e_phnum = 3;
+	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_filesz = 0x400, .p_memsz = 0x400 };
+	ph[1] = (Elf64_Phdr){ .p_type = PT_GNU_EH_FRAME, .p_offset = hdr, .p_vaddr = hdr,
+			      .p_filesz = 8 };
+	ph[2] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = 0x400, .p_vaddr = 0x1400,
+			      .p_filesz = 0x100, .p_memsz = 0x900 };
+	memcpy(img, &eh, sizeof(eh));
+	memcpy(img + sizeof(eh), ph, sizeof(ph));
+	img[hdr] = 1;         /* version */
+	img[hdr + 1] = 0x1b;  /* eh_frame_ptr: pcrel sdata4 */
+	img[hdr + 2] = 0xff;  /* no count */
+	img[hdr + 3] = 0xff;  /* no table */
+	rel = (__s32)(frame - (hdr + 4));
+	memcpy(img + hdr + 4, &rel, 4);
+	memcpy(img + frame, f.b, f.n);
+	assert_int_equal(cfi_table__load_mem(img, 0x500, &t), 0);
+	assert_int_equal(cfi_table__file_to_vaddr(t, 0x10, &v), 0);
+	assert_true(v == 0x10);
+	assert_int_equal(cfi_table__file_to_vaddr(t, 0x3ff, &v), 0);
+	assert_true(v == 0x3ff);
+	assert_int_equal(cfi_table__file_to_vaddr(t, 0x400, &v), 0);
+	assert_true(v == 0x1400);
+	assert_int_equal(cfi_table__file_to_vaddr(t, 0x4ff, &v), 0);
+	assert_true(v == 0x14ff);
+	/* Past the file's bytes of a segment (its bss): no offset maps there. */
+	assert_int_equal(cfi_table__file_to_vaddr(t, 0x500, &v), -ENOENT);
 	cfi_table__free(t);
 }
 
@@ -1838,6 +1943,8 @@ int main(void)
 		cmocka_unit_test(test_short_stack_copy_ends_the_walk_with_correct_frames_only),
 		cmocka_unit_test(test_rules_of_this_binary_match_the_assembly_prologue),
 		cmocka_unit_test(test_real_libraries_on_demand_match_whole),
+		cmocka_unit_test(test_a_cfi_table_maps_file_offsets_as_the_symbols_do),
+		cmocka_unit_test(test_a_cfi_table_maps_offsets_through_its_load_segments),
 		cmocka_unit_test(test_frame_pointer_prologue_rules_follow_each_instruction),
 		cmocka_unit_test(test_remember_and_restore_state_bring_back_the_cfa),
 		cmocka_unit_test(test_plt_expression_and_signal_frames_are_recognised),

@@ -434,8 +434,8 @@ static int space_gen__cfi_now(struct space_gen *g, __u64 addr, const struct cfi_
 			      __u64 *ret_bias)
 {
 	const struct proc_map *m;
-	struct elf_syms *syms;
-	uint64_t file_off, vaddr;
+	uint64_t file_off;
+	__u64 vaddr;
 	size_t idx;
 
 	if (proc_maps__find(g->maps, addr, &idx, &file_off))
@@ -446,13 +446,10 @@ static int space_gen__cfi_now(struct space_gen *g, __u64 addr, const struct cfi_
 		*ret_bias = 0;
 		return 0;
 	}
+	/* The table's own segments: the symbols wait for naming, not for the ring's drain. */
 	*ret_table = space_gen__cfi_of(g, idx);
-	vaddr = file_off;
-	syms = space_gen__elf(g, idx);
-	if (syms)
-		elf_syms__file_to_vaddr(syms, file_off, &vaddr);
-	else if (g->elfs[idx].state == ELF_REFUSED)
-		*ret_table = NULL; /* its addresses not known: frame pointers */
+	if (!*ret_table || cfi_table__file_to_vaddr(*ret_table, file_off, &vaddr))
+		vaddr = file_off;
 	*ret_bias = addr - vaddr;
 	return 0;
 }

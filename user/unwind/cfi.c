@@ -19,7 +19,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* The file's PT_LOAD segments kept, at most (the first ones: real files have 2 to 5). */
+#define CFI_LOADS_MAX 16
+
+struct cfi_load {
+	__u64 offset, vaddr, filesz;
+};
+
 struct cfi_table {
+	struct cfi_load loads[CFI_LOADS_MAX]; /* file offset -> vaddr (cfi_table__file_to_vaddr) */
+	size_t nloads;
 	struct cfi_rows rows;  /* built whole; empty when every FDE is on demand */
 	struct cfi_lazy *lazy; /* .eh_frame built FDE by FDE on demand; NULL: all in rows */
 	struct mem_hold hold;  /* its bytes, in the share of cfi_table__share */
@@ -47,6 +56,22 @@ static int load_sections(const struct elf_src *src, const Elf64_Ehdr *eh, bool w
 		secs[n++] = found[1];
 	*ret_n = n;
 	return 0;
+}
+
+/* t's PT_LOAD segments, from the program headers (none: no addresses known). */
+static void read_loads(const struct elf_src *src, const Elf64_Ehdr *eh, struct cfi_table *t)
+{
+	Elf64_Phdr *ph;
+	size_t n;
+
+	if (elf_src__phdrs(src, eh, &ph, &n))
+		return;
+	for (size_t i = 0; i < n && t->nloads < CFI_LOADS_MAX; i++)
+		if (ph[i].p_type == PT_LOAD)
+			t->loads[t->nloads++] = (struct cfi_load){ .offset = ph[i].p_offset,
+								   .vaddr = ph[i].p_vaddr,
+								   .filesz = ph[i].p_filesz };
+	free(ph);
 }
 
 /*
@@ -88,6 +113,7 @@ static int cfi_table__load_src(const struct elf_src *src, bool whole,
 		return err;
 	}
 	t->lazy = lazy; /* looked up first: .eh_frame wins */
+	read_loads(src, &eh, t);
 	*ret_table = t;
 	return 0;
 }
@@ -129,6 +155,21 @@ int cfi_table__load_mem(const void *elf, size_t size, struct cfi_table **ret_tab
 }
 
 /* ---------------------------------------------------------------- queries */
+
+int cfi_table__file_to_vaddr(const struct cfi_table *t, __u64 file_off, __u64 *ret_vaddr)
+{
+	if (!t || !ret_vaddr)
+		return -EINVAL;
+	for (size_t i = 0; i < t->nloads; i++) {
+		const struct cfi_load *l = &t->loads[i];
+
+		if (file_off >= l->offset && file_off - l->offset < l->filesz) {
+			*ret_vaddr = file_off - l->offset + l->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
 
 int cfi_table__find(const struct cfi_table *t, __u64 vaddr, struct cfi_rule *ret_rule)
 {

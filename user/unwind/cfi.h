@@ -84,6 +84,12 @@ int cfi_table__load_mem(const void *elf, size_t size, struct cfi_table **ret_tab
  * FDE's rows: one thread at a time per table.
  */
 int cfi_table__find(const struct cfi_table *t, __u64 vaddr, struct cfi_rule *ret_rule);
+/*
+ * File offset -> ELF virtual address, through the file's PT_LOAD segments
+ * (the first 16): what the walk needs of a mapping's address to ask the
+ * table, without the file's symbols. -ENOENT when no segment holds it.
+ */
+int cfi_table__file_to_vaddr(const struct cfi_table *t, __u64 file_off, __u64 *ret_vaddr);
 /* Rows in the table (ranges with one rule, gaps included), built so far. */
 size_t cfi_table__rows(const struct cfi_table *t);
 /* FDEs indexed through .eh_frame_hdr, built on demand; 0 for a table built whole. */

@@ -254,14 +254,14 @@ static void sleep_ms(void *p, int in_fd, int *ret_fd)
  * run. Each call takes at least 30 ms and at most the deadline, and time
  * pays a tenth of the debt back (a call and the time around it: at most
  * 4 ms of a call of 30), so the budget is spent after
- * TENANT_SLOW_BUDGET_NS / 26 ms calls at most and
- * TENANT_SLOW_BUDGET_NS / BOUNDED_TIMEOUT_MS at least.
+ * TENANT_BUDGET_NS / 26 ms calls at most and
+ * TENANT_BUDGET_NS / BOUNDED_TIMEOUT_MS at least.
  */
 static void test_a_tenant_whose_calls_are_slow_is_refused_once_its_budget_is_spent(void **state)
 {
 	struct bounded *b = *state;
-	const unsigned most = (unsigned)(TENANT_SLOW_BUDGET_NS / 26000000) + 1;
-	const unsigned least = (unsigned)(TENANT_SLOW_BUDGET_NS / (BOUNDED_TIMEOUT_MS * 1000000ull));
+	const unsigned most = (unsigned)(TENANT_BUDGET_NS / 26000000) + 1;
+	const unsigned least = (unsigned)(TENANT_BUDGET_NS / (BOUNDED_TIMEOUT_MS * 1000000ull));
 	pid_t slow = victim__start(), quiet = victim__start();
 	struct bounded_stats st;
 	struct job j = { 0 };

@@ -32,7 +32,7 @@ static struct tenants ts;
 static void test_stuck_workers_refuse_their_tenant_until_one_is_gone(void **state)
 {
 	(void)state;
-	tenants__init(&ts, TENANT_SLOW_BUDGET_NS);
+	tenants__init(&ts, TENANT_BUDGET_NS);
 	for (unsigned i = 0; i + 1 < TENANT_STUCK_MAX; i++)
 		tenants__stuck(&ts, 7, 1);
 	assert_false(tenants__refuses(&ts, 7, 0));
@@ -53,8 +53,8 @@ static void test_calls_owe_a_debt_that_time_pays_back(void **state)
 	const __u64 s = 1000000000ull, ms = 1000000ull, t0 = 100 * s;
 
 	(void)state;
-	tenants__init(&ts, TENANT_SLOW_BUDGET_NS);
-	tenants__took(&ts, 5, TENANT_SLOW_BUDGET_NS - 1, t0);
+	tenants__init(&ts, TENANT_BUDGET_NS);
+	tenants__took(&ts, 5, TENANT_BUDGET_NS - 1, t0);
 	assert_false(tenants__refuses(&ts, 5, t0));
 	tenants__took(&ts, 6, 1, t0);
 	tenants__took(&ts, 5, 1, t0); /* 1 ns more: the budget owed */
@@ -66,7 +66,7 @@ static void test_calls_owe_a_debt_that_time_pays_back(void **state)
 	assert_true(tenants__refuses(&ts, 5, t0));
 	/* Paid back at a tenth of the time: 1 ns of debt per 10 ns. */
 	assert_true(tenants__refuses(&ts, 5, t0 + 9));
-	assert_false(tenants__refuses(&ts, 5, t0 + TENANT_SLOW_REFILL));
+	assert_false(tenants__refuses(&ts, 5, t0 + TENANT_REFILL));
 	assert_int_equal(tenants__refused(&ts, t0), 1);
 	assert_int_equal(tenants__refused(&ts, t0 + s), 0);
 	/* Again after a while: the debt is what was left, plus the call. */
@@ -108,8 +108,8 @@ static void test_short_calls_add_up(void **state)
 static void test_a_full_table_keeps_the_tenants_it_refuses(void **state)
 {
 	(void)state;
-	tenants__init(&ts, TENANT_SLOW_BUDGET_NS);
-	tenants__took(&ts, 1, TENANT_SLOW_BUDGET_NS, 1000);
+	tenants__init(&ts, TENANT_BUDGET_NS);
+	tenants__took(&ts, 1, TENANT_BUDGET_NS, 1000);
 	for (unsigned i = 0; i < TENANT_STUCK_MAX; i++)
 		assert_true(tenants__stuck(&ts, 2, 1));
 	/* Each with a debt it has not paid: all remembered until the table is full. */

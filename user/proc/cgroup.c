@@ -13,8 +13,6 @@
 #include "user/proc/proc.h"
 #include "user/proc/proc_internal.h"
 
-#define CGROUP_FILE_MAX (64 * 1024)
-
 int proc__read_cgroup(pid_t pid, char *buf, size_t cap, size_t *ret_len)
 {
 	int dfd = proc__open_pid_dir(pid), err;

@@ -249,8 +249,8 @@ int proc__overlay_trusted(int fd, pid_t pid)
 		return node_has_overlay(-1, dev) ? 0 : -EREMOTE;
 	err = -EREMOTE;
 	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
-	if (!proc__read_mount_table(path, &own, &own_len) && proc__mountinfo_find(own, own_len, id, 0, "overlay", &m) &&
-	    node_has_overlay(-1, m.dev))
+	if (!proc__read_mount_table(path, &own, &own_len) &&
+	    proc__mountinfo_find(own, own_len, id, 0, "overlay", &m) && node_has_overlay(-1, m.dev))
 		err = 0;
 	free(own);
 	return err;

@@ -55,7 +55,7 @@ int proc__root_walk(int rootfd, const char *path, int flags);
 struct proc_mount {
 	int id;
 	dev_t dev;         /* its superblock's */
-	const char *point; /* its mount point, into the line, point_len bytes, escaped as the kernel writes it */
+	const char *point; /* its mount point, into the line: point_len bytes, as escaped */
 	size_t point_len;
 	const char *type;  /* into the line, type_len bytes */
 	size_t type_len;
@@ -74,6 +74,8 @@ bool proc__mountinfo_find(const char *text, size_t len, int id, dev_t dev, const
  * its own, freed by the caller; -EFBIG past MOUNTINFO_MAX. */
 int proc__read_mount_table(const char *path, char **ret_text, size_t *ret_len);
 
+/* A cgroup file read whole, at most. */
+#define CGROUP_FILE_MAX (64 * 1024)
 /* The whole of /proc/<pid>/cgroup into buf (cap bytes, NUL-terminated), or -errno. */
 int proc__read_cgroup(pid_t pid, char *buf, size_t cap, size_t *ret_len);
 /* Its cgroup v2 path (the "0::" line, from its '/', not NUL-terminated):

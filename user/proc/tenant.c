@@ -15,8 +15,6 @@
 #include "user/util/tenants.h"
 #include "user/util/u64map.h"
 
-#define TENANT_CGROUP_MAX (64 * 1024)
-
 /* The loader's cgroup2 hierarchy, opened once (-1: none). */
 static int cg2_fd = -1;
 static pthread_once_t cg2_once = PTHREAD_ONCE_INIT;
@@ -76,14 +74,14 @@ static __u64 hash_bytes(__u64 h, const char *s, size_t n)
 
 __u64 proc__tenant(pid_t pid)
 {
-	char *text = malloc(TENANT_CGROUP_MAX), rel[PATH_MAX];
+	char *text = malloc(CGROUP_FILE_MAX), rel[PATH_MAX];
 	const char *v2;
 	size_t n, len;
 	__u64 h = TENANT_UNKNOWN;
 
 	if (!text)
 		return TENANT_UNKNOWN;
-	if (proc__read_cgroup(pid, text, TENANT_CGROUP_MAX, &n) || !n)
+	if (proc__read_cgroup(pid, text, CGROUP_FILE_MAX, &n) || !n)
 		goto out;
 	pthread_once(&cg2_once, cg2_open);
 	/* Its cgroup2 path when it has one below the root, cut at a delegation. */

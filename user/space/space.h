@@ -80,7 +80,7 @@ struct mem_hold *space_caches__cfi_hold(struct space_caches *c, __u64 tenant);
 unsigned long space_caches__loads_refused(const struct space_caches *c);
 /*
  * The load budget (SPACE_LOAD_BUDGET_NS) and how slowly it is paid back
- * (refill ns per ns of debt; 0: TENANT_SLOW_REFILL), for tests; before any opens.
+ * (refill ns per ns of debt; 0: TENANT_REFILL), for tests; before any opens.
  */
 void space_caches__set_load_budget(struct space_caches *c, __u64 ns, unsigned refill);
 /* Bytes held by the symbol and CFI tables now, for the loader's line. */

@@ -35,7 +35,7 @@
  * loader's time, so that one container mapping fresh files by the
  * thousand cannot hold the ring's drain or the other tenants' naming.
  */
-#define SPACE_LOAD_BUDGET_NS TENANT_SLOW_BUDGET_NS
+#define SPACE_LOAD_BUDGET_NS TENANT_BUDGET_NS
 
 struct space_caches {
 	struct bounded *b; /* the ELF cache's opens (debug files) */

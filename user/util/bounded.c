@@ -366,7 +366,7 @@ struct bounded *bounded__new(void)
 		return NULL;
 	}
 	b->sock = -1;
-	tenants__init(&b->tenants, TENANT_SLOW_BUDGET_NS);
+	tenants__init(&b->tenants, TENANT_BUDGET_NS);
 	return b;
 }
 

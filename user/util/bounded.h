@@ -19,7 +19,7 @@
  * process, not one per call. Processes of one cgroup are one tenant
  * (tenants.h), known before each call: one whose processes hold
  * TENANT_STUCK_MAX stuck workers, or whose calls (every one) owe more than
- * TENANT_SLOW_BUDGET_NS (paid back at a tenth of the time that passes),
+ * TENANT_BUDGET_NS (paid back at a tenth of the time that passes),
  * has all its calls refused, so that a container starting stallers by the
  * dozen holds a few workers, not all of them. At most BOUNDED_MAX_STUCK workers may be stuck
  * at a time; past that, every call is refused until one is gone.

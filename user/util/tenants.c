@@ -5,7 +5,7 @@
 
 void tenants__init(struct tenants *ts, __u64 budget_ns)
 {
-	*ts = (struct tenants){ .budget_ns = budget_ns, .refill = TENANT_SLOW_REFILL };
+	*ts = (struct tenants){ .budget_ns = budget_ns, .refill = TENANT_REFILL };
 }
 
 void tenants__set_refill(struct tenants *ts, unsigned refill)
@@ -18,7 +18,7 @@ static __u64 debt(const struct tenants *ts, const struct tenant *t, __u64 now)
 {
 	__u64 paid = now > t->paid_ns ? (now - t->paid_ns) / ts->refill : 0;
 
-	return t->slow_ns > paid ? t->slow_ns - paid : 0;
+	return t->debt_ns > paid ? t->debt_ns - paid : 0;
 }
 
 static bool refused(const struct tenants *ts, const struct tenant *t, __u64 now)
@@ -89,7 +89,7 @@ void tenants__took(struct tenants *ts, __u64 id, __u64 ns, __u64 now)
 
 	if (!ns || !(t = get(ts, id, now)))
 		return;
-	t->slow_ns = debt(ts, t, now) + ns;
+	t->debt_ns = debt(ts, t, now) + ns;
 	t->paid_ns = now;
 }
 

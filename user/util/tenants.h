@@ -6,8 +6,8 @@
  * its processes' calls at once, while its processes hold TENANT_STUCK_MAX
  * stuck workers, or while its calls (every one, however short: a process
  * could answer each just under any threshold) owe more than a budget
- * (TENANT_SLOW_BUDGET_NS) of the caller's time, a debt paid back at
- * TENANT_SLOW_REFILL of the time that passes: so one container's
+ * (TENANT_BUDGET_NS) of the caller's time, a debt paid back at
+ * TENANT_REFILL of the time that passes: so one container's
  * processes, stalling a call each or answering each slowly, hold at most
  * a few workers and a tenth of the loader's time after a burst of a few
  * seconds, and the workers left for the others stay theirs.
@@ -24,15 +24,15 @@
 #include <linux/types.h>
 
 #define TENANT_STUCK_MAX 4u
-#define TENANT_SLOW_BUDGET_NS (2ull * 1000000000)
+#define TENANT_BUDGET_NS (2ull * 1000000000)
 /* The debt paid back per ns that passes: a tenth. */
-#define TENANT_SLOW_REFILL 10u
+#define TENANT_REFILL 10u
 /* Tenants remembered: past it, one with no stuck worker and not refused is forgotten. */
 #define TENANTS_MAX 256u
 
 struct tenant {
 	__u64 id;
-	__u64 slow_ns;  /* the debt at paid_ns */
+	__u64 debt_ns;  /* the debt at paid_ns */
 	__u64 paid_ns;
 	unsigned stuck;
 };
@@ -47,9 +47,9 @@ struct tenants {
 /* The tenant of a process that cannot be read (proc__tenant): one for all such. */
 #define TENANT_UNKNOWN 1ull
 
-/* Empty; a tenant owing budget_ns is refused (the bounded calls': TENANT_SLOW_BUDGET_NS). */
+/* Empty; a tenant owing budget_ns is refused (the bounded calls': TENANT_BUDGET_NS). */
 void tenants__init(struct tenants *ts, __u64 budget_ns);
-/* Paid back at 1 ns of debt per refill ns (TENANT_SLOW_REFILL), for tests: slower, to keep one. */
+/* Paid back at 1 ns of debt per refill ns (TENANT_REFILL), for tests: slower, to keep one. */
 void tenants__set_refill(struct tenants *ts, unsigned refill);
 /* Whether id's calls are refused at now. */
 bool tenants__refuses(const struct tenants *ts, __u64 id, __u64 now);

@@ -16,10 +16,10 @@
 /* hdr must be at least ELF_IMAGE_PHDRS_END: the headers come first. */
 #define ELF_IMAGE_PHDRS_END (sizeof(Elf64_Ehdr) + 2 * sizeof(Elf64_Phdr))
 
-static inline void elf_image__phdrs(__u8 *img, size_t total, size_t hdr, size_t hdr_size)
+/* An x86-64 ELF header and the n program headers ph right after it. */
+static inline void elf_image__header(__u8 *img, const Elf64_Phdr *ph, size_t n)
 {
 	Elf64_Ehdr eh = { 0 };
-	Elf64_Phdr ph[2] = { { 0 } };
 
 	memcpy(eh.e_ident, ELFMAG, SELFMAG);
 	eh.e_ident[EI_CLASS] = ELFCLASS64;
@@ -28,12 +28,19 @@ static inline void elf_image__phdrs(__u8 *img, size_t total, size_t hdr, size_t 
 	eh.e_type = ET_DYN;
 	eh.e_phoff = sizeof(eh);
 	eh.e_phentsize = sizeof(Elf64_Phdr);
-	eh.e_phnum = 2;
-	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_filesz = total, .p_memsz = total };
-	ph[1] = (Elf64_Phdr){ .p_type = PT_GNU_EH_FRAME, .p_offset = hdr, .p_vaddr = hdr,
-			      .p_filesz = hdr_size };
+	eh.e_phnum = (Elf64_Half)n;
 	memcpy(img, &eh, sizeof(eh));
-	memcpy(img + sizeof(eh), ph, sizeof(ph));
+	memcpy(img + sizeof(eh), ph, n * sizeof(*ph));
+}
+
+static inline void elf_image__phdrs(__u8 *img, size_t total, size_t hdr, size_t hdr_size)
+{
+	const Elf64_Phdr ph[2] = {
+		{ .p_type = PT_LOAD, .p_filesz = total, .p_memsz = total },
+		{ .p_type = PT_GNU_EH_FRAME, .p_offset = hdr, .p_vaddr = hdr, .p_filesz = hdr_size },
+	};
+
+	elf_image__header(img, ph, 2);
 }
 
 /*

@@ -230,6 +230,18 @@ static void test_address_in_no_mapping_is_not_found(void **state)
 	space_caches__destroy(s);
 }
 
+/* This process's perf map (its path into path), written (mode "w") or added to ("a"). */
+static void perf_map__write(char *path, size_t cap, const char *mode, const char *lines)
+{
+	FILE *pm;
+
+	snprintf(path, cap, "/tmp/perf-%d.map", (int)getpid());
+	pm = fopen(path, mode);
+	assert_non_null(pm);
+	fputs(lines, pm);
+	assert_int_equal(fclose(pm), 0);
+}
+
 static void test_python_frames_come_from_the_perf_map(void **state)
 {
 	struct bounded *bounded = *state;
@@ -237,14 +249,10 @@ static void test_python_frames_come_from_the_perf_map(void **state)
 	struct space_gen *sp;
 	struct symbolized_frame f;
 	char path[64];
-	FILE *pm;
 
-	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
-	pm = fopen(path, "w");
-	assert_non_null(pm);
 	/* CPython's format: hex without 0x. Addresses no mapping covers. */
-	fprintf(pm, "1000 40 py::train_step:/app/train.py\n0x2000 0x10 some_jit_fn\n");
-	fclose(pm);
+	perf_map__write(path, sizeof(path), "w",
+			"1000 40 py::train_step:/app/train.py\n0x2000 0x10 some_jit_fn\n");
 	assert_int_equal(space_gen__open(s, bounded, getpid(), "/", &sp), 0);
 	assert_int_equal(space_gen__name(sp, 0x1010, &f), 0);
 	assert_true(f.is_python);
@@ -261,10 +269,7 @@ static void test_python_frames_come_from_the_perf_map(void **state)
 	assert_string_equal(f.name, "train_step");
 	assert_int_equal(space_gen__perfmap_reads(sp), 1);
 	/* Changed (a line more): read again, its new line found. */
-	pm = fopen(path, "a");
-	assert_non_null(pm);
-	fprintf(pm, "3000 10 py::eval_step:/app/train.py\n");
-	fclose(pm);
+	perf_map__write(path, sizeof(path), "a", "3000 10 py::eval_step:/app/train.py\n");
 	assert_true(space_gen__refresh_if_older(sp, UINT64_MAX));
 	assert_int_equal(space_gen__name(sp, 0x3004, &f), 0);
 	assert_string_equal(f.name, "eval_step");
@@ -272,6 +277,52 @@ static void test_python_frames_come_from_the_perf_map(void **state)
 	space_gen__destroy(sp);
 	space_caches__destroy(s);
 	unlink(path);
+}
+
+/*
+ * A tenant that owes its load budget loads nothing new: with a budget of
+ * 1 ns paid back a 4,000,000,000th as fast, the first load (this binary's
+ * symbols) goes and spends it; libc's symbols are then refused (its frame
+ * named by file and offset, counted once however often asked) and so is
+ * the perf map (its JIT frames unnamed). A session without that debt
+ * names both.
+ */
+static void test_a_tenant_owing_its_load_budget_loads_nothing_new(void **state)
+{
+	struct bounded *bounded = *state;
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	struct space_caches *s = caches(bounded), *fresh = caches(bounded);
+	uintptr_t fn = (uintptr_t)dlsym(libc, "getpid");
+	struct space_gen *sp;
+	struct symbolized_frame f;
+	char path[64];
+
+	perf_map__write(path, sizeof(path), "w", "1000 40 py::train_step:/app/train.py\n");
+	space_caches__set_load_budget(s, 1, 4000000000u);
+	assert_int_equal(space_gen__open(s, bounded, getpid(), NULL, &sp), 0);
+	assert_int_equal(space_gen__name(sp, (uintptr_t)&gp_test_target_fn + 1, &f), 0);
+	assert_string_equal(f.name, "gp_test_target_fn");
+	assert_int_equal(space_caches__loads_refused(s), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(space_gen__name(sp, fn, &f), 0);
+		assert_false(f.has_symbol);
+		assert_non_null(strstr(f.name, "libc.so.6+0x"));
+	}
+	assert_int_equal(space_caches__loads_refused(s), 1);
+	assert_int_equal(space_gen__name(sp, 0x1010, &f), -ENOENT);
+	assert_int_equal(space_caches__loads_refused(s), 2);
+	space_gen__destroy(sp);
+	assert_int_equal(space_gen__open(fresh, bounded, getpid(), NULL, &sp), 0);
+	assert_int_equal(space_gen__name(sp, fn, &f), 0);
+	assert_true(f.has_symbol);
+	assert_int_equal(space_gen__name(sp, 0x1010, &f), 0);
+	assert_string_equal(f.name, "train_step");
+	assert_int_equal(space_caches__loads_refused(fresh), 0);
+	space_gen__destroy(sp);
+	space_caches__destroy(s);
+	space_caches__destroy(fresh);
+	unlink(path);
+	dlclose(libc);
 }
 
 static void test_per_process_handles_share_one_cache_and_miss_cleanly(void **state)
@@ -1146,6 +1197,7 @@ int main(void)
 		cmocka_unit_test(test_address_past_a_symbols_size_gives_lib_plus_offset),
 		cmocka_unit_test(test_address_in_no_mapping_is_not_found),
 		cmocka_unit_test(test_python_frames_come_from_the_perf_map),
+		cmocka_unit_test(test_a_tenant_owing_its_load_budget_loads_nothing_new),
 		cmocka_unit_test(test_per_process_handles_share_one_cache_and_miss_cleanly),
 		cmocka_unit_test(test_maps_rereads_of_one_process_are_rate_limited),
 		cmocka_unit_test(test_stripped_copy_has_no_names_but_the_same_build_id),

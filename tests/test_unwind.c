@@ -1162,6 +1162,18 @@ static void test_debug_frame_is_read_and_eh_frame_wins_where_both_cover(void **s
 	cfi_table__free(t);
 }
 
+/* An .eh_frame_hdr at hdr with no search table, pointing at .eh_frame at frame. */
+static void eh_hdr__untabled(__u8 *img, size_t hdr, size_t frame)
+{
+	__s32 rel = (__s32)(frame - (hdr + 4));
+
+	img[hdr] = 1;         /* version */
+	img[hdr + 1] = 0x1b;  /* eh_frame_ptr: pcrel sdata4 */
+	img[hdr + 2] = 0xff;  /* no count */
+	img[hdr + 3] = 0xff;  /* no table */
+	memcpy(img + hdr + 4, &rel, 4);
+}
+
 static void test_eh_frame_is_found_through_pt_gnu_eh_frame_without_sections(void **state)
 {
 	static const __u8 init[] = { CIE_STD_INIT };
@@ -1170,7 +1182,6 @@ static void test_eh_frame_is_found_through_pt_gnu_eh_frame_without_sections(void
 	struct fb f = { .n = 0 };
 	struct cfi_table *t;
 	size_t hdr = ELF_IMAGE_PHDRS_END, frame = hdr + 8, cie, total;
-	__s32 rel;
 
 	cie = fb__cie(&f, false, "zR", init, sizeof(init));
 	fb__fde(&f, false, true, cie, 0x9000, 0x20, off16, sizeof(off16));
@@ -1178,12 +1189,7 @@ static void test_eh_frame_is_found_through_pt_gnu_eh_frame_without_sections(void
 	total = frame + f.n + 64; /* bytes after the terminator must not be read as CFI */
 	memset(img, 0xff, total);
 	elf_image__phdrs(img, total, hdr, 8);
-	img[hdr] = 1;         /* version */
-	img[hdr + 1] = 0x1b;  /* eh_frame_ptr: pcrel sdata4 */
-	img[hdr + 2] = 0xff;  /* no count */
-	img[hdr + 3] = 0xff;  /* no table */
-	rel = (__s32)(frame - (hdr + 4));
-	memcpy(img + hdr + 4, &rel, 4);
+	eh_hdr__untabled(img, hdr, frame);
 	memcpy(img + frame, f.b, f.n);
 	assert_int_equal(cfi_table__load_mem(img, total, &t), 0);
 	assert_rule(t, 0x9000, CFI_BASE_RSP, 8, CFI_RBP_SAME, 0);
@@ -1204,10 +1210,8 @@ static void test_a_cfi_table_maps_offsets_through_its_load_segments(void **state
 	static __u8 img[8192];
 	struct fb f = { .n = 0 };
 	struct cfi_table *t;
-	Elf64_Ehdr eh = { 0 };
 	Elf64_Phdr ph[3] = { { 0 } };
-	size_t hdr = sizeof(eh) + sizeof(ph), frame = hdr + 8, total;
-	__s32 rel;
+	size_t hdr = sizeof(Elf64_Ehdr) + sizeof(ph), frame = hdr + 8, total;
 	__u64 v;
 
 	static const __u8 off16[] = { 0x41, 0x0e, 16 };
@@ -1218,27 +1222,13 @@ static void test_a_cfi_table_maps_offsets_through_its_load_segments(void **state
 	total = frame + f.n;
 	assert_true(total < 0x400);
 	memset(img, 0, sizeof(img));
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_machine = EM_X86_64;
-	eh.e_type = ET_DYN;
-	eh.e_phoff = sizeof(eh);
-	eh.e_phentsize = sizeof(Elf64_Phdr);
-	eh.e_phnum = 3;
 	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_filesz = 0x400, .p_memsz = 0x400 };
 	ph[1] = (Elf64_Phdr){ .p_type = PT_GNU_EH_FRAME, .p_offset = hdr, .p_vaddr = hdr,
 			      .p_filesz = 8 };
 	ph[2] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = 0x400, .p_vaddr = 0x1400,
 			      .p_filesz = 0x100, .p_memsz = 0x900 };
-	memcpy(img, &eh, sizeof(eh));
-	memcpy(img + sizeof(eh), ph, sizeof(ph));
-	img[hdr] = 1;         /* version */
-	img[hdr + 1] = 0x1b;  /* eh_frame_ptr: pcrel sdata4 */
-	img[hdr + 2] = 0xff;  /* no count */
-	img[hdr + 3] = 0xff;  /* no table */
-	rel = (__s32)(frame - (hdr + 4));
-	memcpy(img + hdr + 4, &rel, 4);
+	elf_image__header(img, ph, 3);
+	eh_hdr__untabled(img, hdr, frame);
 	memcpy(img + frame, f.b, f.n);
 	assert_int_equal(cfi_table__load_mem(img, 0x500, &t), 0);
 	assert_int_equal(cfi_table__file_to_vaddr(t, 0x10, &v), 0);

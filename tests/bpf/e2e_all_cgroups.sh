@@ -6,16 +6,8 @@
 # its launch count exact.
 source "$(dirname "$0")/lib.sh"
 
-cgroot=$(awk '$3=="cgroup2"{print $2; exit}' /proc/self/mounts)
-[ -n "$cgroot" ] || skip "no cgroup2 mount"
-base=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
-dir="$cgroot${base%/}"
-# A cgroup with processes cannot take children where controllers are enabled;
-# ours only needs plain membership, so create siblings under our parent dir.
-ga="$dir/gpuprobe-test-a-$$"; gb="$dir/gpuprobe-test-b-$$"; gc="$dir/gpuprobe-test-c-$$"
-mkdir "$ga" "$gb" "$gc" || { rmdir "$ga" "$gb" "$gc" 2>/dev/null; skip "cannot create cgroups under $dir"; }
-cleanup_cg() { cleanup; rmdir "$ga" "$gb" "$gc" 2>/dev/null || true; }
-trap cleanup_cg EXIT
+test_cgroups a b c
+ga=${CGS[0]} gb=${CGS[1]} gc=${CGS[2]} base=$CG_BASE
 run_in() { # CGROUP LOG ARGS...
 	local cg=$1 log=$2; shift 2
 	CUDA_INJECTION64_PATH="$SHIM" LD_LIBRARY_PATH="$B/stub" \

@@ -6,9 +6,6 @@
 # once those processes are gone and the sweep has freed their slots.
 source "$(dirname "$0")/lib.sh"
 
-field() { # FILE NAME: NAME's value on the last counters line
-	grep "^counters:" "$1" | tail -n 1 | sed -n "s/.*[ (]$2=\([0-9]*\).*/\1/p"
-}
 hold() { # I: autograd_cases hold on its own copy of the engine, its log $WORK/h$I.log
 	mkdir -p "$WORK/e$1"
 	cp "$PROGS/libtorch_cpu.so" "$WORK/e$1/"
@@ -39,6 +36,6 @@ wait_line "$WORK/h17.log" "^held$" 60 ||
 kill "$LAST"
 kill -INT "$L"
 wait_exit "$L" 30 || { tail -c 2000 "$WORK/err"; fail "loader failed"; }
-[ "$(field "$WORK/err" autograd_engines)" = 17 ] && [ "$(field "$WORK/err" no_slot)" = 1 ] ||
+[ "$(counter "$WORK/err" autograd_engines)" = 17 ] && [ "$(counter "$WORK/err" no_slot)" = 1 ] ||
 	{ grep "^counters:" "$WORK/err" | tail -n 1; fail "autograd counters"; }
 ok "16 made-up engines took every autograd slot: a 17th refused, counted, then probed once they were gone"

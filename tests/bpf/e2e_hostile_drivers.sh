@@ -9,9 +9,6 @@
 #    slots are freed and that program is attached and profiled exactly.
 source "$(dirname "$0")/lib.sh"
 
-field() { # FILE NAME: NAME's value on the last counters line
-	grep "^counters:" "$1" | tail -n 1 | sed -n "s/.* $2=\([0-9]*\).*/\1/p"
-}
 # spin's driver: a copy of the stub no other process maps (one mapped by
 # anything else on the machine would be attached for that process first).
 REAL="$WORK/real"
@@ -60,7 +57,7 @@ said=$(grep -c "which is not a CUDA driver" "$WORK/err" || true)
 [ "$said" = 1 ] || fail "the refusal was said $said times, not once"
 grep -q "pid $H maps $WORK/fakes/d[0-9]*/libcuda.so.1, which is not a CUDA driver" "$WORK/err" ||
 	fail "the refusal does not name the look-alike"
-refused=$(field "$WORK/err" libcuda_refused)
+refused=$(counter "$WORK/err" libcuda_refused)
 [ "${refused:-0}" -ge 64 ] || { grep "^counters:" "$WORK/err" | tail -n 1; fail "libcuda_refused=$refused"; }
 ok "64 look-alikes refused (said once, $refused counted); the real driver attached, $n launches exact"
 kill -TERM "$H"; wait "$H" || true
@@ -81,7 +78,7 @@ spin_when_attached "$WORK/err2" "$WORK/spin2.log"
 kill -INT "$L"
 wait_exit "$L" 30 || { tail -c 2000 "$WORK/err2"; fail "loader failed"; }
 n=$(spin_exact "$WORK/b.pb.gz" "$WORK/spin2.log")
-detached=$(field "$WORK/err2" libcuda_detached)
+detached=$(counter "$WORK/err2" libcuda_detached)
 [ "${detached:-0}" -ge 1 ] || fail "libcuda_detached=$detached"
 [ "$(grep -c "every attach slot is taken" "$WORK/err2")" = 1 ] || fail "no-slot refusal said more than once"
 ok "64 drivers took every slot; unmapped, $detached slots freed and the real driver attached, $n launches exact"

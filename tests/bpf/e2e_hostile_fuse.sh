@@ -11,9 +11,6 @@ source "$(dirname "$0")/lib.sh"
 
 [ -c /dev/fuse ] || skip "no /dev/fuse"
 counters() { grep -c "^counters:" "$1" 2>/dev/null || true; }
-field() { # FILE NAME: NAME's value on the last counters line
-	grep "^counters:" "$1" | tail -n 1 | sed -n "s/.* $2=\([0-9]*\).*/\1/p"
-}
 
 "$PROGS/hostile_fuse" "$WORK/fuse" "$STUBLIB" >"$WORK/h.log" 2>&1 & H=$!
 PIDS+=($H)
@@ -26,9 +23,9 @@ PIDS+=($L)
 for _ in $(seq 1 1200); do [ "$(counters "$WORK/err")" -ge 30 ] && break; sleep 0.05; done
 n=$(counters "$WORK/err")
 [ "$n" -ge 30 ] || { tail -c 2000 "$WORK/err"; fail "the loader made $n ticks in 60 s beside a FUSE file that never answers"; }
-t=$(field "$WORK/err" io_timeouts)
+t=$(counter "$WORK/err" io_timeouts)
 [ "${t:-0}" -ge 1 ] || { grep "^counters:" "$WORK/err" | tail -n 1; fail "no call was given up (io_timeouts=$t)"; }
-stuck=$(field "$WORK/err" io_stuck)
+stuck=$(counter "$WORK/err" io_stuck)
 [ "${stuck:-9}" -le 1 ] || fail "$stuck workers stuck: the process was asked again"
 kill -TERM "$L"
 wait_exit "$L" 30 || { tail -c 2000 "$WORK/err"; fail "the loader failed after SIGTERM"; }
@@ -56,7 +53,7 @@ refused_beside() { # MODE DIR PATH WHAT
 	[ "$n" -ge 30 ] || { tail -c 2000 "$err"; fail "the loader made $n ticks in 60 s beside $4"; }
 	grep -q "maps $3 on a FUSE file system, or an overlay not in the node's mount table: not opened" "$err" ||
 		fail "$4: not said refused: $(grep -v '^libbpf\|^counters\|^loader' "$err" | head -5)"
-	r=$(field "$err" libcuda_refused)
+	r=$(counter "$err" libcuda_refused)
 	[ "${r:-0}" -ge 1 ] || fail "$4: libcuda_refused=$r"
 	kill -TERM "$L"
 	wait_exit "$L" 30 || { tail -c 2000 "$err"; fail "the loader failed after SIGTERM beside $4"; }
@@ -89,7 +86,7 @@ grep -q " $WORK/ovl/libcuda.so.1\$" "/proc/$S/maps" || fail "spin maps no libcud
 "$LOADER" --pid "$S" -v -o "$WORK/ovl.pb.gz" 2>"$WORK/err4" || fail "the loader failed: $(tail -c 1000 "$WORK/err4")"
 grep -q "attached to $WORK/ovl/libcuda.so.1 of pid $S" "$WORK/err4" ||
 	fail "the node's overlay was not read: $(grep -v '^libbpf\|^counters\|^loader' "$WORK/err4" | head -5)"
-r=$(field "$WORK/err4" libcuda_refused)
+r=$(counter "$WORK/err4" libcuda_refused)
 [ "${r:-1}" = 0 ] || fail "libcuda_refused=$r on the node's own overlay"
 ok "an overlay in the node's mount table: libcuda attached, nothing refused"
 

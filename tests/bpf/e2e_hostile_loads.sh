@@ -11,17 +11,8 @@
 # own: named, every launch, its budget untouched by the first's debt.
 source "$(dirname "$0")/lib.sh"
 
-cgroot=$(awk '$3=="cgroup2"{print $2; exit}' /proc/self/mounts)
-[ -n "$cgroot" ] || skip "no cgroup2 mount"
-base=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
-dir="$cgroot${base%/}"
-gh="$dir/gpuprobe-test-lh-$$"; go="$dir/gpuprobe-test-lo-$$"
-mkdir "$gh" "$go" || { rmdir "$gh" "$go" 2>/dev/null; skip "cannot create cgroups under $dir"; }
-cleanup_cg() { cleanup; rmdir "$gh" "$go" 2>/dev/null || true; }
-trap cleanup_cg EXIT
-field() { # FILE NAME: NAME's value on the last counters line
-	grep "^counters:" "$1" | tail -n 1 | sed -n "s/.* $2=\([0-9]*\).*/\1/p"
-}
+test_cgroups lh lo
+gh=${CGS[0]} go=${CGS[1]}
 # Runs keys libs N GO LIB... in cgroup CG with the shim; its log LOG.
 keys_in() { # CG LOG N GO LIB...
 	local cg=$1 log=$2
@@ -52,7 +43,7 @@ wait_recording "$H" 60 || fail "its shim never recorded under the loader"
 touch "$WORK/go_h"
 wait "$H" || { cat "$WORK/h.log"; fail "keys (first tenant) failed"; }
 # Its stacks are named once the loader has seen it exit: the refusals come then.
-refused() { [ "$(field "$WORK/err" loads_refused)" -ge 1 ] 2>/dev/null; }
+refused() { [ "$(counter "$WORK/err" loads_refused)" -ge 1 ] 2>/dev/null; }
 wait_until 60 refused || { grep "^counters:" "$WORK/err" | tail -n 1; fail "no load of the first tenant's refused"; }
 
 keys_in "$go" "$WORK/o.log" 5 "$WORK/go_o" "$WORK/libgp_keys_other.so"
@@ -65,7 +56,7 @@ wait "$O" || { cat "$WORK/o.log"; fail "keys (other tenant) failed"; }
 kill -INT "$L"
 wait_exit "$L" 60 || { grep -v "^libbpf\|^counters" "$WORK/err"; fail "loader failed"; }
 
-refused=$(field "$WORK/err" loads_refused)
+refused=$(counter "$WORK/err" loads_refused)
 $CHECK "$WORK/all.pb.gz" totals "$H" >"$WORK/h.totals"
 $CHECK "$WORK/all.pb.gz" totals "$O" >"$WORK/o.totals"
 count() { awk -v s="$2" '$1==s {n += $4} END {print n + 0}' "$1"; } # TOTALS SITE

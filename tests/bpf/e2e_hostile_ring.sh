@@ -16,9 +16,6 @@
 source "$(dirname "$0")/lib.sh"
 
 counters() { grep -c "^counters:" "$1" 2>/dev/null || true; }
-field() { # FILE NAME: NAME's value on the last counters line
-	grep "^counters:" "$1" | tail -n 1 | sed -n "s/.* $2=\([0-9]*\).*/\1/p"
-}
 
 # Each hostile_ring runs under the loader (-- COMMAND, in a shell: the
 # command's own process gets the loader's ring): its ring names that loader
@@ -43,8 +40,8 @@ n=$(ticks_after_ring "$WORK/err" "$H")
 kill -TERM "$L"
 wait_exit "$L" 30 || { tail -c 2000 "$WORK/err"; fail "the loader failed after SIGTERM"; }
 [ -s "$WORK/stall.pb.gz" ] || fail "no profile written after SIGTERM"
-cut=$(field "$WORK/err" shim_visits_cut)
-scut=$(field "$WORK/err" settle_cut)
+cut=$(counter "$WORK/err" shim_visits_cut)
+scut=$(counter "$WORK/err" settle_cut)
 [ "${cut:-0}" -gt 0 ] && [ "${scut:-0}" -gt 0 ] || {
 	grep "^counters:" "$WORK/err" | tail -n 1; fail "the bounds were not met (shim_visits_cut=$cut settle_cut=$scut)"; }
 ok "a ring kept full: $n ticks, stopped by SIGTERM with its profile (visits cut $cut, settles cut $scut)"
@@ -86,8 +83,8 @@ kill -TERM "$L"
 wait_exit "$L" 30 || { tail -c 2000 "$WORK/err3"; fail "loader failed beside a giant cubin"; }
 grep -q "cubin CRCs are zlib" "$WORK/err3" && fail "no CRC helper to test with"
 rss=$(grep "^loader:" "$WORK/err3" | tail -n 1 | sed -n 's/.* max_rss_mb=\([0-9]*\).*/\1/p')
-over=$(field "$WORK/err3" cubin_over_limit)
-lost=$(field "$WORK/err3" crc_helper_lost)
+over=$(counter "$WORK/err3" cubin_over_limit)
+lost=$(counter "$WORK/err3" crc_helper_lost)
 [ -n "$rss" ] && [ "$rss" -lt 512 ] || { grep "^loader:" "$WORK/err3" | tail -n 1; fail "the loader's RSS reached ${rss:-?} MB"; }
 [ "${lost:-1}" = 0 ] || { grep "^counters:" "$WORK/err3"; fail "the CRC helper was lost ($lost)"; }
 [ "${over:-0}" = 1 ] || { grep "^counters:" "$WORK/err3"; fail "the giant cubin was not counted over the limit"; }
@@ -99,8 +96,8 @@ ok "a cubin claiming 1.5 GiB: skipped unread, loader at $rss MB, CRC helper aliv
 	{ tail -c 2000 "$WORK/err4"; fail "loader failed"; }
 X=$(sed -n 's/^hostile_ring: ready pid=//p' "$WORK/x.log")
 grep -q "reading the shim ring of pid $X\$" "$WORK/err4" || fail "the ring of pid $X was never read"
-cut=$(field "$WORK/err4" shim_visits_cut)
-left=$(field "$WORK/err4" records_left_at_exit)
+cut=$(counter "$WORK/err4" shim_visits_cut)
+left=$(counter "$WORK/err4" records_left_at_exit)
 [ "${cut:-0}" -ge 1 ] || { grep "^counters:" "$WORK/err4" | tail -n 1; fail "one visit read it all (shim_visits_cut=$cut)"; }
 [ "${left:-1}" = 0 ] || { grep "^counters:" "$WORK/err4" | tail -n 1; fail "records_left_at_exit=$left"; }
 ok "a process that exited with 1,048,576 records: read over $((cut + 1)) visits, none left"
@@ -117,7 +114,7 @@ for _ in $(seq 1 1200); do [ "$(ticks_after_ring "$WORK/err5" "$E")" -ge 20 ] &&
 kill -TERM "$L"
 wait_exit "$L" 30 || { tail -c 2000 "$WORK/err5"; fail "the loader failed beside exits without end"; }
 kill -TERM "$E" 2>/dev/null || true
-answers=$(field "$WORK/err5" exit_answers)
+answers=$(counter "$WORK/err5" exit_answers)
 ticks=$(counters "$WORK/err5")
 [ "${answers:-0}" -ge 5 ] || { grep "^counters:" "$WORK/err5" | tail -n 1; fail "its exits were not answered between ticks (exit_answers=$answers)"; }
 [ "$answers" -le $((ticks + 1)) ] || { grep "^counters:" "$WORK/err5" | tail -n 1; fail "$answers exit answers in $ticks ticks"; }
@@ -128,13 +125,8 @@ ok "a ring whose exit_seq never rests: $answers exits answered between ticks in 
 # share of the loader's names (a table of 256 KiB here,
 # GPUPROBE_TEST_NAMES_BYTES), not one share each and then the table: spin,
 # started after them in a cgroup of its own, has its kernel named.
-cgroot=$(awk '$3=="cgroup2"{print $2; exit}' /proc/self/mounts)
-[ -n "$cgroot" ] || skip "no cgroup2 mount"
-base=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
-gh="$cgroot${base%/}/gpuprobe-test-names-h-$$"; gs="$cgroot${base%/}/gpuprobe-test-names-s-$$"
-mkdir "$gh" "$gs" || { rmdir "$gh" "$gs" 2>/dev/null; skip "cannot create cgroups"; }
-cleanup_cg() { cleanup; rmdir "$gh" "$gs" 2>/dev/null || true; } # cleanup reads the exit status first
-trap cleanup_cg EXIT
+test_cgroups names-h names-s
+gh=${CGS[0]} gs=${CGS[1]}
 GPUPROBE_TEST_NAMES_BYTES=262144 LD_LIBRARY_PATH="$B/stub" "$LOADER" -v -o "$WORK/names.pb.gz" \
 	--libcuda "$STUBLIB" --cupti "$B/stub/libcupti.so" -- \
 	sh -c 'echo $$ >"$0/cgroup.procs" || exit 1
@@ -145,7 +137,7 @@ GPUPROBE_TEST_NAMES_BYTES=262144 LD_LIBRARY_PATH="$B/stub" "$LOADER" -v -o "$WOR
 PIDS+=($L)
 wait_exit "$L" 120 || { tail -c 2000 "$WORK/err6"; fail "loader failed beside rings of new names"; }
 for i in 1 2 3 4 5 6; do grep -q "ready" "$WORK/n$i.log" || fail "hostile_ring -N $i did not run"; done
-over=$(field "$WORK/err6" names_over_share)
+over=$(counter "$WORK/err6" names_over_share)
 [ "${over:-0}" -gt 0 ] || { grep "^counters:" "$WORK/err6" | tail -n 1; fail "the rings' names were not held to a share (names_over_share=$over)"; }
 S=$(sed -n 's/^spin: ready pid=//p' "$WORK/spin6.log")
 want=$(spin_exact "$WORK/names.pb.gz" "$S" "$WORK/spin6.log" "spin beside rings of new names")

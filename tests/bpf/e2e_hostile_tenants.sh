@@ -9,17 +9,8 @@
 source "$(dirname "$0")/lib.sh"
 
 [ -c /dev/fuse ] || skip "no /dev/fuse"
-cgroot=$(awk '$3=="cgroup2"{print $2; exit}' /proc/self/mounts)
-[ -n "$cgroot" ] || skip "no cgroup2 mount"
-base=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
-dir="$cgroot${base%/}"
-gh="$dir/gpuprobe-test-h-$$"; gs="$dir/gpuprobe-test-s-$$"
-mkdir "$gh" "$gs" || { rmdir "$gh" "$gs" 2>/dev/null; skip "cannot create cgroups under $dir"; }
-cleanup_cg() { cleanup; rmdir "$gh" "$gs" 2>/dev/null || true; }
-trap cleanup_cg EXIT
-field() { # FILE NAME: NAME's value on the last counters line
-	grep "^counters:" "$1" | tail -n 1 | sed -n "s/.* $2=\([0-9]*\).*/\1/p"
-}
+test_cgroups h s
+gh=${CGS[0]} gs=${CGS[1]}
 
 N=6
 for i in $(seq 1 $N); do
@@ -34,7 +25,7 @@ done
 "$LOADER" --all-cgroups -v -o "$WORK/all.pb.gz" 2>"$WORK/err" & L=$!
 PIDS+=($L)
 # Every staller met: each is given up once (io_timeouts), or refused with its cgroup.
-met() { local t r; t=$(field "$WORK/err" io_timeouts); r=$(field "$WORK/err" io_refused)
+met() { local t r; t=$(counter "$WORK/err" io_timeouts); r=$(counter "$WORK/err" io_refused)
 	[ $(( ${t:-0} + ${r:-0} )) -ge $N ]; }
 wait_until 120 met || { grep "^counters:" "$WORK/err" | tail -n 1; fail "the loader did not meet the $N stallers"; }
 
@@ -54,7 +45,7 @@ wait "$S" || fail "spin failed"
 kill -INT "$L"
 wait_exit "$L" 60 || { grep -v "^libbpf\|^counters" "$WORK/err"; fail "loader failed"; }
 
-stuck=$(field "$WORK/err" io_stuck) tr=$(field "$WORK/err" io_tenants_refused) ref=$(field "$WORK/err" io_refused)
+stuck=$(counter "$WORK/err" io_stuck) tr=$(counter "$WORK/err" io_tenants_refused) ref=$(counter "$WORK/err" io_refused)
 [ "${stuck:-99}" -le 4 ] || fail "$stuck workers stuck for one cgroup's stallers (its bound is 4)"
 [ "${tr:-0}" -ge 1 ] || fail "io_tenants_refused=$tr: the stallers' cgroup was not refused"
 [ "${ref:-0}" -ge 1 ] || fail "io_refused=$ref"

@@ -28,6 +28,40 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# NAME's value on FILE's last counters line (the loader's -v output); "" when absent.
+counter() { # FILE NAME
+	grep "^counters:" "$1" | tail -n 1 | sed -n "s/.*[ (]$2=\([0-9]*\).*/\1/p"
+}
+# Sibling cgroups of the test's own, one per SUFFIX, made now and removed at
+# exit: CGS holds their directories, CG_BASE the test's own cgroup path.
+# Skips where there is no cgroup2 hierarchy or it cannot be written.
+test_cgroups() { # SUFFIX...
+	local root dir s
+	root=$(awk '$3=="cgroup2"{print $2; exit}' /proc/self/mounts)
+	[ -n "$root" ] || skip "no cgroup2 mount"
+	CG_BASE=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
+	# A cgroup with processes cannot take children where controllers are
+	# enabled; plain membership is all a test needs: siblings under our parent.
+	dir="$root${CG_BASE%/}"
+	CGS=()
+	for s in "$@"; do CGS+=("$dir/gpuprobe-test-$s-$$"); done
+	mkdir "${CGS[@]}" || { rmdir "${CGS[@]}" 2>/dev/null; skip "cannot create cgroups under $dir"; }
+	trap 'cleanup; rm_cgroups' EXIT
+}
+# The test's cgroups removed: a killed process leaves its cgroup a moment
+# after it is reaped, so each rmdir is tried again while the cgroup is busy
+# (for 5 s at most: a cgroup left behind is only litter, said so).
+rm_cgroups() {
+	local d i
+	for d in "${CGS[@]:-}"; do
+		for i in $(seq 1 100); do
+			rmdir "$d" 2>/dev/null || [ ! -d "$d" ] && break
+			sleep 0.05
+		done
+		[ -d "$d" ] && echo "(cgroup $d left behind)" >&2
+	done
+	return 0
+}
 # A test that cannot run here says why and exits 77: counted skipped, never
 # passed (tools/run-tests.sh); make check fails on it where every test can
 # run (root, BPF), so the reason is only ever something that machine lacks.

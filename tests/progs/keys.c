@@ -188,7 +188,7 @@ int main(int argc, char **argv)
 			}
 		wait_for(strcmp(argv[3], "-") ? argv[3] : NULL);
 		for (int i = 4; i < argc; i++)
-			through_lib(argv[i], n, &h); /* the handle of the first dlopen */
+			through_lib(argv[i], n, &h); /* each stays loaded: no dlclose */
 	} else if (!strcmp(argv[1], "reload") && argc >= 5) {
 		long n = parse_count("keys", argv[2]);
 		unsigned long a, b;

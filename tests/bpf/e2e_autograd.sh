@@ -18,9 +18,6 @@ line=$(grep "^autograd: " "$WORK/out") || fail "autograd: $(cat "$WORK/out")"
 tid_a=$(echo "$line" | sed -n 's/.*tid_a=\([0-9]*\).*/\1/p')
 tid_b=$(echo "$line" | sed -n 's/.*tid_b=\([0-9]*\).*/\1/p')
 echo "$line" | grep -q "passes=$((2 * N + 1)) kernels=$((4 * N + 5))" || fail "autograd: $line"
-field() { # NAME FILE: NAME's value on the last counters line
-	grep "^counters:" "$2" | tail -n 1 | sed -n "s/.*[ (]$1=\([0-9]*\).*/\1/p"
-}
 SC="python3 $ROOT/tests/bpf/stack_check.py"
 API=torch::autograd::Engine::execute_with_graph_task
 
@@ -35,13 +32,13 @@ sys.exit(any(f[0].startswith('[autograd') for s in parse('$WORK/a.pb.gz') if s[2
              for f in s[2]))" || fail "a launch in no other thread's pass is under a caller"
 $SC "$WORK/a.pb.gz" split k_own own_pass=1 || fail "a node of main's own pass"
 $SC "$WORK/a.pb.gz" split k_after deep_after=1 || fail "a launch after main's own pass"
-[ "$(field autograd_launches "$WORK/a.err")" = $((4 * N + 1)) ] &&
-	[ "$(field under_caller "$WORK/a.err")" = $((4 * N)) ] &&
-	[ "$(field caller_unknown "$WORK/a.err")" = 1 ] && [ "$(field own_thread "$WORK/a.err")" = 0 ] &&
-	[ "$(field autograd_passes "$WORK/a.err")" = $((2 * N + 1)) ] &&
-	[ "$(field callers "$WORK/a.err")" = 3 ] && [ "$(field autograd_engines "$WORK/a.err")" = 1 ] &&
-	[ "$(field autograd_nodes "$WORK/a.err")" = $((4 * N + 2)) ] &&
-	[ "$(field unattributed "$WORK/a.err")" = 0 ] ||
+[ "$(counter "$WORK/a.err" autograd_launches)" = $((4 * N + 1)) ] &&
+	[ "$(counter "$WORK/a.err" under_caller)" = $((4 * N)) ] &&
+	[ "$(counter "$WORK/a.err" caller_unknown)" = 1 ] && [ "$(counter "$WORK/a.err" own_thread)" = 0 ] &&
+	[ "$(counter "$WORK/a.err" autograd_passes)" = $((2 * N + 1)) ] &&
+	[ "$(counter "$WORK/a.err" callers)" = 3 ] && [ "$(counter "$WORK/a.err" autograd_engines)" = 1 ] &&
+	[ "$(counter "$WORK/a.err" autograd_nodes)" = $((4 * N + 2)) ] &&
+	[ "$(counter "$WORK/a.err" unattributed)" = 0 ] ||
 	{ grep "^counters:" "$WORK/a.err" | tail -1; fail "autograd counters"; }
 ok "$((4 * N)) engine-thread launches under the thread that began each pass, exact; 1 without, counted"
 
@@ -64,7 +61,7 @@ $SC "$WORK/reent.pb.gz" under k_inner 1 1000 launch_inner "[autograd thread for 
 	fail "reent: the reentrant pass's launch not under caller_a"
 $SC "$WORK/reent.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_b]" $API caller_b ||
 	fail "reent: the node it took of b's pass not under caller_b"
-[ "$(field nested "$WORK/reent.err")" = 1 ] || fail "reent: nested passes $(field nested "$WORK/reent.err")"
+[ "$(counter "$WORK/reent.err" nested)" = 1 ] || fail "reent: nested passes $(counter "$WORK/reent.err" nested)"
 ok "a reentrant backward on the engine thread: its launches under its outer caller, the node it took under its own"
 cases lost
 $SC "$WORK/lost.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_b]" $API caller_b_reuse ||
@@ -73,8 +70,8 @@ $SC "$WORK/lost.pb.gz" split k_inner thread_main=1 || fail "lost: the unseen pas
 no_marker lost k_inner
 $SC "$WORK/lost.pb.gz" split k_post thread_main=1 || fail "lost: the unseen pass's final callback"
 no_marker lost k_post
-[ "$(field caller_unknown "$WORK/lost.err")" = 1 ] && [ "$(field after_node "$WORK/lost.err")" = 0 ] ||
-	fail "lost: caller_unknown $(field caller_unknown "$WORK/lost.err") after_node $(field after_node "$WORK/lost.err")"
+[ "$(counter "$WORK/lost.err" caller_unknown)" = 1 ] && [ "$(counter "$WORK/lost.err" after_node)" = 0 ] ||
+	fail "lost: caller_unknown $(counter "$WORK/lost.err" caller_unknown) after_node $(counter "$WORK/lost.err" after_node)"
 ok "a pass never seen to begin at a finished pass's address: its own stack, counted, not the old caller"
 cases stale
 $SC "$WORK/stale.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_b]" $API caller_b_reuse ||
@@ -85,7 +82,7 @@ ok "main's own reentrant pass, its address reused by another thread: main's late
 cases graph
 $SC "$WORK/graph.pb.gz" graph-under k_graph 3 6000 capture_graph replay_node \
 	"[autograd thread for tid $tid_b]" $API caller_g || fail "graph: a replay on the engine thread"
-[ "$(field under_capture "$WORK/graph.err")" = 3 ] && [ "$(field under_caller "$WORK/graph.err")" = 3 ] ||
+[ "$(counter "$WORK/graph.err" under_capture)" = 3 ] && [ "$(counter "$WORK/graph.err" under_caller)" = 3 ] ||
 	{ grep "^counters:" "$WORK/graph.err" | tail -1; fail "graph: counters"; }
 ok "a graph the engine thread replayed: its kernels under the capture, the replay, then the pass's caller"
 cases post
@@ -93,6 +90,6 @@ $SC "$WORK/post.pb.gz" under k_b 2 6000 launch_b "[autograd thread for tid $tid_
 	fail "post: the pass's nodes"
 $SC "$WORK/post.pb.gz" under k_post 1 1000 final_cb "[autograd thread for tid $tid_b]" $API caller_p ||
 	fail "post: the final callback's launch, after the last node returned"
-[ "$(field under_caller "$WORK/post.err")" = 3 ] && [ "$(field after_node "$WORK/post.err")" = 1 ] ||
+[ "$(counter "$WORK/post.err" under_caller)" = 3 ] && [ "$(counter "$WORK/post.err" after_node)" = 1 ] ||
 	{ grep "^counters:" "$WORK/post.err" | tail -1; fail "post: counters"; }
 ok "a pass's final callback, run by the engine thread after its last node: under the pass's caller, counted after_node"

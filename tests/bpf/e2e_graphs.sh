@@ -19,9 +19,6 @@ run() { # OUT ERR [ENV...]
 	grep -q "graphcap: replays=$((2 * N + M)) kernels=$((3 * N + M + 1))" "$WORK/out" ||
 		fail "graphcap: $(cat "$WORK/out")"
 }
-field() { # NAME FILE: NAME's value on the last counters line
-	grep "^counters:" "$2" | tail -n 1 | sed -n "s/.*[ (]$1=\([0-9]*\).*/\1/p"
-}
 SC="python3 $ROOT/tests/bpf/stack_check.py"
 
 run "$WORK/g.pb.gz" "$WORK/g.err"
@@ -32,12 +29,12 @@ $SC "$WORK/g.pb.gz" graph g_two $M $((3000 * M)) capture_two replay_loop ||
 $SC "$WORK/g.pb.gz" graph g_three $N $((4000 * N)) build_three replay_loop ||
 	fail "g_three not under the call that added its node"
 $SC "$WORK/g.pb.gz" chain g_eager 1 main || fail "the eager launch"
-[ "$(field graph_activities "$WORK/g.err")" = $((3 * N + M)) ] &&
-	[ "$(field under_capture "$WORK/g.err")" = $((3 * N + M)) ] &&
-	[ "$(field node_unknown "$WORK/g.err")" = 0 ] && [ "$(field capture_unknown "$WORK/g.err")" = 0 ] &&
-	[ "$(field replay_unattributed "$WORK/g.err")" = 0 ] && [ "$(field bound "$WORK/g.err")" = 4 ] &&
-	[ "$(field unbound "$WORK/g.err")" = 0 ] && [ "$(field waiting "$WORK/g.err")" = 0 ] &&
-	[ "$(field unattributed "$WORK/g.err")" = 0 ] ||
+[ "$(counter "$WORK/g.err" graph_activities)" = $((3 * N + M)) ] &&
+	[ "$(counter "$WORK/g.err" under_capture)" = $((3 * N + M)) ] &&
+	[ "$(counter "$WORK/g.err" node_unknown)" = 0 ] && [ "$(counter "$WORK/g.err" capture_unknown)" = 0 ] &&
+	[ "$(counter "$WORK/g.err" replay_unattributed)" = 0 ] && [ "$(counter "$WORK/g.err" bound)" = 4 ] &&
+	[ "$(counter "$WORK/g.err" unbound)" = 0 ] && [ "$(counter "$WORK/g.err" waiting)" = 0 ] &&
+	[ "$(counter "$WORK/g.err" unattributed)" = 0 ] ||
 	{ grep "^counters:" "$WORK/g.err" | tail -1; fail "graph counters"; }
 ok "$((3 * N + M)) replayed kernels under their capture (or node-adding) sites, exact"
 # Device 0 shows as a tag: a numeric label 0 without a unit, pprof's readers drop.
@@ -48,7 +45,7 @@ ok "device 0 shown by go tool pprof -tags"
 # A CUPTI that cannot name graph nodes: no node records, the replay's stack, counted.
 run "$WORK/n.pb.gz" "$WORK/n.err" GPUPROBE_STUB_NO_GRAPH_IDS=1
 $SC "$WORK/n.pb.gz" chain g_one $((2 * N)) replay_loop main || fail "g_one without node records"
-[ "$(field under_capture "$WORK/n.err")" = 0 ] && [ "$(field node_unknown "$WORK/n.err")" = $((3 * N + M)) ] ||
+[ "$(counter "$WORK/n.err" under_capture)" = 0 ] && [ "$(counter "$WORK/n.err" node_unknown)" = $((3 * N + M)) ] ||
 	{ grep "^counters:" "$WORK/n.err" | tail -1; fail "counters without node records"; }
 ok "without node records: the replay's stack, $((3 * N + M)) counted node_unknown"
 
@@ -57,10 +54,10 @@ ok "without node records: the replay's stack, $((3 * N + M)) counted node_unknow
 # graph_nodes_over_share; their replays keep the replay's stack, and no
 # kernel is lost.
 run "$WORK/s.pb.gz" "$WORK/s.err" GPUPROBE_TEST_GRAPH_SHARE_BYTES=256
-over=$(field graph_nodes_over_share "$WORK/s.err") under=$(field under_capture "$WORK/s.err")
+over=$(counter "$WORK/s.err" graph_nodes_over_share) under=$(counter "$WORK/s.err" under_capture)
 [ "${over:-0}" -gt 0 ] && [ "${under:-0}" -lt $((3 * N + M)) ] &&
-	[ "$(field graph_activities "$WORK/s.err")" = $((3 * N + M)) ] &&
-	[ "$(field unattributed "$WORK/s.err")" = 0 ] ||
+	[ "$(counter "$WORK/s.err" graph_activities)" = $((3 * N + M)) ] &&
+	[ "$(counter "$WORK/s.err" unattributed)" = 0 ] ||
 	{ grep "^counters:" "$WORK/s.err" | tail -1; fail "graph nodes past the shared bound"; }
 $SC "$WORK/s.pb.gz" chain g_two $M replay_loop main || fail "g_two past the shared bound"
 ok "graph nodes past the shared bound: $over refused (graph_nodes_over_share), $under of $((3 * N + M)) replays under capture, none lost"

@@ -25,9 +25,6 @@
 source "$(dirname "$0")/lib.sh"
 
 T=4 N=10
-field() { # NAME FILE: NAME's value on the last counters line
-	grep "^counters:" "$2" | tail -n 1 | sed -n "s/.*[ (]$1=\([0-9]*\).*/\1/p"
-}
 run() { # NAME [ENV...]: the launcher under the loader with --pc-sampling
 	local name=$1
 	shift
@@ -43,9 +40,9 @@ L=$((T * N))
 want=$(((2 * (3 + 5 + 2 + 4 + 7 + 1 + 1) + 7) * L))
 # The stub's long_scoreboard_not_issued (g - 1 a launch) counts samples again: never added.
 not_issued=$(((2 + 4 + 1 + 3 + 6) * L))
-[ "$(field pc_samples "$WORK/exact.err")" = $want ] && [ "$(field pc_not_issued "$WORK/exact.err")" = $not_issued ] && [ "$(field pc_cupti_total "$WORK/exact.err")" = $want ] &&
-	[ "$(field pc_dropped "$WORK/exact.err")" = 0 ] && [ "$(field pc_unload_busy "$WORK/exact.err")" = 0 ] &&
-	[ "$(field pc_no_cubin "$WORK/exact.err")" = 0 ] ||
+[ "$(counter "$WORK/exact.err" pc_samples)" = $want ] && [ "$(counter "$WORK/exact.err" pc_not_issued)" = $not_issued ] && [ "$(counter "$WORK/exact.err" pc_cupti_total)" = $want ] &&
+	[ "$(counter "$WORK/exact.err" pc_dropped)" = 0 ] && [ "$(counter "$WORK/exact.err" pc_unload_busy)" = 0 ] &&
+	[ "$(counter "$WORK/exact.err" pc_no_cubin)" = 0 ] ||
 	fail "want $want PC samples, none lost: $(grep '^counters' "$WORK/exact.err")"
 
 # The report: the heaviest kernels' stall reasons (lib_scale, grid 7: 7 + 7 + 1 a launch).
@@ -55,13 +52,13 @@ grep -qE "^  lib_scale +$((15 * L))  (long_scoreboard|wait) 46\.7%, (long_scoreb
 run held GPUPROBE_FLUSH_MS=20 GPUPROBE_STUB_PC_GETDATA_WAIT=1
 grep -q "stub: pc GetData held until an unload finished" "$WORK/held.err" ||
 	fail "the unload waited for the shim's collection: $(grep 'stub: pc' "$WORK/held.err")"
-busy=$(field pc_unload_busy "$WORK/held.err")
+busy=$(counter "$WORK/held.err" pc_unload_busy)
 [ "${busy:-0}" -ge 1 ] || fail "no unload found the collector busy: $(grep '^counters' "$WORK/held.err")"
 # How many the held collection keeps depends on how many unloads it outlasts;
 # what CUPTI counted dropped is said by a later collection, and the last one
 # (at exit) may itself find the collector busy (counted in pc_unload_busy).
-kept=$(field pc_samples "$WORK/held.err") lost=$(field pc_dropped "$WORK/held.err")
-total=$(field pc_cupti_total "$WORK/held.err")
+kept=$(counter "$WORK/held.err" pc_samples) lost=$(counter "$WORK/held.err" pc_dropped)
+total=$(counter "$WORK/held.err" pc_cupti_total)
 [ "${lost:-0}" -ge 1 ] && [ "$total" = $want ] && [ $((kept + lost)) -le "$total" ] ||
 	fail "kept $kept and dropped $lost of $total (want $want)"
 
@@ -71,14 +68,14 @@ LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/off.pb.gz" -- "$PROGS/launcher" -t
 # A period that samples nothing (the stub, as the H200, below 2^11): said so.
 LD_LIBRARY_PATH="$B/stub" "$LOADER" --pc-sampling=8 -o "$WORK/none.pb.gz" -- "$PROGS/launcher" -t 1 -n 2 \
 	>/dev/null 2>"$WORK/none.err" || fail "--pc-sampling=8"
-grep -q "^PC samples: none in this profile" "$WORK/none.err" && [ "$(field pc_cupti_total "$WORK/none.err")" = 0 ] ||
+grep -q "^PC samples: none in this profile" "$WORK/none.err" && [ "$(counter "$WORK/none.err" pc_cupti_total)" = 0 ] ||
 	fail "no sample, unsaid: $(grep -A2 '^PC samples' "$WORK/none.err")"
 ! go tool pprof -raw "$WORK/off.pb.gz" 2>/dev/null | grep -q pc_samples || fail "pc_samples without --pc-sampling"
-[ "$(field pc_cupti_total "$WORK/off.err")" = 0 ] || fail "the shim sampled unasked"
+[ "$(counter "$WORK/off.err" pc_cupti_total)" = 0 ] || fail "the shim sampled unasked"
 GPUPROBE_PC_SAMPLING=17 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/own.pb.gz" -- "$PROGS/launcher" -t 1 -n 2 \
 	>/dev/null 2>"$WORK/own.err" || fail "a target sampling on its own"
-unasked=$(field pc_unasked "$WORK/own.err")
-[ "${unasked:-0}" -gt 0 ] && [ "$(field pc_samples "$WORK/own.err")" = 0 ] && ! grep -q "^PC samples" "$WORK/own.err" ||
+unasked=$(counter "$WORK/own.err" pc_unasked)
+[ "${unasked:-0}" -gt 0 ] && [ "$(counter "$WORK/own.err" pc_samples)" = 0 ] && ! grep -q "^PC samples" "$WORK/own.err" ||
 	fail "PC records taken without --pc-sampling: $(grep '^counters' "$WORK/own.err")"
 ! go tool pprof -raw "$WORK/own.pb.gz" 2>/dev/null | grep -q pc_samples || fail "pc_samples from a target sampling unasked"
 ok "$want PC samples exact under their instructions, kernels and sites; a collection held in CUPTI" \

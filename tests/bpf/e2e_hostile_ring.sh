@@ -8,11 +8,9 @@
 #  - bloat: a cubin entry claiming 1.5 GiB is skipped unread (counted), the
 #    loader's RSS stays far below it and the CRC helper lives on;
 #  - exits without end: a ring whose exit_seq moves at every look is read
-#    to answer it once a tick at most, not at every slice between ticks;
-#  - names without end: processes of one cgroup, each naming a new kernel
-#    in every record, one after another, fill that cgroup's share of the
-#    loader's names, not the table: a program of another cgroup started
-#    after them has its kernel named.
+#    to answer it once a tick at most, not at every slice between ticks.
+# Names without end (rings of new kernel names, by cgroup) are
+# e2e_hostile_names.sh's: it needs cgroups, and a skip there skips only it.
 source "$(dirname "$0")/lib.sh"
 
 counters() { grep -c "^counters:" "$1" 2>/dev/null || true; }
@@ -119,26 +117,3 @@ ticks=$(counters "$WORK/err5")
 [ "${answers:-0}" -ge 5 ] || { grep "^counters:" "$WORK/err5" | tail -n 1; fail "its exits were not answered between ticks (exit_answers=$answers)"; }
 [ "$answers" -le $((ticks + 1)) ] || { grep "^counters:" "$WORK/err5" | tail -n 1; fail "$answers exit answers in $ticks ticks"; }
 ok "a ring whose exit_seq never rests: $answers exits answered between ticks in $ticks ticks"
-
-# --- names without end: processes naming a new kernel in every record,
-# started one after another in one cgroup (a tenant), fill that tenant's
-# share of the loader's names (a table of 256 KiB here,
-# GPUPROBE_TEST_NAMES_BYTES), not one share each and then the table: spin,
-# started after them in a cgroup of its own, has its kernel named.
-test_cgroups names-h names-s
-gh=${CGS[0]} gs=${CGS[1]}
-GPUPROBE_TEST_NAMES_BYTES=262144 LD_LIBRARY_PATH="$B/stub" "$LOADER" -v -o "$WORK/names.pb.gz" \
-	--libcuda "$STUBLIB" --cupti "$B/stub/libcupti.so" -- \
-	sh -c 'echo $$ >"$0/cgroup.procs" || exit 1
-		for i in 1 2 3 4 5 6; do "$2/hostile_ring" -N -s 1 >"$3/n$i.log" || exit 1; done
-		echo $$ >"$1/cgroup.procs" || exit 1
-		exec "$2/spin" -s 2 -i 1000' "$gh" "$gs" "$PROGS" "$WORK" \
-	>"$WORK/spin6.log" 2>"$WORK/err6" & L=$!
-PIDS+=($L)
-wait_exit "$L" 120 || { tail -c 2000 "$WORK/err6"; fail "loader failed beside rings of new names"; }
-for i in 1 2 3 4 5 6; do grep -q "ready" "$WORK/n$i.log" || fail "hostile_ring -N $i did not run"; done
-over=$(counter "$WORK/err6" names_over_share)
-[ "${over:-0}" -gt 0 ] || { grep "^counters:" "$WORK/err6" | tail -n 1; fail "the rings' names were not held to a share (names_over_share=$over)"; }
-S=$(sed -n 's/^spin: ready pid=//p' "$WORK/spin6.log")
-want=$(spin_exact "$WORK/names.pb.gz" "$S" "$WORK/spin6.log" "spin beside rings of new names")
-ok "six processes of one cgroup naming a new kernel in every record: held to that cgroup's share ($over names refused), spin's $want launches named"

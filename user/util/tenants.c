@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The bounded calls' cost per tenant (tenants.h). */
+/* What the bounded calls and the file loads cost each tenant (tenants.h). */
 #include <stddef.h>
 #include "user/util/tenants.h"
 

@@ -984,7 +984,7 @@ static void test_open_mapped_reaches_the_mapped_file_whatever_its_path_names(voi
 	bounded__free(b);
 }
 
-/* Kernel mountinfo lines: ids, the superblock's device, the type after "-", optional fields or none. */
+/* Kernel mountinfo lines: ids, the superblock's device and options, root, type, optional fields or none. */
 static void test_mountinfo_lines_give_id_device_and_type(void **state)
 {
 	const char *a = "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 shared:7 - ext3 /dev/root rw,errors=continue\n";
@@ -1000,10 +1000,17 @@ static void test_mountinfo_lines_give_id_device_and_type(void **state)
 	assert_memory_equal(m.point, "/mnt2", 5);
 	assert_int_equal(m.type_len, 4);
 	assert_memory_equal(m.type, "ext3", 4);
+	assert_int_equal(m.root_len, 5);
+	assert_memory_equal(m.root, "/mnt1", 5);
+	assert_int_equal(m.super_len, 18);
+	assert_memory_equal(m.super, "rw,errors=continue", 18);
 	assert_int_equal(proc__parse_mountinfo_line(b, strlen(b), &m), 0);
 	assert_int_equal(m.id, 2151);
 	assert_int_equal(m.dev, makedev(0, 158));
 	assert_memory_equal(m.type, "overlay", 7);
+	/* A line that ends at its type has no superblock options. */
+	assert_int_equal(proc__parse_mountinfo_line("1 0 0:5 / / rw - cgroup", 23, &m), 0);
+	assert_int_equal(m.super_len, 0);
 }
 
 static void test_mountinfo_garbage_is_refused(void **state)

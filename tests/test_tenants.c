@@ -6,7 +6,8 @@
  * the debt back; every call counts, short ones add up; one tenant's costs
  * are not another's; a full table forgets only tenants it has nothing to
  * remember of; a process whose cgroup cannot be read is no tenant of its own;
- * cgroups a user makes in a cgroup delegated to it make no more tenants.
+ * cgroups a user makes in a cgroup delegated to it make no more tenants,
+ * in a cgroup2 hierarchy or a v1 one.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -221,6 +223,64 @@ static void test_cgroups_made_in_a_delegated_cgroup_are_its_tenant(void **state)
 	assert_true(t[0] != proc__tenant(getpid()));
 }
 
+/*
+ * The same with cgroup v1 alone: cgroups a user made below one it owns in a
+ * v1 hierarchy are its one tenant, root's siblings two, in the lines of a
+ * cgroup file as the kernel writes them. The hierarchy is a named one of
+ * the test's own, mounted for it; a hierarchy the loader has not mounted
+ * keeps its lines whole.
+ */
+static void test_v1_cgroups_made_in_a_delegated_cgroup_are_its_tenant(void **state)
+{
+	static const char *dirs[] = { "/deleg", "/deleg/a", "/deleg/a/deeper", "/deleg/b", "/r1", "/r2" };
+	enum { N = sizeof(dirs) / sizeof(dirs[0]) };
+	char mnt[64], opts[64], dir[N][128] = { { 0 } }, text[4][256];
+	__u64 t[4], other[2];
+	const int at[4] = { 2, 3, 4, 5 }; /* deeper, b, r1, r2 */
+	int made = 0;
+
+	(void)state;
+	if (geteuid() != 0)
+		SKIP_BECAUSE("mounting a cgroup v1 hierarchy needs root");
+	snprintf(mnt, sizeof(mnt), "/tmp/gp-v1-%d", (int)getpid());
+	snprintf(opts, sizeof(opts), "none,name=gpt%d", (int)getpid());
+	if (mkdir(mnt, 0700))
+		SKIP_BECAUSE("no room for a mount point in /tmp");
+	if (mount("cgroup", mnt, "cgroup", 0, opts)) {
+		rmdir(mnt);
+		SKIP_BECAUSE("this kernel mounts no cgroup v1 hierarchy here");
+	}
+	for (; made < N; made++) {
+		snprintf(dir[made], sizeof(dir[made]), "%s%s", mnt, dirs[made]);
+		if (mkdir(dir[made], 0755))
+			break;
+		if (!strncmp(dirs[made], "/deleg", 6) && chown(dir[made], 4242, 4242))
+			break;
+	}
+	for (int k = 0; made == N && k < 4; k++) {
+		snprintf(text[k], sizeof(text[k]), "13:pids:/a\n12:name=gpt%d:%s\n0::/\n", (int)getpid(),
+			 dirs[at[k]]);
+		t[k] = proc__tenant_v1(text[k], strlen(text[k]));
+	}
+	for (int k = 0; made == N && k < 2; k++) {
+		snprintf(text[k], sizeof(text[k]), "12:name=gpt-not-mounted:%s\n", dirs[at[k]]);
+		other[k] = proc__tenant_v1(text[k], strlen(text[k]));
+	}
+	for (int i = N - 1; i >= 0; i--)
+		rmdir(dir[i]); /* "" where not made */
+	umount2(mnt, MNT_DETACH);
+	rmdir(mnt);
+	if (made < N)
+		SKIP_BECAUSE("the test's own v1 hierarchy took no cgroups");
+	/* deeper and b: cgroups the user made in its delegated one: one tenant */
+	assert_int_equal(t[0], t[1]);
+	/* root's r1 and r2: two, and neither the user's */
+	assert_true(t[2] != t[3]);
+	assert_true(t[0] != t[2]);
+	/* where the loader has no such hierarchy mounted, the lines whole */
+	assert_true(other[0] != other[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -230,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_a_full_table_keeps_the_tenants_it_refuses),
 		cmocka_unit_test(test_processes_of_one_cgroup_are_one_tenant),
 		cmocka_unit_test(test_cgroups_made_in_a_delegated_cgroup_are_its_tenant),
+		cmocka_unit_test(test_v1_cgroups_made_in_a_delegated_cgroup_are_its_tenant),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

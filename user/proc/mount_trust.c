@@ -45,8 +45,8 @@ static const char *next_field(const char *line, size_t len, size_t *pos, size_t 
 
 int proc__parse_mountinfo_line(const char *line, size_t len, struct proc_mount *ret)
 {
-	const char *f, *colon, *point;
-	size_t pos = 0, n, point_len;
+	const char *f, *colon, *root, *point, *super = NULL;
+	size_t pos = 0, n, root_len, point_len, super_len = 0;
 	__u64 id, major, minor;
 
 	if (len && line[len - 1] == '\n')
@@ -60,8 +60,8 @@ int proc__parse_mountinfo_line(const char *line, size_t len, struct proc_mount *
 	    proc__parse_u64(f, (size_t)(colon - f), 10, 0xfff, &major) ||
 	    proc__parse_u64(colon + 1, n - (size_t)(colon - f) - 1, 10, 0xfffff, &minor))
 		return -EINVAL;
-	if (!next_field(line, len, &pos, &n) || !(point = next_field(line, len, &pos, &point_len)) ||
-	    !next_field(line, len, &pos, &n))
+	if (!(root = next_field(line, len, &pos, &root_len)) ||
+	    !(point = next_field(line, len, &pos, &point_len)) || !next_field(line, len, &pos, &n))
 		return -EINVAL; /* root, mount point, options */
 	do {
 		if (!(f = next_field(line, len, &pos, &n)))
@@ -69,8 +69,14 @@ int proc__parse_mountinfo_line(const char *line, size_t len, struct proc_mount *
 	} while (n != 1 || *f != '-');
 	if (!(f = next_field(line, len, &pos, &n)))
 		return -EINVAL;
+	if (next_field(line, len, &pos, &super_len)) /* the source */
+		super = next_field(line, len, &pos, &super_len);
 	ret->id = (int)id;
 	ret->dev = makedev((unsigned)major, (unsigned)minor);
+	ret->root = root;
+	ret->root_len = root_len;
+	ret->super = super;
+	ret->super_len = super ? super_len : 0;
 	ret->point = point;
 	ret->point_len = point_len;
 	ret->type = f;

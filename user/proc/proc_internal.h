@@ -51,14 +51,18 @@ int proc__root_openat(int rootfd, const char *path, int flags);
  * ".." at the root, and never uses ".." on disk. */
 int proc__root_walk(int rootfd, const char *path, int flags);
 
-/* One line of a mountinfo table, what the overlay check and the cgroup2 mount need of it. */
+/* One line of a mountinfo table, what the overlay check and the cgroup mounts need of it. */
 struct proc_mount {
 	int id;
 	dev_t dev;         /* its superblock's */
+	const char *root;  /* the superblock's directory mounted there, into the line: root_len bytes */
+	size_t root_len;
 	const char *point; /* its mount point, into the line: point_len bytes, as escaped */
 	size_t point_len;
 	const char *type;  /* into the line, type_len bytes */
 	size_t type_len;
+	const char *super; /* its superblock's options (a cgroup v1 mount's controllers), super_len */
+	size_t super_len;  /* bytes; 0 where the line ends before them */
 };
 
 /* THE mountinfo parser (mount_trust.c): one line (with or without its
@@ -86,5 +90,9 @@ int proc__cgroup_v2_line(const char *text, size_t n, const char **ret_path, size
  * mount point the kernel had to escape (a space, a tab, a newline or a
  * backslash in it), -ENAMETOOLONG when it does not fit. */
 int proc__cgroup2_mount(char *buf, size_t len);
+/* The tenant of a cgroup file with no cgroup2 path (n bytes, as read):
+ * every line, each v1 path cut at a delegation in its hierarchy where the
+ * loader has that hierarchy mounted at its root (tenant.c). */
+__u64 proc__tenant_v1(const char *text, size_t n);
 
 #endif /* GP_PROC_INTERNAL_H */

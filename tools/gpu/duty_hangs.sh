@@ -32,6 +32,12 @@ for i in $(seq 1 "$n"); do
 	win=$(grep -o "duty_windows=[0-9]*" "$out/loader-$i.log" | tail -1)
 	if [ "$got" = "$want" ] && [ $rc = 0 ]; then ok=$((ok + 1)); fi
 	echo "run $i: rc=$rc $win $sw $([ "$got" = "$want" ] && echo same || echo "got '$got'")" >>"$log"
+	# the join's losses, and with -v the first ids two calls held, so that a stuck run's facts come back
+	for k in joined launch_events corr_reused activities_on_reused launches_without_activity unattributed \
+		api_without_launch; do
+		grep -o "\b$k=[0-9]*" "$out/loader-$i.log" | tail -1
+	done | tr '\n' ' ' | sed 's/^/    /; s/$/\n/' >>"$log"
+	grep -m 4 "held twice" "$out/loader-$i.log" | sed 's/^/    /' >>"$log"
 done
 echo "1 s windows switched under the program: $ok of $n runs completed with the bare result" >>"$log"
 cat "$log"

@@ -77,8 +77,8 @@ static struct {
 	bool api_filter;      /* whole DRIVER/RUNTIME kinds enabled: filter by cbid */
 	int api_capture;      /* enum api_capture: how API calls reach the ring */
 	bool api_cb_on;       /* the launch callbacks are on: the init thread, then the flush thread */
-	__u64 api_cb_off_at;  /* when to switch them off, recording being off (g.rec_clock); 0: not due */
-	bool api_cb_always;   /* GPUPROBE_API_CALLBACKS=always: on from the start, never switched */
+	__u64 api_cb_off_at;  /* when to switch them off (g.rec_clock); 0: not due */
+	int api_cb_mode;      /* enum api_cb_mode: when the launch callbacks are on */
 	__u32 pid;
 	clockid_t rec_clock;  /* the clock of CUPTI's timestamps (the loader knows which) */
 	int graphs_off;       /* atomic: this CUPTI cannot name graph nodes: asked no more */
@@ -278,14 +278,29 @@ static void activity__copy(const CUpti_Activity *a)
 
 /*
  * How API calls reach the ring (GPUPROBE_API_RECORDS): by CUPTI's enter and
- * exit callbacks of the listed calls (the default), switched on and off with
- * the recording by the flush thread, so a shim that does not record pays
- * nothing per call; by CUPTI's per-call API records ("activity"), which
+ * exit callbacks of the listed calls (the default), switched on and off by
+ * the flush thread as a reader comes and goes (enum api_cb_mode), so a shim
+ * no loader reads pays nothing per call; by CUPTI's per-call API records ("activity"), which
  * CUPTI takes only when asked before CUDA starts: on for good, copied only
  * while recording; or not at all ("off": for measuring; nothing can be
  * joined).
  */
 enum api_capture { API_BY_CALLBACKS, API_BY_ACTIVITY, API_OFF };
+
+/*
+ * When the launch callbacks are on (GPUPROBE_API_CALLBACKS). Measured on
+ * the H200 (docs/BENCHMARKS.md, tools/gpu/fault_facts.sh): switching them
+ * on and off while threads launch is what leaves a thread's correlation id
+ * stuck (every run of the harness; 1 run in 5 of train.py under 1 s
+ * windows), switching the activity kinds alone never did. So by default
+ * they follow the reader, not its windows: on while a loader reads the
+ * ring (paused between windows or not), off with none, switched once at an
+ * attach and once at a detach; calls between windows are dropped by their
+ * time (keep_from, keep_until). "window": switched with the activity at
+ * every window (the way before, for measuring); "always": on from the
+ * start, reader or not.
+ */
+enum api_cb_mode { API_CB_WHILE_READ, API_CB_PER_WINDOW, API_CB_ALWAYS };
 
 /*
  * A call under way at the switch may have begun up to this long before it
@@ -751,7 +766,8 @@ static void api__enable(void)
  * before the kinds go on, reaching API_EARLY_NS back (a call under way at
  * the switch, begun before it, may still have its kernel recorded: a lazy
  * module load inside a launch takes long), and closes after they went off
- * (the launch callbacks go on before the kinds and off API_LINGER_NS after):
+ * (the launch callbacks go on before the kinds, and go off, where they do,
+ * API_LINGER_NS after):
  * a call at an edge may leave an API record with no kernel record (the
  * loader labels it), never a kernel record with no API record (GPU time
  * with no launch). CUPTI_SUCCESS, or the status of the kernel kind's switch.
@@ -773,7 +789,7 @@ static CUptiResult activity__switch(bool on)
 				 __ATOMIC_RELEASE);
 		g.api_cb_off_at = 0;
 		if (g.api_capture == API_BY_CALLBACKS && !g.api_cb_on)
-			api__callbacks(true);
+			api__callbacks(true); /* before the kinds: a window's first calls have their records */
 	}
 	for (size_t i = 0; i < ARRAY_LEN(kinds); i++) {
 		CUptiResult k = on ? CUPTI_CALL(cuptiActivityEnable, kinds[i])
@@ -786,9 +802,6 @@ static CUptiResult activity__switch(bool on)
 	}
 	if (!on || st)
 		__atomic_store_n(&g.keep_until, shm__now_ns(), __ATOMIC_RELEASE);
-	/* Calls under way finish with their exit callbacks: switched off a little later. */
-	if ((!on || st) && g.api_cb_on && !g.api_cb_always)
-		g.api_cb_off_at = clock_ns(g.rec_clock) + API_LINGER_NS;
 	if (st && on)
 		return st;
 	g.recording = on;
@@ -808,6 +821,29 @@ static bool recording__wanted(void)
 	       (shm__reader_live(g.shm, shm__now_ns()) && !shm__reader_paused(g.shm));
 }
 
+/*
+ * The launch callbacks after the activity (enum api_cb_mode): kept on while
+ * recording, and by default while a reader reads; otherwise switched off
+ * API_LINGER_NS later, so that calls under way finish with their exit
+ * callbacks. The flush thread only.
+ */
+static void callbacks__follow(void)
+{
+	bool keep = g.api_cb_mode == API_CB_ALWAYS || g.recording ||
+		    (g.api_cb_mode == API_CB_WHILE_READ && shm__reader_live(g.shm, shm__now_ns()));
+
+	if (keep) {
+		g.api_cb_off_at = 0;
+		if (!g.api_cb_on)
+			api__callbacks(true);
+		return;
+	}
+	if (g.api_cb_on && !g.api_cb_off_at)
+		g.api_cb_off_at = clock_ns(g.rec_clock) + API_LINGER_NS;
+	if (g.api_cb_off_at && clock_ns(g.rec_clock) >= g.api_cb_off_at)
+		api__callbacks(false);
+}
+
 /* On the flush thread only: follows the reader, never on an application thread. */
 static void recording__follow(void)
 {
@@ -815,8 +851,8 @@ static void recording__follow(void)
 
 	if (want != g.recording && activity__switch(want))
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
-	if (!g.recording && g.api_cb_off_at && clock_ns(g.rec_clock) >= g.api_cb_off_at)
-		api__callbacks(false);
+	if (g.api_capture == API_BY_CALLBACKS)
+		callbacks__follow();
 }
 
 /*
@@ -892,15 +928,10 @@ static CUptiResult cupti__start(void)
 		api__enable();
 	else if (g.api_capture == API_BY_CALLBACKS) /* our records carry the kernel's thread ids */
 		shm__set_flags(g.shm, GP_SHM_F_TID_SYSTEM, 0);
-	/*
-	 * Measured on the H200 (tools/gpu/fault_facts.sh): switching the launch
-	 * callbacks on and off is what leaves a thread's correlation id stuck,
-	 * switching the activity kinds alone never did. With "always" they stay
-	 * on and calls outside a window are dropped by their time (keep_from,
-	 * keep_until), at the cost of the callbacks themselves: for measuring.
-	 */
-	g.api_cb_always = g.api_capture == API_BY_CALLBACKS && env_is("GPUPROBE_API_CALLBACKS", "always");
-	if (g.api_cb_always)
+	g.api_cb_mode = env_is("GPUPROBE_API_CALLBACKS", "always")   ? API_CB_ALWAYS :
+			env_is("GPUPROBE_API_CALLBACKS", "window") ? API_CB_PER_WINDOW :
+								     API_CB_WHILE_READ;
+	if (g.api_capture == API_BY_CALLBACKS && g.api_cb_mode == API_CB_ALWAYS)
 		api__callbacks(true);
 	pc__start();
 	/* With no reader yet, the flush thread switches activity on when one comes. */

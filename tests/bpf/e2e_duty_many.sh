@@ -9,7 +9,8 @@
 # is done by the 50th window; no faster, so that the 2 MiB BPF ring holds
 # more than a second of launches on a loaded 2-core machine. Each sample
 # is taken between two windows, read from spin's ring
-# (tests/bpf/gap_sample.py). The BPF ring is 2 MiB, written round many
+# (tests/bpf/gap_sample.py). The launch callbacks are switched on once for
+# all the windows. The BPF ring is 2 MiB, written round many
 # times before the first sample: its pages count in the loader's RSS once
 # it has read them, and a 16 MiB one was still on its first round at 22 s
 # in a slow run (RSS +2.3 MiB by 38 s, a fresh-clone check).
@@ -91,6 +92,12 @@ for p in "$WORK"/p/*.pb.gz; do $CHECK "$p" totals; done |
 read -r ns n <"$WORK/totals"
 [ "${n:-0}" -ge 1000 ] && [ "$ns" = $((n * 1000)) ] || fail "joined $n launches, GPU time $ns ns (want n x 1000)"
 awk '$3 == "kind" && $2 == 1' "$WORK/toggles" | grep . && fail "activity switched on an application thread (above)"
+# The launch callbacks follow the reader, not its windows: on once, at the
+# attach (switching them at each window left a thread's correlation id stuck
+# on the H200). A second or third time only if the loader's heartbeat went
+# stale for 2 s on a loaded machine.
+cbs=$(awk '$3 == "cb_driver" && $5 == "on" { n[$4]++ } END { for (k in n) if (n[k] > m) m = n[k]; print m + 0 }' "$WORK/toggles")
+[ "$cbs" -ge 1 ] && [ "$cbs" -le 3 ] || fail "the launch callbacks were switched on $cbs times over $nwin windows (want once)"
 # spin's launches have one stack: its stack-cache key, learnt while the shim
 # recorded, serves every window; none is forgotten at the switches between.
 grep "^loader: " "$WORK/err" | tail -1 >"$WORK/loader"
@@ -99,4 +106,4 @@ forgotten=$(sed -n 's/.* cache_forgotten=\([0-9]*\) .*/\1/p' "$WORK/loader")
 [ -n "$installs" ] && [ "$installs" -le 2 ] && [ "$forgotten" = 0 ] ||
 	fail "stack-cache keys learnt again over $nwin windows: cache_installs=$installs cache_forgotten=$forgotten"
 ok "$nwin windows of 0.1 s: fds $fds0, mappings $maps0, RSS $rss0 -> $rssm -> $rssl -> $rss1 KiB at $FIRST, $MID, $LATE, $LAST s;" \
-	"$n launches joined exactly, launches_outside=$outside, cache_installs=$installs"
+	"$n launches joined exactly, launches_outside=$outside, cache_installs=$installs, callbacks on $cbs time(s)"

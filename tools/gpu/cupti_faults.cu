@@ -5,7 +5,14 @@
 //   SWITCH=both   the launch callbacks and the kernel records (the shim);
 //   SWITCH=kinds  the kernel records only (the callbacks on throughout);
 //   SWITCH=cbs    the launch callbacks only (the kernel records on throughout);
-//   ENABLE=context  the kernel records switched for the context, not globally.
+//   SWITCH=rt     the runtime launch callback only (the driver's and the records on);
+//   SWITCH=drv    the driver launch callback only (the runtime's and the records on);
+//   ENABLE=context  the kernel records switched for the context, not globally;
+//   CBWAY=domain  callbacks switched by domain (cuptiEnableDomain), not by id.
+// Also, per thread, what the fault is: enters whose id is the previous
+// enter's, exits whose id is not their own enter's, and each of the thread's
+// kernel records' ids found among its exits, among its enters only, or in
+// neither (the ids are kept per thread and compared at the end).
 // Counted per launching thread: runtime launch exits (outside nested driver
 // calls), exits whose correlation id is the thread's previous exit's (the
 // "stuck id" fault), kernel records of its stream, and windows (cycles with at
@@ -23,6 +30,7 @@
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #define MAX_THREADS 16
@@ -32,7 +40,9 @@ __global__ void empty_kernel() {}
 
 struct per_thread {
 	std::atomic<unsigned long long> launched, exits, stuck, kernels;
-	std::atomic<int> first_stuck;
+	std::atomic<int> first_stuck, last_stuck;
+	unsigned long long enter_stuck, exit_not_enter; /* written by the thread itself */
+	std::vector<unsigned> enter_ids, exit_ids;      /* the thread's own */
 	std::atomic<unsigned> exits_in[MAX_CYCLES], kernels_in[MAX_CYCLES];
 	cudaStream_t stream;
 };
@@ -46,9 +56,10 @@ static std::unordered_map<unsigned, unsigned> call_cycle; /* correlation id -> c
 static std::atomic<int> cycle{0};
 static std::atomic<bool> window; /* both switched on: the window's exits count */
 static std::atomic<bool> stop_launching;
+static std::vector<std::pair<int, unsigned>> kernel_ids; /* (thread, correlation id), under lock */
 static __thread int me = -1;
-static __thread unsigned runtime_open, last_exit;
-static int by_context;
+static __thread unsigned runtime_open, last_exit, last_enter;
+static int by_context, by_domain;
 
 static unsigned env(const char *name, unsigned def)
 {
@@ -88,6 +99,7 @@ static void CUPTIAPI done(CUcontext c, uint32_t s, uint8_t *buf, size_t size, si
 		if (t < 0)
 			continue;
 		th[t].kernels++;
+		kernel_ids.emplace_back(t, (unsigned)k->correlationId);
 		auto it = call_cycle.find(k->correlationId);
 		if (it != call_cycle.end() && it->second < MAX_CYCLES)
 			th[t].kernels_in[it->second]++;
@@ -107,15 +119,21 @@ static void CUPTIAPI on_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
 		return; /* a driver call outside a runtime one: not ours */
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		runtime_open = cb->correlationId;
+		th[me].enter_stuck += cb->correlationId == last_enter;
+		last_enter = cb->correlationId;
+		th[me].enter_ids.push_back(cb->correlationId);
 		return;
 	}
+	th[me].exit_not_enter += runtime_open && cb->correlationId != runtime_open;
 	runtime_open = 0;
 	th[me].exits++;
+	th[me].exit_ids.push_back(cb->correlationId);
 	if (cb->correlationId == last_exit) {
 		int none = -1;
 
 		th[me].stuck++;
 		th[me].first_stuck.compare_exchange_strong(none, c);
+		th[me].last_stuck = c;
 	}
 	last_exit = cb->correlationId;
 	if (!window.load())
@@ -126,7 +144,29 @@ static void CUPTIAPI on_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
 	call_cycle[cb->correlationId] = (unsigned)c;
 }
 
+static void callbacks_of(int on, bool rt, bool drv)
+{
+	if (by_domain) {
+		if (rt)
+			cuptiEnableDomain(on, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+		if (drv)
+			cuptiEnableDomain(on, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+		return;
+	}
+	if (rt)
+		cuptiEnableCallback(on, sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+	if (drv)
+		cuptiEnableCallback(on, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+}
+
+static bool switch_rt, switch_drv; /* which callbacks the cycles switch */
+
 static void callbacks(int on)
+{
+	callbacks_of(on, switch_rt, switch_drv);
+}
+
+static void callbacks_all(int on)
 {
 	cuptiEnableCallback(on, sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
 	cuptiEnableCallback(on, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
@@ -145,11 +185,13 @@ static void kinds(int on)
 static void *switcher(void *arg)
 {
 	const char *sw = getenv("SWITCH") ? getenv("SWITCH") : "both";
-	bool cbs = strcmp(sw, "kinds") != 0, kds = strcmp(sw, "cbs") != 0;
+	bool cbs = strcmp(sw, "kinds") != 0;
+	bool kds = strcmp(sw, "both") == 0 || strcmp(sw, "kinds") == 0;
 	unsigned cycles = env("CYCLES", 200), on_ms = env("ON_MS", 20), off_ms = env("OFF_MS", 20);
 
-	if (!cbs)
-		callbacks(1);
+	switch_rt = cbs && strcmp(sw, "drv") != 0;
+	switch_drv = cbs && strcmp(sw, "rt") != 0;
+	callbacks_all(1); /* what the cycles do not switch stays on */
 	if (!kds)
 		kinds(1);
 	for (unsigned i = 0; i < cycles && i < MAX_CYCLES - 1; i++) {
@@ -193,12 +235,14 @@ int main()
 	nthreads = env("THREADS", 4);
 	nthreads = nthreads < 1 ? 1 : nthreads > MAX_THREADS ? MAX_THREADS : nthreads;
 	by_context = getenv("ENABLE") && !strcmp(getenv("ENABLE"), "context");
+	by_domain = getenv("CBWAY") && !strcmp(getenv("CBWAY"), "domain");
 	cuptiActivityRegisterCallbacks(req, done);
 	cuptiSubscribe(&sub, on_cb, NULL);
 	cudaFree(0);
 	cuCtxGetCurrent(&ctx);
 	for (unsigned t = 0; t < nthreads; t++) {
 		th[t].first_stuck = -1;
+		th[t].last_stuck = -1;
 		cudaStreamCreateWithFlags(&th[t].stream, cudaStreamNonBlocking);
 		empty_kernel<<<t + 1, 1, 0, th[t].stream>>>();
 	}
@@ -210,8 +254,7 @@ int main()
 	for (unsigned t = 0; t < nthreads; t++)
 		pthread_join(ls[t], NULL);
 	cudaDeviceSynchronize();
-	if (getenv("SWITCH") && !strcmp(getenv("SWITCH"), "cbs"))
-		kinds(0);
+	kinds(0);
 	cuptiActivityFlushAll(1);
 	for (unsigned t = 0; t < nthreads; t++) {
 		unsigned bad = 0;
@@ -223,19 +266,37 @@ int main()
 				if (first_bad < 0)
 					first_bad = c;
 			}
-		printf("thread %u: launched=%llu exits=%llu stuck=%llu first_stuck_cycle=%d kernels=%llu "
+		std::unordered_set<unsigned> ex(th[t].exit_ids.begin(), th[t].exit_ids.end());
+		std::unordered_set<unsigned> en(th[t].enter_ids.begin(), th[t].enter_ids.end());
+		unsigned long long k_exit = 0, k_enter = 0, k_none = 0;
+
+		for (auto &k : kernel_ids) {
+			if (k.first != (int)t)
+				continue;
+			if (ex.count(k.second))
+				k_exit++;
+			else if (en.count(k.second))
+				k_enter++;
+			else
+				k_none++;
+		}
+		printf("thread %u: launched=%llu exits=%llu stuck=%llu first_stuck_cycle=%d last_stuck_cycle=%d "
+		       "enter_stuck=%llu exit_not_enter=%llu distinct_exit_ids=%zu distinct_enter_ids=%zu "
+		       "kernels=%llu kernel_id_at_exit=%llu kernel_id_at_enter_only=%llu kernel_id_unseen=%llu "
 		       "bad_windows=%u first_bad_cycle=%d\n",
 		       t, th[t].launched.load(), th[t].exits.load(), th[t].stuck.load(), th[t].first_stuck.load(),
-		       th[t].kernels.load(), bad, first_bad);
+		       th[t].last_stuck.load(), th[t].enter_stuck, th[t].exit_not_enter, ex.size(), en.size(),
+		       th[t].kernels.load(), k_exit, k_enter, k_none, bad, first_bad);
 		all[0] += th[t].launched;
 		all[1] += th[t].exits;
 		all[2] += th[t].stuck;
 		all[3] += th[t].kernels;
 		bad_all += bad;
 	}
-	printf("total SWITCH=%s ENABLE=%s threads=%u: launched=%llu exits=%llu stuck=%llu kernels=%llu "
+	printf("total SWITCH=%s ENABLE=%s CBWAY=%s threads=%u: launched=%llu exits=%llu stuck=%llu kernels=%llu "
 	       "bad_windows=%u\n",
-	       getenv("SWITCH") ? getenv("SWITCH") : "both", by_context ? "context" : "global", nthreads, all[0],
+	       getenv("SWITCH") ? getenv("SWITCH") : "both", by_context ? "context" : "global",
+	       by_domain ? "domain" : "id", nthreads, all[0],
 	       all[1], all[2], all[3], bad_all);
 	return 0;
 }

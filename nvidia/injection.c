@@ -280,10 +280,10 @@ static void activity__copy(const CUpti_Activity *a)
  * How API calls reach the ring (GPUPROBE_API_RECORDS): by CUPTI's enter and
  * exit callbacks of the listed calls (the default), switched on and off by
  * the flush thread as a reader comes and goes (enum api_cb_mode), so a shim
- * no loader reads pays nothing per call; by CUPTI's per-call API records ("activity"), which
- * CUPTI takes only when asked before CUDA starts: on for good, copied only
- * while recording; or not at all ("off": for measuring; nothing can be
- * joined).
+ * no loader reads pays nothing per call; by CUPTI's per-call API records
+ * ("activity"), which CUPTI takes only when asked before CUDA starts: on
+ * for good, copied only while recording; or not at all ("off": for
+ * measuring; nothing can be joined).
  */
 enum api_capture { API_BY_CALLBACKS, API_BY_ACTIVITY, API_OFF };
 
@@ -789,7 +789,7 @@ static CUptiResult activity__switch(bool on)
 				 __ATOMIC_RELEASE);
 		g.api_cb_off_at = 0;
 		if (g.api_capture == API_BY_CALLBACKS && !g.api_cb_on)
-			api__callbacks(true); /* before the kinds: a window's first calls have their records */
+			api__callbacks(true); /* before the kinds: a window's first calls have records */
 	}
 	for (size_t i = 0; i < ARRAY_LEN(kinds); i++) {
 		CUptiResult k = on ? CUPTI_CALL(cuptiActivityEnable, kinds[i])

@@ -151,8 +151,9 @@ static void v1_read(void)
 		struct proc_mount m;
 
 		pos += ll;
-		if (proc__parse_mountinfo_line(line, ll, &m) || m.type_len != 6 || memcmp(m.type, "cgroup", 6) ||
-		    m.root_len != 1 || *m.root != '/' || memchr(m.point, '\\', m.point_len) ||
+		if (proc__parse_mountinfo_line(line, ll, &m) || m.type_len != 6 ||
+		    memcmp(m.type, "cgroup", 6) || m.root_len != 1 || *m.root != '/' ||
+		    memchr(m.point, '\\', m.point_len) ||
 		    m.point_len >= PATH_MAX || !v1_controllers(&m, h))
 			continue;
 		h->point = strndup(m.point, m.point_len);
@@ -191,7 +192,8 @@ static void v1_fresh(void)
 /* Line (n bytes, "ID:controllers:/path", no '\n') hashed into h, its path cut at a delegation. */
 static __u64 v1_hash_line(__u64 h, const char *line, size_t n)
 {
-	const char *c1 = memchr(line, ':', n), *c2 = c1 ? memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - line)) : NULL;
+	const char *c1 = memchr(line, ':', n);
+	const char *c2 = c1 ? memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - line)) : NULL;
 	size_t plen = c2 ? n - (size_t)(c2 + 1 - line) : 0;
 	char rel[PATH_MAX];
 	int fd;

@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <dlfcn.h>
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -192,6 +193,41 @@ static int count_launches(void *ctx, const struct gp_launch_event *e, size_t siz
  * launches: at the bound the pump waits and the events wait in the BPF ring,
  * none lost; the ring position taken after the launches is reached.
  */
+/* The open file descriptors of this process. */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the directory's own */
+}
+
+/*
+ * A destroyed probe leaves nothing attached: every uprobe and tracepoint
+ * link (the mapping and ring watches', destroyed side by side), program and
+ * map goes with it. A link left behind would keep its fd open here.
+ */
+static void test_a_destroyed_probe_leaves_no_link_behind(void **state)
+{
+	struct launch_probe_opts o = { .filter_pids = true, .ringbuf_bytes = 1 << 20,
+				       .wakeup_bytes = 1 << 16, .cache_entries = 16 };
+	int before = open_fds(), during;
+	struct launch_probe *lp;
+
+	(void)state;
+	lp = probe_self_with(&o);
+	during = open_fds();
+	launch_probe__destroy(lp);
+	/* the programs, maps, rings and at least the six watch links */
+	assert_true(during >= before + 6);
+	assert_int_equal(open_fds(), before);
+}
+
 static void test_a_full_pump_queue_holds_events_back_and_loses_none(void **state)
 {
 	struct launch_probe *lp = probe_self();
@@ -878,6 +914,7 @@ int main(void)
 		cmocka_unit_test(test_a_launch_whose_key_is_held_is_sent_without_its_stack),
 		cmocka_unit_test(test_an_audit_past_a_half_full_ring_goes_as_its_hit),
 		cmocka_unit_test(test_a_node_taken_between_windows_names_no_older_pass),
+		cmocka_unit_test(test_a_destroyed_probe_leaves_no_link_behind),
 	};
 
 	int failed = cmocka_run_group_tests_name("default uprobes", tests, NULL, NULL);

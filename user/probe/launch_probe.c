@@ -21,6 +21,7 @@
 #include "user/probe/launch_probe.h"
 #include "user/probe/libbpf_log.h"
 #include "user/probe/probe_files.h"
+#include "user/probe/probe_links.h"
 #include "user/probe/uprobe_multi.h"
 #include "shim/gp_abi.h"
 #include "user/util/log.h"
@@ -489,8 +490,15 @@ void launch_probe__destroy(struct launch_probe *lp)
 	if (lp->rings_open)
 		bpf_ring__close(&lp->rings_rb);
 	probe_files__fini(&lp->pf);
-	for (int i = 0; i < 4; i++)
-		bpf_link__destroy(lp->maps_links[i]);
+	/* The syscall tracepoints' links each wait for a grace period: side by side. */
+	struct bpf_link *tps[6] = { lp->maps_links[0], lp->maps_links[1], lp->maps_links[2],
+				    lp->maps_links[3] };
+	if (lp->skel) {
+		tps[4] = lp->skel->links.ring_make;
+		tps[5] = lp->skel->links.ring_made;
+		lp->skel->links.ring_make = lp->skel->links.ring_made = NULL;
+	}
+	probe_links__detach(tps, 6);
 	launch_bpf__destroy(lp->skel);
 	free(lp);
 }

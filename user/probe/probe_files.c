@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +16,14 @@
 #include "user/probe/probe_files.h"
 #include "user/probe/entry_points.h"
 #include "user/probe/libbpf_log.h"
+#include "user/probe/probe_links.h"
 #include "user/probe/uprobe_multi.h"
 #include "user/util/grow.h"
-#include "user/util/thread.h"
 
 /* Scans in a row that found no target mapping a file before its slot is freed. */
 #define SWEEP_MISSES 2
 /* Slots freed per sweep at most: each detach waits for a kernel grace period. */
 #define SWEEP_MAX 8
-#define DETACH_THREADS 16
 
 /*
  * Exports of the CUDA driver itself, beside its entry points (a one-function
@@ -38,50 +36,6 @@ static const char *const driver_exports[][2] = {
 	{ "cuCtxGetCurrent", NULL }, { "cuModuleGetFunction", NULL },
 };
 #define NR_DRIVER_EXPORTS (sizeof(driver_exports) / sizeof(driver_exports[0]))
-
-struct detach_share {
-	struct bpf_link **links;
-	size_t n, first, stride;
-};
-
-static void *detach_some(void *arg)
-{
-	struct detach_share *d = arg;
-
-	for (size_t i = d->first; i < d->n; i += d->stride)
-		bpf_link__destroy(d->links[i]);
-	return NULL;
-}
-
-/*
- * Removing a perf-event uprobe waits for a kernel grace period (40-80 ms
- * each, measured): one after the other, 40 links kept a -- COMMAND's caller
- * waiting over a second after the program ended. Side by side the waits
- * overlap in part (one loader, 19 links: 1.29 -> 0.94 s; the kernel
- * serialises much of it); a thread that cannot start leaves its share to
- * this one. Multi links (one per file) need none of this.
- */
-static void detach_links(struct bpf_link **links, size_t n)
-{
-	struct detach_share share[DETACH_THREADS];
-	pthread_t th[DETACH_THREADS];
-	bool started[DETACH_THREADS] = { false };
-	size_t k, nth = n < DETACH_THREADS ? n : DETACH_THREADS;
-
-	for (k = 0; k < nth; k++) {
-		share[k] = (struct detach_share){ .links = links, .n = n, .first = k, .stride = nth };
-		if (k)
-			started[k] = thread__start_quiet(&th[k], detach_some, &share[k]) == 0;
-	}
-	for (k = 1; k < nth; k++)
-		if (!started[k])
-			detach_some(&share[k]);
-	if (nth)
-		detach_some(&share[0]);
-	for (k = 1; k < nth; k++)
-		if (started[k])
-			pthread_join(th[k], NULL);
-}
 
 static int push_link(struct probe_files *pf, struct bpf_link *link)
 {
@@ -300,7 +254,7 @@ static void file__detach(struct probe_files *pf, unsigned i)
 		pf->nr_autograd--;
 
 	file__close_fds(f);
-	detach_links(pf->links + f->first_link, f->nr_links);
+	probe_links__detach(pf->links + f->first_link, f->nr_links);
 	memmove(pf->links + f->first_link, pf->links + f->first_link + f->nr_links,
 		(pf->nr_links - f->first_link - f->nr_links) * sizeof(*pf->links));
 	pf->nr_links -= f->nr_links;
@@ -457,7 +411,7 @@ void probe_files__init(struct probe_files *pf, struct bpf_program *prog, bool mu
 
 void probe_files__fini(struct probe_files *pf)
 {
-	detach_links(pf->links, pf->nr_links);
+	probe_links__detach(pf->links, pf->nr_links);
 	free(pf->links);
 	pf->links = NULL;
 	pf->nr_links = pf->cap_links = 0;

@@ -484,6 +484,8 @@ int launch_probe__counters(struct launch_probe *lp, __u64 ret_counters[GP_BPF_CO
 
 void launch_probe__destroy(struct launch_probe *lp)
 {
+	struct bpf_link *tps[6];
+
 	if (!lp)
 		return;
 	bpf_ring__close(&lp->rb);
@@ -491,13 +493,11 @@ void launch_probe__destroy(struct launch_probe *lp)
 		bpf_ring__close(&lp->rings_rb);
 	probe_files__fini(&lp->pf);
 	/* The syscall tracepoints' links each wait for a grace period: side by side. */
-	struct bpf_link *tps[6] = { lp->maps_links[0], lp->maps_links[1], lp->maps_links[2],
-				    lp->maps_links[3] };
-	if (lp->skel) {
-		tps[4] = lp->skel->links.ring_make;
-		tps[5] = lp->skel->links.ring_made;
+	memcpy(tps, lp->maps_links, 4 * sizeof(*tps));
+	tps[4] = lp->skel ? lp->skel->links.ring_make : NULL;
+	tps[5] = lp->skel ? lp->skel->links.ring_made : NULL;
+	if (lp->skel)
 		lp->skel->links.ring_make = lp->skel->links.ring_made = NULL;
-	}
 	probe_links__detach(tps, 6);
 	launch_bpf__destroy(lp->skel);
 	free(lp);

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <grp.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1060,6 +1061,97 @@ static void test_mountinfo_find_by_id_or_by_device_and_type(void **state)
 	assert_false(proc__mountinfo_find(t, strlen(t) - 30, 22, 0, NULL, &m));
 }
 
+/* Lines come whole and in order, empty ones too; the last needs no '\n'; nothing past the length. */
+static void test_lines_of_a_text_come_in_order_to_its_length(void **state)
+{
+	const char *t = "ab\n\ncd", *line;
+	size_t pos = 0, n;
+
+	(void)state;
+	assert_true(proc__next_line(t, strlen(t), &pos, &line, &n));
+	assert_int_equal(n, 2);
+	assert_memory_equal(line, "ab", 2);
+	assert_true(proc__next_line(t, strlen(t), &pos, &line, &n));
+	assert_int_equal(n, 0);
+	assert_true(proc__next_line(t, strlen(t), &pos, &line, &n));
+	assert_int_equal(n, 2);
+	assert_memory_equal(line, "cd", 2);
+	assert_false(proc__next_line(t, strlen(t), &pos, &line, &n));
+	pos = 0;
+	assert_true(proc__next_line(t, 3, &pos, &line, &n)); /* "ab\n": one line */
+	assert_false(proc__next_line(t, 3, &pos, &line, &n));
+	pos = 0;
+	assert_false(proc__next_line(t, 0, &pos, &line, &n));
+}
+
+/* The mounts of a table one after the other, bad lines passed over. */
+static void test_mountinfo_mounts_come_one_after_the_other(void **state)
+{
+	const char *t = "20 1 0:40 / /a rw - fuse.x x rw\n"
+			"garbage\n"
+			"21 1 0:41 / /b rw - overlay overlay rw";
+	struct proc_mount m;
+	size_t pos = 0;
+
+	(void)state;
+	assert_true(proc__mountinfo_next(t, strlen(t), &pos, &m));
+	assert_int_equal(m.id, 20);
+	assert_true(proc__mountinfo_next(t, strlen(t), &pos, &m));
+	assert_int_equal(m.id, 21);
+	assert_false(proc__mountinfo_next(t, strlen(t), &pos, &m));
+}
+
+/* In a mount namespace of its own: a kept table is read once, then again only after a mount. */
+static int kept_table_child(void)
+{
+	struct proc_mount_table t = PROC_MOUNT_TABLE(0);
+	char dir[] = "/tmp/gp-mtab-XXXXXX";
+	const char *text, *before;
+	size_t len;
+	bool changed = false;
+	int ret = 10;
+
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) || !mkdtemp(dir))
+		return 2;
+	if (proc__mount_table_get(&t, &text, &len, &changed) || !changed)
+		goto out;
+	before = text;
+	ret++;
+	if (proc__mount_table_get(&t, &text, &len, &changed) || changed || text != before)
+		goto out;
+	ret++;
+	if (memmem(text, len, dir, strlen(dir)) || mount("gp", dir, "tmpfs", 0, "size=64k"))
+		goto out;
+	ret++;
+	if (proc__mount_table_get(&t, &text, &len, &changed) || !changed ||
+	    !memmem(text, len, dir, strlen(dir)))
+		goto out;
+	ret = 0;
+	umount2(dir, MNT_DETACH);
+out:
+	rmdir(dir);
+	return ret;
+}
+
+static void test_a_kept_mount_table_is_read_again_only_after_a_mount(void **state)
+{
+	int status = 0;
+	pid_t child;
+
+	(void)state;
+	if (geteuid() != 0)
+		SKIP_BECAUSE("a mount namespace of its own needs root");
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(kept_table_child());
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 2)
+		SKIP_BECAUSE("cannot make a private mount namespace here");
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* The cgroup2 line of a cgroup file, wherever it is; none, or one not the kernel's, is said so. */
 static void test_cgroup_v2_line_is_found_among_v1_lines(void **state)
 {
@@ -1145,6 +1237,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_self_is_alive),
+		cmocka_unit_test(test_lines_of_a_text_come_in_order_to_its_length),
+		cmocka_unit_test(test_mountinfo_mounts_come_one_after_the_other),
+		cmocka_unit_test(test_a_kept_mount_table_is_read_again_only_after_a_mount),
 		cmocka_unit_test(test_nonpositive_and_unused_pids_are_not_alive),
 		cmocka_unit_test(test_child_is_alive_then_a_zombie_is_not_alive_then_gone),
 		cmocka_unit_test(test_usage_of_a_child_counts_its_cpu_and_peak_memory),

@@ -26,13 +26,10 @@ int proc__read_cgroup(pid_t pid, char *buf, size_t cap, size_t *ret_len)
 
 int proc__cgroup_v2_line(const char *text, size_t n, const char **ret_path, size_t *ret_len)
 {
-	size_t pos = 0;
+	const char *line;
+	size_t pos = 0, ll;
 
-	while (pos < n) {
-		const char *line = text + pos, *nl = memchr(line, '\n', n - pos);
-		size_t ll = nl ? (size_t)(nl - line) : n - pos;
-
-		pos += ll + 1;
+	while (proc__next_line(text, n, &pos, &line, &ll)) {
 		if (ll < 4 || memcmp(line, "0::", 3) != 0)
 			continue;
 		/* The kernel rejects '\n' in cgroup names; NUL cannot occur. */

@@ -84,19 +84,24 @@ int proc__parse_mountinfo_line(const char *line, size_t len, struct proc_mount *
 	return 0;
 }
 
+bool proc__mountinfo_next(const char *text, size_t len, size_t *pos, struct proc_mount *ret)
+{
+	const char *line;
+	size_t n;
+
+	while (proc__next_line(text, len, pos, &line, &n))
+		if (!proc__parse_mountinfo_line(line, n, ret))
+			return true;
+	return false;
+}
+
 bool proc__mountinfo_find(const char *text, size_t len, int id, dev_t dev, const char *type,
 			  struct proc_mount *ret)
 {
+	struct proc_mount m;
 	size_t pos = 0;
 
-	while (pos < len) {
-		const char *line = text + pos, *nl = memchr(line, '\n', len - pos);
-		size_t n = nl ? (size_t)(nl - line) + 1 : len - pos;
-		struct proc_mount m;
-
-		pos += n;
-		if (proc__parse_mountinfo_line(line, n, &m))
-			continue;
+	while (proc__mountinfo_next(text, len, &pos, &m)) {
 		if (id >= 0 ? m.id != id : (dev && m.dev != dev))
 			continue;
 		if (type && (m.type_len != strlen(type) || memcmp(m.type, type, m.type_len)))
@@ -144,56 +149,55 @@ int proc__read_mount_table(const char *path, char **ret_text, size_t *ret_len)
 	return 0;
 }
 
+int proc__mount_table_get(struct proc_mount_table *t, const char **ret_text, size_t *ret_len,
+			  bool *ret_changed)
+{
+	struct pollfd p;
+	bool stale = !t->text;
+	char path[64], *text, *shrunk;
+	int err;
+
+	if (t->pid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)t->pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/mountinfo");
+	if (ret_changed)
+		*ret_changed = false;
+	if (t->fd < 0) {
+		t->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (t->fd < 0)
+			return -errno;
+		stale = true; /* what changed before this open is in what is read next */
+	}
+	p = (struct pollfd){ .fd = t->fd, .events = POLLPRI };
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR)))
+		stale = true;
+	if (stale) {
+		free(t->text);
+		t->text = NULL;
+		if ((err = proc__read_mount_table(path, &text, &t->len)))
+			return err;
+		shrunk = realloc(text, t->len + 1);
+		t->text = shrunk ? shrunk : text;
+		if (ret_changed)
+			*ret_changed = true;
+	}
+	*ret_text = t->text;
+	*ret_len = t->len;
+	return 0;
+}
+
 /*
  * The node's tables, kept between calls (the bounded worker lives on): PID
  * 1's, and another process's where the runtime mounts in a namespace of its
- * own (proc__trust_mounts_of). Each is read again only when the kernel says
- * it changed (POLLPRI on an fd of it, which a mount or an unmount in that
- * namespace raises), so that an open of each library in a container does
- * not read and parse it again.
+ * own (proc__trust_mounts_of), so that an open of each library in a
+ * container does not read and parse them again.
  */
-struct node_table {
-	pid_t pid;    /* 0: none */
-	int fd;       /* polled; -1: not open yet */
-	char *text;   /* NULL: not read yet */
-	size_t len;
-};
-
-static struct node_table nodes[2] = { { .pid = 1, .fd = -1 }, { .pid = 0, .fd = -1 } };
+static struct proc_mount_table nodes[2] = { PROC_MOUNT_TABLE(1), PROC_MOUNT_TABLE(0) };
 
 void proc__trust_mounts_of(pid_t pid)
 {
 	nodes[1].pid = pid > 1 ? pid : 0;
-}
-
-static int node_table__get(struct node_table *n, const char **ret_text, size_t *ret_len)
-{
-	struct pollfd p;
-	bool stale = !n->text;
-	char path[64], *text, *shrunk;
-	int err;
-
-	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)n->pid);
-	if (n->fd < 0) {
-		n->fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (n->fd < 0)
-			return -errno;
-		stale = true; /* what changed before this open is in what is read next */
-	}
-	p = (struct pollfd){ .fd = n->fd, .events = POLLPRI };
-	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR)))
-		stale = true;
-	if (stale) {
-		free(n->text);
-		n->text = NULL;
-		if ((err = proc__read_mount_table(path, &text, &n->len)))
-			return err;
-		shrunk = realloc(text, n->len + 1);
-		n->text = shrunk ? shrunk : text;
-	}
-	*ret_text = n->text;
-	*ret_len = n->len;
-	return 0;
 }
 
 /* Whether a node table holds an overlay mount of id (id >= 0) or of superblock dev. */
@@ -206,7 +210,7 @@ static bool node_has_overlay(int id, dev_t dev)
 	if (id < 0 && !dev)
 		return false; /* no device: not "any" */
 	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++)
-		if (nodes[i].pid > 0 && !node_table__get(&nodes[i], &text, &len) &&
+		if (nodes[i].pid > 0 && !proc__mount_table_get(&nodes[i], &text, &len, NULL) &&
 		    proc__mountinfo_find(text, len, id, dev, "overlay", &m))
 			return true;
 	return false;

@@ -300,6 +300,23 @@ int proc__list_pids(pid_t **ret_pids, size_t *ret_n)
 	return 0;
 }
 
+bool proc__next_line(const char *text, size_t n, size_t *pos, const char **ret_line,
+		     size_t *ret_len)
+{
+	const char *line, *nl;
+	size_t ll;
+
+	if (*pos >= n)
+		return false;
+	line = text + *pos;
+	nl = memchr(line, '\n', n - *pos);
+	ll = nl ? (size_t)(nl - line) : n - *pos;
+	*pos += ll + 1;
+	*ret_line = line;
+	*ret_len = ll;
+	return true;
+}
+
 /* ------------------------------------------------------------ PID namespaces */
 
 /*
@@ -310,16 +327,12 @@ static int status_line(const char *status_text, size_t len, const char *key, boo
 		       const char **ret_line, size_t *ret_len)
 {
 	const size_t kn = strlen(key);
-	const char *line = NULL;
-	size_t line_len = 0, pos = 0;
+	const char *line = NULL, *s;
+	size_t line_len = 0, pos = 0, n;
 
 	if (!status_text && len)
 		return -EINVAL;
-	while (pos < len) {
-		const char *s = status_text + pos, *nl = memchr(s, '\n', len - pos);
-		size_t n = nl ? (size_t)(nl - s) : len - pos;
-
-		pos += n + 1;
+	while (proc__next_line(status_text, len, &pos, &s, &n)) {
 		if (n < kn || memcmp(s, key, kn))
 			continue;
 		if (line)

@@ -32,6 +32,12 @@ int proc__parse_maps_line(const char *line, size_t len, struct proc_maps_line *r
  * prefix) into [0, max]. -EINVAL: not a number; -ERANGE: above max. */
 int proc__parse_u64(const char *s, size_t n, int base, __u64 max, __u64 *ret);
 
+/* The line of text (n bytes) at *pos, moved past it: its start and its
+ * length without the '\n'; false at the end. Every reader of a /proc text
+ * file's lines goes through it. */
+bool proc__next_line(const char *text, size_t n, size_t *pos, const char **ret_line,
+		     size_t *ret_len);
+
 /* O_PATH fd of /proc/<pid>, or -errno. */
 int proc__open_pid_dir(pid_t pid);
 /* openat(/proc/<pid>, name, flags): one file of that one process. An fd, or -errno. */
@@ -68,6 +74,8 @@ struct proc_mount {
 /* THE mountinfo parser (mount_trust.c): one line (with or without its
  * '\n'). -EINVAL on anything but the kernel's format. */
 int proc__parse_mountinfo_line(const char *line, size_t len, struct proc_mount *ret);
+/* The next mount of text at *pos (moved past it) whose line parses; false at the end. */
+bool proc__mountinfo_next(const char *text, size_t len, size_t *pos, struct proc_mount *ret);
 /* The first mount of text whose id is id (id < 0: whose device is dev; dev
  * 0 too: any) and, when type is given, of that type; false when none. */
 bool proc__mountinfo_find(const char *text, size_t len, int id, dev_t dev, const char *type,
@@ -77,6 +85,25 @@ bool proc__mountinfo_find(const char *text, size_t len, int id, dev_t dev, const
 /* A mount table (path: a /proc/<pid>/mountinfo) read whole into a buffer of
  * its own, freed by the caller; -EFBIG past MOUNTINFO_MAX. */
 int proc__read_mount_table(const char *path, char **ret_text, size_t *ret_len);
+
+/*
+ * A process's mount table kept between calls, read again only when the
+ * kernel says it changed (POLLPRI on an fd of it, which a mount or an
+ * unmount in its namespace raises): a caller asking often reads and parses
+ * it once per change. Not locked: one owner, or the owner's lock.
+ */
+struct proc_mount_table {
+	pid_t pid;  /* whose: 0 the loader's own */
+	int fd;     /* polled; -1: not open yet */
+	char *text; /* NULL: not read yet */
+	size_t len;
+};
+#define PROC_MOUNT_TABLE(p) { .pid = (p), .fd = -1 }
+/* The table's text, read first or again when it changed; *ret_changed
+ * (when given) true when it was read at this call. -errno when it cannot
+ * be read (the text the caller had is then gone). */
+int proc__mount_table_get(struct proc_mount_table *t, const char **ret_text, size_t *ret_len,
+			  bool *ret_changed);
 
 /* A cgroup file read whole, at most. */
 #define CGROUP_FILE_MAX (64 * 1024)

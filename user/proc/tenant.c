@@ -6,7 +6,6 @@
  */
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -83,13 +82,13 @@ static __u64 hash_bytes(__u64 h, const char *s, size_t n)
 #define V1_HIERARCHIES 32
 static struct v1_table {
 	pthread_mutex_t lock;
-	int poll_fd; /* /proc/self/mountinfo; -1: not open */
+	struct proc_mount_table mounts; /* the loader's own */
 	unsigned n;
 	struct v1_hierarchy {
 		char ctrl[64];  /* the mount's options that name controllers, ','-joined */
 		char *point;    /* where it is mounted (opened at each use: no mount is held) */
 	} h[V1_HIERARCHIES];
-} v1 = { .lock = PTHREAD_MUTEX_INITIALIZER, .poll_fd = -1 };
+} v1 = { .lock = PTHREAD_MUTEX_INITIALIZER, .mounts = PROC_MOUNT_TABLE(0) };
 
 /* Whether option opt (n bytes) of a cgroup v1 mount names a controller or a named hierarchy. */
 static bool v1_controller_opt(const char *opt, size_t n)
@@ -135,32 +134,24 @@ static void v1_forget_all(void)
 	v1.n = 0;
 }
 
-/* The table read again from the loader's mount table (under v1.lock). */
-static void v1_read(void)
+/* The hierarchies of mount table text (len bytes), read again (under v1.lock). */
+static void v1_read(const char *text, size_t len)
 {
-	size_t n, pos = 0;
-	char *text;
+	struct proc_mount m;
+	size_t pos = 0;
 
 	v1_forget_all();
-	if (proc__read_mount_table("/proc/self/mountinfo", &text, &n))
-		return;
-	while (pos < n && v1.n < V1_HIERARCHIES) {
-		const char *line = text + pos, *nl = memchr(line, '\n', n - pos);
-		size_t ll = nl ? (size_t)(nl - line) + 1 : n - pos;
+	while (v1.n < V1_HIERARCHIES && proc__mountinfo_next(text, len, &pos, &m)) {
 		struct v1_hierarchy *h = &v1.h[v1.n];
-		struct proc_mount m;
 
-		pos += ll;
-		if (proc__parse_mountinfo_line(line, ll, &m) || m.type_len != 6 ||
-		    memcmp(m.type, "cgroup", 6) || m.root_len != 1 || *m.root != '/' ||
-		    memchr(m.point, '\\', m.point_len) ||
+		if (m.type_len != 6 || memcmp(m.type, "cgroup", 6) || m.root_len != 1 ||
+		    *m.root != '/' || memchr(m.point, '\\', m.point_len) ||
 		    m.point_len >= PATH_MAX || !v1_controllers(&m, h))
 			continue;
 		h->point = strndup(m.point, m.point_len);
 		if (h->point)
 			v1.n++;
 	}
-	free(text);
 }
 
 /* The root of the hierarchy of controllers ctrl (n bytes), opened; -1 where not mounted (under v1.lock). */
@@ -175,18 +166,14 @@ static int v1_open(const char *ctrl, size_t n)
 /* The table, read first or again when the mount table changed (under v1.lock). */
 static void v1_fresh(void)
 {
-	struct pollfd p;
-	bool stale = false;
+	const char *text;
+	size_t len;
+	bool changed;
 
-	if (v1.poll_fd < 0) {
-		v1.poll_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-		stale = true; /* what changed before this open is in what is read next */
-	}
-	p = (struct pollfd){ .fd = v1.poll_fd, .events = POLLPRI };
-	if (v1.poll_fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR)))
-		stale = true;
-	if (stale)
-		v1_read();
+	if (proc__mount_table_get(&v1.mounts, &text, &len, &changed))
+		v1_forget_all();
+	else if (changed)
+		v1_read(text, len);
 }
 
 /* Line (n bytes, "ID:controllers:/path", no '\n') hashed into h, its path cut at a delegation. */
@@ -212,15 +199,12 @@ static __u64 v1_hash_line(__u64 h, const char *line, size_t n)
 __u64 proc__tenant_v1(const char *text, size_t n)
 {
 	__u64 h = 0x243f6a8885a308d3ull;
-	size_t pos = 0;
+	const char *line;
+	size_t pos = 0, ll;
 
 	pthread_mutex_lock(&v1.lock);
 	v1_fresh();
-	while (pos < n) {
-		const char *line = text + pos, *nl = memchr(line, '\n', n - pos);
-		size_t ll = nl ? (size_t)(nl - line) : n - pos;
-
-		pos += ll + 1;
+	while (proc__next_line(text, n, &pos, &line, &ll)) {
 		h = v1_hash_line(h, line, ll);
 		h = hash_bytes(h, "\n", 1);
 	}

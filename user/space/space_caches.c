@@ -167,14 +167,22 @@ void space_caches__put(struct space_caches *c)
 		space_caches__empty(c);
 }
 
-int space_caches__elf(struct space_caches *c, int fd, struct elf_syms **ret_syms)
+int space_caches__elf(struct space_caches *c, __u64 tenant, int fd, struct elf_syms **ret_syms)
 {
-	return elf_cache__get_fd(c->elf, fd, ret_syms);
+	__u64 t0 = clock_ns(CLOCK_MONOTONIC);
+	int err = elf_cache__get_fd(c->elf, fd, ret_syms);
+
+	space_caches__loaded(c, tenant, t0);
+	return err;
 }
 
-int space_caches__cfi(struct space_caches *c, int fd, struct cfi_ref **ret_ref)
+int space_caches__cfi(struct space_caches *c, __u64 tenant, int fd, struct cfi_ref **ret_ref)
 {
-	return cfi_cache__get_fd(c->cfi, fd, ret_ref);
+	__u64 t0 = clock_ns(CLOCK_MONOTONIC);
+	int err = cfi_cache__get_fd(c->cfi, fd, ret_ref);
+
+	space_caches__loaded(c, tenant, t0);
+	return err;
 }
 
 void space_caches__stats(const struct space_caches *c, size_t *ret_sym_bytes,

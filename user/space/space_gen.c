@@ -329,11 +329,8 @@ static struct elf_syms *space_gen__elf(struct space_gen *g, size_t idx)
 	if (!space_gen__may_load(g, &me->state))
 		return me->syms;
 	if (space_gen__open_mapped(g, proc_maps__at(g->maps, idx), &fd) == 0) {
-		__u64 t0 = clock_ns(CLOCK_MONOTONIC);
-
-		if (space_caches__elf(g->c, fd, &me->syms) == 0)
+		if (space_caches__elf(g->c, g->tenant, fd, &me->syms) == 0)
 			me->state = ELF_LOADED;
-		space_caches__loaded(g->c, g->tenant, t0);
 		close(fd);
 	}
 	return me->syms;
@@ -348,13 +345,10 @@ static const struct cfi_table *space_gen__cfi_of(struct space_gen *g, size_t idx
 		/* Its tenant past its share of the tables held: none more (counted there). */
 		if (mem_hold__allows(g->cfi_hold, 1) &&
 		    space_gen__open_mapped(g, proc_maps__at(g->maps, idx), &fd) == 0) {
-			__u64 t0 = clock_ns(CLOCK_MONOTONIC);
-
-			if (space_caches__cfi(g->c, fd, &me->cfi) == 0) {
+			if (space_caches__cfi(g->c, g->tenant, fd, &me->cfi) == 0) {
 				me->cfi_state = ELF_LOADED;
 				mem_hold__add(g->cfi_hold, 1);
 			}
-			space_caches__loaded(g->c, g->tenant, t0);
 			close(fd);
 		}
 	}

@@ -19,9 +19,10 @@ struct cfi_ref;
  */
 int space_caches__get(struct space_caches *c);
 void space_caches__put(struct space_caches *c);
-/* The symbols and the CFI table of the file open at fd, loaded on first use (references). */
-int space_caches__elf(struct space_caches *c, int fd, struct elf_syms **ret_syms);
-int space_caches__cfi(struct space_caches *c, int fd, struct cfi_ref **ret_ref);
+/* The symbols and the CFI table of the file open at fd, loaded on first use
+ * (references), the time each took charged to tenant's load budget. */
+int space_caches__elf(struct space_caches *c, __u64 tenant, int fd, struct elf_syms **ret_syms);
+int space_caches__cfi(struct space_caches *c, __u64 tenant, int fd, struct cfi_ref **ret_ref);
 /*
  * Whether tenant may load a file now: false while its loads owe the
  * budget (SPACE_LOAD_BUDGET_NS), counted in loads_refused when count.

@@ -298,9 +298,12 @@ enum api_capture { API_BY_CALLBACKS, API_BY_ACTIVITY, API_OFF };
  * attach and once at a detach; calls between windows are dropped by their
  * time (keep_from, keep_until). "window": switched with the activity at
  * every window (the way before, for measuring); "always": on from the
- * start, reader or not.
+ * start, reader or not; "driver": the driver's callbacks alone, switched
+ * with the activity at every window, the runtime's never on (a runtime
+ * call reaches the driver's callbacks with its own correlation id; the
+ * harness switched the driver's alone without a stuck id).
  */
-enum api_cb_mode { API_CB_WHILE_READ, API_CB_PER_WINDOW, API_CB_ALWAYS };
+enum api_cb_mode { API_CB_WHILE_READ, API_CB_PER_WINDOW, API_CB_ALWAYS, API_CB_DRIVER };
 
 /*
  * A call under way at the switch may have begun up to this long before it
@@ -413,6 +416,12 @@ static void api__callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		api__exit(cb, driver, cbid, cls, now);
 }
 
+/* Whether a list's callbacks are ever on: "driver" leaves the runtime's off. */
+static bool api__list_used(const struct cbid_list *l)
+{
+	return g.api_cb_mode != API_CB_DRIVER || l->domain == CUPTI_CB_DOMAIN_DRIVER_API;
+}
+
 /* The listed calls' callbacks on or off: the init thread, then the flush thread only. */
 static void api__callbacks(bool on)
 {
@@ -421,7 +430,7 @@ static void api__callbacks(bool on)
 	unsigned errors = 0;
 
 	for (size_t l = 0; l < nlists; l++)
-		for (size_t i = 0; i < lists[l].n; i++)
+		for (size_t i = 0; api__list_used(&lists[l]) && i < lists[l].n; i++)
 			errors += g.api.cuptiEnableCallback(on, g.sub, lists[l].domain,
 							    lists[l].ids[i]) != CUPTI_SUCCESS;
 	if (errors)
@@ -930,6 +939,7 @@ static CUptiResult cupti__start(void)
 		shm__set_flags(g.shm, GP_SHM_F_TID_SYSTEM, 0);
 	g.api_cb_mode = env_is("GPUPROBE_API_CALLBACKS", "always")   ? API_CB_ALWAYS :
 			env_is("GPUPROBE_API_CALLBACKS", "window") ? API_CB_PER_WINDOW :
+			env_is("GPUPROBE_API_CALLBACKS", "driver") ? API_CB_DRIVER :
 								     API_CB_WHILE_READ;
 	if (g.api_capture == API_BY_CALLBACKS && g.api_cb_mode == API_CB_ALWAYS)
 		api__callbacks(true);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The shim's launch callbacks from the driver's domain alone, switched at
 # every duty window (GPUPROBE_API_CALLBACKS=driver), against the default
-# (the runtime's and the driver's, on while a loader reads): is every launch
+# ("read": the runtime's and the driver's, on while a loader reads): is every launch
 # still joined (a runtime call reaches the driver's callbacks with its own
 # correlation id), does a duty cycle's switching still leave no id stuck,
 # and what does being attached cost between the windows, where "driver"
@@ -24,8 +24,8 @@ joins() { # the loader's join counters, one line
 		grep -o "\b$k=[0-9]*" "$1" | tail -1
 	done | tr '\n' ' '
 }
-for mode in driver default; do
-	[ $mode = default ] && unset GPUPROBE_API_CALLBACKS || export GPUPROBE_API_CALLBACKS=$mode
+for mode in driver read; do
+	export GPUPROBE_API_CALLBACKS=$mode
 	STEPS=200 GRAPH_REPLAYS=40 BIG_STEPS=5 GPUPROBE_COUNTERS=all timeout 300 "$L" -v --shim "$SHIM" \
 		--cupti "$CUPTI" -o "$out/full-$mode.pb.gz" -- "$PY" tools/gpu/train.py \
 		>"$out/full-$mode.log" 2>&1
@@ -35,8 +35,8 @@ done
 export GPUPROBE_API_CALLBACKS=driver
 STEPS=1200 LOADER_ARGS=-v tools/gpu/duty_hangs.sh "$out/hangs" "$N" >/dev/null 2>&1
 cat "$out/hangs/duty_hangs.log" >>"$sum"
-for mode in driver default; do
-	[ $mode = default ] && unset GPUPROBE_API_CALLBACKS || export GPUPROBE_API_CALLBACKS=$mode
+for mode in driver read; do
+	export GPUPROBE_API_CALLBACKS=$mode
 	echo "attach_cost $mode:" >>"$sum"
 	MODEL=small CYCLES=$CYCLES ON=10 OFF=10 tools/gpu/attach_cost.sh "$out/ac-$mode" >>"$sum" 2>&1
 done

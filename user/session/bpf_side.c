@@ -47,6 +47,7 @@ static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_
 	t = session__target(s, e->pid);
 	if (t && !t->first_launch_ns) {
 		t->first_launch_ns = e->ts_ns;
+		t->py_next_try_ns = 0; /* a wait for an unseen interpreter ends here */
 		session__python_setup(s, t, now_ns());
 		session__autograd_setup(s, t);
 	}

@@ -16,6 +16,13 @@
 #include "user/util/test_env.h"
 
 #define PY_RETRY_NS (50 * NS_PER_MS) /* in effect: every tick */
+/*
+ * No CPython mapped yet and no launch seen: looked for again after a wait
+ * that doubles from PY_RETRY_NS up to this (each look reads the whole of
+ * its maps; a process that is not Python, idle for hours, was read every
+ * tick). Its first launch looks at once.
+ */
+#define PY_UNSEEN_WAIT_MAX_NS (2 * NS_PER_S)
 /* Detections that found a half-started interpreter before it is given up. */
 #define PY_MAX_TRIES 40
 
@@ -67,6 +74,7 @@ void session__python_setup(struct session *s, struct target *t, __u64 now)
 
 	if (t->py_done || now < t->py_next_try_ns)
 		return;
+	s->py_looks++;
 	err = pyruntime__detect(s->bounded, t->pid, &rt);
 	if (err == -EAGAIN) {
 		if (!t->py_next_try_ns)
@@ -77,7 +85,10 @@ void session__python_setup(struct session *s, struct target *t, __u64 now)
 	}
 	if (err == -ENOENT && !t->first_launch_ns) {
 		/* Maybe not exec'd yet (a -- COMMAND child) or not loaded: look again. */
-		t->py_next_try_ns = now + PY_RETRY_NS;
+		t->py_wait_ns = t->py_wait_ns ? t->py_wait_ns * 2 : PY_RETRY_NS;
+		if (t->py_wait_ns > PY_UNSEEN_WAIT_MAX_NS)
+			t->py_wait_ns = PY_UNSEEN_WAIT_MAX_NS;
+		t->py_next_try_ns = now + t->py_wait_ns;
 		return;
 	}
 	/* An interpreter caught half way through its start-up: look again, a while. */

@@ -59,10 +59,11 @@ void report__loader_line(const struct loader_costs *c, FILE *f)
 	for (int i = 0; i < STAGE_MAX; i++)
 		fprintf(f, " %s=%.1f", stage_names[i], c->stage_ms[i]);
 	fprintf(f, " copy_kib_mean=%.1f copy_sizes_grown=%llu shrunk=%llu queue_peak_mb=%.1f "
-		"queue_mb=%.1f syms_mb=%.1f cfi_mb=%.1f memo_hit_pct=%.1f maps_reread=%llu",
+		"queue_mb=%.1f syms_mb=%.1f cfi_mb=%.1f memo_hit_pct=%.1f maps_reread=%llu py_looks=%llu",
 		c->copy_kib_mean, (unsigned long long)c->copy_sizes_grown,
 		(unsigned long long)c->copy_sizes_shrunk, c->queue_peak_mb, c->queue_mb, c->syms_mb,
-		c->cfi_mb, c->memo_hit_pct, (unsigned long long)c->maps_reread);
+		c->cfi_mb, c->memo_hit_pct, (unsigned long long)c->maps_reread,
+		(unsigned long long)c->py_looks);
 	fprintf(f, " cpu_user_s=%.3f cpu_sys_s=%.3f start_cpu_s=%.3f pump_cpu_s=%.3f unwind_ms=%.1f "
 		"lookups=%llu lookup_ms=%.1f settle_cpu_ms=%.1f", c->cpu_user_s, c->cpu_sys_s,
 		c->start_cpu_s, c->pump_cpu_s, c->unwind_ms, (unsigned long long)c->lookups,

@@ -42,7 +42,7 @@ struct loader_costs {
 	double copy_kib_mean;
 	__u64 copy_sizes_grown, copy_sizes_shrunk;
 	double queue_peak_mb, queue_mb, syms_mb, cfi_mb, memo_hit_pct;
-	__u64 maps_reread;
+	__u64 maps_reread, py_looks;
 	double start_cpu_s, pump_cpu_s, unwind_ms;
 	__u64 lookups;
 	double lookup_ms, settle_cpu_ms;

@@ -130,6 +130,7 @@ struct session {
 	/* losses the report line prints */
 	__u64 stacks_dropped, names_dropped, records_unknown, modules_settled;
 	__u64 targets_full;        /* events of processes not followed: the target table was full */
+	__u64 py_looks;            /* looks for a target's CPython (each reads its maps) */
 	/* PC sampling (--pc-sampling): what the shims' records said */
 	__u64 pc_samples;          /* samples in the records read */
 	__u64 pc_not_issued;       /* samples of _not_issued reasons: counted again, not added */

@@ -333,6 +333,7 @@ static void walk_costs(struct session *s, struct loader_costs *c)
 	c->memo_hit_pct = ts.memo_hits + ts.memo_misses ?
 			  100.0 * ts.memo_hits / (ts.memo_hits + ts.memo_misses) : 0.0;
 	c->maps_reread = ts.maps_reread;
+	c->py_looks = s->py_looks;
 	c->unwind_ms = s->unwind_ns / 1e6;
 	c->lookups = ts.lookups;
 	c->lookup_ms = ts.lookup_ns / 1e6;

@@ -48,6 +48,7 @@ struct target {
 	bool autograd_no_slot;     /* refused for want of a slot: counted once */
 	__u32 py_entry_kind;       /* enum gp_py_entry_kind of that CPython */
 	__u64 py_next_try_ns;      /* detection retried until then (0: try now) */
+	__u64 py_wait_ns;          /* the wait before the next look for one not yet found */
 	unsigned py_tries;         /* detections that found a half-started interpreter */
 	bool py_done;              /* detected, or known not to be (or not usable) */
 	bool comm_declared;        /* its name (after exec) given to the profile */

@@ -300,8 +300,10 @@ enum api_capture { API_BY_CALLBACKS, API_BY_ACTIVITY, API_OFF };
  * every window (the way before, for measuring); "always": on from the
  * start, reader or not; "driver": the driver's callbacks alone, switched
  * with the activity at every window, the runtime's never on (a runtime
- * call reaches the driver's callbacks with its own correlation id; the
- * harness switched the driver's alone without a stuck id).
+ * call reaches the driver's callbacks with its own correlation id, and
+ * PyTorch joins as exactly; but switched so, they stuck a thread's id in 1
+ * run of 4 of train.py on an H100, where the harness had found none: for
+ * measuring).
  */
 enum api_cb_mode { API_CB_WHILE_READ, API_CB_PER_WINDOW, API_CB_ALWAYS, API_CB_DRIVER };
 

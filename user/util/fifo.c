@@ -9,11 +9,14 @@
 static int fifo__resize(struct fifo *f, size_t ncap)
 {
 	char *n = malloc(ncap * f->item);
+	size_t first = f->len < f->cap - f->head ? f->len : f->cap - f->head; /* up to the end */
 
 	if (!n)
 		return -ENOMEM;
-	for (size_t i = 0; i < f->len; i++)
-		memcpy(n + i * f->item, f->buf + ((f->head + i) % f->cap) * f->item, f->item);
+	if (f->len) { /* two runs at most: from the head to the end, then the wrapped rest */
+		memcpy(n, f->buf + f->head * f->item, first * f->item);
+		memcpy(n + first * f->item, f->buf, (f->len - first) * f->item);
+	}
 	free(f->buf);
 	f->buf = n;
 	f->cap = ncap;

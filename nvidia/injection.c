@@ -288,7 +288,8 @@ static void activity__copy(const CUpti_Activity *a)
 enum api_capture { API_BY_CALLBACKS, API_BY_ACTIVITY, API_OFF };
 
 /*
- * When the launch callbacks are on (GPUPROBE_API_CALLBACKS). Measured on
+ * When the launch callbacks are on (GPUPROBE_API_CALLBACKS; "read", the
+ * default, or any other value: following the reader). Measured on
  * the H200 (docs/BENCHMARKS.md, tools/gpu/fault_facts.sh): switching them
  * on and off while threads launch is what leaves a thread's correlation id
  * stuck (every run of the harness; 1 run in 5 of train.py under 1 s
@@ -942,7 +943,7 @@ static CUptiResult cupti__start(void)
 	g.api_cb_mode = env_is("GPUPROBE_API_CALLBACKS", "always")   ? API_CB_ALWAYS :
 			env_is("GPUPROBE_API_CALLBACKS", "window") ? API_CB_PER_WINDOW :
 			env_is("GPUPROBE_API_CALLBACKS", "driver") ? API_CB_DRIVER :
-								     API_CB_WHILE_READ;
+								     API_CB_WHILE_READ; /* "read" */
 	if (g.api_capture == API_BY_CALLBACKS && g.api_cb_mode == API_CB_ALWAYS)
 		api__callbacks(true);
 	pc__start();

@@ -432,10 +432,13 @@ static void api__callbacks(bool on)
 	size_t nlists = cbids__lists(&lists);
 	unsigned errors = 0;
 
-	for (size_t l = 0; l < nlists; l++)
-		for (size_t i = 0; api__list_used(&lists[l]) && i < lists[l].n; i++)
+	for (size_t l = 0; l < nlists; l++) {
+		if (!api__list_used(&lists[l]))
+			continue;
+		for (size_t i = 0; i < lists[l].n; i++)
 			errors += g.api.cuptiEnableCallback(on, g.sub, lists[l].domain,
 							    lists[l].ids[i]) != CUPTI_SUCCESS;
+	}
 	if (errors)
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, errors);
 	g.api_cb_on = on;

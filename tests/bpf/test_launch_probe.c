@@ -188,11 +188,6 @@ static int count_launches(void *ctx, const struct gp_launch_event *e, size_t siz
 	return 0;
 }
 
-/*
- * The pump's queue bounded at 16 KiB (a few dozen events) under 10,000
- * launches: at the bound the pump waits and the events wait in the BPF ring,
- * none lost; the ring position taken after the launches is reached.
- */
 /* The open file descriptors of this process. */
 static int open_fds(void)
 {
@@ -228,6 +223,11 @@ static void test_a_destroyed_probe_leaves_no_link_behind(void **state)
 	assert_int_equal(open_fds(), before);
 }
 
+/*
+ * The pump's queue bounded at 16 KiB (a few dozen events) under 10,000
+ * launches: at the bound the pump waits and the events wait in the BPF ring,
+ * none lost; the ring position taken after the launches is reached.
+ */
 static void test_a_full_pump_queue_holds_events_back_and_loses_none(void **state)
 {
 	struct launch_probe *lp = probe_self();

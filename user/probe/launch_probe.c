@@ -484,7 +484,8 @@ int launch_probe__counters(struct launch_probe *lp, __u64 ret_counters[GP_BPF_CO
 
 void launch_probe__destroy(struct launch_probe *lp)
 {
-	struct bpf_link *tps[6];
+	struct bpf_link *tps[sizeof(lp->maps_links) / sizeof(lp->maps_links[0]) + 2];
+	size_t n = sizeof(lp->maps_links) / sizeof(lp->maps_links[0]);
 
 	if (!lp)
 		return;
@@ -493,12 +494,13 @@ void launch_probe__destroy(struct launch_probe *lp)
 		bpf_ring__close(&lp->rings_rb);
 	probe_files__fini(&lp->pf);
 	/* The syscall tracepoints' links each wait for a grace period: side by side. */
-	memcpy(tps, lp->maps_links, 4 * sizeof(*tps));
-	tps[4] = lp->skel ? lp->skel->links.ring_make : NULL;
-	tps[5] = lp->skel ? lp->skel->links.ring_made : NULL;
-	if (lp->skel)
+	memcpy(tps, lp->maps_links, sizeof(lp->maps_links));
+	if (lp->skel) { /* the ring watch's two, taken from the skeleton that would destroy them */
+		tps[n++] = lp->skel->links.ring_make;
+		tps[n++] = lp->skel->links.ring_made;
 		lp->skel->links.ring_make = lp->skel->links.ring_made = NULL;
-	probe_links__detach(tps, 6);
+	}
+	probe_links__detach(tps, n);
 	launch_bpf__destroy(lp->skel);
 	free(lp);
 }

@@ -451,6 +451,13 @@ out_unlock:
 	return err;
 }
 
+void bounded__set_refill(struct bounded *b, unsigned refill)
+{
+	pthread_mutex_lock(&b->lock);
+	tenants__set_refill(&b->tenants, refill);
+	pthread_mutex_unlock(&b->lock);
+}
+
 void bounded__stats(struct bounded *b, struct bounded_stats *ret_stats)
 {
 	pthread_mutex_lock(&b->lock);

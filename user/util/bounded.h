@@ -76,6 +76,8 @@ struct bounded *bounded__new(void);
  */
 typedef __u64 (*bounded_tenant_fn)(pid_t pid);
 void bounded__set_tenants(struct bounded *b, bounded_tenant_fn tenant_of);
+/* For tests: a tenant's debt paid back at 1 ns per refill ns (TENANT_REFILL by default). */
+void bounded__set_refill(struct bounded *b, unsigned refill);
 /*
  * Its worker killed and its socket closed, its stuck workers left to the
  * kernel, none waited for, as the loader's exit would. No call may be in

@@ -255,17 +255,14 @@ static void answer_exits(struct session *s)
  */
 static void tick_sliced(struct session *s)
 {
-	__u64 end = now_ns() + s->o->tick_ms * NS_PER_MS;
-	int slice = s->o->tick_ms < SLICE_MS ? (int)s->o->tick_ms : SLICE_MS;
+	__u64 end = now_ns() + s->o->tick_ms * NS_PER_MS, now;
 
-	/*
-	 * Stopping with live rings (stop_now) reads on at the usual pace.
-	 * (A tick of SLICE_MS or less never waits here, and the loader then
-	 * spins at a whole core: waiting there made e2e_duty_many's stack-cache
-	 * keys be forgotten at unseen recording switches, not yet mended.)
-	 */
-	while ((!stop_signal || s->stop_ns) && now_ns() + slice * NS_PER_MS < end) {
-		event_pump__drain(&s->pump, slice, session__on_launch_event, s);
+	/* Stopping with live rings (stop_now) reads on at the usual pace. */
+	while ((!stop_signal || s->stop_ns) && (now = now_ns()) < end) {
+		__u64 left_ms = (end - now + NS_PER_MS - 1) / NS_PER_MS;
+
+		event_pump__drain(&s->pump, left_ms < SLICE_MS ? (int)left_ms : SLICE_MS,
+				  session__on_launch_event, s);
 		session__take_held_rings(s);
 		answer_exits(s);
 		if (s->have_child) {

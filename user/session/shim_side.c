@@ -402,25 +402,13 @@ __u64 session__cubins_left(struct target *t)
  */
 #define RECORD_FORGET_EVERY_NS 1000000000ull
 
-static bool span_records_at(__u64 on, __u64 off, __u64 ts)
-{
-	return on != UINT64_MAX && ts >= on && (!off || ts < off);
-}
-
 void session__note_key_state(struct target *t, const struct gp_launch_event *e)
 {
 	if (!t)
 		return; /* no target (out of memory): nothing to note it in */
 	if (e->probe == GP_PROBE_AUTOGRAD_EXECUTE || e->probe == GP_PROBE_AUTOGRAD_NODE)
 		return; /* libtorch's: CUPTI's state does not change its path */
-	if (!t->record_seen) {
-		t->keys_on = t->keys_off = true; /* before the first look: not known */
-		return;
-	}
-	if (span_records_at(t->record_on, t->record_off, e->ts_ns))
-		t->keys_on = true;
-	else
-		t->keys_off = true;
+	key_state__note(&t->keys, e->ts_ns);
 }
 
 static void follow_recording(struct session *s, struct target *t, __u64 now)
@@ -428,32 +416,11 @@ static void follow_recording(struct session *s, struct target *t, __u64 now)
 	__u64 on, off;
 
 	shm_reader__record_span(t->shm, &on, &off);
-	if (on != t->record_on || off != t->record_off || !t->record_seen) {
-		bool now_on = on != UINT64_MAX && !off;
-		/* A new span with its predecessor's end unseen: it went off and on between looks. */
-		bool off_unseen = t->record_seen && !t->record_off && t->record_on != UINT64_MAX &&
-				  on != t->record_on;
-		bool probes_on = s->duty_state == DUTY_ON;
-		/*
-		 * Keys of the other state: stale from now on; and after an unseen
-		 * off, keys taught by launches made in it, judged by the old span
-		 * as recorded. Switched off between duty windows, no launch will
-		 * meet the keys learnt on: the probes are paused until the shim
-		 * records again.
-		 */
-		bool stale = now_on ? t->keys_off || (off_unseen && probes_on) : t->keys_on && probes_on;
-
-		/* Keys learnt before the first look were learnt in the state it shows. */
-		t->record_forget = t->record_forget || (t->record_seen && stale);
-		t->record_on = on;
-		t->record_off = off;
-		t->record_seen = true;
-	}
+	key_state__look(&t->keys, on, off, shm_reader__record_last_off(t->shm), s->duty_state == DUTY_ON);
 	join__recording(s->join, t->pid, on, off, now); /* each look: how long a span was seen on */
-	if (s->cache && t->record_forget && now - t->record_forgot_ns >= RECORD_FORGET_EVERY_NS) {
+	if (s->cache && t->keys.stale && now - t->record_forgot_ns >= RECORD_FORGET_EVERY_NS) {
 		stack_cache__forget_pid(s->cache, (__u32)t->pid);
-		t->record_forget = false;
-		t->keys_on = t->keys_off = false;
+		key_state__forgot(&t->keys);
 		t->record_forgot_ns = now;
 	}
 }

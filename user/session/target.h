@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 #include "user/session/duty.h"
+#include "user/session/key_state.h"
 #include "user/space/space.h"
 #include "user/cubin/crc.h"
 #include "user/util/mem_share.h"
@@ -63,13 +64,9 @@ struct target {
 	bool warned_no_shim;
 	bool warned_busy;          /* its ring is read by another loader: said once */
 	bool shm_inert_reported;
-	__u64 record_on, record_off; /* shm_reader__record_span at the last visit */
-	bool record_seen;          /* they were read once */
-	bool record_forget;        /* its stack-cache keys are to go (follow_recording) */
+	struct key_state keys;     /* the recording state its stack-cache keys were learnt in */
 	struct duty_wait duty_wait; /* whether windows wait for its shim to record (duty.h) */
-	bool keys_on, keys_off;    /* keys were learnt from launches made while its shim recorded /
-				      did not (or when that was not known: both) */
-	__u64 record_forgot_ns;    /* when they last went */
+	__u64 record_forgot_ns;    /* when its keys last went at a switch of its recording */
 	unsigned dead_visits;      /* ticks it was read after it exited (its ring had more) */
 	__u64 flushes_at_stop;     /* its shim's flushes begun when the profile stopped */
 	__u64 flushed_pos;         /* its ring's head once a flush begun after the stop was seen (0: not yet) */

@@ -705,6 +705,11 @@ bool shm_reader__record_span(const struct shm_reader *r, __u64 *ret_on, __u64 *r
 	return false;
 }
 
+__u64 shm_reader__record_last_off(const struct shm_reader *r)
+{
+	return __atomic_load_n(&r->hdr->producer.record_off_ns, __ATOMIC_ACQUIRE);
+}
+
 __s64 shm_reader__clock_offset(const struct shm_reader *r)
 {
 	return (__s64)__atomic_load_n(&r->hdr->producer.clock_offset_ns, __ATOMIC_ACQUIRE);

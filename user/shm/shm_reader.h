@@ -104,6 +104,11 @@ __u32 shm_reader__flags(const struct shm_reader *r);
  * Hostile: a lie only relabels the target's own launches.
  */
 bool shm_reader__record_span(const struct shm_reader *r, __u64 *ret_on, __u64 *ret_off);
+/*
+ * The shim's stamp of its latest switch off (its record_off_ns, kept while a
+ * later span records): 0 if never. Hostile, as the span.
+ */
+__u64 shm_reader__record_last_off(const struct shm_reader *r);
 __s64 shm_reader__clock_offset(const struct shm_reader *r);
 /* Asks the shim for no records now (between the duty cycle's windows), or for them again. */
 void shm_reader__pause(struct shm_reader *r, bool paused);

@@ -144,11 +144,67 @@ static void test_keys_learnt_before_the_first_look_go_at_the_first_switch(void *
 	struct key_state ks = { 0 };
 
 	(void)state;
-	key_state__note(&ks, 10 * MS);
+	key_state__note(&ks, 110 * MS);
+	key_state__note(&ks, 150 * MS);
 	key_state__look(&ks, 100 * MS, 0, 0, true);
 	assert_false(ks.stale); /* learnt in the state the first look shows */
-	key_state__look(&ks, 300 * MS, 0, 200 * MS, false);
-	assert_true(ks.stale); /* their state unknown: they may be of the off state */
+	assert_true(ks.keys_on);
+	assert_false(ks.keys_off);
+	key_state__look(&ks, 100 * MS, 200 * MS, 200 * MS, true);
+	assert_true(ks.stale);
+}
+
+static void test_keys_learnt_before_a_first_look_that_sees_a_later_switch_on_go(void **state)
+{
+	struct key_state ks = { 0 };
+
+	(void)state;
+	/* A mid-run attach: launches at 50 and 120 ms taught keys; the shim switched on at 100 ms. */
+	key_state__note(&ks, 120 * MS);
+	key_state__note(&ks, 50 * MS);
+	key_state__look(&ks, 100 * MS, 0, 0, true);
+	assert_true(ks.stale);
+}
+
+static void test_keys_learnt_recording_before_a_first_look_that_sees_it_off_go_with_the_probes_on(void **state)
+{
+	struct key_state ks = { 0 };
+
+	(void)state;
+	key_state__note(&ks, 150 * MS);
+	key_state__look(&ks, 100 * MS, 200 * MS, 200 * MS, false);
+	assert_false(ks.stale); /* paused between duty windows: kept for the next */
+	ks = (struct key_state){ 0 };
+	key_state__note(&ks, 150 * MS);
+	key_state__look(&ks, 100 * MS, 200 * MS, 200 * MS, true);
+	assert_true(ks.stale);
+	ks = (struct key_state){ 0 };
+	key_state__note(&ks, 250 * MS); /* after the off: of the state it shows */
+	key_state__look(&ks, 100 * MS, 200 * MS, 200 * MS, true);
+	assert_false(ks.stale);
+}
+
+static void test_a_launch_made_before_the_state_seen_teaches_no_key(void **state)
+{
+	struct key_state ks = { 0 };
+
+	(void)state;
+	assert_true(key_state__may_learn(&ks, 10 * MS)); /* before any look: judged at it */
+	key_state__look(&ks, UINT64_MAX, 0, 0, true); /* a mid-run attach: not yet on */
+	assert_false(key_state__may_learn(&ks, 50 * MS));
+	key_state__look(&ks, 100 * MS, 0, 0, true);
+	assert_false(key_state__may_learn(&ks, 90 * MS)); /* read late, made before the switch on */
+	assert_true(key_state__may_learn(&ks, 110 * MS));
+	key_state__look(&ks, 100 * MS, 200 * MS, 200 * MS, true);
+	assert_false(key_state__may_learn(&ks, 150 * MS)); /* recording, read after the switch off */
+	assert_false(key_state__may_learn(&ks, 250 * MS)); /* off: a while only */
+	key_state__look(&ks, 100 * MS, 200 * MS, 200 * MS, false);
+	assert_true(key_state__may_learn(&ks, 150 * MS)); /* the probes paused: kept for the next window */
+	assert_false(key_state__may_learn(&ks, 250 * MS));
+	/* A shim that never switches (inert, or older) records throughout. */
+	ks = (struct key_state){ 0 };
+	key_state__look(&ks, 0, 0, 0, true);
+	assert_true(key_state__may_learn(&ks, 5 * MS));
 }
 
 int main(void)
@@ -164,6 +220,9 @@ int main(void)
 		cmocka_unit_test(test_an_unseen_on_with_a_key_learnt_in_it_makes_the_keys_go),
 		cmocka_unit_test(test_an_unseen_on_with_no_key_learnt_in_it_keeps_the_keys),
 		cmocka_unit_test(test_keys_learnt_before_the_first_look_go_at_the_first_switch),
+		cmocka_unit_test(test_keys_learnt_before_a_first_look_that_sees_a_later_switch_on_go),
+		cmocka_unit_test(test_keys_learnt_recording_before_a_first_look_that_sees_it_off_go_with_the_probes_on),
+		cmocka_unit_test(test_a_launch_made_before_the_state_seen_teaches_no_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,8 +29,22 @@ struct key_state {
 				   (before the first look: both) */
 	__u64 on_last_ns;      /* the latest launch that taught a key judged recording */
 	__u64 off_last_ns;     /* ... judged not recording */
+	__u64 first_min_ns, first_max_ns; /* launches that taught keys before the first look */
+	bool probes_on;        /* at the last look */
 	bool stale;            /* the keys are to go (key_state__forgot once they went) */
 };
+
+/*
+ * Whether a launch at ts_ns may teach its key now: made recording, while
+ * the shim records (or, the probes paused between duty windows, read late
+ * after it stopped: for the next window). Keys are never learnt from
+ * launches made with the shim off: it is off for a while only (a mid-run
+ * attach before its switch on, a window's edge), and keys learnt then
+ * would answer the launches made once it records, whose runtime path
+ * differs. Such a launch keeps its own stack. Before the first look: yes,
+ * judged then (key_state__look).
+ */
+bool key_state__may_learn(const struct key_state *ks, __u64 ts_ns);
 
 /* A launch at ts_ns taught (or audited) a key. */
 void key_state__note(struct key_state *ks, __u64 ts_ns);

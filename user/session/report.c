@@ -30,7 +30,7 @@ static void cache_fields(const struct cache_costs *c, FILE *f)
 		"cache_unusable_launches=%llu cache_keys=%zu cache_capacity=%zu cache_installs=%llu "
 		"cache_confirmed=%llu cache_splits=%llu cache_young_caught=%llu cache_split_keys=%zu "
 		"cache_audits_short=%llu cache_audits_skipped=%llu "
-		"cache_unreadable=%llu cache_evicted=%llu cache_forgotten=%llu "
+		"cache_unreadable=%llu cache_evicted=%llu cache_forgotten=%llu cache_other_state=%llu "
 		"cache_full=%llu cache_map_errors=%llu maps_changed=%llu py_checks=%llu py_replaced=%llu "
 		"py_kept=%llu py_kept_stale=%llu",
 		asked ? 100.0 * (c->hits + c->audits) / asked : 0.0, (unsigned long long)c->hits,
@@ -40,7 +40,8 @@ static void cache_fields(const struct cache_costs *c, FILE *f)
 		(unsigned long long)c->splits, (unsigned long long)c->young_caught, c->split_keys,
 		(unsigned long long)c->audits_short, (unsigned long long)c->audits_skipped,
 		(unsigned long long)c->unreadable, (unsigned long long)c->evicted,
-		(unsigned long long)c->forgotten, (unsigned long long)c->full,
+		(unsigned long long)c->forgotten, (unsigned long long)c->other_state,
+		(unsigned long long)c->full,
 		(unsigned long long)c->map_errors, (unsigned long long)c->maps_changed,
 		(unsigned long long)c->py_checks, (unsigned long long)c->py_replaced,
 		(unsigned long long)c->py_kept, (unsigned long long)c->py_kept_stale);

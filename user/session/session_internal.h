@@ -164,6 +164,7 @@ struct session {
 	__u64 maps_changed;            /* a target's mappings changed: new space, new epoch */
 	__u64 py_checks;               /* checks of a target's code objects against reuse */
 	__u64 py_replaced;             /* Python code objects found replaced at their address */
+	__u64 cache_other_state;       /* misses not learnt: made in another recording state (key_state.h) */
 	uint64_t *py_codes;            /* the last check's replaced ones, sorted */
 	size_t npy_codes;
 	__u64 rings_missed;            /* shim rings seen made and gone before we held them */
@@ -247,6 +248,8 @@ void session__on_unrecorded(void *ctx, const struct join_unrecorded *u);
 bool session__on_matched(void *ctx, const struct join_matched *m);
 /* Launch e taught the stack cache: in which recording state of t's shim (shim_side.c). */
 void session__note_key_state(struct target *t, const struct gp_launch_event *e);
+/* Whether e's key may be learnt in its process's recording state now (key_state.h). */
+bool session__may_learn_key(const struct target *t, const struct gp_launch_event *e);
 /* The timeline (trace_side.c): a paired launch call, an activity, and the file at the end. */
 void session__trace_launch(struct session *s, const struct join_matched *m);
 void session__trace_activity(struct session *s, const struct join_sample *js);

@@ -411,6 +411,13 @@ void session__note_key_state(struct target *t, const struct gp_launch_event *e)
 	key_state__note(&t->keys, e->ts_ns);
 }
 
+bool session__may_learn_key(const struct target *t, const struct gp_launch_event *e)
+{
+	if (!t || e->probe == GP_PROBE_AUTOGRAD_EXECUTE || e->probe == GP_PROBE_AUTOGRAD_NODE)
+		return true;
+	return key_state__may_learn(&t->keys, e->ts_ns);
+}
+
 static void follow_recording(struct session *s, struct target *t, __u64 now)
 {
 	__u64 on, off;

@@ -312,7 +312,8 @@ static void cache_costs(struct session *s, struct cache_costs *c)
 		.installs = cs.installs, .confirmed = cs.confirmed, .splits = cs.splits,
 		.young_caught = cs.young_caught,
 		.audits_short = cs.audits_short, .unreadable = cs.unreadable, .evicted = cs.evicted,
-		.forgotten = cs.forgotten, .full = cs.full, .map_errors = cs.map_errors,
+		.forgotten = cs.forgotten, .other_state = s->cache_other_state, .full = cs.full,
+		.map_errors = cs.map_errors,
 		.maps_changed = s->maps_changed, .py_checks = s->py_checks, .py_replaced = s->py_replaced,
 		.py_kept = bpf[GP_BPF_PY_KEPT], .py_kept_stale = bpf[GP_BPF_PY_KEPT_STALE],
 	};

@@ -105,9 +105,15 @@ grep -v "^spin_site spin_kernel \|^spin_site \[no GPU record: before the shim re
 	fail "samples other than spin_kernel's and the labelled launches (above)"
 [ "$before" = 0 ] || grep -q "launches made before the shim recorded" "$WORK/err" ||
 	fail "the verdict does not say launches came before recording"
+# Those launches taught no stack-cache key: the shim's state was looked at
+# before the first key, and keys of launches made off would answer the
+# launches made recording (on a GPU, another runtime path).
+other=$(grep "^loader: " "$WORK/err" | tail -1 | sed -n 's/.* cache_other_state=\([0-9]*\) .*/\1/p')
+[ "$before" = 0 ] || [ "${other:-0}" -ge 1 ] ||
+	fail "$before launches made before the switch, none kept from teaching its key (cache_other_state=${other:-none})"
 check_toggles attach on
 check_listed attach
-ok "a loader attached mid-run: $n launches joined exactly, $before made before the switch labelled, ring_dropped=0"
+ok "a loader attached mid-run: $n launches joined exactly, $before made before the switch labelled (cache_other_state=$other), ring_dropped=0"
 
 # 3. The loader leaves a running program: the shim switches activity off and writes no more records.
 # Its shim flushes CUPTI every 2 s: the stop must wait for a flush, not a fixed while.

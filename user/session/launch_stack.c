@@ -239,7 +239,7 @@ static void teach_cache(struct session *s, struct target *t, const struct gp_lau
 		session__note_key_state(t, e);
 		stack_cache__audit(s->cache, e->cache_id, &l);
 	} else if ((e->flags & GP_EV_F_KEYED) && l.whole) {
-		if (!session__may_learn_key(t, e)) {
+		if (!session__may_learn_key(s, t, e)) {
 			s->cache_other_state++; /* its stack is its own; its key would mislead */
 			return;
 		}

@@ -248,8 +248,11 @@ void session__on_unrecorded(void *ctx, const struct join_unrecorded *u);
 bool session__on_matched(void *ctx, const struct join_matched *m);
 /* Launch e taught the stack cache: in which recording state of t's shim (shim_side.c). */
 void session__note_key_state(struct target *t, const struct gp_launch_event *e);
-/* Whether e's key may be learnt in its process's recording state now (key_state.h). */
-bool session__may_learn_key(const struct target *t, const struct gp_launch_event *e);
+/*
+ * Whether e's key may be learnt in its process's recording state now
+ * (key_state.h); the state looked at first, where it was never seen.
+ */
+bool session__may_learn_key(struct session *s, struct target *t, const struct gp_launch_event *e);
 /* The timeline (trace_side.c): a paired launch call, an activity, and the file at the end. */
 void session__trace_launch(struct session *s, const struct join_matched *m);
 void session__trace_activity(struct session *s, const struct join_sample *js);

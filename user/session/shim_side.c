@@ -411,10 +411,29 @@ void session__note_key_state(struct target *t, const struct gp_launch_event *e)
 	key_state__note(&t->keys, e->ts_ns);
 }
 
-bool session__may_learn_key(const struct target *t, const struct gp_launch_event *e)
+/*
+ * A target's recording state, looked at before its first key is learnt: a
+ * mid-run attach's first launches are made before its shim switches on
+ * (our first visit is what tells it a reader came), and their keys would
+ * answer the launches made once it records. A process whose ring is not
+ * found (yet, or without a shim) has its keys judged at the first visit
+ * that finds it.
+ */
+static void look_before_learning(struct session *s, struct target *t)
+{
+	__u64 on, off;
+
+	if (t->keys.seen || session__open_shm(s, t, now_ns()))
+		return;
+	shm_reader__record_span(t->shm, &on, &off);
+	key_state__look(&t->keys, on, off, shm_reader__record_last_off(t->shm), s->duty_state == DUTY_ON);
+}
+
+bool session__may_learn_key(struct session *s, struct target *t, const struct gp_launch_event *e)
 {
 	if (!t || e->probe == GP_PROBE_AUTOGRAD_EXECUTE || e->probe == GP_PROBE_AUTOGRAD_NODE)
 		return true;
+	look_before_learning(s, t);
 	return key_state__may_learn(&t->keys, e->ts_ns);
 }
 

@@ -32,7 +32,7 @@ struct cache_costs {
 	size_t keys, capacity, split_keys;
 	__u64 installs, confirmed, splits, young_caught, audits_short, unreadable, evicted,
 		forgotten, full, map_errors;
-	__u64 other_state; /* misses not learnt: made in the recording state before the last look's */
+	__u64 other_state; /* misses not learnt: made with the shim off (key_state.h) */
 	__u64 maps_changed, py_checks, py_replaced, py_kept, py_kept_stale;
 };
 

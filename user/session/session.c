@@ -257,7 +257,12 @@ static void tick_sliced(struct session *s)
 {
 	__u64 end = now_ns() + s->o->tick_ms * NS_PER_MS, now;
 
-	/* Stopping with live rings (stop_now) reads on at the usual pace. */
+	/*
+	 * Stopping with live rings (stop_now) reads on at the usual pace. Each
+	 * slice waits for events up to SLICE_MS, the last up to the tick's
+	 * end (rounded up to a ms): a tick of SLICE_MS or less waits too (it
+	 * did not, and the loader spun at a whole core with --tick-ms 20).
+	 */
 	while ((!stop_signal || s->stop_ns) && (now = now_ns()) < end) {
 		__u64 left_ms = (end - now + NS_PER_MS - 1) / NS_PER_MS;
 

@@ -164,7 +164,7 @@ struct session {
 	__u64 maps_changed;            /* a target's mappings changed: new space, new epoch */
 	__u64 py_checks;               /* checks of a target's code objects against reuse */
 	__u64 py_replaced;             /* Python code objects found replaced at their address */
-	__u64 cache_other_state;       /* misses not learnt: made in another recording state (key_state.h) */
+	__u64 cache_other_state;       /* misses not learnt: made with the shim off (key_state.h) */
 	uint64_t *py_codes;            /* the last check's replaced ones, sorted */
 	size_t npy_codes;
 	__u64 rings_missed;            /* shim rings seen made and gone before we held them */

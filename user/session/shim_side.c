@@ -402,13 +402,26 @@ __u64 session__cubins_left(struct target *t)
  */
 #define RECORD_FORGET_EVERY_NS 1000000000ull
 
+/* Whether CUPTI's state can change e's path: not libtorch's own probes. */
+static bool path_follows_recording(const struct gp_launch_event *e)
+{
+	return e->probe != GP_PROBE_AUTOGRAD_EXECUTE && e->probe != GP_PROBE_AUTOGRAD_NODE;
+}
+
 void session__note_key_state(struct target *t, const struct gp_launch_event *e)
 {
 	if (!t)
 		return; /* no target (out of memory): nothing to note it in */
-	if (e->probe == GP_PROBE_AUTOGRAD_EXECUTE || e->probe == GP_PROBE_AUTOGRAD_NODE)
-		return; /* libtorch's: CUPTI's state does not change its path */
-	key_state__note(&t->keys, e->ts_ns);
+	if (path_follows_recording(e))
+		key_state__note(&t->keys, e->ts_ns);
+}
+
+/* A look at t's shim's recording span (*ret_on, *ret_off), for its keys. */
+static void look_at_recording(struct session *s, struct target *t, __u64 *ret_on, __u64 *ret_off)
+{
+	shm_reader__record_span(t->shm, ret_on, ret_off);
+	key_state__look(&t->keys, *ret_on, *ret_off, shm_reader__record_last_off(t->shm),
+			s->duty_state == DUTY_ON);
 }
 
 /*
@@ -419,21 +432,14 @@ void session__note_key_state(struct target *t, const struct gp_launch_event *e)
  * found (yet, or without a shim) has its keys judged at the first visit
  * that finds it.
  */
-static void look_before_learning(struct session *s, struct target *t)
+bool session__may_learn_key(struct session *s, struct target *t, const struct gp_launch_event *e)
 {
 	__u64 on, off;
 
-	if (t->keys.seen || session__open_shm(s, t, now_ns()))
-		return;
-	shm_reader__record_span(t->shm, &on, &off);
-	key_state__look(&t->keys, on, off, shm_reader__record_last_off(t->shm), s->duty_state == DUTY_ON);
-}
-
-bool session__may_learn_key(struct session *s, struct target *t, const struct gp_launch_event *e)
-{
-	if (!t || e->probe == GP_PROBE_AUTOGRAD_EXECUTE || e->probe == GP_PROBE_AUTOGRAD_NODE)
+	if (!t || !path_follows_recording(e))
 		return true;
-	look_before_learning(s, t);
+	if (!t->keys.seen && !session__open_shm(s, t, now_ns()))
+		look_at_recording(s, t, &on, &off);
 	return key_state__may_learn(&t->keys, e->ts_ns);
 }
 
@@ -441,8 +447,7 @@ static void follow_recording(struct session *s, struct target *t, __u64 now)
 {
 	__u64 on, off;
 
-	shm_reader__record_span(t->shm, &on, &off);
-	key_state__look(&t->keys, on, off, shm_reader__record_last_off(t->shm), s->duty_state == DUTY_ON);
+	look_at_recording(s, t, &on, &off);
 	join__recording(s->join, t->pid, on, off, now); /* each look: how long a span was seen on */
 	if (s->cache && t->keys.stale && now - t->record_forgot_ns >= RECORD_FORGET_EVERY_NS) {
 		stack_cache__forget_pid(s->cache, (__u32)t->pid);

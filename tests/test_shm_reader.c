@@ -229,6 +229,32 @@ static void test_a_fuse_file_at_a_rings_fd_is_refused_without_a_wait(void **stat
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/*
+ * A ring is looked at without being claimed (the loader probes the target's
+ * libcuda in between: a shim records from the claim on); a file no shim
+ * laid out is not ready.
+ */
+static void test_a_ready_ring_is_not_claimed_by_the_look(void **state)
+{
+	struct shm *shm = small_shm();
+	struct gp_shm_header *hdr = shm__header(shm);
+	struct shm_reader *r;
+	int fd = memfd_create("gpuprobe-shm", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	assert_int_equal(shm_reader__fd_ready(fd), -EBADMSG);
+	assert_int_equal(shm_reader__fd_ready(-1), -EINVAL);
+	assert_int_equal(shm_reader__fd_ready(shm__fd(shm)), 0);
+	assert_int_equal(__atomic_load_n(&hdr->consumer.reader_pid, __ATOMIC_ACQUIRE), 0);
+	assert_int_equal(shm_reader__open_fd(shm__fd(shm), &r), 0);
+	assert_int_equal(__atomic_load_n(&hdr->consumer.reader_pid, __ATOMIC_ACQUIRE), (__u32)getpid());
+	shm_reader__destroy(r);
+	close(fd);
+	shm__destroy(shm);
+}
+
 static void test_a_name_without_nul_reads_as_the_placeholder(void **state)
 {
 	struct shm *shm = small_shm();
@@ -817,6 +843,7 @@ int main(void)
 		cmocka_unit_test(test_a_hugetlb_memfd_is_refused),
 		cmocka_unit_test(test_a_ring_is_grabbed_only_from_the_memfds_mount),
 		cmocka_unit_test(test_a_fuse_file_at_a_rings_fd_is_refused_without_a_wait),
+		cmocka_unit_test(test_a_ready_ring_is_not_claimed_by_the_look),
 		cmocka_unit_test(test_a_name_without_nul_reads_as_the_placeholder),
 		cmocka_unit_test(test_a_head_that_jumps_backwards_is_counted_and_resynced),
 		cmocka_unit_test(test_invalid_records_are_counted_and_skipped),

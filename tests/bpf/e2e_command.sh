@@ -117,6 +117,27 @@ grep -q "^counters: .* launches_without_activity=0 " "$WORK/err-failed" &&
 	{ grep "^verdict\|^counters" "$WORK/err-failed"; fail "a failed launch taken for a lost kernel"; }
 ok "a launch that failed is due no kernel: not counted lost"
 
+# A libcuda the loader cannot find, but the command can (its own
+# LD_LIBRARY_PATH): probed once the shim's ring is found, before it is
+# claimed, so every launch after that has its stack. Spin loads its module,
+# then waits for GO until the loader reads its ring; without the look at
+# the ring (only the scan every 2 s) its launches had no launch event.
+env -u LD_LIBRARY_PATH "$LOADER" -v -o "$WORK/own.pb.gz" -- env LD_LIBRARY_PATH="$B/stub" \
+	"$PROGS/spin" -s 1 -i 500 -w "$WORK/own-go" >"$WORK/own.out" 2>"$WORK/err-own" &
+L=$!
+PIDS+=($L)
+wait_line "$WORK/err-own" "reading the shim ring of pid" 60 ||
+	fail "the command's ring was not read: $(grep -v '^libbpf' "$WORK/err-own" | tail -3)"
+grep -q "attached to $STUBLIB of pid" "$WORK/err-own" ||
+	fail "the ring was read before the command's libcuda was probed"
+touch "$WORK/own-go"
+wait_exit $L 60 || fail "loader failed (the command's own libcuda)"
+own=$(sed -n 's/^gpuprobe-bpf: reading the shim ring of pid \([0-9]*\)$/\1/p' "$WORK/err-own")
+n=$(spin_exact "$WORK/own.pb.gz" "$own" "$WORK/own.out" "the command's own libcuda")
+grep -q "^verdict: .*joined (100.0%).*; losses: none$" "$WORK/err-own" ||
+	fail "the command's own libcuda: $(grep verdict "$WORK/err-own")"
+ok "a libcuda found only by the command's own environment: probed before its ring is read, $n launches exact"
+
 set +e
 "$LOADER" -o "$WORK/x.pb.gz" -- sh -c 'exit 3' 2>/dev/null; rc=$?
 set -e

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The processes the session follows (session_internal.h): met through their
- * first launch event or ring, set up for their Python frames once CPython is
- * up, handed the rings the watch thread held for them, and retired once
- * gone, with what they counted kept for the report.
+ * first launch event or ring, their libcuda files probed, set up for their
+ * Python frames once CPython is up, handed the rings the watch thread held
+ * for them, and retired once gone, with what they counted kept for the
+ * report.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "user/session/session_internal.h"
+#include "user/probe/libcuda.h"
 #include "user/python/pyruntime.h"
 #include "user/python/pycode.h"
 #include "user/util/log.h"
@@ -32,6 +34,54 @@
  * stack's names are looked up across flushes. 0: the default.
  */
 #define PY_CACHE_BYTES_ENV "GPUPROBE_TEST_PY_CACHE_BYTES"
+
+/*
+ * A libcuda file a scan refused, said once per reason (every one is
+ * counted: libcuda_refused, libcuda_no_slot). Its path is the target's
+ * choice: printed with anything unprintable replaced.
+ */
+void session__say_refusal(struct session *s, const struct libcuda_refusal *ref)
+{
+	char path[256];
+	size_t i;
+
+	if ((ref->err == -ENOEXEC && s->said_not_driver) || (ref->err == -E2BIG && s->said_no_slot) ||
+	    (ref->err == -EREMOTE && s->said_remote) || !ref->err)
+		return;
+	for (i = 0; ref->path[i] && i < sizeof(path) - 1; i++)
+		path[i] = ref->path[i] >= 0x20 && ref->path[i] < 0x7f ? ref->path[i] : '?';
+	path[i] = 0;
+	if (ref->err == -EREMOTE) {
+		s->said_remote = true;
+		log_warn("pid %d maps %s on a FUSE file system, or an overlay not in the node's mount "
+			 "table: not opened, not attached (a FUSE daemon under it could hold every read "
+			 "of it; counted: libcuda_refused; said once)",
+			 (int)ref->pid, path);
+	} else if (ref->err == -ENOEXEC) {
+		s->said_not_driver = true;
+		log_warn("pid %d maps %s, which is not a CUDA driver (it lacks the driver's own "
+			 "exports): not attached (counted: libcuda_refused; said once)",
+			 (int)ref->pid, path);
+	} else {
+		s->said_no_slot = true;
+		log_warn("every attach slot is taken: %s of pid %d is not attached until a slot "
+			 "is freed (counted: libcuda_no_slot; said once)", path, (int)ref->pid);
+	}
+}
+
+bool session__probe_libcuda(struct session *s, struct target *t)
+{
+	struct libcuda_refusal ref = { 0 };
+	bool added = libcuda__attach_pid(s->lp, s->bounded, t->pid, &ref, s->o->verbose) > 0;
+
+	/* Launches before its libcuda was probed cannot be joined. */
+	if (added) {
+		t->attach_ns = now_ns();
+		join__attach(s->join, t->pid, t->attach_ns);
+	}
+	session__say_refusal(s, &ref);
+	return added;
+}
 
 struct target *session__target(struct session *s, pid_t pid)
 {

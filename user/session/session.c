@@ -74,40 +74,6 @@ static __u64 realtime_ns(void)
 
 /* ------------------------------------------------------------ tick */
 
-/*
- * A libcuda file a scan refused, said once per reason (every one is
- * counted: libcuda_refused, libcuda_no_slot). Its path is the target's
- * choice: printed with anything unprintable replaced.
- */
-static void say_refusal(struct session *s, const struct libcuda_refusal *ref)
-{
-	char path[256];
-	size_t i;
-
-	if ((ref->err == -ENOEXEC && s->said_not_driver) || (ref->err == -E2BIG && s->said_no_slot) ||
-	    (ref->err == -EREMOTE && s->said_remote) || !ref->err)
-		return;
-	for (i = 0; ref->path[i] && i < sizeof(path) - 1; i++)
-		path[i] = ref->path[i] >= 0x20 && ref->path[i] < 0x7f ? ref->path[i] : '?';
-	path[i] = 0;
-	if (ref->err == -EREMOTE) {
-		s->said_remote = true;
-		log_warn("pid %d maps %s on a FUSE file system, or an overlay not in the node's mount "
-			 "table: not opened, not attached (a FUSE daemon under it could hold every read "
-			 "of it; counted: libcuda_refused; said once)",
-			 (int)ref->pid, path);
-	} else if (ref->err == -ENOEXEC) {
-		s->said_not_driver = true;
-		log_warn("pid %d maps %s, which is not a CUDA driver (it lacks the driver's own "
-			 "exports): not attached (counted: libcuda_refused; said once)",
-			 (int)ref->pid, path);
-	} else {
-		s->said_no_slot = true;
-		log_warn("every attach slot is taken: %s of pid %d is not attached until a slot "
-			 "is freed (counted: libcuda_no_slot; said once)", path, (int)ref->pid);
-	}
-}
-
 static void scan_new_libcuda(struct session *s, __u64 now)
 {
 	struct libcuda_refusal ref = { 0 };
@@ -119,11 +85,7 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 	for (size_t i = 0; i < s->tt.n; i++) {
 		struct target *t = s->tt.t[i];
 
-		/* Launches before its libcuda was probed cannot be joined. */
-		if (libcuda__attach_pid(s->lp, s->bounded, t->pid, &ref, s->o->verbose) > 0) {
-			t->attach_ns = now_ns();
-			join__attach(s->join, t->pid, t->attach_ns);
-		}
+		session__probe_libcuda(s, t);
 		if (t->first_launch_ns)
 			session__autograd_setup(s, t); /* loaded after its first launch; or kept from the sweep */
 	}
@@ -132,7 +94,7 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 	/* Every target's maps were read: a driver none of them maps frees its slot. */
 	if (complete)
 		launch_probe__sweep_files(s->lp);
-	say_refusal(s, &ref);
+	session__say_refusal(s, &ref);
 }
 
 /*
@@ -350,7 +312,7 @@ static int setup_targets(struct session *s)
 	case GP_MODE_PID:
 		/* Probes first: the attach time must not precede them. */
 		libcuda__attach_pid(s->lp, s->bounded, s->o->pid, &ref, s->o->verbose);
-		say_refusal(s, &ref);
+		session__say_refusal(s, &ref);
 		if (s->o->libcuda && (err = libcuda__attach_path(s->lp, s->o->libcuda)) < 0)
 			return err;
 		err = launch_probe__follow(s->lp, s->o->pid);
@@ -370,7 +332,7 @@ static int setup_targets(struct session *s)
 				return -ENOENT;
 		} else {
 			libcuda__attach_all(s->lp, s->bounded, &ref, s->o->verbose);
-			say_refusal(s, &ref);
+			session__say_refusal(s, &ref);
 			libcuda__attach_system(s->lp, NULL, s->o->verbose);
 		}
 		/*

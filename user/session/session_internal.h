@@ -207,8 +207,9 @@ static inline __u64 thread_cpu_ns(void)
 /*
  * The files of the run loop, each a part of a tick. Calls go one way only,
  * no file calls back into one that calls it: session.c calls them all;
- * bpf_side.c calls follow.c and launch_stack.c; those and window.c call
- * naming.c; follow.c and window.c call snapshot.c, which calls report.c.
+ * bpf_side.c calls follow.c and launch_stack.c, shim_side.c calls
+ * follow.c; those and window.c call naming.c; follow.c and window.c call
+ * snapshot.c, which calls report.c.
  */
 
 /* follow.c: pid's target, met now if new (NULL: no memory, or the table is full). */
@@ -217,6 +218,14 @@ struct target *session__target(struct session *s, pid_t pid);
 void session__python_setup(struct session *s, struct target *t, __u64 now);
 /* Hands the rings the watch thread held to their targets. */
 void session__take_held_rings(struct session *s);
+/*
+ * The libcuda files t maps probed, those no scan has met yet (a file is
+ * attached once, for every process mapping it); true when one was now.
+ */
+bool session__probe_libcuda(struct session *s, struct target *t);
+/* A libcuda file a scan refused (ref), said once per reason. */
+struct libcuda_refusal;
+void session__say_refusal(struct session *s, const struct libcuda_refusal *ref);
 /* t is gone: its stacks named, its counters kept, every trace of it dropped. */
 void session__retire_target(struct session *s, struct target *t);
 

@@ -287,9 +287,25 @@ static void on_module(void *ctx, const struct gpu_module_load_v1 *rec)
 	(void)rec;
 }
 
+/*
+ * A ring found, before it is claimed: its shim records from the claim on,
+ * and a launch recorded before its libcuda is probed has no stack. The
+ * libcuda a process maps is found by the scan every SCAN_NS (session.c)
+ * otherwise: seconds late for one found only through the command's own
+ * environment (`-- env LD_LIBRARY_PATH=... prog`), whose first launches
+ * were all unattributed. Once per ring: a claim that fails is retried.
+ */
+static void probe_before_claim(struct session *s, struct target *t)
+{
+	if (t->libcuda_probed_for_ring)
+		return;
+	t->libcuda_probed_for_ring = true;
+	session__probe_libcuda(s, t);
+}
+
 int session__open_shm(struct session *s, struct target *t, __u64 now)
 {
-	int err;
+	int err, fd;
 
 	if (t->shm || now < t->next_shm_try_ns)
 		return t->shm ? 0 : -EAGAIN;
@@ -303,6 +319,8 @@ int session__open_shm(struct session *s, struct target *t, __u64 now)
 			     : now + (launch_probe__watches_rings(s->lp) ? SHM_RETRY_WATCHED_NS
 									 : SHM_RETRY_NS);
 	if (t->shm_fd >= 0) {
+		if (!shm_reader__fd_ready(t->shm_fd))
+			probe_before_claim(s, t);
 		err = shm_reader__open_fd(t->shm_fd, &t->shm);
 		/*
 		 * The memfd we made is claimed by the first process of the command
@@ -319,9 +337,15 @@ int session__open_shm(struct session *s, struct target *t, __u64 now)
 			err = -ENOENT;
 		}
 	} else {
-		err = shm_reader__open_pid(s->bounded, t->pid, &t->shm);
+		err = shm_reader__find_pid(s->bounded, t->pid, &fd);
+		if (!err) {
+			probe_before_claim(s, t);
+			err = shm_reader__open_found(fd, t->pid, &t->shm);
+			close(fd);
+		}
 	}
 	if (err == 0) {
+		t->libcuda_probed_for_ring = false; /* a later ring (after an exec) is looked at again */
 		log_debug(s->o->verbose, "reading the shim ring of pid %d", t->pid);
 		return 0;
 	}

@@ -60,6 +60,7 @@ struct target {
 	__u64 exit_acked;          /* the shim's exit_seq we answered */
 	__u64 exit_answer_ns;      /* when an exit of it was last answered between ticks */
 	__u64 next_shm_try_ns;
+	bool libcuda_probed_for_ring; /* its maps scanned for a libcuda since its ring was found */
 	bool gone;
 	bool warned_no_shim;
 	bool warned_busy;          /* its ring is read by another loader: said once */

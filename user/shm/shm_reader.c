@@ -370,18 +370,29 @@ static int ring__open(struct bounded *b, pid_t pid, int flags, int *ret_fd)
 	return err ? proc__errno(pid, err) : 0;
 }
 
-int shm_reader__open_pid(struct bounded *b, pid_t pid, struct shm_reader **ret_r)
+int shm_reader__fd_ready(int fd)
+{
+	struct gp_shm_layout l;
+	__u64 size;
+
+	return fd < 0 ? -EINVAL : fd__check(fd, &size, &l);
+}
+
+int shm_reader__find_pid(struct bounded *b, pid_t pid, int *ret_fd)
+{
+	if (pid <= 0 || !ret_fd)
+		return -EINVAL;
+	return ring__open(b, pid, O_RDWR, ret_fd);
+}
+
+int shm_reader__open_found(int fd, pid_t pid, struct shm_reader **ret_r)
 {
 	struct shm_reader *r;
-	int fd, err;
+	int err;
 
 	if (pid <= 0 || !ret_r)
 		return -EINVAL;
-	err = ring__open(b, pid, O_RDWR, &fd);
-	if (err)
-		return err;
 	err = shm_reader__open_fd(fd, &r);
-	close(fd);
 	if (err)
 		return err;
 	r->pid = pid;
@@ -389,6 +400,17 @@ int shm_reader__open_pid(struct bounded *b, pid_t pid, struct shm_reader **ret_r
 	r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	*ret_r = r;
 	return 0;
+}
+
+int shm_reader__open_pid(struct bounded *b, pid_t pid, struct shm_reader **ret_r)
+{
+	int fd, err = shm_reader__find_pid(b, pid, &fd);
+
+	if (err)
+		return err;
+	err = shm_reader__open_found(fd, pid, ret_r);
+	close(fd);
+	return err;
 }
 
 /* The device every memfd (on the kernel's internal shmem mount) has: 0 if none could be made. */

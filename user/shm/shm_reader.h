@@ -46,8 +46,18 @@ struct bounded;
 
 /* The ring pid maps, its file opened as a bounded call through b (user/util/bounded.h). */
 int shm_reader__open_pid(struct bounded *b, pid_t pid, struct shm_reader **ret_r);
-/* fd is not taken over; the mapping outlives it. */
+/*
+ * shm_reader__open_pid in two steps, for a caller with work between
+ * finding a ring and claiming it (a shim records from the claim on): the
+ * ring's file (*ret_fd, the caller's to close), then the ring read from
+ * it, as pid's.
+ */
+int shm_reader__find_pid(struct bounded *b, pid_t pid, int *ret_fd);
+int shm_reader__open_found(int fd, pid_t pid, struct shm_reader **ret_r);
+/* fd is not taken over; the mapping outlives it. Claims the ring: its shim records. */
 int shm_reader__open_fd(int fd, struct shm_reader **ret_r);
+/* 0 when fd holds a ring its shim has laid out (shm_reader__open_fd would try to claim it). */
+int shm_reader__fd_ready(int fd);
 /*
  * Opens the ring pid just made as its fd number fd (a hostile claim): 0 and
  * *ret_fd, an fd of the same memfd, for shm_reader__open_fd once the shim

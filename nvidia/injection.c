@@ -79,6 +79,7 @@ static struct {
 	bool api_cb_on;       /* the launch callbacks are on: the init thread, then the flush thread */
 	__u64 api_cb_off_at;  /* when to switch them off (g.rec_clock); 0: not due */
 	int api_cb_mode;      /* enum api_cb_mode: when the launch callbacks are on */
+	bool api_cb_driver_only; /* the driver's callbacks alone, the runtime's never on */
 	__u32 pid;
 	clockid_t rec_clock;  /* the clock of CUPTI's timestamps (the loader knows which) */
 	int graphs_off;       /* atomic: this CUPTI cannot name graph nodes: asked no more */
@@ -304,9 +305,10 @@ enum api_capture { API_BY_CALLBACKS, API_BY_ACTIVITY, API_OFF };
  * call reaches the driver's callbacks with its own correlation id, and
  * PyTorch joins as exactly; but switched so, they stuck a thread's id in 1
  * run of 4 of train.py on an H100, where the harness had found none: for
- * measuring).
+ * measuring); "driver-read": the driver's alone, following the reader (what
+ * the callbacks cost between windows, with half of them never on).
  */
-enum api_cb_mode { API_CB_WHILE_READ, API_CB_PER_WINDOW, API_CB_ALWAYS, API_CB_DRIVER };
+enum api_cb_mode { API_CB_WHILE_READ, API_CB_PER_WINDOW, API_CB_ALWAYS };
 
 /*
  * A call under way at the switch may have begun up to this long before it
@@ -422,7 +424,7 @@ static void api__callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 /* Whether a list's callbacks are ever on: "driver" leaves the runtime's off. */
 static bool api__list_used(const struct cbid_list *l)
 {
-	return g.api_cb_mode != API_CB_DRIVER || l->domain == CUPTI_CB_DOMAIN_DRIVER_API;
+	return !g.api_cb_driver_only || l->domain == CUPTI_CB_DOMAIN_DRIVER_API;
 }
 
 /* The listed calls' callbacks on or off: the init thread, then the flush thread only. */
@@ -945,8 +947,10 @@ static CUptiResult cupti__start(void)
 		shm__set_flags(g.shm, GP_SHM_F_TID_SYSTEM, 0);
 	g.api_cb_mode = env_is("GPUPROBE_API_CALLBACKS", "always")   ? API_CB_ALWAYS :
 			env_is("GPUPROBE_API_CALLBACKS", "window") ? API_CB_PER_WINDOW :
-			env_is("GPUPROBE_API_CALLBACKS", "driver") ? API_CB_DRIVER :
+			env_is("GPUPROBE_API_CALLBACKS", "driver") ? API_CB_PER_WINDOW :
 								     API_CB_WHILE_READ; /* "read" */
+	g.api_cb_driver_only = env_is("GPUPROBE_API_CALLBACKS", "driver") ||
+			       env_is("GPUPROBE_API_CALLBACKS", "driver-read");
 	if (g.api_capture == API_BY_CALLBACKS && g.api_cb_mode == API_CB_ALWAYS)
 		api__callbacks(true);
 	pc__start();

@@ -80,6 +80,7 @@ static struct {
 	__u64 api_cb_off_at;  /* when to switch them off (g.rec_clock); 0: not due */
 	int api_cb_mode;      /* enum api_cb_mode: when the launch callbacks are on */
 	bool api_cb_driver_only; /* the driver's callbacks alone, the runtime's never on */
+	bool api_cb_read_once;   /* a reader was seen: the flush thread only */
 	__u32 pid;
 	clockid_t rec_clock;  /* the clock of CUPTI's timestamps (the loader knows which) */
 	int graphs_off;       /* atomic: this CUPTI cannot name graph nodes: asked no more */
@@ -289,16 +290,19 @@ static void activity__copy(const CUpti_Activity *a)
 enum api_capture { API_BY_CALLBACKS, API_BY_ACTIVITY, API_OFF };
 
 /*
- * When the launch callbacks are on (GPUPROBE_API_CALLBACKS; "read", the
- * default, or any other value: following the reader). Measured on
+ * When the launch callbacks are on (GPUPROBE_API_CALLBACKS; "once", the
+ * default, or any other value: from the first reader on). Measured on
  * the H200 (docs/BENCHMARKS.md, tools/gpu/fault_facts.sh): switching them
  * on and off while threads launch is what leaves a thread's correlation id
  * stuck (every run of the harness; 1 run in 5 of train.py under 1 s
- * windows), switching the activity kinds alone never did. So by default
- * they follow the reader, not its windows: on while a loader reads the
- * ring (paused between windows or not), off with none, switched once at an
- * attach and once at a detach; calls between windows are dropped by their
- * time (keep_from, keep_until). "window": switched with the activity at
+ * windows), switching the activity kinds alone never did; and a stuck id
+ * stays stuck for the process's life. So by default they are switched once:
+ * on when a loader first reads the ring, never off (a later loader finds
+ * them on; calls with no reader, or between windows, are dropped by their
+ * time: keep_from, keep_until). A process no loader reads never has them
+ * on. "read": on while a loader reads, off with none (switched at every
+ * attach and detach: an H100's third attach to one train.py left an id
+ * stuck, docs/BENCHMARKS.md). "window": switched with the activity at
  * every window (the way before, for measuring); "always": on from the
  * start, reader or not; "driver": the driver's callbacks alone, switched
  * with the activity at every window, the runtime's never on (a runtime
@@ -308,7 +312,7 @@ enum api_capture { API_BY_CALLBACKS, API_BY_ACTIVITY, API_OFF };
  * measuring); "driver-read": the driver's alone, following the reader (what
  * the callbacks cost between windows, with half of them never on).
  */
-enum api_cb_mode { API_CB_WHILE_READ, API_CB_PER_WINDOW, API_CB_ALWAYS };
+enum api_cb_mode { API_CB_FROM_READ, API_CB_WHILE_READ, API_CB_PER_WINDOW, API_CB_ALWAYS };
 
 /*
  * A call under way at the switch may have begun up to this long before it
@@ -840,14 +844,19 @@ static bool recording__wanted(void)
 
 /*
  * The launch callbacks after the activity (enum api_cb_mode): kept on while
- * recording, and by default while a reader reads; otherwise switched off
- * API_LINGER_NS later, so that calls under way finish with their exit
- * callbacks. The flush thread only.
+ * recording, by default from the first reader on, or while a reader reads;
+ * otherwise switched off API_LINGER_NS later, so that calls under way
+ * finish with their exit callbacks. The flush thread only.
  */
 static void callbacks__follow(void)
 {
-	bool keep = g.api_cb_mode == API_CB_ALWAYS || g.recording ||
-		    (g.api_cb_mode == API_CB_WHILE_READ && shm__reader_live(g.shm, shm__now_ns()));
+	bool read = (g.api_cb_mode == API_CB_WHILE_READ || g.api_cb_mode == API_CB_FROM_READ) &&
+		    shm__reader_live(g.shm, shm__now_ns());
+	bool keep;
+
+	g.api_cb_read_once |= read;
+	keep = g.api_cb_mode == API_CB_ALWAYS || g.recording || read ||
+	       (g.api_cb_mode == API_CB_FROM_READ && g.api_cb_read_once);
 
 	if (keep) {
 		g.api_cb_off_at = 0;
@@ -945,10 +954,12 @@ static CUptiResult cupti__start(void)
 		api__enable();
 	else if (g.api_capture == API_BY_CALLBACKS) /* our records carry the kernel's thread ids */
 		shm__set_flags(g.shm, GP_SHM_F_TID_SYSTEM, 0);
-	g.api_cb_mode = env_is("GPUPROBE_API_CALLBACKS", "always")   ? API_CB_ALWAYS :
-			env_is("GPUPROBE_API_CALLBACKS", "window") ? API_CB_PER_WINDOW :
-			env_is("GPUPROBE_API_CALLBACKS", "driver") ? API_CB_PER_WINDOW :
-								     API_CB_WHILE_READ; /* "read" */
+	g.api_cb_mode = env_is("GPUPROBE_API_CALLBACKS", "always")        ? API_CB_ALWAYS :
+			env_is("GPUPROBE_API_CALLBACKS", "window")      ? API_CB_PER_WINDOW :
+			env_is("GPUPROBE_API_CALLBACKS", "driver")      ? API_CB_PER_WINDOW :
+			env_is("GPUPROBE_API_CALLBACKS", "read")        ? API_CB_WHILE_READ :
+			env_is("GPUPROBE_API_CALLBACKS", "driver-read") ? API_CB_WHILE_READ :
+									  API_CB_FROM_READ; /* "once" */
 	g.api_cb_driver_only = env_is("GPUPROBE_API_CALLBACKS", "driver") ||
 			       env_is("GPUPROBE_API_CALLBACKS", "driver-read");
 	if (g.api_capture == API_BY_CALLBACKS && g.api_cb_mode == API_CB_ALWAYS)

@@ -35,8 +35,9 @@ start_spin() { # NAME
 	kill -USR1 "$S"
 }
 # No switch of an activity kind or of a launch callback on an application
-# thread, nor on the main thread, and kernel activity and the launch
-# callbacks switched by the shim's thread.
+# thread, nor on the main thread, and kernel activity switched STATES by the
+# shim's thread; the launch callbacks on by it, never off (once on, at the
+# first reader, they stay: switching them can leave an id stuck for good).
 check_toggles() { # NAME STATES...
 	local log="$WORK/toggles.$1" st
 	shift
@@ -45,9 +46,11 @@ check_toggles() { # NAME STATES...
 	awk '$3 != "kind" && $2 == 1' "$log" | grep . && fail "API capture switched on an application thread (above)"
 	for st in "$@"; do
 		grep -q "^[0-9]* 0 kind 10 $st$" "$log" || { cat "$log"; fail "kernel activity was not switched $st by the shim's thread"; }
-		grep -q "^[0-9]* 0 cb_driver [0-9]* $st$" "$log" ||
-			{ cat "$log"; fail "the launch callbacks were not switched $st by the shim's thread"; }
 	done
+	grep -q "^[0-9]* 0 cb_driver [0-9]* on$" "$log" ||
+		{ cat "$log"; fail "the launch callbacks were not switched on by the shim's thread"; }
+	grep " cb_[a-z]* [0-9]* off$" "$log" | grep . &&
+		fail "the launch callbacks were switched off (above): once on they stay"
 	return 0
 }
 # Callbacks only for the calls that launch, copy or add a graph node: as many

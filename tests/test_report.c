@@ -72,6 +72,20 @@ static void test_launches_before_the_shim_recorded_are_said_not_lost(void **stat
 	assert_null(strstr(v, "_outside"));
 }
 
+/* A stuck correlation id is named a loss, and the verdict says what it is and how to avoid it. */
+static void test_a_stuck_correlation_id_says_how_to_avoid_it(void **state)
+{
+	char *v = verdict_of(3000, "launch_events", (__u64)12, "joined", (__u64)7,
+			     "unattributed", (__u64)2, "corr_reused", (__u64)40, NULL);
+
+	(void)state;
+	assert_non_null(strstr(v, "losses: unattributed=2 corr_reused=40; corr_reused: CUPTI gave "));
+	assert_non_null(strstr(v, "gpuprobe-bpf -- COMMAND) to avoid it\n"));
+	v = verdict_of(3000, "launch_events", (__u64)12, "joined", (__u64)7, "unattributed", (__u64)0,
+		       "corr_reused", (__u64)0, NULL);
+	assert_null(strstr(v, "corr_reused"));
+}
+
 /* Nothing at all, launches without the shim, records without the probes: each says why. */
 static void test_nothing_captured_says_the_likely_reason(void **state)
 {
@@ -102,6 +116,7 @@ int main(void)
 		cmocka_unit_test(test_a_clean_run_says_no_losses),
 		cmocka_unit_test(test_each_loss_that_moved_is_named),
 		cmocka_unit_test(test_launches_before_the_shim_recorded_are_said_not_lost),
+		cmocka_unit_test(test_a_stuck_correlation_id_says_how_to_avoid_it),
 		cmocka_unit_test(test_nothing_captured_says_the_likely_reason),
 	};
 

@@ -15,7 +15,12 @@
 # the extra time split by where it falls: in windows, at their edges (ARM
 # seconds either side, default 0.2), between them.
 # The shim's own cost, with no loader, is not in it: that is idle against
-# bare, across processes (tools/gpu/duty_cost.sh MODES="bare idle").
+# bare, across processes (tools/gpu/duty_cost.sh MODES="bare idle"). Nor,
+# since the shim's launch callbacks go on at its first reader and stay on
+# (GPUPROBE_API_CALLBACKS=once), is theirs: the detached phases after the
+# first attach have them on too (tools/gpu/callback_cost.sh measures them;
+# GPUPROBE_API_CALLBACKS=read exported puts them back in, switched at each
+# attach and detach).
 # Usage (repo root, GPU machine, after make static and the shim):
 #   [MODEL=big|small] [CYCLES=6] [ON=20] [OFF=20] [DUTY=0.1] [WINDOW=1] [EDGE=2] [L=LOADER]
 #   tools/gpu/attach_cost.sh OUTDIR

@@ -23,7 +23,10 @@
  *     so the loader reads the last records and symbolizes stacks while the
  *     process still has its memory maps. A dead loader costs nothing.
  *   - no reader, no records: the costly activity (kernels, copies, memsets,
- *     launch and copy API records) is on only while a loader reads the ring:
+ *     launch and copy API records) is on only while a loader reads the ring
+ *     (the launch and copy callbacks that make the API records go on at the
+ *     first reader and stay on, dropping calls by time: switching them
+ *     while threads launch can leave a thread's correlation id stuck):
  *     a memfd the loader made (-- COMMAND), or a heartbeat fresh within
  *     GP_RECORD_STALE_TICKS of the loader's ticks (GP_RECORD_STALE_MIN_NS at
  *     least). A node-wide loader stamps the heartbeat of a ring the moment

@@ -58,6 +58,9 @@ for c in $(seq "$CYCLES"); do
 	grep "^verdict" "$out/loader-$c.log" | tail -1
 	grep "duty: window\|stopping at" "$out/loader-$c.log" >>"$out/windows.txt"
 	grep "^loader:\|^duty:" "$out/loader-$c.log" >>"$out/loader_lines.txt"
+	# A stuck correlation id's facts (the first ids two calls held, the join's counters) are kept.
+	{ grep -m 8 "held twice" "$out/loader-$c.log"; grep "^counters" "$out/loader-$c.log" | tail -1; } |
+		sed "s/^/cycle $c: /" >>"$out/loader_lines.txt"
 	rm -f "$out/loader-$c.log" "$out/p$c.pb.gz" # the device tool brings back few files
 	sleep "$OFF"
 done

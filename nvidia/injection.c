@@ -80,7 +80,6 @@ static struct {
 	__u64 api_cb_off_at;  /* when to switch them off (g.rec_clock); 0: not due */
 	int api_cb_mode;      /* enum api_cb_mode: when the launch callbacks are on */
 	bool api_cb_driver_only; /* the driver's callbacks alone, the runtime's never on */
-	bool api_cb_read_once;   /* a reader was seen: the flush thread only */
 	__u32 pid;
 	clockid_t rec_clock;  /* the clock of CUPTI's timestamps (the loader knows which) */
 	int graphs_off;       /* atomic: this CUPTI cannot name graph nodes: asked no more */
@@ -850,13 +849,11 @@ static bool recording__wanted(void)
  */
 static void callbacks__follow(void)
 {
-	bool read = (g.api_cb_mode == API_CB_WHILE_READ || g.api_cb_mode == API_CB_FROM_READ) &&
-		    shm__reader_live(g.shm, shm__now_ns());
-	bool keep;
-
-	g.api_cb_read_once |= read;
-	keep = g.api_cb_mode == API_CB_ALWAYS || g.recording || read ||
-	       (g.api_cb_mode == API_CB_FROM_READ && g.api_cb_read_once);
+	/* "once": on since a reader came (or the shim recorded), never switched off. */
+	bool keep = g.api_cb_mode == API_CB_ALWAYS || g.recording ||
+		    (g.api_cb_mode == API_CB_FROM_READ && g.api_cb_on) ||
+		    ((g.api_cb_mode == API_CB_WHILE_READ || g.api_cb_mode == API_CB_FROM_READ) &&
+		     shm__reader_live(g.shm, shm__now_ns()));
 
 	if (keep) {
 		g.api_cb_off_at = 0;

@@ -69,18 +69,16 @@ void session__say_refusal(struct session *s, const struct libcuda_refusal *ref)
 	}
 }
 
-bool session__probe_libcuda(struct session *s, struct target *t)
+void session__probe_libcuda(struct session *s, struct target *t)
 {
 	struct libcuda_refusal ref = { 0 };
-	bool added = libcuda__attach_pid(s->lp, s->bounded, t->pid, &ref, s->o->verbose) > 0;
 
 	/* Launches before its libcuda was probed cannot be joined. */
-	if (added) {
+	if (libcuda__attach_pid(s->lp, s->bounded, t->pid, &ref, s->o->verbose) > 0) {
 		t->attach_ns = now_ns();
 		join__attach(s->join, t->pid, t->attach_ns);
 	}
 	session__say_refusal(s, &ref);
-	return added;
 }
 
 struct target *session__target(struct session *s, pid_t pid)

@@ -220,9 +220,10 @@ void session__python_setup(struct session *s, struct target *t, __u64 now);
 void session__take_held_rings(struct session *s);
 /*
  * The libcuda files t maps probed, those no scan has met yet (a file is
- * attached once, for every process mapping it); true when one was now.
+ * attached once, for every process mapping it); t's attach time moves on
+ * when one was now.
  */
-bool session__probe_libcuda(struct session *s, struct target *t);
+void session__probe_libcuda(struct session *s, struct target *t);
 /* A libcuda file a scan refused (ref), said once per reason. */
 struct libcuda_refusal;
 void session__say_refusal(struct session *s, const struct libcuda_refusal *ref);

@@ -303,6 +303,21 @@ static void probe_before_claim(struct session *s, struct target *t)
 	session__probe_libcuda(s, t);
 }
 
+/*
+ * The ring in fd claimed as t's once its shim has laid it out, t's libcuda
+ * probed just before: 0, or why not (the layout's checks are the claim's).
+ * found: fd was found in t's maps (shm_reader__find_pid), not one we hold.
+ */
+static int claim_ring(struct session *s, struct target *t, int fd, bool found)
+{
+	int err = shm_reader__fd_ready(fd);
+
+	if (err)
+		return err;
+	probe_before_claim(s, t);
+	return found ? shm_reader__open_found(fd, t->pid, &t->shm) : shm_reader__open_fd(fd, &t->shm);
+}
+
 int session__open_shm(struct session *s, struct target *t, __u64 now)
 {
 	int err, fd;
@@ -319,9 +334,7 @@ int session__open_shm(struct session *s, struct target *t, __u64 now)
 			     : now + (launch_probe__watches_rings(s->lp) ? SHM_RETRY_WATCHED_NS
 									 : SHM_RETRY_NS);
 	if (t->shm_fd >= 0) {
-		if (!shm_reader__fd_ready(t->shm_fd))
-			probe_before_claim(s, t);
-		err = shm_reader__open_fd(t->shm_fd, &t->shm);
+		err = claim_ring(s, t, t->shm_fd, false);
 		/*
 		 * The memfd we made is claimed by the first process of the command
 		 * that starts CUDA: a wrapper's child, maybe. That process is
@@ -339,8 +352,7 @@ int session__open_shm(struct session *s, struct target *t, __u64 now)
 	} else {
 		err = shm_reader__find_pid(s->bounded, t->pid, &fd);
 		if (!err) {
-			probe_before_claim(s, t);
-			err = shm_reader__open_found(fd, t->pid, &t->shm);
+			err = claim_ring(s, t, fd, true);
 			close(fd);
 		}
 	}

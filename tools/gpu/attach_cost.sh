@@ -18,7 +18,7 @@
 # bare, across processes (tools/gpu/duty_cost.sh MODES="bare idle"). Nor,
 # since the shim's launch callbacks go on at its first reader and stay on
 # (GPUPROBE_API_CALLBACKS=once), is theirs: the detached phases after the
-# first attach have them on too (tools/gpu/callback_cost.sh measures them;
+# first attach have them on too (tools/gpu/shim_cost.sh's cbon mode measures them;
 # GPUPROBE_API_CALLBACKS=read exported puts them back in, switched at each
 # attach and detach).
 # Usage (repo root, GPU machine, after make static and the shim):

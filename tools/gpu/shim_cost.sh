@@ -6,6 +6,10 @@
 #          CUPTI_TRACE_KINDS=kernel)
 #   peer   the bench's CUPTI tracer (kernel, runtime, driver, memcpy records)
 #   shim   CUDA_INJECTION64_PATH=build/libgpuprobe_shim.so, no loader
+#          (the idle shim: no reader, no records, no callbacks)
+#   cbon   as shim, its launch callbacks on (GPUPROBE_API_CALLBACKS=always):
+#          a process a loader read once and left (the callbacks stay on,
+#          every call dropped by its time); printed against shim too
 #   shimb  as shim, with the shim at $SHIM_B (another build)
 #   s_NAME as shim, with build/abl/shim_NAME.so (a build with a part left
 #          out, made by hand for the experiment)
@@ -35,6 +39,7 @@ for r in $(seq 1 "$rounds"); do
 		floor) env=(CUDA_INJECTION64_PATH=$PWD/build/cupti_trace.so CUPTI_TRACE_KINDS=kernel) ;;
 		peer) env=(CUDA_INJECTION64_PATH=$PWD/build/cupti_trace.so) ;;
 		shim) env=(CUDA_INJECTION64_PATH=$PWD/build/libgpuprobe_shim.so) ;;
+		cbon) env=(CUDA_INJECTION64_PATH=$PWD/build/libgpuprobe_shim.so GPUPROBE_API_CALLBACKS=always) ;;
 		shimb) env=(CUDA_INJECTION64_PATH=${SHIM_B:?SHIM_B: the other shim}) ;;
 		s_*) env=(CUDA_INJECTION64_PATH=$PWD/build/abl/shim_${m#s_}.so)
 			[ -f "build/abl/shim_${m#s_}.so" ] || { echo "$0: no build/abl/shim_${m#s_}.so" >&2; exit 2; } ;;
@@ -61,4 +66,9 @@ for i, what in ((0, "ns per launch (run mean)"), (1, "ns per launch (run's media
         per = [v[r][i] - bare[r][i] for r in sorted(v) if r in bare]
         print("  %-6s %9.1f %9.1f %9.1f %+9.1f  %s" % (m, statistics.median(x), min(x), max(x),
               statistics.median(per) if per else 0, " ".join("%+.0f" % p for p in per)))
+    shim, cbon = rows.get("shim", {}), rows.get("cbon", {})
+    d = [cbon[r][i] - shim[r][i] for r in sorted(cbon) if r in shim]
+    if d:
+        print("  cbon - shim: median %+.0f (%+.0f to %+.0f, %d rounds)" %
+              (statistics.median(d), min(d), max(d), len(d)))
 PY

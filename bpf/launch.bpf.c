@@ -43,14 +43,6 @@ bool stack_cache_on = false;
 bool launches_paused = false;
 
 /*
- * Bumped by the loader each time it attaches the autograd node probe again
- * (a duty window's opening): a node a thread took under another value may
- * have been followed by nodes no probe saw, so the pass it names is not
- * trusted (AUTOGRAD_PASS_UNSEEN).
- */
-__u32 ag_epoch = 0;
-
-/*
  * Bumped by the loader after every change to pids, copy_hints or
  * py_configs: a thread's memo (below) filled under another value is stale.
  */
@@ -82,10 +74,21 @@ struct {
  * looked up: every launch looked them up again, three hash lookups the
  * answers of which change a few times a run.
  */
-/* A node's call: the pass it runs for, and its return slot. */
+/*
+ * A node's call: its return slot (sp at the call, and the address there),
+ * and where the caller keeps the node's graph task (the shared_ptr the
+ * call was given: PyTorch's thread_main keeps it in its frame, at the same
+ * place for every node its thread takes, until the next node's). The pass
+ * is read from there when a launch needs it (node_pass), not when the node
+ * is taken: so a thread whose nodes the probe no longer sees (detached once
+ * it has learnt them, or between duty windows) still names each node's own.
+ * A node of the pass its thread drives (own) keeps the pass it runs for
+ * instead: its caller's frame goes when that pass returns.
+ */
 struct ag_node {
-	__u64 pass, sp, ret;
-	__u32 epoch, pad; /* ag_epoch when the node was taken */
+	__u64 sp, ret, gtref;
+	__u64 own_pass; /* own: the pass the thread was running for when it began its pass */
+	__u32 own, pad;
 };
 
 struct task_memo {
@@ -93,18 +96,18 @@ struct task_memo {
 	__u32 copy; /* the thread's copy size: its hint, or stack_copy */
 	__u32 maps_gen; /* its process's mapping generation (maps_gens) */
 	__u8 followed, python;
+	__u8 engine;      /* named as PyTorch names its engine's device threads (pt_autograd_N) */
 	__u8 main_kept;   /* the main thread's walk below stands while it has not run */
 	__u8 main_status; /* that walk's gp_py_walk_status */
 	__u32 main_n;     /* its frames */
 	__u64 main_switches; /* the main thread's context switches when it was walked */
 	__u64 main_hash;  /* and the frames' hash */
 	/*
-	 * The last node it took (autograd_node): the pass it runs for
-	 * (autograd_pass; 0: its own), and the call's return slot (sp at the
-	 * call, and the address there). A launch deeper than the slot, the
-	 * address still in it, runs for that pass (autograd_of). ag2: the
-	 * node it was inside when it began a pass itself (a reentrant
-	 * backward), for its launches once that pass returned.
+	 * The last node it took (autograd_node). A launch deeper than its
+	 * return slot, the address still in it, runs for that node's pass
+	 * (autograd_of). ag2: the node it was inside when it began a pass
+	 * itself (a reentrant backward), for its launches once that pass
+	 * returned.
 	 */
 	struct ag_node ag, ag2;
 	/*
@@ -130,7 +133,9 @@ struct scratch {
 	bool py_kept;          /* its Python frames' hash is a kept walk's: frames not read */
 	struct ag_node ag, ag2; /* the thread's autograd nodes (task_memo's) */
 	struct ag_node drives; /* the pass the thread began last: its call's slot (task_memo's) */
+	__u64 drives_gt, drives_outer; /* and its graph task, the pass it was running for then */
 	bool ag_after;         /* this event's pass is its post-processing (autograd_of) */
+	bool engine;           /* the thread is named as an engine's device thread (task_memo's) */
 };
 
 struct {
@@ -220,6 +225,22 @@ struct {
 } stack_cache SEC(".maps");
 
 /*
+ * Whether the current thread is named as PyTorch's engine names its device
+ * threads: a launch of one in no node known asks for the node probe again.
+ */
+static __always_inline __u8 engine_named(void)
+{
+	static const char want[] = "pt_autograd_";
+	char comm[16] = {};
+
+	bpf_get_current_comm(comm, sizeof(comm));
+	for (int i = 0; i < (int)sizeof(want) - 1; i++)
+		if (comm[i] != want[i])
+			return 0;
+	return 1;
+}
+
+/*
  * The launching thread's memo, filled again when stale; read memo_gen
  * before the maps, so a change made between the two is seen next time.
  * Without room for it (the allocation failed) the scratch slot's is used.
@@ -247,6 +268,7 @@ static __always_inline struct task_memo *thread_memo(struct task_struct *task, _
 	if (py)
 		m->py = *py;
 	m->main_kept = 0;
+	m->engine = engine_named();
 	m->maps_gen = 1;
 	if (m->followed) {
 		__u32 *mg = bpf_map_lookup_elem(&maps_gens, &tgid);
@@ -305,17 +327,18 @@ static __always_inline struct gp_launch_event *begin(__u32 probe)
 	e->autograd_pass = 0; /* autograd_of, once sp is known */
 	sc->ag.sp = sc->ag2.sp = 0;
 	sc->drives.sp = 0;
+	sc->drives_gt = sc->drives_outer = 0;
 	sc->ag_after = false;
+	sc->engine = false;
 	if (m != &sc->memo) {
 		sc->ag = m->ag;
 		sc->ag2 = m->ag2;
-		if (sc->ag.sp && sc->ag.epoch != ag_epoch)
-			sc->ag.pass = AUTOGRAD_PASS_UNSEEN;
-		if (sc->ag2.sp && sc->ag2.epoch != ag_epoch)
-			sc->ag2.pass = AUTOGRAD_PASS_UNSEEN;
+		sc->engine = m->engine;
 		if (m->driving_gt) {
 			sc->drives.sp = m->driving_sp;
 			sc->drives.ret = m->driving_ret;
+			sc->drives_gt = m->driving_gt;
+			sc->drives_outer = m->driving_outer;
 		}
 	}
 	return e;
@@ -721,33 +744,6 @@ static __always_inline bool slot_holds(__u64 slot, __u64 ret, __u64 sp)
 	return !bpf_probe_read_user(&now, sizeof(now), (void *)slot) && now == ret;
 }
 
-/*
- * The pass a launch at sp runs for: the node the thread is inside (the
- * last one's call still under way below it), else the one it was inside
- * when it began a pass of its own; 0: none (or the thread's own pass).
- * A thread whose last node was of a pass seen to begin, outside its nodes
- * and inside no pass it began itself (an engine thread between nodes), runs
- * the post-processing of that pass: GraphTask's final callbacks (DDP's
- * reducer, queue_callback) run on the thread that finished the pass, after
- * its last node returned, in no function the probes see
- * (exec_post_processing is not exported: PyTorch 2.11,
- * tools/gpu/post_callback.sh); flagged GP_EV_F_AG_AFTER. The thread that
- * began a pass runs that pass's CPU nodes for itself (pass 0): never so.
- */
-static __always_inline __u64 autograd_of(struct scratch *sc, __u64 sp)
-{
-	if (slot_holds(sc->ag.sp, sc->ag.ret, sp))
-		return sc->ag.pass;
-	if (slot_holds(sc->ag2.sp, sc->ag2.ret, sp))
-		return sc->ag2.pass;
-	if (sc->ag.sp && sc->ag.pass > AUTOGRAD_PASS_UNSEEN &&
-	    !slot_holds(sc->drives.sp, sc->drives.ret, sp)) {
-		sc->ag_after = true;
-		return sc->ag.pass;
-	}
-	return 0;
-}
-
 /* (process, graph task) -> the pass begun on it last: that begin's time, its id. */
 struct ag_task_key {
 	__u32 tgid, pad;
@@ -760,6 +756,85 @@ struct {
 	__type(key, struct ag_task_key);
 	__type(value, __u64);
 } autograd_tasks SEC(".maps");
+
+/*
+ * The pass a node runs for, read now from where its caller keeps its graph
+ * task: the pass begun on that task last (autograd_tasks), or
+ * AUTOGRAD_PASS_UNSEEN (begun before the probes, or without the call they
+ * see; or the task unreadable): never an older pass at the same address.
+ * A node of the pass the thread drives runs for the pass the thread was
+ * running for when it began it: its own (0), or, in a reentrant backward,
+ * the outer one (kept when the node was taken, or, for a node the probe
+ * did not see, the task read now is the one the thread drives).
+ */
+static __always_inline __u64 node_pass(struct scratch *sc, const struct ag_node *n, __u64 sp)
+{
+	struct ag_task_key k = { .tgid = sc->e.pid };
+	__u64 *pass;
+
+	if (n->own)
+		return n->own_pass;
+	if (bpf_probe_read_user(&k.task, sizeof(k.task), (void *)n->gtref))
+		return AUTOGRAD_PASS_UNSEEN;
+	if (sc->drives_gt && k.task == sc->drives_gt && slot_holds(sc->drives.sp, sc->drives.ret, sp))
+		return sc->drives_outer;
+	pass = bpf_map_lookup_elem(&autograd_tasks, &k);
+	return pass ? *pass : AUTOGRAD_PASS_UNSEEN;
+}
+
+/*
+ * Whether a node's frame is gone: taken inside a pass the thread began
+ * (deeper than that call's return slot), and that call has returned. A
+ * thread's nodes of its own pass leave nothing behind it.
+ */
+static __always_inline bool node_gone(const struct scratch *sc, const struct ag_node *n, __u64 sp)
+{
+	return sc->drives.sp && n->sp < sc->drives.sp &&
+	       !slot_holds(sc->drives.sp, sc->drives.ret, sp);
+}
+
+/*
+ * The pass a launch at sp runs for: the node the thread is inside (the
+ * last one's call still under way below it), else the one it was inside
+ * when it began a pass of its own; 0: none (or the thread's own pass).
+ * A thread whose last node was of a pass seen to begin, outside its nodes
+ * and inside no pass it began itself (an engine thread between nodes), runs
+ * the post-processing of that pass: GraphTask's final callbacks (DDP's
+ * reducer, queue_callback) run on the thread that finished the pass, after
+ * its last node returned, in no function the probes see
+ * (exec_post_processing is not exported: PyTorch 2.11,
+ * tools/gpu/post_callback.sh); flagged GP_EV_F_AG_AFTER. PyTorch's
+ * thread_main still holds the pass's task then, where its node had it. The
+ * thread that began a pass runs that pass's CPU nodes for itself (pass 0):
+ * never so.
+ */
+static __always_inline __u64 autograd_of(struct scratch *sc, __u64 sp)
+{
+	const struct ag_node *last = &sc->ag;
+	__u64 pass;
+
+	/*
+	 * Inside a pass it began inside a node (a reentrant backward), its
+	 * last node seen no deeper than that call: a node its inner loop took
+	 * unseen (the node probe away), which may be another thread's pass's.
+	 */
+	if (sc->drives_outer && sc->ag.sp >= sc->drives.sp &&
+	    slot_holds(sc->drives.sp, sc->drives.ret, sp))
+		return AUTOGRAD_PASS_UNSEEN;
+	if (sc->ag.sp && node_gone(sc, &sc->ag, sp))
+		last = &sc->ag2;
+	if (last == &sc->ag && slot_holds(sc->ag.sp, sc->ag.ret, sp))
+		return node_pass(sc, &sc->ag, sp);
+	if (slot_holds(sc->ag2.sp, sc->ag2.ret, sp))
+		return node_pass(sc, &sc->ag2, sp);
+	if (!last->sp || slot_holds(sc->drives.sp, sc->drives.ret, sp))
+		return 0;
+	pass = node_pass(sc, last, sp);
+	if (pass <= AUTOGRAD_PASS_UNSEEN)
+		return 0;
+	sc->ag_after = true;
+	return pass;
+}
 
 /*
  * A pass begun on this thread (e, its event: e->ts_ns names the pass,
@@ -795,6 +870,13 @@ static __always_inline void autograd_begun(struct pt_regs *ctx, struct gp_launch
 	m->driving_sp = PT_REGS_SP(ctx);
 	m->driving_ret = e->ret;
 	m->driving_outer = e->autograd_pass;
+	/*
+	 * A pass begun inside a node (a reentrant backward): the inner loop
+	 * may take other passes' nodes at calls of its own, which only the
+	 * node probe sees; the loader puts it back (GP_BPF_AG_UNLEARNED).
+	 */
+	if (e->autograd_pass)
+		count(GP_BPF_AG_UNLEARNED);
 	if (!e->autograd_pass)
 		m->ag2.sp = 0;
 	else if (slot_holds(sc->ag.sp, sc->ag.ret, PT_REGS_SP(ctx)))
@@ -803,25 +885,28 @@ static __always_inline void autograd_begun(struct pt_regs *ctx, struct gp_launch
 
 /*
  * A thread takes a node of a backward pass:
- * Engine::evaluate_function(this, std::shared_ptr<GraphTask> &task, ...),
- * the task's pointer the shared_ptr's first word. Kept in the thread's memo
- * with the call's return slot; nothing is sent. Only for followed
- * processes. The pass is the one begun on that task last
- * (autograd_tasks), or AUTOGRAD_PASS_UNSEEN (begun before the probes, or
- * without the call they see): never an older pass at the same address. A
- * node of the pass the thread drives runs for the pass it was running for
- * when it began it: its own (0), or, in a reentrant backward, the outer
- * one. No return probe: a uretprobe breaks the unwinding of a C++
- * exception thrown through the function (a failing backward), which would
- * end the program; the return slot tells a call under way from one that
- * returned.
+ * Engine::evaluate_function(this, std::shared_ptr<GraphTask> &task, ...).
+ * Kept in the thread's memo: the call's return slot and where the caller
+ * keeps the task (the shared_ptr, whose first word is the task's pointer);
+ * nothing is sent. Only for followed processes. A node at another call
+ * than the thread's last one is counted (GP_BPF_AG_LEARNED): the loader
+ * keeps the probe while nodes come at calls not seen, and takes it away
+ * once they come only at known ones (an engine's device thread takes every
+ * node at one call of its thread_main; a launch then reads its node's pass
+ * from there, node_pass). A thread's node of its own pass is not counted,
+ * and keeps the pass it runs for (its launches are the thread's own, or, in
+ * a reentrant backward, the outer pass's). No return probe: a uretprobe breaks the
+ * unwinding of a C++ exception thrown through the function (a failing
+ * backward), which would end the program; the return slot tells a call
+ * under way from one that returned.
  */
 static __always_inline int autograd_node(struct pt_regs *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx), gt = 0, *pass;
-	struct ag_task_key k = { .tgid = id >> 32 };
+	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx), ret = 0, gt = 0;
+	__u64 gtref = PT_REGS_PARM2(ctx);
 	struct task_memo *m;
+	bool own;
 	struct scratch *sc;
 	__u32 zero = 0;
 
@@ -832,18 +917,16 @@ static __always_inline int autograd_node(struct pt_regs *ctx)
 	if (m == &sc->memo || !m->followed)
 		return 0;
 	count(GP_BPF_AG_NODES);
-	bpf_probe_read_user(&gt, sizeof(gt), (void *)PT_REGS_PARM2(ctx));
+	bpf_probe_read_user(&ret, sizeof(ret), (void *)sp);
+	bpf_probe_read_user(&gt, sizeof(gt), (void *)gtref);
+	own = m->driving_gt && gt == m->driving_gt && slot_holds(m->driving_sp, m->driving_ret, sp);
+	if (!own && (sp != m->ag.sp || ret != m->ag.ret || gtref != m->ag.gtref || m->ag.own))
+		count(GP_BPF_AG_LEARNED);
 	m->ag.sp = sp;
-	m->ag.epoch = ag_epoch;
-	m->ag.ret = 0;
-	bpf_probe_read_user(&m->ag.ret, sizeof(m->ag.ret), (void *)sp);
-	if (gt == m->driving_gt && slot_holds(m->driving_sp, m->driving_ret, sp)) {
-		m->ag.pass = m->driving_outer;
-		return 0;
-	}
-	k.task = gt;
-	pass = bpf_map_lookup_elem(&autograd_tasks, &k);
-	m->ag.pass = pass ? *pass : AUTOGRAD_PASS_UNSEEN;
+	m->ag.ret = ret;
+	m->ag.gtref = gtref;
+	m->ag.own = own;
+	m->ag.own_pass = own ? m->driving_outer : 0;
 	return 0;
 }
 
@@ -874,6 +957,16 @@ int BPF_KPROBE(cu_call)
 	bpf_probe_read_user(on_stack, sizeof(on_stack), (void *)PT_REGS_SP(ctx));
 	e->ret = on_stack[0];
 	e->autograd_pass = autograd_of((struct scratch *)e, PT_REGS_SP(ctx));
+	/*
+	 * An engine's device thread launching in no node known: a node not
+	 * seen (the node probe away when the thread took its first), or the
+	 * final callbacks of a pass not seen to begin. Its caller is not known
+	 * (counted caller_unknown), and the probe is wanted back.
+	 */
+	if (!e->autograd_pass && ((struct scratch *)e)->engine && probe != GP_PROBE_AUTOGRAD_EXECUTE) {
+		count(GP_BPF_AG_UNLEARNED);
+		e->autograd_pass = AUTOGRAD_PASS_UNSEEN;
+	}
 	switch (probe) {
 	case GP_PROBE_LAUNCH_KERNEL:
 	case GP_PROBE_LAUNCH_KERNEL_PTSZ:

@@ -249,6 +249,8 @@ enum gp_bpf_counter {
 	GP_BPF_PY_KEPT_STALE,    /* of those sent whole, frames read then that differed from it */
 	GP_BPF_AUDITS_SKIPPED,   /* audits the ring had no room for, sent as hits (counted in both) */
 	GP_BPF_AG_NODES,         /* autograd nodes a followed thread took, seen by the node probe */
+	GP_BPF_AG_LEARNED,       /* of those, nodes at a call its thread had not taken its last node at */
+	GP_BPF_AG_UNLEARNED,     /* engine-thread launches in no node known, passes begun in a node */
 	GP_BPF_COUNTER_MAX,
 };
 

@@ -8,39 +8,44 @@
 # the engine thread's own stack, counted caller_unknown; a node main runs of
 # its own pass keeps main's stack, and so does a launch main makes after it,
 # deeper than the node ran (neither is counted: both are main's own).
+# Everything twice: with the node probe on every node, then with it taken
+# away first (GP_TEST_QUIET_NODES=1: the programs begin passes until the
+# loader has learnt the engine thread's call and taken the probe away,
+# user/session/node_watch.h), where each launch reads its node's pass where
+# the engine's loop keeps the task.
 source "$(dirname "$0")/lib.sh"
 
-N=6
-env LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/a.pb.gz" --libcuda "$STUBLIB" \
-	--cupti "$B/stub/libcupti.so" -- "$PROGS/autograd" $N 2>"$WORK/a.err" >"$WORK/out" ||
-	{ cat "$WORK/a.err" "$WORK/out"; fail "loader failed"; }
-line=$(grep "^autograd: " "$WORK/out") || fail "autograd: $(cat "$WORK/out")"
-tid_a=$(echo "$line" | sed -n 's/.*tid_a=\([0-9]*\).*/\1/p')
-tid_b=$(echo "$line" | sed -n 's/.*tid_b=\([0-9]*\).*/\1/p')
-echo "$line" | grep -q "passes=$((2 * N + 1)) kernels=$((4 * N + 5))" || fail "autograd: $line"
 SC="python3 $ROOT/tests/bpf/stack_check.py"
 API=torch::autograd::Engine::execute_with_graph_task
+N=6
 
-$SC "$WORK/a.pb.gz" under k_a $((2 * N)) $((4000 * N)) launch_a "[autograd thread for tid $tid_a]" \
-	$API caller_a || { cat "$WORK/a.err"; fail "k_a not under caller_a"; }
-$SC "$WORK/a.pb.gz" under k_b $((2 * N)) $((6000 * N)) launch_b "[autograd thread for tid $tid_b]" \
-	$API caller_b || fail "k_b not under caller_b"
-# The engine thread's own stack, whole: launch_orphan, the engine, thread_main, a root.
-$SC "$WORK/a.pb.gz" split k_orphan thread_main=1 || fail "the pass no probe saw begin"
-python3 -c "import sys; sys.path.insert(0, '$ROOT/tests/bpf'); from stack_check import parse
+check_main() { # the two callers' passes, the unseen one, main's own
+	env LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/a.pb.gz" --libcuda "$STUBLIB" \
+		--cupti "$B/stub/libcupti.so" -- "$PROGS/autograd" $N 2>"$WORK/a.err" >"$WORK/out" ||
+		{ cat "$WORK/a.err" "$WORK/out"; fail "loader failed${1:-}"; }
+	line=$(grep "^autograd: " "$WORK/out") || fail "autograd: $(cat "$WORK/out")"
+	tid_a=$(echo "$line" | sed -n 's/.*tid_a=\([0-9]*\).*/\1/p')
+	tid_b=$(echo "$line" | sed -n 's/.*tid_b=\([0-9]*\).*/\1/p')
+	echo "$line" | grep -q "passes=$((2 * N + 1)) kernels=$((4 * N + 5))" || fail "autograd: $line"
+	$SC "$WORK/a.pb.gz" under k_a $((2 * N)) $((4000 * N)) launch_a "[autograd thread for tid $tid_a]" \
+		$API caller_a || { cat "$WORK/a.err"; fail "k_a not under caller_a${1:-}"; }
+	$SC "$WORK/a.pb.gz" under k_b $((2 * N)) $((6000 * N)) launch_b "[autograd thread for tid $tid_b]" \
+		$API caller_b || fail "k_b not under caller_b${1:-}"
+	# The engine thread's own stack, whole: launch_orphan, the engine, thread_main, a root.
+	$SC "$WORK/a.pb.gz" split k_orphan thread_main=1 || fail "the pass no probe saw begin${1:-}"
+	python3 -c "import sys; sys.path.insert(0, '$ROOT/tests/bpf'); from stack_check import parse
 sys.exit(any(f[0].startswith('[autograd') for s in parse('$WORK/a.pb.gz') if s[2][0][0] in ('k_orphan', 'k_own', 'k_after')
-             for f in s[2]))" || fail "a launch in no other thread's pass is under a caller"
-$SC "$WORK/a.pb.gz" split k_own own_pass=1 || fail "a node of main's own pass"
-$SC "$WORK/a.pb.gz" split k_after deep_after=1 || fail "a launch after main's own pass"
-[ "$(counter "$WORK/a.err" autograd_launches)" = $((4 * N + 1)) ] &&
-	[ "$(counter "$WORK/a.err" under_caller)" = $((4 * N)) ] &&
-	[ "$(counter "$WORK/a.err" caller_unknown)" = 1 ] && [ "$(counter "$WORK/a.err" own_thread)" = 0 ] &&
-	[ "$(counter "$WORK/a.err" autograd_passes)" = $((2 * N + 1)) ] &&
-	[ "$(counter "$WORK/a.err" callers)" = 3 ] && [ "$(counter "$WORK/a.err" autograd_engines)" = 1 ] &&
-	[ "$(counter "$WORK/a.err" autograd_nodes)" = $((4 * N + 2)) ] &&
-	[ "$(counter "$WORK/a.err" unattributed)" = 0 ] ||
-	{ grep "^counters:" "$WORK/a.err" | tail -1; fail "autograd counters"; }
-ok "$((4 * N)) engine-thread launches under the thread that began each pass, exact; 1 without, counted"
+             for f in s[2]))" || fail "a launch in no other thread's pass is under a caller${1:-}"
+	$SC "$WORK/a.pb.gz" split k_own own_pass=1 || fail "a node of main's own pass${1:-}"
+	$SC "$WORK/a.pb.gz" split k_after deep_after=1 || fail "a launch after main's own pass${1:-}"
+	[ "$(counter "$WORK/a.err" autograd_launches)" = $((4 * N + 1)) ] &&
+		[ "$(counter "$WORK/a.err" under_caller)" = $((4 * N)) ] &&
+		[ "$(counter "$WORK/a.err" caller_unknown)" = 1 ] && [ "$(counter "$WORK/a.err" own_thread)" = 0 ] &&
+		[ "$(counter "$WORK/a.err" autograd_engines)" = 1 ] &&
+		[ "$(counter "$WORK/a.err" unattributed)" = 0 ] ||
+		{ grep "^counters:" "$WORK/a.err" | tail -1; fail "autograd counters${1:-}"; }
+	ok "$((4 * N)) engine-thread launches under the thread that began each pass, exact; 1 without, counted${1:-}"
+}
 
 # The cases that are easy to get wrong (tests/progs/engine/cases.c).
 cases() { # MODE: runs it, sets tid_a tid_b
@@ -56,40 +61,89 @@ no_marker() { # MODE KERNEL: none of KERNEL's stacks is under a caller
 sys.exit(any(f[0].startswith('[autograd') for s in parse('$WORK/$1.pb.gz') if s[2][0][0] == '$2'
              for f in s[2]))" || fail "$1: $2 is under a caller"
 }
-cases reent
-$SC "$WORK/reent.pb.gz" under k_inner 1 1000 launch_inner "[autograd thread for tid $tid_a]" $API caller_a ||
-	fail "reent: the reentrant pass's launch not under caller_a"
-$SC "$WORK/reent.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_b]" $API caller_b ||
-	fail "reent: the node it took of b's pass not under caller_b"
-[ "$(counter "$WORK/reent.err" nested)" = 1 ] || fail "reent: nested passes $(counter "$WORK/reent.err" nested)"
-ok "a reentrant backward on the engine thread: its launches under its outer caller, the node it took under its own"
-cases lost
-$SC "$WORK/lost.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_b]" $API caller_b_reuse ||
-	fail "lost: b's pass"
-$SC "$WORK/lost.pb.gz" split k_inner thread_main=1 || fail "lost: the unseen pass's launch"
-no_marker lost k_inner
-$SC "$WORK/lost.pb.gz" split k_post thread_main=1 || fail "lost: the unseen pass's final callback"
-no_marker lost k_post
-[ "$(counter "$WORK/lost.err" caller_unknown)" = 1 ] && [ "$(counter "$WORK/lost.err" after_node)" = 0 ] ||
-	fail "lost: caller_unknown $(counter "$WORK/lost.err" caller_unknown) after_node $(counter "$WORK/lost.err" after_node)"
-ok "a pass never seen to begin at a finished pass's address: its own stack, counted, not the old caller"
-cases stale
-$SC "$WORK/stale.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_b]" $API caller_b_reuse ||
-	fail "stale: b's pass"
-$SC "$WORK/stale.pb.gz" split k_after deep_after=1 || fail "stale: main's launch after its passes"
-no_marker stale k_after
-ok "main's own reentrant pass, its address reused by another thread: main's later launch stays its own"
-cases graph
-$SC "$WORK/graph.pb.gz" graph-under k_graph 3 6000 capture_graph replay_node \
-	"[autograd thread for tid $tid_b]" $API caller_g || fail "graph: a replay on the engine thread"
-[ "$(counter "$WORK/graph.err" under_capture)" = 3 ] && [ "$(counter "$WORK/graph.err" under_caller)" = 3 ] ||
-	{ grep "^counters:" "$WORK/graph.err" | tail -1; fail "graph: counters"; }
-ok "a graph the engine thread replayed: its kernels under the capture, the replay, then the pass's caller"
-cases post
-$SC "$WORK/post.pb.gz" under k_b 2 6000 launch_b "[autograd thread for tid $tid_b]" $API caller_p ||
-	fail "post: the pass's nodes"
-$SC "$WORK/post.pb.gz" under k_post 1 1000 final_cb "[autograd thread for tid $tid_b]" $API caller_p ||
-	fail "post: the final callback's launch, after the last node returned"
-[ "$(counter "$WORK/post.err" under_caller)" = 3 ] && [ "$(counter "$WORK/post.err" after_node)" = 1 ] ||
-	{ grep "^counters:" "$WORK/post.err" | tail -1; fail "post: counters"; }
-ok "a pass's final callback, run by the engine thread after its last node: under the pass's caller, counted after_node"
+check_reent() {
+	cases reent
+	$SC "$WORK/reent.pb.gz" under k_inner 1 1000 launch_inner "[autograd thread for tid $tid_a]" $API caller_a ||
+		fail "reent: the reentrant pass's launch not under caller_a"
+	$SC "$WORK/reent.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_b]" $API caller_b ||
+		fail "reent: the node it took of b's pass not under caller_b"
+	[ "$(counter "$WORK/reent.err" nested)" = 1 ] || fail "reent: nested passes $(counter "$WORK/reent.err" nested)"
+	ok "a reentrant backward on the engine thread: its launches under its outer caller, the node it took under its own"
+}
+# With the node probe away, the nodes a reentrant backward's inner loop takes
+# are not seen: which pass each is of cannot be told (the program then waits
+# until the loader has put the probe back, GP_BPF_AG_UNLEARNED).
+check_reent_quiet() {
+	cases reent
+	no_marker reent k_inner
+	no_marker reent k_b
+	[ "$(counter "$WORK/reent.err" caller_unknown)" = 2 ] && [ "$(counter "$WORK/reent.err" under_caller)" = 0 ] &&
+		[ "$(counter "$WORK/reent.err" nested)" = 1 ] && [ "$(counter "$WORK/reent.err" probe_away)" = 1 ] &&
+		[ "$(counter "$WORK/reent.err" probe_back)" = 1 ] ||
+		{ grep "^counters:" "$WORK/reent.err" | tail -1; fail "reent, node probe away: counters"; }
+	ok "a reentrant backward with the node probe away: its inner nodes' launches counted caller_unknown, never guessed; the probe put back"
+}
+check_lost() {
+	cases lost
+	$SC "$WORK/lost.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_b]" $API caller_b_reuse ||
+		fail "lost: b's pass"
+	$SC "$WORK/lost.pb.gz" split k_inner thread_main=1 || fail "lost: the unseen pass's launch"
+	no_marker lost k_inner
+	$SC "$WORK/lost.pb.gz" split k_post thread_main=1 || fail "lost: the unseen pass's final callback"
+	no_marker lost k_post
+	[ "$(counter "$WORK/lost.err" caller_unknown)" = 2 ] && [ "$(counter "$WORK/lost.err" after_node)" = 0 ] ||
+		fail "lost: caller_unknown $(counter "$WORK/lost.err" caller_unknown) after_node $(counter "$WORK/lost.err" after_node)"
+	ok "a pass never seen to begin at a finished pass's address: its own stack, counted (its node and its final callback), not the old caller${1:-}"
+}
+check_stale() {
+	cases stale
+	$SC "$WORK/stale.pb.gz" under k_b 1 3000 launch_b "[autograd thread for tid $tid_b]" $API caller_b_reuse ||
+		fail "stale: b's pass"
+	$SC "$WORK/stale.pb.gz" split k_after deep_after=1 || fail "stale: main's launch after its passes"
+	no_marker stale k_after
+	ok "main's own reentrant pass, its address reused by another thread: main's later launch stays its own${1:-}"
+}
+check_graph() {
+	cases graph
+	$SC "$WORK/graph.pb.gz" graph-under k_graph 3 6000 capture_graph replay_node \
+		"[autograd thread for tid $tid_b]" $API caller_g || fail "graph: a replay on the engine thread"
+	[ "$(counter "$WORK/graph.err" under_capture)" = 3 ] && [ "$(counter "$WORK/graph.err" under_caller)" = 3 ] ||
+		{ grep "^counters:" "$WORK/graph.err" | tail -1; fail "graph: counters"; }
+	ok "a graph the engine thread replayed: its kernels under the capture, the replay, then the pass's caller${1:-}"
+}
+check_post() {
+	cases post
+	$SC "$WORK/post.pb.gz" under k_b 2 6000 launch_b "[autograd thread for tid $tid_b]" $API caller_p ||
+		fail "post: the pass's nodes"
+	$SC "$WORK/post.pb.gz" under k_post 1 1000 final_cb "[autograd thread for tid $tid_b]" $API caller_p ||
+		fail "post: the final callback's launch, after the last node returned"
+	[ "$(counter "$WORK/post.err" under_caller)" = 3 ] && [ "$(counter "$WORK/post.err" after_node)" = 1 ] ||
+		{ grep "^counters:" "$WORK/post.err" | tail -1; fail "post: counters"; }
+	ok "a pass's final callback, run by the engine thread after its last node: under the pass's caller, counted after_node${1:-}"
+}
+
+check_main
+# Every node seen: N passes of 2 nodes from each caller, the unseen pass's, main's own;
+# three callers (main's own pass is one).
+[ "$(counter "$WORK/a.err" autograd_nodes)" = $((4 * N + 2)) ] &&
+	[ "$(counter "$WORK/a.err" autograd_passes)" = $((2 * N + 1)) ] &&
+	[ "$(counter "$WORK/a.err" callers)" = 3 ] && [ "$(counter "$WORK/a.err" probe_away)" = 0 ] ||
+	{ grep "^counters:" "$WORK/a.err" | tail -1; fail "autograd: nodes and passes"; }
+check_reent
+check_lost
+check_stale
+check_graph
+check_post
+
+export GP_TEST_QUIET_NODES=1
+check_main ", the node probe away"
+# main's passes before the probe went away are a fourth caller; none of the
+# passes after it had its nodes seen.
+[ "$(counter "$WORK/a.err" callers)" = 4 ] && [ "$(counter "$WORK/a.err" probe_away)" = 1 ] &&
+	[ "$(counter "$WORK/a.err" probe_back)" = 0 ] && [ "$(counter "$WORK/a.err" learnt)" = 1 ] ||
+	{ grep "^counters:" "$WORK/a.err" | tail -1; fail "autograd, the node probe away: callers"; }
+check_reent_quiet
+check_lost ", the node probe away"
+check_stale ", the node probe away"
+check_graph ", the node probe away"
+check_post ", the node probe away"

@@ -784,6 +784,7 @@ static void test_an_audit_past_a_half_full_ring_goes_as_its_hit(void **state)
 struct engine_lib {
 	char path[4096];
 	void (*backward)(struct engine_task *task);
+	void (*backward_unannounced)(struct engine_task *task);
 	const unsigned char *node_entry, *begin_entry;
 };
 
@@ -808,6 +809,9 @@ static void engine_lib(struct engine_lib *ret_lib)
 		assert_int_equal(start(), 0);
 	}
 	ret_lib->backward = (void (*)(struct engine_task *))dlsym(h, "engine__backward");
+	ret_lib->backward_unannounced =
+		(void (*)(struct engine_task *))dlsym(h, "engine__backward_unannounced");
+	assert_non_null(ret_lib->backward_unannounced);
 	ret_lib->node_entry = dlsym(h, autograd_points[1].symbol);
 	ret_lib->begin_entry = dlsym(h, autograd_points[0].symbol);
 	assert_non_null(ret_lib->backward);
@@ -851,13 +855,12 @@ static int on_pass_event(void *ctx, const struct gp_launch_event *e, size_t size
 /*
  * Between duty windows the autograd node probe is detached with the
  * launches (where links can be), and the pass a begin names stays probed.
- * A node the engine thread took before a gap (a at the same call site, the
- * same return slot) must not name the pass of a node it took unseen in the
- * gap (b): b's launch after the window opened is of a pass not seen
- * (counted caller_unknown by the loader), not of a's. Nodes taken in the
- * window (c) name their pass again.
+ * A node the engine thread took unseen in the gap (b), at the call of its
+ * node before it (a: the same return slot, the task kept at the same
+ * place), names its own pass, read where its caller keeps the task: never
+ * a's. Nodes taken in the window (c) name their pass too.
  */
-static void test_a_node_taken_between_windows_names_no_older_pass(void **state)
+static void test_a_node_taken_between_windows_names_its_own_pass(void **state)
 {
 	struct launch_probe *lp = probe_self();
 	struct launch_attach_result res;
@@ -887,15 +890,83 @@ static void test_a_node_taken_between_windows_names_no_older_pass(void **state)
 		assert_int_equal(launch_probe__poll(lp, 20, on_pass_event, &p), 0);
 	assert_int_equal(p.begun, 3);
 	assert_int_equal(p.of[0], p.begin[0]);
-	/* Probes that stayed (perf links) saw b's node: its pass is known. */
-	if (detached)
-		assert_int_equal(p.of[1], AUTOGRAD_PASS_UNSEEN);
-	else
-		assert_int_equal(p.of[1], p.begin[1]);
+	assert_int_equal(p.of[1], p.begin[1]);
 	assert_int_equal(p.of[2], p.begin[2]);
 	/* And what the detached probe costs between windows: no run at all. */
 	assert_int_equal(launch_probe__counters(lp, ctr), 0);
 	assert_int_equal(ctr[GP_BPF_AG_NODES], detached ? 2 : 3);
+	launch_probe__destroy(lp);
+}
+
+/* A thread named as an engine's device thread, launching in no node. */
+static void *unnamed_node_launch(void *arg)
+{
+	pthread_setname_np(pthread_self(), "pt_autograd_9");
+	node_launches(arg);
+	return NULL;
+}
+
+/*
+ * The node probe taken away once the engine thread has taken a node
+ * (launch_probe__quiet_nodes): later passes' nodes, at the call it learnt,
+ * name their own pass, the probe never runs, and no call is learnt anew; a
+ * pass begun unseen names no pass; a device thread launching in no node
+ * known asks for the probe back (GP_BPF_AG_UNLEARNED). Where the probes
+ * are perf links, the probe stays and every node is seen.
+ */
+static void test_nodes_at_a_learnt_call_name_their_pass_with_the_node_probe_away(void **state)
+{
+	struct launch_probe *lp = probe_self();
+	struct launch_attach_result res;
+	struct passes p = { .pid = getpid() };
+	struct engine_lib lib;
+	struct engine_task a = { .fn = node_launches, .arg = (void *)0xa0, .nodes = 1 };
+	struct engine_task b = { .fn = node_launches, .arg = (void *)0xa1, .nodes = 2 };
+	struct engine_task c = { .fn = node_launches, .arg = (void *)0xa2, .nodes = 1 };
+	bool detached = launch_probe__uses_multi(lp);
+	__u64 ctr[GP_BPF_COUNTER_MAX], learnt;
+	pthread_t th;
+
+	(void)state;
+	engine_lib(&lib);
+	assert_int_equal(launch_probe__attach_autograd(lp, lib.path, &res), 0);
+	lib.backward(&a);
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	assert_int_equal(ctr[GP_BPF_AG_NODES], 1);
+	assert_int_equal(ctr[GP_BPF_AG_LEARNED], 1);
+	learnt = ctr[GP_BPF_AG_LEARNED];
+	assert_int_equal(launch_probe__quiet_nodes(lp, true), 0);
+	assert_int_equal(launch_probe__nodes_quiet(lp), true);
+	assert_int_equal(lib.node_entry[0] == 0xcc, !detached);
+	assert_int_equal(lib.begin_entry[0], 0xcc);
+	lib.backward(&b);
+	lib.backward(&c);
+	/* A window's pause and resume keep it away. */
+	assert_int_equal(launch_probe__pause(lp, true), 0);
+	assert_int_equal(launch_probe__pause(lp, false), 0);
+	assert_int_equal(lib.node_entry[0] == 0xcc, !detached);
+	lib.backward_unannounced(&(struct engine_task){ .fn = node_launches, .arg = (void *)0xa3, .nodes = 1 });
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(launch_probe__poll(lp, 20, on_pass_event, &p), 0);
+	assert_int_equal(p.begun, 3);
+	assert_int_equal(p.of[0], p.begin[0]);
+	assert_int_equal(p.of[1], p.begin[1]);
+	assert_int_equal(p.of[2], p.begin[2]);
+	assert_int_equal(p.of[3], AUTOGRAD_PASS_UNSEEN);
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	assert_int_equal(ctr[GP_BPF_AG_NODES], detached ? 1 : 5);
+	assert_int_equal(ctr[GP_BPF_AG_LEARNED], learnt);
+	assert_int_equal(ctr[GP_BPF_AG_UNLEARNED], 0);
+	assert_int_equal(pthread_create(&th, NULL, unnamed_node_launch, (void *)0xb0), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	assert_int_equal(ctr[GP_BPF_AG_UNLEARNED], 1);
+	/* Back: the nodes are seen again. */
+	assert_int_equal(launch_probe__quiet_nodes(lp, false), 0);
+	assert_int_equal(lib.node_entry[0], 0xcc);
+	lib.backward(&c);
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	assert_int_equal(ctr[GP_BPF_AG_NODES], detached ? 2 : 6);
 	launch_probe__destroy(lp);
 }
 
@@ -913,7 +984,8 @@ int main(void)
 		cmocka_unit_test(test_records_that_run_past_the_rings_end_arrive_whole),
 		cmocka_unit_test(test_a_launch_whose_key_is_held_is_sent_without_its_stack),
 		cmocka_unit_test(test_an_audit_past_a_half_full_ring_goes_as_its_hit),
-		cmocka_unit_test(test_a_node_taken_between_windows_names_no_older_pass),
+		cmocka_unit_test(test_a_node_taken_between_windows_names_its_own_pass),
+		cmocka_unit_test(test_nodes_at_a_learnt_call_name_their_pass_with_the_node_probe_away),
 		cmocka_unit_test(test_a_destroyed_probe_leaves_no_link_behind),
 	};
 

@@ -63,8 +63,9 @@ const struct entry_point entry_points[GP_PROBE_MAX] = {
 /*
  * A pass's begin stays probed between duty windows (once a pass; its caller
  * must be known whenever its nodes are); a node (a trap each, hundreds a
- * step) is probed in windows only, and a thread's node taken before the
- * window's probes were attached is not trusted (bpf/launch.bpf.c: ag_epoch).
+ * step) is probed in windows only, and only while threads take nodes at
+ * calls not seen before (launch_probe__quiet_nodes): a launch reads its
+ * node's pass where the node's caller keeps it (bpf/launch.bpf.c: node_pass).
  */
 const struct engine_point autograd_points[NR_AUTOGRAD_POINTS] = {
 	/* Engine::execute_with_graph_task(shared_ptr<GraphTask> const&, shared_ptr<Node>, InputBuffer&&) */

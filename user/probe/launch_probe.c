@@ -309,17 +309,20 @@ unsigned launch_probe__pause(struct launch_probe *lp, bool paused)
 
 	if (paused)
 		launch_probe__mute(lp);
-	/*
-	 * Detached links (uprobe_multi) saw no node meanwhile: the nodes the
-	 * threads took before are not trusted from now on. Before the links
-	 * are back, so that every node they see is.
-	 */
-	if (!paused && lp->pf.multi && lp->pf.paused)
-		__atomic_fetch_add(&lp->skel->bss->ag_epoch, 1, __ATOMIC_RELEASE);
 	failed = probe_files__pause(&lp->pf, paused);
 	if (!paused)
 		__atomic_store_n(&lp->skel->bss->launches_paused, false, __ATOMIC_RELEASE);
 	return failed;
+}
+
+unsigned launch_probe__quiet_nodes(struct launch_probe *lp, bool quiet)
+{
+	return probe_files__quiet_nodes(&lp->pf, quiet);
+}
+
+bool launch_probe__nodes_quiet(const struct launch_probe *lp)
+{
+	return lp->pf.nodes_quiet;
 }
 
 void launch_probe__mute(struct launch_probe *lp)

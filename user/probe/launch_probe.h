@@ -94,6 +94,18 @@ void launch_probe__file_stats(const struct launch_probe *lp, struct launch_file_
  */
 unsigned launch_probe__pause(struct launch_probe *lp, bool paused);
 /*
+ * The autograd engines' node probe (a trap a node) taken away (quiet) or
+ * put back, where it is a uprobe_multi link of its own (elsewhere it stays:
+ * returns 0 and changes nothing). A thread's launches read their node's
+ * pass from where its last node's caller keeps the task, so an engine
+ * thread that takes every node at one known call needs the probe no more
+ * (bpf/launch.bpf.c: node_pass; the loader's policy: node_watch.h). The
+ * windows' pause keeps it away too. Returns how many files' links could not
+ * be made again.
+ */
+unsigned launch_probe__quiet_nodes(struct launch_probe *lp, bool quiet);
+bool launch_probe__nodes_quiet(const struct launch_probe *lp);
+/*
  * At a stop: launches, copies and graph-node calls send nothing from now on
  * (the flag only; links stay): what comes after the stop is left out, and
  * the stop's read-on need not carry it.

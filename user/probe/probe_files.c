@@ -146,13 +146,19 @@ static int attach_file_each(struct probe_files *pf, const char *path, const stru
 	return 0;
 }
 
+/* Whether f's windowed link belongs attached now: in a window, and for an engine, not quiet. */
+static bool windowed_wanted(const struct probe_files *pf, const struct attached_file *f)
+{
+	return !pf->paused && !(f->autograd && pf->nodes_quiet);
+}
+
 /* The windowed link of f, made from its file again (the path it was found by may be gone). */
 static int attach_windowed(struct probe_files *pf, struct attached_file *f)
 {
 	char path[64];
 	int fd;
 
-	if (!f->nr_win || f->win_fd >= 0 || f->file_fd < 0)
+	if (!f->nr_win || f->win_fd >= 0 || f->file_fd < 0 || !windowed_wanted(pf, f))
 		return 0;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->file_fd);
 	fd = uprobe_multi__attach(bpf_program__fd(pf->prog), path, f->win_off, f->win_cookie,
@@ -201,7 +207,7 @@ static int attach_file_multi(struct probe_files *pf, const char *path, const str
 		f->file_fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (f->file_fd < 0)
 			return -errno;
-		if (!pf->paused && (err = attach_windowed(pf, f)))
+		if ((err = attach_windowed(pf, f)))
 			return err;
 	}
 	if (!n)
@@ -213,25 +219,39 @@ static int attach_file_multi(struct probe_files *pf, const char *path, const str
 	return 0;
 }
 
-unsigned probe_files__pause(struct probe_files *pf, bool paused)
+/* Every file's windowed link made or taken away as windowed_wanted says. */
+static unsigned follow_windowed(struct probe_files *pf)
 {
 	unsigned failed = 0;
 
-	if (pf->paused == paused)
-		return 0;
-	pf->paused = paused;
 	for (unsigned i = 0; i < pf->nr_files; i++) {
 		struct attached_file *f = &pf->files[i];
 
-		if (paused && f->win_fd >= 0) {
+		if (!windowed_wanted(pf, f) && f->win_fd >= 0) {
 			close(f->win_fd);
 			f->win_fd = -1;
-		} else if (!paused && attach_windowed(pf, f)) {
+		} else if (attach_windowed(pf, f)) {
 			failed++;
 		}
 	}
 	pf->win_errors += failed;
 	return failed;
+}
+
+unsigned probe_files__pause(struct probe_files *pf, bool paused)
+{
+	if (pf->paused == paused)
+		return 0;
+	pf->paused = paused;
+	return follow_windowed(pf);
+}
+
+unsigned probe_files__quiet_nodes(struct probe_files *pf, bool quiet)
+{
+	if (pf->nodes_quiet == quiet)
+		return 0;
+	pf->nodes_quiet = quiet;
+	return follow_windowed(pf);
 }
 
 /* Closes f's multi links and the fd its windowed link is made from. */

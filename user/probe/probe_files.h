@@ -58,6 +58,7 @@ struct probe_files {
 	struct bpf_program *prog;     /* the uprobe program every probe runs */
 	bool multi;                   /* one uprobe_multi link per file (multi_fd) */
 	bool paused;                  /* between windows: windowed links detached */
+	bool nodes_quiet;             /* autograd engines' node probes detached: learnt (launch_probe__quiet_nodes) */
 	__u64 win_errors;             /* windowed links that could not be made again */
 	struct bpf_link **links;
 	size_t nr_links, cap_links;
@@ -75,6 +76,11 @@ enum probe_file_kind {
 	PROBE_FILE_AUTOGRAD, /* libtorch's autograd engine, both its points or none (__attach_autograd) */
 };
 
+/*
+ * Autograd engines' node probes away (quiet) or back; the windows' pause
+ * keeps them away too. Returns how many links could not be made again.
+ */
+unsigned probe_files__quiet_nodes(struct probe_files *pf, bool quiet);
 /* multi: prog was loaded for multi links (uprobe_multi.h). */
 void probe_files__init(struct probe_files *pf, struct bpf_program *prog, bool multi);
 /* launch_probe__attach_file, __attach_driver and __attach_autograd, by kind. */

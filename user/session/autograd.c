@@ -34,6 +34,7 @@ void session__autograd_setup(struct session *s, struct target *t)
 	if (r == 1) {
 		if (!t->autograd_probed) {
 			s->autograd_engines++;
+			s->engine_new = true;
 			log_debug(s->o->verbose, "pid %d (%s): autograd engine probed", t->pid, t->comm);
 		}
 		t->autograd_done = t->autograd_probed = true;
@@ -52,6 +53,29 @@ void session__autograd_setup(struct session *s, struct target *t)
 		if (r < 0)
 			log_debug(s->o->verbose, "pid %d (%s): autograd engine not probed: %s", t->pid, t->comm,
 				  strerror(-r));
+	}
+}
+
+/* How often the node probe's counters are looked at. */
+#define NODE_LOOK_NS 250000000ull
+
+void session__watch_nodes(struct session *s, __u64 now)
+{
+	__u64 c[GP_BPF_COUNTER_MAX];
+	bool quiet;
+
+	if (now < s->node_look_ns || !s->autograd_engines)
+		return;
+	s->node_look_ns = now + NODE_LOOK_NS;
+	if (launch_probe__counters(s->lp, c))
+		return;
+	quiet = node_watch__look(&s->node_watch, now, c[GP_BPF_AG_NODES], c[GP_BPF_AG_LEARNED],
+				 c[GP_BPF_AG_UNLEARNED], s->engine_new);
+	s->engine_new = false;
+	if (quiet != launch_probe__nodes_quiet(s->lp)) {
+		log_debug(s->o->verbose, "autograd node probe %s", quiet ? "away: every node at a known call"
+									   : "back: a node at a call not seen");
+		launch_probe__quiet_nodes(s->lp, quiet);
 	}
 }
 

@@ -174,6 +174,7 @@ static void tick(struct session *s)
 	}
 	TIMED(s, STAGE_JOIN, join__advance(s->join, before - WATERMARK_SLACK_NS, now));
 	TIMED(s, STAGE_SCAN, scan_new_libcuda(s, now));
+	session__watch_nodes(s, now);
 	trim_when_quiet(s, now);
 }
 
@@ -519,6 +520,14 @@ static void say_crc_engine(const struct session *s)
 			 "could not start (no libcupti with cuptiGetCubinCrc? give --cupti PATH)");
 }
 
+/* GPUPROBE_NODE_PROBE=always: the autograd node probe is never taken away (for measuring). */
+static bool node_probe_always(void)
+{
+	const char *e = getenv("GPUPROBE_NODE_PROBE");
+
+	return e && !strcmp(e, "always");
+}
+
 /* The start stage: probes loaded and attached, threads started, targets set up. */
 static int start(struct session *s)
 {
@@ -530,6 +539,7 @@ static int start(struct session *s)
 	TIMED(s, STAGE_START, err = open_probe(s) || start_threads(s));
 	if (!err) {
 		session__duty_setup(s, now_ns()); /* before any file is attached */
+		node_watch__init(&s->node_watch, node_probe_always(), now_ns());
 		TIMED(s, STAGE_START, err = setup_targets(s));
 	}
 	s->start_cpu_ns = process_cpu_ns();

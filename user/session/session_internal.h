@@ -34,6 +34,7 @@
 #include "user/util/mem_share.h"
 #include "user/session/report.h"
 #include "user/session/duty.h"
+#include "user/session/node_watch.h"
 
 /*
  * The names and line tables of every process's code objects, together
@@ -147,6 +148,9 @@ struct session {
 	__u64 autograd_after_node; /* of autograd_launches: a pass's post-processing (GP_EV_F_AG_AFTER) */
 	__u64 autograd_engines;     /* targets whose autograd engine is probed */
 	__u64 autograd_no_slot;     /* targets whose engine found no probe slot */
+	struct node_watch node_watch; /* whether the node probe is needed (node_watch.h) */
+	__u64 node_look_ns;         /* its next look */
+	bool engine_new;            /* a target's engine probed since its last look */
 	struct autograd_callers_stats autograd_gone; /* of targets removed */
 	char autograd_marker[48];   /* scratch of session__autograd_under */
 	__u64 unattributed_written; /* --interval: unattributed in profiles already written */
@@ -324,6 +328,8 @@ void session__duty_line(const struct session *s, FILE *f);
 
 /* autograd.c: backward passes' callers (docs/ARCHITECTURE.md, Backward passes). */
 void session__autograd_setup(struct session *s, struct target *t);
+/* The node probe taken away once threads take nodes at known calls only, or put back (node_watch.h). */
+void session__watch_nodes(struct session *s, __u64 now);
 void session__autograd_begin(struct session *s, struct target *t, const struct gp_launch_event *e,
 			     __u32 stack_id);
 __u64 session__autograd_site(struct session *s, struct target *t, const struct gp_launch_event *e,

@@ -271,6 +271,10 @@ static void autograd_counters(struct session *s, const __u64 *bpf, struct counte
 	counters__add(c, "autograd_engines", s->autograd_engines);
 	counters__add_part(c, "no_slot", s->autograd_no_slot);
 	counters__add(c, "autograd_nodes", bpf[GP_BPF_AG_NODES]);
+	counters__add_part(c, "learnt", bpf[GP_BPF_AG_LEARNED]);
+	counters__add_part(c, "unknown_launches", bpf[GP_BPF_AG_UNLEARNED]);
+	counters__add_part(c, "probe_away", s->node_watch.quiets);
+	counters__add_part(c, "probe_back", s->node_watch.wakes);
 }
 
 void session__counters(struct session *s, struct counters *ret)

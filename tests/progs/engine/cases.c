@@ -30,6 +30,8 @@
  *        returned: k_post (grid 1), caller_p's backward's too.
  * hold   once the engine is probed, prints "held" and waits for a signal
  *        (tests/bpf/e2e_hostile_autograd.sh: engines that take the slots).
+ * With GP_TEST_QUIET_NODES=1, each first waits until the loader has taken the
+ * node probe away (prog__quiet_nodes), and reent then until it is back.
  * Prints "autograd_cases: MODE main=<tid> tid_a=<tid> tid_b=<tid>" (graph:
  * tid_b is caller_g's).
  */
@@ -237,7 +239,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: autograd_cases reent|lost|stale|graph|post|hold\n");
 		return 2;
 	}
-	if ((err = prog__start(names, k, NK)))
+	if ((err = prog__start(names, k, NK)) || (err = prog__quiet_nodes()))
 		return err;
 	if (!strcmp(argv[1], "hold")) {
 		printf("held\n");
@@ -246,6 +248,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	run(argv[1]);
+	/* The node probe away, a reentrant pass brings it back (GP_BPF_AG_UNLEARNED). */
+	if (getenv("GP_TEST_QUIET_NODES") && !strcmp(argv[1], "reent") && wait_for(engine__node_probed)) {
+		fprintf(stderr, PROG ": the node probe never came back\n");
+		return 3;
+	}
 	prog__end();
 	printf("autograd_cases: %s main=%d tid_a=%d tid_b=%d\n", argv[1], (int)gettid(), (int)tid_a,
 	       (int)tid_b);

@@ -221,6 +221,14 @@ void engine__backward_unannounced(struct engine_task *task)
 	wait_done(task);
 }
 
+int engine__node_probed(void)
+{
+	const volatile unsigned char *b = (const void *)
+		_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_11InputBufferERKS2_INS0_10ReadyQueueEE;
+
+	return *b == 0xcc;
+}
+
 int engine__probed(void)
 {
 	const volatile unsigned char *a = (const void *)

@@ -49,5 +49,7 @@ void engine__backward_mixed(struct engine_task *task);
 int engine__queued(void);
 /* Whether the first byte of both engine functions is a breakpoint (uprobes installed). */
 int engine__probed(void);
+/* Whether evaluate_function's is (the node probe there: the loader takes it away once learnt). */
+int engine__node_probed(void);
 
 #endif

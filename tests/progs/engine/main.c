@@ -21,6 +21,8 @@
  * returned: in no pass.
  * The stub runs a kernel grid*1000 ns: k_a 2N for 4000*N ns, k_b 2N for
  * 6000*N ns, k_orphan, k_own, k_after and k_warm 1 each for 1000 ns.
+ * With GP_TEST_QUIET_NODES=1 it first waits until the loader has taken the
+ * node probe away (prog__quiet_nodes).
  * Prints "autograd: tid_a=<tid> tid_b=<tid> passes=<2N+1> kernels=<4N+5>".
  */
 #define _GNU_SOURCE
@@ -131,7 +133,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	passes = parse_count("autograd", argv[1]);
-	if ((err = prog__start(names, k, NK)))
+	if ((err = prog__start(names, k, NK)) || (err = prog__quiet_nodes()))
 		return err;
 	pthread_barrier_init(&start, NULL, 2);
 	if (pthread_create(&a, NULL, caller_a, NULL) || pthread_create(&b, NULL, caller_b, NULL))

@@ -284,7 +284,7 @@ $(ENGINE_PROG): tests/progs/engine/main.c tests/progs/engine/prog.h tests/progs/
 	$(Q)$(CC) $(ENGINE_CFLAGS) -I. $(LDFLAGS_SAN) -o $@ $< -L$(@D) -l:libtorch_cpu.so -L$(BUILD)/stub \
 		-l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../stub' -lpthread
 $(ENGINE_CASES): tests/progs/engine/cases.c tests/progs/engine/prog.h tests/progs/engine/engine.h tests/progs/cubin.h \
-		$(ENGINE_LIB) $(STUB_CUDA)
+		tests/progs/args.h $(ENGINE_LIB) $(STUB_CUDA)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ENGINE_CFLAGS) -I. $(LDFLAGS_SAN) -o $@ $< -L$(@D) -l:libtorch_cpu.so -L$(BUILD)/stub \
 		-l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../stub' -lpthread

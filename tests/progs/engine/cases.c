@@ -30,6 +30,9 @@
  *        returned: k_post (grid 1), caller_p's backward's too.
  * hold   once the engine is probed, prints "held" and waits for a signal
  *        (tests/bpf/e2e_hostile_autograd.sh: engines that take the slots).
+ * nodes N  main runs N passes of 64 nodes itself (nothing launched), timed:
+ *        what each node costs the thread (tools/node_cost.sh); prints
+ *        "autograd_cases: nodes ns_per_node=<ns>" instead.
  * With GP_TEST_QUIET_NODES=1, each first waits until the loader has taken the
  * node probe away (prog__quiet_nodes), and reent then until it is back.
  * Prints "autograd_cases: MODE main=<tid> tid_a=<tid> tid_b=<tid>" (graph:
@@ -41,6 +44,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/progs/args.h"
 #include "prog.h"
 
 enum { K_WARM, K_INNER, K_B, K_AFTER, K_GRAPH, K_POST, NK };
@@ -195,6 +199,19 @@ __attribute__((noinline)) static void *caller_p(void *arg)
 	return NULL;
 }
 
+/* N passes of 64 nodes, run by this thread: ns a node. */
+static double time_nodes(long n)
+{
+	struct engine_task t = { .fn = nothing, .nodes = 64 };
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (long i = 0; i < n; i++)
+		engine__backward_here(&t);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / (n * 64.0);
+}
+
 static void run(const char *mode)
 {
 	pthread_t a, b;
@@ -234,13 +251,23 @@ int main(int argc, char **argv)
 					       "k_post" };
 	int err;
 
-	if (argc != 2 || (strcmp(argv[1], "reent") && strcmp(argv[1], "lost") && strcmp(argv[1], "stale") &&
-			  strcmp(argv[1], "graph") && strcmp(argv[1], "post") && strcmp(argv[1], "hold"))) {
-		fprintf(stderr, "usage: autograd_cases reent|lost|stale|graph|post|hold\n");
+	long n = 0;
+
+	if (argc == 3 && !strcmp(argv[1], "nodes"))
+		n = parse_count(PROG, argv[2]);
+	if ((argc != 2 || (strcmp(argv[1], "reent") && strcmp(argv[1], "lost") && strcmp(argv[1], "stale") &&
+			   strcmp(argv[1], "graph") && strcmp(argv[1], "post") && strcmp(argv[1], "hold"))) &&
+	    n <= 0) {
+		fprintf(stderr, "usage: autograd_cases reent|lost|stale|graph|post|hold | nodes N\n");
 		return 2;
 	}
 	if ((err = prog__start(names, k, NK)) || (err = prog__quiet_nodes()))
 		return err;
+	if (n) {
+		printf("autograd_cases: nodes ns_per_node=%.1f\n", time_nodes(n));
+		prog__end();
+		return 0;
+	}
 	if (!strcmp(argv[1], "hold")) {
 		printf("held\n");
 		fflush(stdout);

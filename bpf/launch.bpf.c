@@ -87,7 +87,8 @@ struct {
  */
 struct ag_node {
 	__u64 sp, ret, gtref;
-	__u64 own_pass; /* own: the pass the thread was running for when it began its pass */
+	__u64 own_pass;  /* own: the pass the thread was running for when it began its pass */
+	__u64 own_drive; /* and that pass (its id), so a later one's node at the slot is not taken for it */
 	__u32 own, pad;
 };
 
@@ -134,6 +135,7 @@ struct scratch {
 	struct ag_node ag, ag2; /* the thread's autograd nodes (task_memo's) */
 	struct ag_node drives; /* the pass the thread began last: its call's slot (task_memo's) */
 	__u64 drives_gt, drives_outer; /* and its graph task, the pass it was running for then */
+	__u64 drives_pass;     /* and that pass's id */
 	bool ag_after;         /* this event's pass is its post-processing (autograd_of) */
 	bool engine;           /* the thread is named as an engine's device thread (task_memo's) */
 };
@@ -327,7 +329,7 @@ static __always_inline struct gp_launch_event *begin(__u32 probe)
 	e->autograd_pass = 0; /* autograd_of, once sp is known */
 	sc->ag.sp = sc->ag2.sp = 0;
 	sc->drives.sp = 0;
-	sc->drives_gt = sc->drives_outer = 0;
+	sc->drives_gt = sc->drives_outer = sc->drives_pass = 0;
 	sc->ag_after = false;
 	sc->engine = false;
 	if (m != &sc->memo) {
@@ -339,6 +341,7 @@ static __always_inline struct gp_launch_event *begin(__u32 probe)
 			sc->drives.ret = m->driving_ret;
 			sc->drives_gt = m->driving_gt;
 			sc->drives_outer = m->driving_outer;
+			sc->drives_pass = m->driving_pass;
 		}
 	}
 	return e;
@@ -772,10 +775,18 @@ static __always_inline __u64 node_pass(struct scratch *sc, const struct ag_node 
 	struct ag_task_key k = { .tgid = sc->e.pid };
 	__u64 *pass;
 
-	if (n->own)
+	if (n->own && n->own_drive == sc->drives_pass)
 		return n->own_pass;
 	if (bpf_probe_read_user(&k.task, sizeof(k.task), (void *)n->gtref))
 		return AUTOGRAD_PASS_UNSEEN;
+	/*
+	 * A node of a pass the thread drove before, at the slot where a node
+	 * of the pass it drives now may run unseen: that one's, or not known.
+	 */
+	if (n->own)
+		return k.task == sc->drives_gt && slot_holds(sc->drives.sp, sc->drives.ret, sp)
+			       ? sc->drives_outer
+			       : AUTOGRAD_PASS_UNSEEN;
 	if (sc->drives_gt && k.task == sc->drives_gt && slot_holds(sc->drives.sp, sc->drives.ret, sp))
 		return sc->drives_outer;
 	pass = bpf_map_lookup_elem(&autograd_tasks, &k);
@@ -927,6 +938,7 @@ static __always_inline int autograd_node(struct pt_regs *ctx)
 	m->ag.gtref = gtref;
 	m->ag.own = own;
 	m->ag.own_pass = own ? m->driving_outer : 0;
+	m->ag.own_drive = own ? m->driving_pass : 0;
 	return 0;
 }
 
@@ -958,12 +970,13 @@ int BPF_KPROBE(cu_call)
 	e->ret = on_stack[0];
 	e->autograd_pass = autograd_of((struct scratch *)e, PT_REGS_SP(ctx));
 	/*
-	 * An engine's device thread launching in no node known: a node not
-	 * seen (the node probe away when the thread took its first), or the
-	 * final callbacks of a pass not seen to begin. Its caller is not known
-	 * (counted caller_unknown), and the probe is wanted back.
+	 * An engine's device thread launching (or beginning a pass: a
+	 * reentrant backward) in no node known: a node not seen (the node
+	 * probe away when the thread took its first), or the final callbacks
+	 * of a pass not seen to begin. Its caller is not known (counted
+	 * caller_unknown), and the probe is wanted back.
 	 */
-	if (!e->autograd_pass && ((struct scratch *)e)->engine && probe != GP_PROBE_AUTOGRAD_EXECUTE) {
+	if (!e->autograd_pass && ((struct scratch *)e)->engine) {
 		count(GP_BPF_AG_UNLEARNED);
 		e->autograd_pass = AUTOGRAD_PASS_UNSEEN;
 	}

@@ -898,6 +898,8 @@ static void test_a_node_taken_between_windows_names_its_own_pass(void **state)
 	launch_probe__destroy(lp);
 }
 
+static void (*backward_here)(struct engine_task *task); /* engine__backward_here */
+
 /* A thread named as an engine's device thread, launching in no node. */
 static void *unnamed_node_launch(void *arg)
 {
@@ -906,13 +908,24 @@ static void *unnamed_node_launch(void *arg)
 	return NULL;
 }
 
+/* The same, beginning a pass (of no node) in no node: a reentrant backward in a node unseen. */
+static void *unnamed_node_begin(void *arg)
+{
+	struct engine_task t = { .fn = node_launches, .nodes = 0 };
+
+	(void)arg;
+	pthread_setname_np(pthread_self(), "pt_autograd_9");
+	backward_here(&t);
+	return NULL;
+}
+
 /*
  * The node probe taken away once the engine thread has taken a node
  * (launch_probe__quiet_nodes): later passes' nodes, at the call it learnt,
  * name their own pass, the probe never runs, and no call is learnt anew; a
- * pass begun unseen names no pass; a device thread launching in no node
- * known asks for the probe back (GP_BPF_AG_UNLEARNED). Where the probes
- * are perf links, the probe stays and every node is seen.
+ * pass begun unseen names no pass; a device thread launching, or beginning
+ * a pass, in no node known asks for the probe back (GP_BPF_AG_UNLEARNED).
+ * Where the probes are perf links, the probe stays and every node is seen.
  */
 static void test_nodes_at_a_learnt_call_name_their_pass_with_the_node_probe_away(void **state)
 {
@@ -936,7 +949,7 @@ static void test_nodes_at_a_learnt_call_name_their_pass_with_the_node_probe_away
 	assert_int_equal(ctr[GP_BPF_AG_LEARNED], 1);
 	learnt = ctr[GP_BPF_AG_LEARNED];
 	assert_int_equal(launch_probe__quiet_nodes(lp, true), 0);
-	assert_int_equal(launch_probe__nodes_quiet(lp), true);
+	assert_int_equal(launch_probe__nodes_quiet(lp), detached); /* perf links stay */
 	assert_int_equal(lib.node_entry[0] == 0xcc, !detached);
 	assert_int_equal(lib.begin_entry[0], 0xcc);
 	lib.backward(&b);
@@ -961,12 +974,65 @@ static void test_nodes_at_a_learnt_call_name_their_pass_with_the_node_probe_away
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_int_equal(launch_probe__counters(lp, ctr), 0);
 	assert_int_equal(ctr[GP_BPF_AG_UNLEARNED], 1);
+	/* Its begin, as a launch in no node known, and as a pass begun in a node (unseen). */
+	backward_here = (void (*)(struct engine_task *))dlsym(dlopen(lib.path, RTLD_NOW | RTLD_NOLOAD),
+								"engine__backward_here");
+	assert_non_null(backward_here);
+	assert_int_equal(pthread_create(&th, NULL, unnamed_node_begin, NULL), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(launch_probe__counters(lp, ctr), 0);
+	assert_int_equal(ctr[GP_BPF_AG_UNLEARNED], 3);
 	/* Back: the nodes are seen again. */
 	assert_int_equal(launch_probe__quiet_nodes(lp, false), 0);
 	assert_int_equal(lib.node_entry[0], 0xcc);
 	lib.backward(&c);
 	assert_int_equal(launch_probe__counters(lp, ctr), 0);
 	assert_int_equal(ctr[GP_BPF_AG_NODES], detached ? 2 : 6);
+	launch_probe__destroy(lp);
+}
+
+static void (*backward_mixed)(struct engine_task *task); /* engine__backward_mixed */
+
+/* A node that begins a reentrant backward on the engine thread: arg its inner pass. */
+static void node_reenters(void *arg)
+{
+	backward_mixed(arg);
+}
+
+/*
+ * A reentrant backward's inner node, seen (r1: the pass its thread was
+ * running for when it began r1, p1), then, with the node probe away, the
+ * next step's (p2's node begins r2, whose inner node runs at r1's node's
+ * slot): r2's launch runs for p2, never for p1 as the node seen last would
+ * say.
+ */
+static void test_a_node_seen_of_an_older_reentrant_pass_names_no_pass_of_the_next(void **state)
+{
+	struct launch_probe *lp = probe_self();
+	struct launch_attach_result res;
+	struct passes p = { .pid = getpid() };
+	struct engine_lib lib;
+	struct engine_task r1 = { .fn = node_launches, .arg = (void *)0xa0, .nodes = 1 };
+	struct engine_task r2 = { .fn = node_launches, .arg = (void *)0xa1, .nodes = 1 };
+	struct engine_task p1 = { .fn = node_reenters, .arg = &r1, .nodes = 1 };
+	struct engine_task p2 = { .fn = node_reenters, .arg = &r2, .nodes = 1 };
+	void *h;
+
+	(void)state;
+	engine_lib(&lib);
+	h = dlopen(lib.path, RTLD_NOW | RTLD_NOLOAD);
+	assert_non_null(h);
+	backward_mixed = (void (*)(struct engine_task *))dlsym(h, "engine__backward_mixed");
+	assert_non_null(backward_mixed);
+	assert_int_equal(launch_probe__attach_autograd(lp, lib.path, &res), 0);
+	lib.backward(&p1);
+	assert_int_equal(launch_probe__quiet_nodes(lp, true), 0);
+	lib.backward(&p2);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(launch_probe__poll(lp, 20, on_pass_event, &p), 0);
+	assert_int_equal(p.begun, 4); /* p1, r1, p2, r2 */
+	assert_int_equal(p.of[0], p.begin[0]);
+	assert_int_equal(p.of[1], p.begin[2]);
 	launch_probe__destroy(lp);
 }
 
@@ -986,6 +1052,7 @@ int main(void)
 		cmocka_unit_test(test_an_audit_past_a_half_full_ring_goes_as_its_hit),
 		cmocka_unit_test(test_a_node_taken_between_windows_names_its_own_pass),
 		cmocka_unit_test(test_nodes_at_a_learnt_call_name_their_pass_with_the_node_probe_away),
+		cmocka_unit_test(test_a_node_seen_of_an_older_reentrant_pass_names_no_pass_of_the_next),
 		cmocka_unit_test(test_a_destroyed_probe_leaves_no_link_behind),
 	};
 

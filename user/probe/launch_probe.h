@@ -96,7 +96,8 @@ unsigned launch_probe__pause(struct launch_probe *lp, bool paused);
 /*
  * The autograd engines' node probe (a trap a node) taken away (quiet) or
  * put back, where it is a uprobe_multi link of its own (elsewhere it stays:
- * returns 0 and changes nothing). A thread's launches read their node's
+ * returns 0 and changes nothing; launch_probe__uses_multi). A link wanted
+ * back that could not be made is tried again at the next call. A thread's launches read their node's
  * pass from where its last node's caller keeps the task, so an engine
  * thread that takes every node at one known call needs the probe no more
  * (bpf/launch.bpf.c: node_pass; the loader's policy: node_watch.h). The

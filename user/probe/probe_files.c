@@ -246,9 +246,23 @@ unsigned probe_files__pause(struct probe_files *pf, bool paused)
 	return follow_windowed(pf);
 }
 
+/* Whether an engine's node link that belongs attached is missing (it could not be made again). */
+static bool node_link_missing(const struct probe_files *pf)
+{
+	for (unsigned i = 0; i < pf->nr_files; i++) {
+		const struct attached_file *f = &pf->files[i];
+
+		if (f->autograd && f->nr_win && f->win_fd < 0 && windowed_wanted(pf, f))
+			return true;
+	}
+	return false;
+}
+
 unsigned probe_files__quiet_nodes(struct probe_files *pf, bool quiet)
 {
-	if (pf->nodes_quiet == quiet)
+	if (!pf->multi)
+		return 0; /* perf links: the probe stays */
+	if (pf->nodes_quiet == quiet && !node_link_missing(pf))
 		return 0;
 	pf->nodes_quiet = quiet;
 	return follow_windowed(pf);

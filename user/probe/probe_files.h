@@ -78,7 +78,9 @@ enum probe_file_kind {
 
 /*
  * Autograd engines' node probes away (quiet) or back; the windows' pause
- * keeps them away too. Returns how many links could not be made again.
+ * keeps them away too. A link wanted back that could not be made is tried
+ * again at the next call. Perf links (not multi) stay: nothing changes.
+ * Returns how many links could not be made again.
  */
 unsigned probe_files__quiet_nodes(struct probe_files *pf, bool quiet);
 /* multi: prog was loaded for multi links (uprobe_multi.h). */

@@ -64,19 +64,18 @@ void session__watch_nodes(struct session *s, __u64 now)
 	__u64 c[GP_BPF_COUNTER_MAX];
 	bool quiet;
 
-	if (now < s->node_look_ns || !s->autograd_engines)
-		return;
+	if (now < s->node_look_ns || !s->autograd_engines || !launch_probe__uses_multi(s->lp))
+		return; /* perf links: the probe cannot be taken away */
 	s->node_look_ns = now + NODE_LOOK_NS;
 	if (launch_probe__counters(s->lp, c))
 		return;
 	quiet = node_watch__look(&s->node_watch, now, c[GP_BPF_AG_NODES], c[GP_BPF_AG_LEARNED],
 				 c[GP_BPF_AG_UNLEARNED], s->engine_new);
 	s->engine_new = false;
-	if (quiet != launch_probe__nodes_quiet(s->lp)) {
+	if (quiet != launch_probe__nodes_quiet(s->lp))
 		log_debug(s->o->verbose, "autograd node probe %s", quiet ? "away: every node at a known call"
 									   : "back: a node at a call not seen");
-		launch_probe__quiet_nodes(s->lp, quiet);
-	}
+	launch_probe__quiet_nodes(s->lp, quiet); /* also tries again a link that could not be made */
 }
 
 /* The thread as the process numbers it (the marker names it so). */

@@ -906,10 +906,10 @@ static __always_inline void autograd_begun(struct pt_regs *ctx, struct gp_launch
  * node at one call of its thread_main; a launch then reads its node's pass
  * from there, node_pass). A thread's node of its own pass is not counted,
  * and keeps the pass it runs for (its launches are the thread's own, or, in
- * a reentrant backward, the outer pass's). No return probe: a uretprobe breaks the
- * unwinding of a C++ exception thrown through the function (a failing
- * backward), which would end the program; the return slot tells a call
- * under way from one that returned.
+ * a reentrant backward, the outer pass's). No return probe: a uretprobe
+ * breaks the unwinding of a C++ exception thrown through the function (a
+ * failing backward), which would end the program; the return slot tells a
+ * call under way from one that returned.
  */
 static __always_inline int autograd_node(struct pt_regs *ctx)
 {

@@ -852,6 +852,25 @@ static int on_pass_event(void *ctx, const struct gp_launch_event *e, size_t size
 	return 0;
 }
 
+/* A probe on this process, with the stand-in engine (lib) loaded and its two points attached. */
+static struct launch_probe *probe_engine(struct engine_lib *lib)
+{
+	struct launch_probe *lp = probe_self();
+	struct launch_attach_result res;
+
+	engine_lib(lib);
+	assert_int_equal(launch_probe__attach_autograd(lp, lib->path, &res), 0);
+	assert_int_equal(res.missing, 0);
+	return lp;
+}
+
+/* The events so far into p. */
+static void poll_passes(struct launch_probe *lp, struct passes *p)
+{
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(launch_probe__poll(lp, 20, on_pass_event, p), 0);
+}
+
 /*
  * Between duty windows the autograd node probe is detached with the
  * launches (where links can be), and the pass a begin names stays probed.
@@ -862,10 +881,9 @@ static int on_pass_event(void *ctx, const struct gp_launch_event *e, size_t size
  */
 static void test_a_node_taken_between_windows_names_its_own_pass(void **state)
 {
-	struct launch_probe *lp = probe_self();
-	struct launch_attach_result res;
-	struct passes p = { .pid = getpid() };
 	struct engine_lib lib;
+	struct launch_probe *lp = probe_engine(&lib);
+	struct passes p = { .pid = getpid() };
 	struct engine_task a = { .fn = node_launches, .arg = (void *)0xa0, .nodes = 1 };
 	struct engine_task b = { .fn = node_resumes_then_launches, .arg = (void *)0xa1, .nodes = 1 };
 	struct engine_task c = { .fn = node_launches, .arg = (void *)0xa2, .nodes = 1 };
@@ -873,9 +891,6 @@ static void test_a_node_taken_between_windows_names_its_own_pass(void **state)
 	__u64 ctr[GP_BPF_COUNTER_MAX];
 
 	(void)state;
-	engine_lib(&lib);
-	assert_int_equal(launch_probe__attach_autograd(lp, lib.path, &res), 0);
-	assert_int_equal(res.missing, 0);
 	node_lp = lp;
 	lib.backward(&a);
 	assert_int_equal(lib.node_entry[0], 0xcc);
@@ -886,8 +901,7 @@ static void test_a_node_taken_between_windows_names_its_own_pass(void **state)
 	lib.backward(&b);
 	assert_int_equal(lib.node_entry[0], 0xcc);
 	lib.backward(&c);
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(launch_probe__poll(lp, 20, on_pass_event, &p), 0);
+	poll_passes(lp, &p);
 	assert_int_equal(p.begun, 3);
 	assert_int_equal(p.of[0], p.begin[0]);
 	assert_int_equal(p.of[1], p.begin[1]);
@@ -929,10 +943,9 @@ static void *unnamed_node_begin(void *arg)
  */
 static void test_nodes_at_a_learnt_call_name_their_pass_with_the_node_probe_away(void **state)
 {
-	struct launch_probe *lp = probe_self();
-	struct launch_attach_result res;
-	struct passes p = { .pid = getpid() };
 	struct engine_lib lib;
+	struct launch_probe *lp = probe_engine(&lib);
+	struct passes p = { .pid = getpid() };
 	struct engine_task a = { .fn = node_launches, .arg = (void *)0xa0, .nodes = 1 };
 	struct engine_task b = { .fn = node_launches, .arg = (void *)0xa1, .nodes = 2 };
 	struct engine_task c = { .fn = node_launches, .arg = (void *)0xa2, .nodes = 1 };
@@ -941,8 +954,6 @@ static void test_nodes_at_a_learnt_call_name_their_pass_with_the_node_probe_away
 	pthread_t th;
 
 	(void)state;
-	engine_lib(&lib);
-	assert_int_equal(launch_probe__attach_autograd(lp, lib.path, &res), 0);
 	lib.backward(&a);
 	assert_int_equal(launch_probe__counters(lp, ctr), 0);
 	assert_int_equal(ctr[GP_BPF_AG_NODES], 1);
@@ -959,8 +970,7 @@ static void test_nodes_at_a_learnt_call_name_their_pass_with_the_node_probe_away
 	assert_int_equal(launch_probe__pause(lp, false), 0);
 	assert_int_equal(lib.node_entry[0] == 0xcc, !detached);
 	lib.backward_unannounced(&(struct engine_task){ .fn = node_launches, .arg = (void *)0xa3, .nodes = 1 });
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(launch_probe__poll(lp, 20, on_pass_event, &p), 0);
+	poll_passes(lp, &p);
 	assert_int_equal(p.begun, 3);
 	assert_int_equal(p.of[0], p.begin[0]);
 	assert_int_equal(p.of[1], p.begin[1]);
@@ -1008,10 +1018,9 @@ static void node_reenters(void *arg)
  */
 static void test_a_node_seen_of_an_older_reentrant_pass_names_no_pass_of_the_next(void **state)
 {
-	struct launch_probe *lp = probe_self();
-	struct launch_attach_result res;
-	struct passes p = { .pid = getpid() };
 	struct engine_lib lib;
+	struct launch_probe *lp = probe_engine(&lib);
+	struct passes p = { .pid = getpid() };
 	struct engine_task r1 = { .fn = node_launches, .arg = (void *)0xa0, .nodes = 1 };
 	struct engine_task r2 = { .fn = node_launches, .arg = (void *)0xa1, .nodes = 1 };
 	struct engine_task p1 = { .fn = node_reenters, .arg = &r1, .nodes = 1 };
@@ -1019,17 +1028,14 @@ static void test_a_node_seen_of_an_older_reentrant_pass_names_no_pass_of_the_nex
 	void *h;
 
 	(void)state;
-	engine_lib(&lib);
 	h = dlopen(lib.path, RTLD_NOW | RTLD_NOLOAD);
 	assert_non_null(h);
 	backward_mixed = (void (*)(struct engine_task *))dlsym(h, "engine__backward_mixed");
 	assert_non_null(backward_mixed);
-	assert_int_equal(launch_probe__attach_autograd(lp, lib.path, &res), 0);
 	lib.backward(&p1);
 	assert_int_equal(launch_probe__quiet_nodes(lp, true), 0);
 	lib.backward(&p2);
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(launch_probe__poll(lp, 20, on_pass_event, &p), 0);
+	poll_passes(lp, &p);
 	assert_int_equal(p.begun, 4); /* p1, r1, p2, r2 */
 	assert_int_equal(p.of[0], p.begin[0]);
 	assert_int_equal(p.of[1], p.begin[2]);

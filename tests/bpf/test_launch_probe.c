@@ -156,6 +156,7 @@ static void test_every_launch_arrives_once_with_its_arguments_and_stack(void **s
 	struct launch_probe *lp = probe_self();
 	struct seen s = { .pid = getpid() };
 	__u64 ctr[GP_BPF_COUNTER_MAX];
+	__u64 one;
 	struct launch_config cfg = { .grid = { 7, 1, 1 }, .block = { 1, 1, 9 }, .stream = (void *)0x7777 };
 
 	s.site_lo = (uintptr_t)call_site;
@@ -176,6 +177,10 @@ static void test_every_launch_arrives_once_with_its_arguments_and_stack(void **s
 	assert_int_equal(launch_probe__counters(lp, ctr), 0);
 	assert_int_equal(ctr[GP_BPF_RINGBUF_FULL], 0);
 	assert_true(ctr[GP_BPF_EVENTS] >= THREADS * CALLS + 1);
+	/* One counter read alone is the sum read with the rest (nothing launches now). */
+	assert_int_equal(launch_probe__counter(lp, GP_BPF_EVENTS, &one), 0);
+	assert_int_equal(one, ctr[GP_BPF_EVENTS]);
+	assert_int_equal(launch_probe__counter(lp, GP_BPF_COUNTER_MAX, &one), -EINVAL);
 	launch_probe__destroy(lp);
 }
 

@@ -458,6 +458,35 @@ int launch_probe__poll_rings(struct launch_probe *lp, int timeout_ms, ring_event
 	return err < 0 ? err : 0;
 }
 
+/* One counter summed over CPUs, into vals (ncpu slots) as scratch. */
+static int counter_sum(struct launch_probe *lp, __u32 k, __u64 *vals, int ncpu, __u64 *ret)
+{
+	*ret = 0;
+	if (bpf_map__lookup_elem(lp->skel->maps.counters, &k, sizeof(k), vals, ncpu * sizeof(*vals), 0))
+		return -errno;
+	for (int c = 0; c < ncpu; c++)
+		*ret += vals[c];
+	return 0;
+}
+
+int launch_probe__counter(struct launch_probe *lp, __u32 idx, __u64 *ret)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *vals;
+	int err;
+
+	if (idx >= GP_BPF_COUNTER_MAX)
+		return -EINVAL;
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	err = counter_sum(lp, idx, vals, ncpu, ret);
+	free(vals);
+	return err;
+}
+
 int launch_probe__counters(struct launch_probe *lp, __u64 ret_counters[GP_BPF_COUNTER_MAX])
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -470,15 +499,12 @@ int launch_probe__counters(struct launch_probe *lp, __u64 ret_counters[GP_BPF_CO
 	if (!vals)
 		return -ENOMEM;
 	for (__u32 k = 0; k < GP_BPF_COUNTER_MAX; k++) {
-		if (bpf_map__lookup_elem(lp->skel->maps.counters, &k, sizeof(k), vals,
-					 ncpu * sizeof(*vals), 0)) {
-			int err = -errno;
+		int err = counter_sum(lp, k, vals, ncpu, &out[k]);
 
+		if (err) {
 			free(vals);
 			return err;
 		}
-		for (int c = 0; c < ncpu; c++)
-			out[k] += vals[c];
 	}
 	free(vals);
 	memcpy(ret_counters, out, sizeof(out));

@@ -152,7 +152,9 @@ bool launch_probe__watches_rings(const struct launch_probe *lp);
  * buffer: one thread may call it while another polls launch events.
  */
 int launch_probe__poll_rings(struct launch_probe *lp, int timeout_ms, ring_event_fn fn, void *ctx);
-/* Sums the per-CPU counters (enum gp_bpf_counter). */
+/* One counter (idx < GP_BPF_COUNTER_MAX), summed over CPUs: 0 or -errno. */
+int launch_probe__counter(struct launch_probe *lp, __u32 idx, __u64 *ret);
+/* Sums every per-CPU counter (enum gp_bpf_counter). */
 int launch_probe__counters(struct launch_probe *lp, __u64 ret_counters[GP_BPF_COUNTER_MAX]);
 unsigned launch_probe__nr_files(const struct launch_probe *lp);
 void launch_probe__destroy(struct launch_probe *lp);

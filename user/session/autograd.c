@@ -61,16 +61,17 @@ void session__autograd_setup(struct session *s, struct target *t)
 
 void session__watch_nodes(struct session *s, __u64 now)
 {
-	__u64 c[GP_BPF_COUNTER_MAX];
+	__u64 nodes, learnt, unlearnt;
 	bool quiet;
 
 	if (now < s->node_look_ns || !s->autograd_engines || !launch_probe__uses_multi(s->lp))
 		return; /* perf links: the probe cannot be taken away */
 	s->node_look_ns = now + NODE_LOOK_NS;
-	if (launch_probe__counters(s->lp, c))
+	if (launch_probe__counter(s->lp, GP_BPF_AG_NODES, &nodes) ||
+	    launch_probe__counter(s->lp, GP_BPF_AG_LEARNED, &learnt) ||
+	    launch_probe__counter(s->lp, GP_BPF_AG_UNLEARNED, &unlearnt))
 		return;
-	quiet = node_watch__look(&s->node_watch, now, c[GP_BPF_AG_NODES], c[GP_BPF_AG_LEARNED],
-				 c[GP_BPF_AG_UNLEARNED], s->engine_new);
+	quiet = node_watch__look(&s->node_watch, now, nodes, learnt, unlearnt, s->engine_new);
 	s->engine_new = false;
 	if (quiet != launch_probe__nodes_quiet(s->lp))
 		log_debug(s->o->verbose, "autograd node probe %s", quiet ? "away: every node at a known call"

@@ -128,6 +128,17 @@ check_post() {
 		{ grep "^counters:" "$WORK/post.err" | tail -1; fail "post: counters"; }
 	ok "a pass's final callback, run by the engine thread after its last node: under the pass's caller, counted after_node${1:-}"
 }
+# The engine probed at the module load: the program launches nothing until
+# it is (a module load is a driver call the probes see between duty windows
+# too, where a first launch may wait for a window).
+check_unlaunched() {
+	cases unlaunched
+	$SC "$WORK/unlaunched.pb.gz" under k_b 2 6000 launch_b "[autograd thread for tid $tid_b]" $API caller_p ||
+		fail "unlaunched: the pass's nodes"
+	[ "$(counter "$WORK/unlaunched.err" under_caller)" = 3 ] ||
+		{ grep "^counters:" "$WORK/unlaunched.err" | tail -1; fail "unlaunched: counters"; }
+	ok "an engine probed at the process's module load, before any launch: its passes under their caller"
+}
 
 check_main
 # Every node seen: N passes of 2 nodes from each caller, the unseen pass's, main's own;
@@ -141,6 +152,7 @@ check_lost
 check_stale
 check_graph
 check_post
+check_unlaunched
 
 export GP_TEST_QUIET_NODES=1
 check_main ", the node probe away"

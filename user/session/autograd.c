@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Backward passes (session_internal.h, docs/ARCHITECTURE.md): a target's
- * autograd engine probed once it launches; each pass begun noted with its
+ * autograd engine probed once it calls the driver; each pass begun noted with its
  * caller's stack; each engine thread's launch given, in its site, the
  * caller of its pass; each such sample put under that caller's stack.
  */
@@ -13,11 +13,12 @@
 #include "user/probe/libtorch.h"
 #include "user/util/log.h"
 
-/* Scans (SCAN_NS apart) that look for a target's libtorch after its first launch. */
+/* Scans (SCAN_NS apart) that look for a target's libtorch after its first driver call. */
 #define AUTOGRAD_TRIES 15
 
 /*
- * At a target's first launch, then on every scan: its engine probed (the
+ * At a target's first driver call the probes see (a module load or a
+ * launch), then on every scan: its engine probed (the
  * file marked mapped on later scans, so that the sweep keeps it while some
  * target maps it, and attached again if it was swept). A target that maps
  * none is looked at AUTOGRAD_TRIES scans; one refused for want of a slot

@@ -40,16 +40,25 @@ static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_
 		session__autograd_begin(s, t, e, launch_stack__of(s, t, e, size));
 		return 0;
 	}
+	t = session__target(s, e->pid);
+	if (t && !t->driver_seen) {
+		/*
+		 * Its first call into the driver: a module load comes first, and
+		 * stays probed between duty windows, where the first launch may
+		 * not come until a window opens (passes begun before the engine
+		 * is probed go unseen).
+		 */
+		t->driver_seen = true;
+		session__autograd_setup(s, t);
+	}
 	if (!entry_point__is_launch(e->probe) && !entry_point__is_copy(e->probe) &&
 	    !entry_point__is_node(e->probe))
 		return 0; /* module loads: handles for the cubin link, not yet used */
 	s->events_seen++;
-	t = session__target(s, e->pid);
 	if (t && !t->first_launch_ns) {
 		t->first_launch_ns = e->ts_ns;
 		t->py_next_try_ns = 0; /* a wait for an unseen interpreter ends here */
 		session__python_setup(s, t, now_ns());
-		session__autograd_setup(s, t);
 	}
 	if (t)
 		launch_stack__follow_target(s, t, e);

@@ -57,6 +57,7 @@ struct target {
 	char cgroup[256];
 	__u64 attach_ns;
 	__u64 first_launch_ns;     /* 0 until its first launch event */
+	bool driver_seen;          /* an event of its driver calls came (a module load, a launch) */
 	__u64 exit_acked;          /* the shim's exit_seq we answered */
 	__u64 exit_answer_ns;      /* when an exit of it was last answered between ticks */
 	__u64 next_shm_try_ns;

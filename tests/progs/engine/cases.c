@@ -4,7 +4,7 @@
  * stand-in engine (engine.h; exits 0 on success, 1 on a CUDA failure, 2 on
  * bad arguments, 3 when the engine's probes never appeared).
  *
- *   autograd_cases reent|lost|stale|graph|post|hold
+ *   autograd_cases reent|lost|stale|graph|post|hold|unlaunched
  *
  * reent  caller_a's pass has one node, reentrant_node, which (on the engine
  *        thread) begins a pass of its own once caller_b's node waits in the
@@ -30,6 +30,10 @@
  *        returned: k_post (grid 1), caller_p's backward's too.
  * hold   once the engine is probed, prints "held" and waits for a signal
  *        (tests/bpf/e2e_hostile_autograd.sh: engines that take the slots).
+ * unlaunched  loads its module and launches nothing until the engine is
+ *        probed (a module load is a driver call the loader sees: under a
+ *        duty cycle, the first launch may wait for a window); then the post
+ *        case.
  * nodes N  main runs N passes of 64 nodes itself (nothing launched), timed:
  *        what each node costs the thread (tools/node_cost.sh); prints
  *        "autograd_cases: nodes ns_per_node=<ns>" instead.
@@ -221,7 +225,7 @@ static void run(const char *mode)
 			exit(1);
 		pthread_join(a, NULL);
 		pthread_join(b, NULL);
-	} else if (!strcmp(mode, "post")) {
+	} else if (!strcmp(mode, "post") || !strcmp(mode, "unlaunched")) {
 		if (pthread_create(&b, NULL, caller_p, NULL))
 			exit(1);
 		pthread_join(b, NULL);
@@ -249,19 +253,21 @@ int main(int argc, char **argv)
 {
 	static const char *const names[NK] = { "k_warm", "k_inner", "k_b", "k_after", "k_graph",
 					       "k_post" };
-	int err;
+	int err, unlaunched;
 
 	long n = 0;
 
 	if (argc == 3 && !strcmp(argv[1], "nodes"))
 		n = parse_count(PROG, argv[2]);
 	if ((argc != 2 || (strcmp(argv[1], "reent") && strcmp(argv[1], "lost") && strcmp(argv[1], "stale") &&
-			   strcmp(argv[1], "graph") && strcmp(argv[1], "post") && strcmp(argv[1], "hold"))) &&
+			   strcmp(argv[1], "graph") && strcmp(argv[1], "post") && strcmp(argv[1], "hold") &&
+			   strcmp(argv[1], "unlaunched"))) &&
 	    n <= 0) {
-		fprintf(stderr, "usage: autograd_cases reent|lost|stale|graph|post|hold | nodes N\n");
+		fprintf(stderr, "usage: autograd_cases reent|lost|stale|graph|post|hold|unlaunched | nodes N\n");
 		return 2;
 	}
-	if ((err = prog__start(names, k, NK)) || (err = prog__quiet_nodes()))
+	unlaunched = argc == 2 && !strcmp(argv[1], "unlaunched");
+	if ((err = prog__start_with(names, k, NK, !unlaunched)) || (err = prog__quiet_nodes()))
 		return err;
 	if (n) {
 		printf("autograd_cases: nodes ns_per_node=%.1f\n", time_nodes(n));

@@ -59,11 +59,12 @@ static void on_engine(void)
 
 /*
  * CUDA up, the module of kernels[0..n) loaded into fns, the stream made,
- * fns[0] launched (the loader meets the process and probes its engine),
- * the engine started once both its functions carry a breakpoint. 0, or
- * the exit status: 1 (CUDA), 3 (the probes never appeared).
+ * fns[0] launched unless launch_first is 0 (the loader meets the process's
+ * driver calls and probes its engine), the engine started once both its
+ * functions carry a breakpoint. 0, or the exit status: 1 (CUDA), 3 (the
+ * probes never appeared).
  */
-static int prog__start(const char *const *kernels, CUfunction *fns, int n)
+static int prog__start_with(const char *const *kernels, CUfunction *fns, int n, int launch_first)
 {
 	uint8_t img[2048];
 
@@ -76,13 +77,20 @@ static int prog__start(const char *const *kernels, CUfunction *fns, int n)
 	for (int i = 0; i < n; i++)
 		CHECK(cuModuleGetFunction(&fns[i], mod, kernels[i]));
 	CHECK(cuStreamCreate(&stream, 0));
-	CHECK(cuLaunchKernel(fns[0], 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
-	CHECK(cuStreamSynchronize(stream));
+	if (launch_first) {
+		CHECK(cuLaunchKernel(fns[0], 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
+		CHECK(cuStreamSynchronize(stream));
+	}
 	if (engine__start() || wait_for(engine__probed)) {
 		fprintf(stderr, PROG ": the engine's probes never appeared\n");
 		return 3;
 	}
 	return 0;
+}
+
+static inline int prog__start(const char *const *kernels, CUfunction *fns, int n)
+{
+	return prog__start_with(kernels, fns, n, 1);
 }
 
 static void no_work(void *arg)

@@ -46,9 +46,12 @@ static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_
 		 * Its first call into the driver: a module load comes first, and
 		 * stays probed between duty windows, where the first launch may
 		 * not come until a window opens (passes begun before the engine
-		 * is probed go unseen).
+		 * is probed go unseen). Python first: the callers of passes
+		 * begun from now on are unwound with their Python frames.
 		 */
 		t->driver_seen = true;
+		t->py_next_try_ns = 0; /* a wait for an unseen interpreter ends here */
+		session__python_setup(s, t, now_ns());
 		session__autograd_setup(s, t);
 	}
 	if (!entry_point__is_launch(e->probe) && !entry_point__is_copy(e->probe) &&

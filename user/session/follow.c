@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The processes the session follows (session_internal.h): met through their
- * first launch event or ring, their libcuda files probed, set up for their
+ * first driver call the probes see (a module load, a launch) or ring, their libcuda files probed, set up for their
  * Python frames once CPython is up, handed the rings the watch thread held
  * for them, and retired once gone, with what they counted kept for the
  * report.
@@ -89,7 +89,7 @@ struct target *session__target(struct session *s, pid_t pid)
 	if (t)
 		return t;
 	/*
-	 * Seen first through a launch event: the probes have watched it since
+	 * Seen first through a driver event: the probes have watched it since
 	 * they went in (or its libcuda was attached: session.c's scan_new_libcuda).
 	 */
 	err = target_table__add(&s->tt, pid, s->probes_ns, &t);

@@ -20,12 +20,37 @@ static __u32 mul3(const __u32 v[3])
 	return r > UINT32_MAX ? UINT32_MAX : (__u32)r;
 }
 
+/*
+ * t's first driver call the probes see, and its first launch. A module load
+ * comes first, and stays probed between duty windows, where the first
+ * launch may not come until a window opens: the engine is probed at the
+ * first call (passes begun before it go unseen). A wait for an unseen
+ * interpreter ends at each; Python is set up before the engine is probed,
+ * so the callers of passes begun from now on keep their Python frames.
+ */
+static void target_met(struct session *s, struct target *t, const struct gp_launch_event *e,
+		       bool launch)
+{
+	bool first_call = !t->driver_seen, first_launch = launch && !t->first_launch_ns;
+
+	if (!first_call && !first_launch)
+		return;
+	t->driver_seen = true;
+	if (first_launch)
+		t->first_launch_ns = e->ts_ns;
+	t->py_next_try_ns = 0;
+	session__python_setup(s, t, now_ns());
+	if (first_call)
+		session__autograd_setup(s, t);
+}
+
 static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_t size)
 {
 	struct session *s = ctx;
 	struct join_launch jl;
 	struct target *t;
 	__u32 stack_id;
+	bool launch;
 
 	if (e->probe == GP_PROBE_SHM_RING) {
 		/* A ring was made: read the maps while the process lives, hold the ring. */
@@ -40,29 +65,14 @@ static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_
 		session__autograd_begin(s, t, e, launch_stack__of(s, t, e, size));
 		return 0;
 	}
+	launch = entry_point__is_launch(e->probe) || entry_point__is_copy(e->probe) ||
+		 entry_point__is_node(e->probe);
 	t = session__target(s, e->pid);
-	if (t && !t->driver_seen) {
-		/*
-		 * Its first call into the driver: a module load comes first, and
-		 * stays probed between duty windows, where the first launch may
-		 * not come until a window opens (passes begun before the engine
-		 * is probed go unseen). Python first: the callers of passes
-		 * begun from now on are unwound with their Python frames.
-		 */
-		t->driver_seen = true;
-		t->py_next_try_ns = 0; /* a wait for an unseen interpreter ends here */
-		session__python_setup(s, t, now_ns());
-		session__autograd_setup(s, t);
-	}
-	if (!entry_point__is_launch(e->probe) && !entry_point__is_copy(e->probe) &&
-	    !entry_point__is_node(e->probe))
+	if (t)
+		target_met(s, t, e, launch);
+	if (!launch)
 		return 0; /* module loads: handles for the cubin link, not yet used */
 	s->events_seen++;
-	if (t && !t->first_launch_ns) {
-		t->first_launch_ns = e->ts_ns;
-		t->py_next_try_ns = 0; /* a wait for an unseen interpreter ends here */
-		session__python_setup(s, t, now_ns());
-	}
 	if (t)
 		launch_stack__follow_target(s, t, e);
 	stack_id = launch_stack__of(s, t, e, size);

@@ -118,6 +118,8 @@ KEYLIBS := $(BUILD)/tests/progs/libgp_keys_a.so $(BUILD)/tests/progs/libgp_keys_
 ENGINE_LIB := $(BUILD)/tests/progs/libtorch_cpu.so
 ENGINE_PROG := $(BUILD)/tests/progs/autograd
 ENGINE_CASES := $(BUILD)/tests/progs/autograd_cases
+# A process that opens the stand-in engine only after its first driver calls.
+ENGINE_LATE := $(BUILD)/tests/progs/autograd_late
 # The sandboxed CRC helper: the only program that hands cubins to CUPTI.
 CRC_HELPER := $(BUILD)/gpuprobe-crc
 CRC_HELPER_SRCS := $(wildcard nvidia/helper/*.c)
@@ -128,7 +130,7 @@ VERIFIER_STATS := $(BUILD)/gpuprobe-verifier-stats
 # The launch program's counters read from outside the loader (benchmarks, root).
 BPF_COUNTERS := $(BUILD)/gpuprobe-bpf-counters
 ALL_TARGETS := $(LOADER) $(CRC_HELPER) $(SHIM_SO) $(STUB_CUDA) $(STUB_CUPTI) $(PROGS) $(NOFP) $(KEYLIBS) \
-	$(ENGINE_LIB) $(ENGINE_PROG) $(ENGINE_CASES) \
+	$(ENGINE_LIB) $(ENGINE_PROG) $(ENGINE_CASES) $(ENGINE_LATE) \
 	$(TABLE_COST) $(VERIFIER_STATS) $(BPF_COUNTERS)
 
 .PHONY: all static test test-bpf test-tsan test-asan check deps deps-test demo fuzz \
@@ -283,6 +285,10 @@ $(ENGINE_PROG): tests/progs/engine/main.c tests/progs/engine/prog.h tests/progs/
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ENGINE_CFLAGS) -I. $(LDFLAGS_SAN) -o $@ $< -L$(@D) -l:libtorch_cpu.so -L$(BUILD)/stub \
 		-l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../stub' -lpthread
+$(ENGINE_LATE): tests/progs/engine/late.c tests/progs/engine/engine.h tests/progs/cubin.h $(ENGINE_LIB) $(STUB_CUDA)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(ENGINE_CFLAGS) -I. $(LDFLAGS_SAN) -o $@ $< -L$(BUILD)/stub -l:libcuda.so.1 -ldl \
+		-Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../stub' -lpthread
 $(ENGINE_CASES): tests/progs/engine/cases.c tests/progs/engine/prog.h tests/progs/engine/engine.h tests/progs/cubin.h \
 		tests/progs/args.h $(ENGINE_LIB) $(STUB_CUDA)
 	$(call msg,LD,$@)

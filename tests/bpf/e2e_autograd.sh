@@ -140,6 +140,34 @@ check_unlaunched() {
 	ok "an engine probed at the process's module load, before any launch: its passes under their caller"
 }
 
+# A process that maps libtorch only after its first driver call, and after
+# the loader has stopped looking for it (GPUPROBE_TEST_AUTOGRAD_TRIES=1: one
+# look, at the module load): its first launch starts the looks again.
+check_late() {
+	local lpid ppid caller
+	GPUPROBE_TEST_AUTOGRAD_TRIES=1 LD_LIBRARY_PATH="$B/stub" "$LOADER" -v -o "$WORK/late.pb.gz" \
+		--libcuda "$STUBLIB" --cupti "$B/stub/libcupti.so" -- "$PROGS/autograd_late" \
+		2>"$WORK/late.err" >"$WORK/late.out" &
+	lpid=$!
+	for _ in $(seq 600); do # a minute at most, for the two lines
+		grep -q "no autograd engine after 1 looks" "$WORK/late.err" &&
+			grep -q "^autograd_late: waiting" "$WORK/late.out" && break
+		kill -0 $lpid 2>/dev/null || break
+		sleep 0.1
+	done
+	ppid=$(sed -n 's/^autograd_late: waiting pid=\([0-9]*\)$/\1/p' "$WORK/late.out")
+	grep -q "no autograd engine after 1 looks" "$WORK/late.err" && [ -n "$ppid" ] ||
+		{ kill $lpid 2>/dev/null; wait $lpid; cat "$WORK/late.err" "$WORK/late.out"; fail "late: the loader never gave up its looks at the module load"; }
+	kill -USR1 "$ppid"
+	wait $lpid || { cat "$WORK/late.err" "$WORK/late.out"; fail "loader failed (late)"; }
+	caller=$(sed -n 's/^autograd_late: caller=\([0-9]*\)$/\1/p' "$WORK/late.out")
+	$SC "$WORK/late.pb.gz" under k_late 2 6000 launch_l "[autograd thread for tid $caller]" $API caller_l ||
+		fail "late: the pass's nodes"
+	[ "$(counter "$WORK/late.err" under_caller)" = 2 ] && [ "$(counter "$WORK/late.err" autograd_engines)" = 1 ] ||
+		{ grep "^counters:" "$WORK/late.err" | tail -1; fail "late: counters"; }
+	ok "libtorch mapped after the loader's looks at the module load ended: looked for again at the first launch, its pass under its caller"
+}
+
 check_main
 # Every node seen: N passes of 2 nodes from each caller, the unseen pass's, main's own;
 # three callers (main's own pass is one).
@@ -153,6 +181,7 @@ check_stale
 check_graph
 check_post
 check_unlaunched
+check_late
 
 export GP_TEST_QUIET_NODES=1
 check_main ", the node probe away"

@@ -7,14 +7,31 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "user/session/session_internal.h"
 #include "user/probe/entry_points.h"
 #include "user/probe/libtorch.h"
 #include "user/util/log.h"
 
-/* Scans (SCAN_NS apart) that look for a target's libtorch after its first driver call. */
+/*
+ * Scans (SCAN_NS apart) that look for a target's libtorch after its first
+ * driver call, and again after its first launch. GPUPROBE_TEST_AUTOGRAD_TRIES
+ * (1 to AUTOGRAD_TRIES) lowers it, for the test of a libtorch mapped late.
+ */
 #define AUTOGRAD_TRIES 15
+
+static unsigned autograd_tries_max(void)
+{
+	const char *e = getenv("GPUPROBE_TEST_AUTOGRAD_TRIES");
+	char *end;
+	unsigned long v;
+
+	if (!e || !*e)
+		return AUTOGRAD_TRIES;
+	v = strtoul(e, &end, 10);
+	return *end || v < 1 || v > AUTOGRAD_TRIES ? AUTOGRAD_TRIES : (unsigned)v;
+}
 
 /*
  * At a target's first driver call the probes see (a module load or a
@@ -49,12 +66,30 @@ void session__autograd_setup(struct session *s, struct target *t)
 	}
 	if (t->autograd_probed)
 		return; /* mapped no more (or for now): looked at again next scan */
-	if (r < 0 || ++t->autograd_tries >= AUTOGRAD_TRIES) {
+	if (r < 0 || ++t->autograd_tries >= autograd_tries_max()) {
 		t->autograd_done = true;
 		if (r < 0)
 			log_debug(s->o->verbose, "pid %d (%s): autograd engine not probed: %s", t->pid, t->comm,
 				  strerror(-r));
+		else
+			log_debug(s->o->verbose, "pid %d (%s): no autograd engine after %u looks", t->pid,
+				  t->comm, t->autograd_tries);
 	}
+}
+
+/*
+ * At t's first launch, when that came after its first driver call (a module
+ * load): the looks begin again, so that a process that maps libtorch only
+ * later (a wrapper that uses CUDA, then opens the trainer's libraries) is
+ * looked at for as long after its first launch as after its first call.
+ */
+void session__autograd_relook(struct session *s, struct target *t)
+{
+	if (!t->autograd_probed) {
+		t->autograd_tries = 0;
+		t->autograd_done = false;
+	}
+	session__autograd_setup(s, t);
 }
 
 /* How often the node probe's counters are looked at. */

@@ -24,7 +24,8 @@ static __u32 mul3(const __u32 v[3])
  * t's first driver call the probes see, and its first launch. A module load
  * comes first, and stays probed between duty windows, where the first
  * launch may not come until a window opens: the engine is probed at the
- * first call (passes begun before it go unseen). A wait for an unseen
+ * first call (passes begun before it go unseen), and looked for again
+ * from the first launch (a libtorch mapped late). A wait for an unseen
  * interpreter ends at each; Python is set up before the engine is probed,
  * so the callers of passes begun from now on keep their Python frames.
  */
@@ -42,6 +43,8 @@ static void target_met(struct session *s, struct target *t, const struct gp_laun
 	session__python_setup(s, t, now_ns());
 	if (first_call)
 		session__autograd_setup(s, t);
+	else
+		session__autograd_relook(s, t); /* the first launch, after a module load */
 }
 
 static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_t size)

@@ -149,6 +149,7 @@ check_late() {
 		--libcuda "$STUBLIB" --cupti "$B/stub/libcupti.so" -- "$PROGS/autograd_late" \
 		2>"$WORK/late.err" >"$WORK/late.out" &
 	lpid=$!
+	PIDS+=($lpid)
 	for _ in $(seq 600); do # a minute at most, for the two lines
 		grep -q "no autograd engine after 1 looks" "$WORK/late.err" &&
 			grep -q "^autograd_late: waiting" "$WORK/late.out" && break
@@ -158,7 +159,7 @@ check_late() {
 	ppid=$(sed -n 's/^autograd_late: waiting pid=\([0-9]*\)$/\1/p' "$WORK/late.out")
 	grep -q "no autograd engine after 1 looks" "$WORK/late.err" && [ -n "$ppid" ] ||
 		{ kill $lpid 2>/dev/null; wait $lpid; cat "$WORK/late.err" "$WORK/late.out"; fail "late: the loader never gave up its looks at the module load"; }
-	kill -USR1 "$ppid"
+	kill -USR1 "$ppid" || fail "late: autograd_late ($ppid) is gone before its signal"
 	wait $lpid || { cat "$WORK/late.err" "$WORK/late.out"; fail "loader failed (late)"; }
 	caller=$(sed -n 's/^autograd_late: caller=\([0-9]*\)$/\1/p' "$WORK/late.out")
 	$SC "$WORK/late.pb.gz" under k_late 2 6000 launch_l "[autograd thread for tid $caller]" $API caller_l ||

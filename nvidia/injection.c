@@ -75,6 +75,8 @@ static struct {
 	struct buf_pool pool;
 	unsigned flush_ms;
 	bool api_filter;      /* whole DRIVER/RUNTIME kinds enabled: filter by cbid */
+	bool api_kinds_on;    /* API_BY_KINDS: the two kinds are on (the init thread, then the flush thread) */
+	__u64 api_kinds_off_at; /* when to switch them off (g.rec_clock); 0: not due */
 	int api_capture;      /* enum api_capture: how API calls reach the ring */
 	bool api_cb_on;       /* the launch callbacks are on: the init thread, then the flush thread */
 	__u64 api_cb_off_at;  /* when to switch them off (g.rec_clock); 0: not due */
@@ -283,10 +285,14 @@ static void activity__copy(const CUpti_Activity *a)
  * the flush thread as a reader comes and goes (enum api_cb_mode), so a shim
  * no loader reads pays nothing per call; by CUPTI's per-call API records
  * ("activity"), which CUPTI takes only when asked before CUDA starts: on
- * for good, copied only while recording; or not at all ("off": for
+ * for good, copied only while recording; by the whole RUNTIME and DRIVER
+ * activity kinds ("kinds"), switched with the windows as Kineto switches
+ * them (every API call recorded while on, ours kept; no callback per
+ * call, on or off: for measuring whether that is what the duty cycle
+ * needs, tools/gpu/cupti_api_kinds.cu); or not at all ("off": for
  * measuring; nothing can be joined).
  */
-enum api_capture { API_BY_CALLBACKS, API_BY_ACTIVITY, API_OFF };
+enum api_capture { API_BY_CALLBACKS, API_BY_ACTIVITY, API_BY_KINDS, API_OFF };
 
 /*
  * When the launch callbacks are on (GPUPROBE_API_CALLBACKS; "once", the
@@ -448,6 +454,37 @@ static void api__callbacks(bool on)
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, errors);
 	g.api_cb_on = on;
 	g.api_cb_off_at = 0;
+}
+
+/*
+ * The whole RUNTIME and DRIVER kinds on or off (API_BY_KINDS): the init
+ * thread, then the flush thread only. Switched on only when both went on
+ * (else what went on goes off again, and the window waits: its kernels
+ * would have no API record); CUPTI_SUCCESS or the first refusal.
+ */
+static CUptiResult api__kinds(bool on)
+{
+	static const CUpti_ActivityKind kinds[] = { CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER };
+	CUptiResult st = CUPTI_SUCCESS;
+
+	for (size_t i = 0; i < ARRAY_LEN(kinds); i++) {
+		CUptiResult k = on ? CUPTI_CALL(cuptiActivityEnable, kinds[i])
+				   : CUPTI_CALL(cuptiActivityDisable, kinds[i]);
+
+		if (k && !st)
+			st = k;
+	}
+	g.api_kinds_off_at = 0;
+	if (on && st) {
+		for (size_t i = 0; i < ARRAY_LEN(kinds); i++)
+			g.api.cuptiActivityDisable(kinds[i]);
+		g.api_kinds_on = false;
+		return st;
+	}
+	if (st)
+		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
+	g.api_kinds_on = on;
+	return st;
 }
 
 /* --------------------------------------------------- CUPTI callbacks */
@@ -632,7 +669,7 @@ static void *flush__main(void *arg)
 
 	while (!__atomic_load_n(&g.exiting, __ATOMIC_ACQUIRE) && !shim__dead()) {
 		bool poll = !g.recording && READER_POLL_MS < g.flush_ms &&
-			    (elapsed < READER_POLL_START_MS || g.api_cb_off_at ||
+			    (elapsed < READER_POLL_START_MS || g.api_cb_off_at || g.api_kinds_off_at ||
 			     shm__reader_live(g.shm, shm__now_ns()));
 		unsigned step = poll ? READER_POLL_MS : g.flush_ms - since_flush;
 
@@ -810,6 +847,8 @@ static CUptiResult activity__switch(bool on)
 		g.api_cb_off_at = 0;
 		if (g.api_capture == API_BY_CALLBACKS && !g.api_cb_on)
 			api__callbacks(true); /* before the kinds: a window's first calls have records */
+		if (g.api_capture == API_BY_KINDS && !g.api_kinds_on && (st = api__kinds(true)))
+			return st; /* counted by the caller; the next poll tries again */
 	}
 	for (size_t i = 0; i < ARRAY_LEN(kinds); i++) {
 		CUptiResult k = on ? CUPTI_CALL(cuptiActivityEnable, kinds[i])
@@ -867,6 +906,23 @@ static void callbacks__follow(void)
 		api__callbacks(false);
 }
 
+/*
+ * API_BY_KINDS: the API kinds on while recording, off API_LINGER_NS after
+ * the kernel kinds went off (calls under way finish with their records).
+ * The flush thread only.
+ */
+static void api_kinds__follow(void)
+{
+	if (g.recording) {
+		g.api_kinds_off_at = 0;
+		return; /* switched on with the kernel kinds (activity__switch) */
+	}
+	if (g.api_kinds_on && !g.api_kinds_off_at)
+		g.api_kinds_off_at = clock_ns(g.rec_clock) + API_LINGER_NS;
+	if (g.api_kinds_off_at && clock_ns(g.rec_clock) >= g.api_kinds_off_at)
+		api__kinds(false);
+}
+
 /* On the flush thread only: follows the reader, never on an application thread. */
 static void recording__follow(void)
 {
@@ -876,6 +932,8 @@ static void recording__follow(void)
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
 	if (g.api_capture == API_BY_CALLBACKS)
 		callbacks__follow();
+	else if (g.api_capture == API_BY_KINDS)
+		api_kinds__follow();
 }
 
 /*
@@ -905,11 +963,13 @@ static void pc__start(void)
 		shm__count(g.shm, GP_CTR_CUPTI_ERRORS, 1);
 }
 
-/* GPUPROBE_API_RECORDS: activity, off (for measuring: nothing joins), else callbacks. */
+/* GPUPROBE_API_RECORDS: activity, kinds, off (for measuring: nothing joins), else callbacks. */
 static int api__capture_from_env(void)
 {
 	if (env_is("GPUPROBE_API_RECORDS", "activity"))
 		return API_BY_ACTIVITY;
+	if (env_is("GPUPROBE_API_RECORDS", "kinds"))
+		return API_BY_KINDS;
 	return env_is("GPUPROBE_API_RECORDS", "off") ? API_OFF : API_BY_CALLBACKS;
 }
 
@@ -949,6 +1009,8 @@ static CUptiResult cupti__start(void)
 	g.api_capture = api__capture_from_env();
 	if (g.api_capture == API_BY_ACTIVITY)
 		api__enable();
+	else if (g.api_capture == API_BY_KINDS)
+		g.api_filter = true; /* every API call recorded: ours kept */
 	else if (g.api_capture == API_BY_CALLBACKS) /* our records carry the kernel's thread ids */
 		shm__set_flags(g.shm, GP_SHM_F_TID_SYSTEM, 0);
 	g.api_cb_mode = env_is("GPUPROBE_API_CALLBACKS", "always")        ? API_CB_ALWAYS :

@@ -75,4 +75,17 @@ grep -q "^Comment: gpuprobe-bpf duty cycle: 30% asked" "$WORK/comments" || { cat
 awk '$3 == "kind" && $2 == 1' "$WORK/toggles" | grep . && fail "activity switched on an application thread (above)"
 grep -q "^[0-9]* 0 kind 10 on$" "$WORK/toggles" || { cat "$WORK/toggles"; fail "kernel activity never switched on"; }
 [ "$nwin" -lt 2 ] || grep -q "^[0-9]* 0 kind 10 off$" "$WORK/toggles" || fail "kernel activity never switched off between windows"
-ok "duty 0.3 over 10 s: $nwin windows, $n launches joined exactly ($labelled labelled), $inside of $total made inside windows, none lost; probes $probes"
+api="API records by the launch callbacks"
+if [ "${GPUPROBE_API_RECORDS:-}" = kinds ]; then # e2e_duty_kinds.sh: the DRIVER kind (4) with the windows
+	grep -q "^[0-9]* 0 kind 4 on$" "$WORK/toggles" || { cat "$WORK/toggles"; fail "kinds: the DRIVER kind never switched on"; }
+	[ "$nwin" -lt 2 ] || grep -q "^[0-9]* 0 kind 4 off$" "$WORK/toggles" || fail "kinds: the DRIVER kind never switched off between windows"
+	grep " cb_" "$WORK/toggles" && fail "kinds: a launch callback was switched (above)"
+	# On before the kernel kind (10), off after it: a window's kernels have their API records.
+	awk '$3 == "kind" && ($4 == 4 || $4 == 10) {
+		if ($5 == "on" && $4 == 10 && !api) bad = 1
+		if ($5 == "off" && $4 == 4 && kern) bad = 1
+		if ($4 == 4) api = $5 == "on"; else kern = $5 == "on"
+	} END { exit bad }' "$WORK/toggles" || { cat "$WORK/toggles"; fail "kinds: the kernel kind on while the DRIVER kind was off"; }
+	api="API records by the DRIVER kind, switched with the windows"
+fi
+ok "duty 0.3 over 10 s: $nwin windows, $n launches joined exactly ($labelled labelled), $inside of $total made inside windows, none lost; probes $probes; $api"

@@ -25,19 +25,8 @@
 #include <unistd.h>
 
 #include "tests/progs/cubin.h"
+#include "check.h"
 #include "engine.h"
-
-#define CHECK(call) \
-	do { \
-		CUresult r_ = (call); \
-		if (r_ != CUDA_SUCCESS) { \
-			fprintf(stderr, PROG ": %s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, \
-				(int)r_); \
-			exit(1); \
-		} \
-	} while (0)
-
-enum { BLOCK = 32 };
 
 static CUcontext ctx;
 static CUstream stream;

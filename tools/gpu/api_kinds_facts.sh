@@ -11,7 +11,7 @@ nvcc -O2 -I"$CUDA/extras/CUPTI/include" -o build/cupti_api_kinds tools/gpu/cupti
 	-Xlinker "$CUPTI" || exit 1
 export CYCLES=${CYCLES:-200}
 for r in $(seq 1 "${REPS:-3}"); do
-	for o in kernel-first api-first; do
+	for o in ${ORDERS:-kernel-first api-first}; do
 		f="$out/$r-$o.txt"
 		ORDER=$o LD_LIBRARY_PATH=$(dirname "$CUPTI") timeout 120 build/cupti_api_kinds >"$f" 2>&1
 		echo "run $r rc=$? $(grep '^total' "$f")"

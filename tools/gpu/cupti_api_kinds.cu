@@ -127,6 +127,7 @@ static void kernel_kind(int on)
 static void *switcher(void *arg)
 {
 	bool api_first = getenv("ORDER") && !strcmp(getenv("ORDER"), "api-first");
+	bool no_api = getenv("ORDER") && !strcmp(getenv("ORDER"), "kernel-only");
 	unsigned cycles = env("CYCLES", 150), on_ms = env("ON_MS", 20), off_ms = env("OFF_MS", 20);
 	unsigned linger_ms = env("LINGER_MS", 50);
 
@@ -136,10 +137,10 @@ static void *switcher(void *arg)
 		if (api_first)
 			api_kinds(1);
 		kernel_kind(1);
-		if (!api_first)
+		if (!api_first && !no_api)
 			api_kinds(1);
 		usleep(on_ms * 1000);
-		if (!api_first)
+		if (!api_first && !no_api)
 			api_kinds(0);
 		kernel_kind(0);
 		if (api_first) {

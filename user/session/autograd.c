@@ -7,12 +7,12 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include "user/session/session_internal.h"
 #include "user/probe/entry_points.h"
 #include "user/probe/libtorch.h"
 #include "user/util/log.h"
+#include "user/util/test_env.h"
 
 /*
  * Scans (SCAN_NS apart) that look for a target's libtorch after its first
@@ -23,14 +23,9 @@
 
 static unsigned autograd_tries_max(void)
 {
-	const char *e = getenv("GPUPROBE_TEST_AUTOGRAD_TRIES");
-	char *end;
-	unsigned long v;
+	size_t v = test_env__bytes("GPUPROBE_TEST_AUTOGRAD_TRIES");
 
-	if (!e || !*e)
-		return AUTOGRAD_TRIES;
-	v = strtoul(e, &end, 10);
-	return *end || v < 1 || v > AUTOGRAD_TRIES ? AUTOGRAD_TRIES : (unsigned)v;
+	return v >= 1 && v <= AUTOGRAD_TRIES ? (unsigned)v : AUTOGRAD_TRIES;
 }
 
 /*

@@ -476,7 +476,7 @@ static CUptiResult api__kinds(bool on)
 	}
 	g.api_kinds_off_at = 0;
 	if (on && st) {
-		for (size_t i = 0; i < ARRAY_LEN(kinds); i++)
+		for (size_t i = 0; g.api.cuptiActivityDisable && i < ARRAY_LEN(kinds); i++)
 			g.api.cuptiActivityDisable(kinds[i]);
 		g.api_kinds_on = false;
 		return st;

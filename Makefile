@@ -280,16 +280,16 @@ $(ENGINE_LIB): tests/progs/engine/engine.c tests/progs/engine/engine.h
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ENGINE_CFLAGS) -fPIC -shared -Wl,-soname,libtorch_cpu.so -o $@ $< -lpthread
-$(ENGINE_PROG): tests/progs/engine/main.c tests/progs/engine/prog.h tests/progs/engine/check.h tests/progs/engine/engine.h tests/progs/cubin.h \
+$(ENGINE_PROG): tests/progs/engine/main.c tests/progs/engine/prog.h tests/progs/engine/base.h tests/progs/engine/engine.h tests/progs/cubin.h \
 		tests/progs/args.h $(ENGINE_LIB) $(STUB_CUDA)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ENGINE_CFLAGS) -I. $(LDFLAGS_SAN) -o $@ $< -L$(@D) -l:libtorch_cpu.so -L$(BUILD)/stub \
 		-l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../stub' -lpthread
-$(ENGINE_LATE): tests/progs/engine/late.c tests/progs/engine/check.h tests/progs/engine/engine.h tests/progs/cubin.h $(ENGINE_LIB) $(STUB_CUDA)
+$(ENGINE_LATE): tests/progs/engine/late.c tests/progs/engine/base.h tests/progs/engine/engine.h tests/progs/cubin.h $(ENGINE_LIB) $(STUB_CUDA)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ENGINE_CFLAGS) -I. $(LDFLAGS_SAN) -o $@ $< -L$(BUILD)/stub -l:libcuda.so.1 -ldl \
 		-Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../../stub' -lpthread
-$(ENGINE_CASES): tests/progs/engine/cases.c tests/progs/engine/prog.h tests/progs/engine/check.h tests/progs/engine/engine.h tests/progs/cubin.h \
+$(ENGINE_CASES): tests/progs/engine/cases.c tests/progs/engine/prog.h tests/progs/engine/base.h tests/progs/engine/engine.h tests/progs/cubin.h \
 		tests/progs/args.h $(ENGINE_LIB) $(STUB_CUDA)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(ENGINE_CFLAGS) -I. $(LDFLAGS_SAN) -o $@ $< -L$(@D) -l:libtorch_cpu.so -L$(BUILD)/stub \

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The processes the session follows (session_internal.h): met through their
- * first driver call the probes see (a module load, a launch) or ring, their libcuda files probed, set up for their
- * Python frames once CPython is up, handed the rings the watch thread held
- * for them, and retired once gone, with what they counted kept for the
- * report.
+ * first driver call the probes see (a module load, a launch) or ring, their
+ * libcuda files probed, set up for their Python frames once CPython is up,
+ * handed the rings the watch thread held for them, and retired once gone,
+ * with what they counted kept for the report.
  */
 #include <errno.h>
 #include <stdlib.h>

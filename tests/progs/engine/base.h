@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The engine programs' driver-call check (prog.h, late.c): a failed call
- * prints where and exits 1. Each program defines PROG before including this.
+ * What every engine program shares, whether it links the stand-in engine
+ * (prog.h: main.c, cases.c) or opens it later (late.c): the driver-call
+ * check (a failed call prints where and exits 1), the context and stream,
+ * a bounded wait on a condition, the engine thread's context. Each program
+ * defines PROG before including this.
  */
-#ifndef GP_TESTS_ENGINE_CHECK_H
-#define GP_TESTS_ENGINE_CHECK_H
+#ifndef GP_TESTS_ENGINE_BASE_H
+#define GP_TESTS_ENGINE_BASE_H
 
 #include <cuda.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define CHECK(call) \
 	do { \
@@ -22,5 +26,31 @@
 	} while (0)
 
 enum { BLOCK = 32 };
+
+static CUcontext ctx;
+static CUstream stream;
+
+/* Until cond() holds, a minute at most: a wait on a condition, not on time. */
+static int wait_for(int (*cond)(void))
+{
+	struct timespec ms = { 0, 1000 * 1000 };
+
+	for (int i = 0; i < 60000; i++) {
+		if (cond())
+			return 0;
+		nanosleep(&ms, NULL);
+	}
+	return -1;
+}
+
+/* On the engine thread, before its first launch: the context current there. */
+static void on_engine(void)
+{
+	static __thread int set;
+
+	if (!set)
+		CHECK(cuCtxSetCurrent(ctx));
+	set = 1;
+}
 
 #endif

@@ -21,15 +21,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tests/progs/cubin.h"
-#include "check.h"
+#include "base.h"
 #include "engine.h"
 
-static CUcontext ctx;
-static CUstream stream;
 static CUfunction k_first, k_late;
 static pid_t caller_tid;
 static int (*start_fn)(void);
@@ -38,12 +35,8 @@ static void (*backward_fn)(struct engine_task *);
 
 __attribute__((noinline)) static void launch_l(void *arg)
 {
-	static __thread int set;
-
 	(void)arg;
-	if (!set)
-		CHECK(cuCtxSetCurrent(ctx));
-	set = 1;
+	on_engine();
 	CHECK(cuLaunchKernel(k_late, 3, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
 	__asm__ volatile("" ::: "memory");
 }
@@ -68,19 +61,6 @@ static int wait_for_go(void)
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	return sigtimedwait(&set, NULL, &limit) == SIGUSR1 ? 0 : -1;
-}
-
-/* The engine's probes in, a minute at most: 0, or -1. */
-static int wait_for_probes(void)
-{
-	struct timespec ms = { 0, 1000 * 1000 };
-
-	for (int i = 0; i < 60000; i++) {
-		if (probed_fn())
-			return 0;
-		nanosleep(&ms, NULL);
-	}
-	return -1;
 }
 
 static int open_engine(void)
@@ -127,7 +107,7 @@ int main(void)
 		return 1;
 	CHECK(cuLaunchKernel(k_first, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
 	CHECK(cuStreamSynchronize(stream));
-	if (start_fn() || wait_for_probes()) {
+	if (start_fn() || wait_for(probed_fn)) {
 		fprintf(stderr, PROG ": the engine's probes never appeared\n");
 		return 3;
 	}

@@ -16,35 +16,10 @@
 #include <time.h>
 
 #include "tests/progs/cubin.h"
-#include "check.h"
+#include "base.h"
 #include "engine.h"
 
-static CUcontext ctx;
-static CUstream stream;
 static CUmodule mod;
-
-/* Until cond() holds, a minute at most: a wait on a condition, not on time. */
-static int wait_for(int (*cond)(void))
-{
-	struct timespec ms = { 0, 1000 * 1000 };
-
-	for (int i = 0; i < 60000; i++) {
-		if (cond())
-			return 0;
-		nanosleep(&ms, NULL);
-	}
-	return -1;
-}
-
-/* On the engine thread, before its first launch: the context current there. */
-static void on_engine(void)
-{
-	static __thread int set;
-
-	if (!set)
-		CHECK(cuCtxSetCurrent(ctx));
-	set = 1;
-}
 
 /*
  * CUDA up, the module of kernels[0..n) loaded into fns, the stream made,

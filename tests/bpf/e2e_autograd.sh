@@ -143,30 +143,40 @@ check_unlaunched() {
 # A process that maps libtorch only after its first driver call, and after
 # the loader has stopped looking for it (GPUPROBE_TEST_AUTOGRAD_TRIES=1: one
 # look, at the module load): its first launch starts the looks again.
-check_late() {
-	local lpid ppid caller
-	GPUPROBE_TEST_AUTOGRAD_TRIES=1 LD_LIBRARY_PATH="$B/stub" "$LOADER" -v -o "$WORK/late.pb.gz" \
-		--libcuda "$STUBLIB" --cupti "$B/stub/libcupti.so" -- "$PROGS/autograd_late" \
-		2>"$WORK/late.err" >"$WORK/late.out" &
+# launched: it launched before too, and the looks at that launch ended as
+# well (two "no autograd engine" lines); it goes on launching after it maps
+# libtorch, and is looked at again after two scans it launched in.
+check_late() { # [launched]
+	local mode=${1:-} name=late${1:+_$1} lpid ppid caller gaveup=1
+	[ -n "$mode" ] && gaveup=2
+	GPUPROBE_TEST_AUTOGRAD_TRIES=1 LD_LIBRARY_PATH="$B/stub" "$LOADER" -v -o "$WORK/$name.pb.gz" \
+		--libcuda "$STUBLIB" --cupti "$B/stub/libcupti.so" -- "$PROGS/autograd_late" $mode \
+		2>"$WORK/$name.err" >"$WORK/$name.out" &
 	lpid=$!
 	PIDS+=($lpid)
-	for _ in $(seq 600); do # a minute at most, for the two lines
-		grep -q "no autograd engine after 1 looks" "$WORK/late.err" &&
-			grep -q "^autograd_late: waiting" "$WORK/late.out" && break
+	for _ in $(seq 600); do # a minute at most, for the lines
+		[ "$(grep -c "no autograd engine after 1 looks" "$WORK/$name.err")" -ge $gaveup ] &&
+			grep -q "^autograd_late: waiting" "$WORK/$name.out" && break
 		kill -0 $lpid 2>/dev/null || break
 		sleep 0.1
 	done
-	ppid=$(sed -n 's/^autograd_late: waiting pid=\([0-9]*\)$/\1/p' "$WORK/late.out")
-	grep -q "no autograd engine after 1 looks" "$WORK/late.err" && [ -n "$ppid" ] ||
-		{ kill $lpid 2>/dev/null; wait $lpid; cat "$WORK/late.err" "$WORK/late.out"; fail "late: the loader never gave up its looks at the module load"; }
-	kill -USR1 "$ppid" || fail "late: autograd_late ($ppid) is gone before its signal"
-	wait $lpid || { cat "$WORK/late.err" "$WORK/late.out"; fail "loader failed (late)"; }
-	caller=$(sed -n 's/^autograd_late: caller=\([0-9]*\)$/\1/p' "$WORK/late.out")
-	$SC "$WORK/late.pb.gz" under k_late 2 6000 launch_l "[autograd thread for tid $caller]" $API caller_l ||
-		fail "late: the pass's nodes"
-	[ "$(counter "$WORK/late.err" under_caller)" = 2 ] && [ "$(counter "$WORK/late.err" autograd_engines)" = 1 ] ||
-		{ grep "^counters:" "$WORK/late.err" | tail -1; fail "late: counters"; }
-	ok "libtorch mapped after the loader's looks at the module load ended: looked for again at the first launch, its pass under its caller"
+	ppid=$(sed -n 's/^autograd_late: waiting pid=\([0-9]*\)$/\1/p' "$WORK/$name.out")
+	[ "$(grep -c "no autograd engine after 1 looks" "$WORK/$name.err")" -ge $gaveup ] && [ -n "$ppid" ] ||
+		{ kill $lpid 2>/dev/null; wait $lpid; cat "$WORK/$name.err" "$WORK/$name.out"; fail "$name: the loader never gave up its looks"; }
+	kill -USR1 "$ppid" || fail "$name: autograd_late ($ppid) is gone before its signal"
+	wait $lpid || { cat "$WORK/$name.err" "$WORK/$name.out"; fail "loader failed ($name)"; }
+	caller=$(sed -n 's/^autograd_late: caller=\([0-9]*\)$/\1/p' "$WORK/$name.out")
+	$SC "$WORK/$name.pb.gz" under k_late 2 6000 launch_l "[autograd thread for tid $caller]" $API caller_l ||
+		fail "$name: the pass's nodes"
+	[ "$(counter "$WORK/$name.err" under_caller)" = 2 ] && [ "$(counter "$WORK/$name.err" autograd_engines)" = 1 ] ||
+		{ grep "^counters:" "$WORK/$name.err" | tail -1; fail "$name: counters"; }
+	if [ -n "$mode" ]; then
+		grep -q "autograd engine looked for again (1)" "$WORK/$name.err" ||
+			fail "$name: probed, but not by a look after the looks ended"
+		ok "libtorch mapped after the looks at the first launch ended too: looked for again while it launches, its pass under its caller"
+	else
+		ok "libtorch mapped after the loader's looks at the module load ended: looked for again at the first launch, its pass under its caller"
+	fi
 }
 
 check_main
@@ -183,6 +193,7 @@ check_graph
 check_post
 check_unlaunched
 check_late
+check_late launched
 
 export GP_TEST_QUIET_NODES=1
 check_main ", the node probe away"

@@ -17,9 +17,14 @@
 /*
  * Scans (SCAN_NS apart) that look for a target's libtorch after its first
  * driver call, and again after its first launch. GPUPROBE_TEST_AUTOGRAD_TRIES
- * (1 to AUTOGRAD_TRIES) lowers it, for the test of a libtorch mapped late.
+ * (1 to AUTOGRAD_TRIES) lowers it, for the tests of a libtorch mapped late.
+ * Once those looks found none, a target that goes on launching is looked at
+ * once more every AUTOGRAD_AGAIN_PER times as many scans (about a minute):
+ * one that maps libtorch much later (CUDA work first, `import torch` after
+ * it) is probed from then on, at the cost of a read of its maps a minute.
  */
 #define AUTOGRAD_TRIES 15
+#define AUTOGRAD_AGAIN_PER 2
 
 static unsigned autograd_tries_max(void)
 {
@@ -66,10 +71,34 @@ void session__autograd_setup(struct session *s, struct target *t)
 		if (r < 0)
 			log_debug(s->o->verbose, "pid %d (%s): autograd engine not probed: %s", t->pid, t->comm,
 				  strerror(-r));
-		else
+		else if (!t->autograd_agains)
 			log_debug(s->o->verbose, "pid %d (%s): no autograd engine after %u looks", t->pid,
 				  t->comm, t->autograd_tries);
 	}
+}
+
+/*
+ * Each scan: while the looks go on, one more (session__autograd_setup).
+ * Once they ended with none, the scans a target launched in are counted,
+ * and every AUTOGRAD_AGAIN_PER * AUTOGRAD_TRIES of them it is looked at
+ * once more. A target that stopped launching is not looked at.
+ */
+void session__autograd_scan(struct session *s, struct target *t)
+{
+	if (t->autograd_done && !t->autograd_probed) {
+		if (!t->autograd_launched)
+			return;
+		t->autograd_launched = false;
+		if (++t->autograd_launch_scans < AUTOGRAD_AGAIN_PER * autograd_tries_max())
+			return;
+		t->autograd_launch_scans = 0;
+		t->autograd_agains++;
+		t->autograd_tries = autograd_tries_max() - 1; /* one look */
+		t->autograd_done = false;
+		log_debug(s->o->verbose, "pid %d (%s): autograd engine looked for again (%u)", t->pid, t->comm,
+			  t->autograd_agains);
+	}
+	session__autograd_setup(s, t);
 }
 
 /*

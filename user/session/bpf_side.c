@@ -71,8 +71,10 @@ static int handle_launch_event(void *ctx, const struct gp_launch_event *e, size_
 	launch = entry_point__is_launch(e->probe) || entry_point__is_copy(e->probe) ||
 		 entry_point__is_node(e->probe);
 	t = session__target(s, e->pid);
-	if (t)
+	if (t) {
+		t->autograd_launched |= launch;
 		target_met(s, t, e, launch);
+	}
 	if (!launch)
 		return 0; /* module loads: handles for the cubin link, not yet used */
 	s->events_seen++;

@@ -87,7 +87,7 @@ static void scan_new_libcuda(struct session *s, __u64 now)
 
 		session__probe_libcuda(s, t);
 		if (t->driver_seen)
-			session__autograd_setup(s, t); /* loaded after its first driver call; or kept from the sweep */
+			session__autograd_scan(s, t); /* loaded after its first driver call; or kept from the sweep */
 	}
 	if (s->o->mode == GP_MODE_ALL)
 		complete = libcuda__attach_all(s->lp, s->bounded, &ref, s->o->verbose) >= 0;

@@ -330,6 +330,8 @@ void session__duty_line(const struct session *s, FILE *f);
 void session__autograd_setup(struct session *s, struct target *t);
 /* At a first launch that came after the first driver call: the looks for libtorch begin again. */
 void session__autograd_relook(struct session *s, struct target *t);
+/* Each scan, for a target that called the driver: the looks, and one now and then after them. */
+void session__autograd_scan(struct session *s, struct target *t);
 /* The node probe taken away once threads take nodes at known calls only, or put back (node_watch.h). */
 void session__watch_nodes(struct session *s, __u64 now);
 void session__autograd_begin(struct session *s, struct target *t, const struct gp_launch_event *e,

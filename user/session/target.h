@@ -47,6 +47,9 @@ struct target {
 	bool autograd_done;        /* its engine is probed, or will not be */
 	bool autograd_probed;      /* its engine is probed (marked mapped on each scan) */
 	bool autograd_no_slot;     /* refused for want of a slot: counted once */
+	bool autograd_launched;    /* it launched since the last scan (autograd.c) */
+	unsigned autograd_launch_scans; /* scans it launched in since, once the looks ended */
+	unsigned autograd_agains;  /* looks again after the looks ended with none */
 	__u32 py_entry_kind;       /* enum gp_py_entry_kind of that CPython */
 	__u64 py_next_try_ns;      /* detection retried until then (0: try now) */
 	__u64 py_wait_ns;          /* the wait before the next look for one not yet found */

@@ -11,6 +11,12 @@
  * the engine's probes are in, and caller_l begins a pass of 2 nodes, each
  * launching k_late (grid 3) on the engine thread. Prints
  * "autograd_late: caller=<tid>"; exit 3 when the probes never came.
+ *
+ * autograd_late launched: k_first is launched before the wait too (the
+ * loader's looks at the first launch end with none as well); after the
+ * signal, k_first is launched every 10 ms until the probes are in (a
+ * minute at most): a process that goes on launching is looked at again
+ * now and then.
  */
 #define _GNU_SOURCE
 #define PROG "autograd_late"
@@ -21,6 +27,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "tests/progs/cubin.h"
@@ -77,8 +84,24 @@ static int open_engine(void)
 	return start_fn && probed_fn && backward_fn ? 0 : -1;
 }
 
-int main(void)
+/* Until the engine's probes are in, a minute at most, k_first launched every 10 ms. */
+static int launch_until_probed(void)
 {
+	struct timespec ms10 = { 0, 10 * 1000 * 1000 };
+
+	for (int i = 0; i < 6000; i++) {
+		if (probed_fn())
+			return 0;
+		CHECK(cuLaunchKernel(k_first, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
+		CHECK(cuStreamSynchronize(stream));
+		nanosleep(&ms10, NULL);
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	int launched = argc > 1 && !strcmp(argv[1], "launched");
 	static const char *const names[2] = { "k_first", "k_late" };
 	uint8_t img[2048];
 	CUmodule mod;
@@ -97,6 +120,10 @@ int main(void)
 	CHECK(cuModuleGetFunction(&k_first, mod, "k_first"));
 	CHECK(cuModuleGetFunction(&k_late, mod, "k_late"));
 	CHECK(cuStreamCreate(&stream, 0));
+	if (launched) {
+		CHECK(cuLaunchKernel(k_first, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
+		CHECK(cuStreamSynchronize(stream));
+	}
 	printf("autograd_late: waiting pid=%d\n", (int)getpid());
 	fflush(stdout);
 	if (wait_for_go()) {
@@ -107,7 +134,7 @@ int main(void)
 		return 1;
 	CHECK(cuLaunchKernel(k_first, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
 	CHECK(cuStreamSynchronize(stream));
-	if (start_fn() || wait_for(probed_fn)) {
+	if (start_fn() || (launched ? launch_until_probed() : wait_for(probed_fn))) {
 		fprintf(stderr, PROG ": the engine's probes never appeared\n");
 		return 3;
 	}

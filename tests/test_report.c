@@ -80,7 +80,7 @@ static void test_a_stuck_correlation_id_says_how_to_avoid_it(void **state)
 
 	(void)state;
 	assert_non_null(strstr(v, "losses: unattributed=2 corr_reused=40; corr_reused: CUPTI gave "));
-	assert_non_null(strstr(v, "gpuprobe-bpf -- COMMAND) to avoid it\n"));
+	assert_non_null(strstr(v, "gpuprobe-bpf -- COMMAND), without GPUPROBE_API_RECORDS=kinds, to avoid it\n"));
 	v = verdict_of(3000, "launch_events", (__u64)12, "joined", (__u64)7, "unattributed", (__u64)0,
 		       "corr_reused", (__u64)0, NULL);
 	assert_null(strstr(v, "corr_reused"));

@@ -179,16 +179,19 @@ void report__verdict(const struct counters *c, __u64 gpu_ns, FILE *f)
 		       "labelled [no GPU record: before the shim recorded]",
 		       (unsigned long long)counter_of(c, "launches_before_recording"));
 	/*
-	 * CUPTI's fault (docs/BENCHMARKS.md): after its launch callbacks were
-	 * switched on while threads launched, a thread's calls and kernels may
-	 * all carry one id, for the process's life. Started under the loader,
-	 * the callbacks go on before any launch.
+	 * CUPTI's fault (docs/BENCHMARKS.md): after its launch callbacks, or
+	 * its RUNTIME and DRIVER activity kinds (GPUPROBE_API_RECORDS=kinds),
+	 * were switched on while threads launched, a thread's calls and
+	 * kernels may all carry one id, for the process's life. Started under
+	 * the loader with the default capture, the callbacks go on before any
+	 * launch and stay on.
 	 */
 	if (counter_of(c, "corr_reused"))
 		append(line, sizeof(line), &n, "; corr_reused: CUPTI gave one thread's calls one "
-		       "correlation id (its fault after the shim switched its callbacks on while the "
+		       "correlation id (its fault after the shim switched its API capture on while the "
 		       "program launched; it lasts the process's life), their GPU time paired by "
-		       "order: profile the program from its start (gpuprobe-bpf -- COMMAND) to avoid it");
+		       "order: profile the program from its start (gpuprobe-bpf -- COMMAND), without "
+		       "GPUPROBE_API_RECORDS=kinds, to avoid it");
 	if (n >= sizeof(line) - 1)
 		memcpy(line + sizeof(line) - 5, " ...", 5); /* cut: says so */
 	fprintf(f, "%s\n", line);

@@ -16,10 +16,10 @@ with the duty windows' edges: the cost is then given again for the
 attached steps wholly outside every window (being attached, not recording).
 """
 import os
-import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ratio import mean_interval  # noqa: E402
 from window_counts import windows  # noqa: E402
 
 
@@ -117,10 +117,8 @@ def report(title, got):
             i, len(on), mean(on), len(before), mean(before), len(after), mean(after),
             100 * cost(on, before, after)))
     each = [cost(*g) for g in got]
-    rng = random.Random(1)
-    boot = sorted(mean(rng.choices(each, k=len(each))) for _ in range(2000))
-    print("%s: %+.2f%% [%+.2f, %+.2f] (95%%, %d cycles)" % (
-        title, 100 * mean(each), 100 * boot[50], 100 * boot[1949], len(each)))
+    m, lo, hi = mean_interval(each)
+    print("%s: %+.2f%% [%+.2f, %+.2f] (95%%, %d cycles)" % (title, 100 * m, 100 * lo, 100 * hi, len(each)))
 
 
 def main():

@@ -10,8 +10,9 @@
 #         stopped by train.py itself in windows of the same length and duty
 #         (PEER_WINDOWS, tools/gpu/peer.py).
 # Each step is labelled on/off/edge by its process's logged windows; the cost
-# is median(on) / median(off) - 1 with its 95% bootstrap interval
-# (tools/gpu/probe_windows.py).
+# is median(on) / median(off) - 1 with its 95% bootstrap interval, by step
+# and by window (the one to judge by: tools/gpu/probe_windows.py), then by
+# window over all the rounds.
 # Usage (repo root, GPU machine, after make static and the shim):
 #   [STEPS=2000] [BIG_STEPS=600] [WINDOW=1] [RUNS=3] tools/gpu/peer_windows.sh OUTDIR
 set -uo pipefail
@@ -21,8 +22,15 @@ STEPS=${STEPS:-2000}; BIG_STEPS=${BIG_STEPS:-600}; WINDOW=${WINDOW:-1}; RUNS=${R
 L=$PWD/build/static/gpuprobe-bpf
 run_env=(STEPS="$STEPS" BIG_STEPS="$BIG_STEPS" GRAPH_REPLAYS=0 WINDOW="$WINDOW")
 report() { # MODE RUN EDGES
-	echo "$1 $2 (b):"; $PY tools/gpu/probe_windows.py "$3" "$out/steps-b-$1-$2.txt"
-	echo "$1 $2 (e):"; $PY tools/gpu/probe_windows.py "$3" "$out/steps-e-$1-$2.txt"
+	[ "$STEPS" -gt 0 ] && { echo "$1 $2 (b):"; $PY tools/gpu/probe_windows.py "$3" "$out/steps-b-$1-$2.txt"; }
+	[ "$BIG_STEPS" -gt 0 ] && { echo "$1 $2 (e):"; $PY tools/gpu/probe_windows.py "$3" "$out/steps-e-$1-$2.txt"; }
+}
+pooled() { # MODE WORKLOAD: by window over every round (tools/gpu/probe_windows.py --pool)
+	local args=() r
+	for r in $(seq "$RUNS"); do
+		[ -s "$out/steps-$2-$1-$r.txt" ] && args+=("$out/edges-$1-$r.txt" "$out/steps-$2-$1-$r.txt")
+	done
+	[ ${#args[@]} -gt 2 ] && echo "$1 ($2), all rounds: $($PY tools/gpu/probe_windows.py --pool "${args[@]}")"
 }
 for r in $(seq "$RUNS"); do
 	$L -v --duty 0.5 --window "$WINDOW" --shim "$PWD/build/libgpuprobe_shim.so" -o "$out/full-$r.pb.gz" -- \
@@ -37,3 +45,8 @@ for r in $(seq "$RUNS"); do
 	report full "$r" "$out/edges-full-$r.txt"
 	report peer "$r" "$out/edges-peer-$r.txt"
 done
+for m in full peer; do
+	pooled $m b
+	pooled $m e
+done
+true

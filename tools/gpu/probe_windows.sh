@@ -4,7 +4,9 @@
 # empty-kernel launch loop (a) in a process of its own, its batches of 5,000
 # launches labelled as the steps are; the shim recording throughout
 # (GPUPROBE_RECORD=always), the loader's launch probes attached in duty
-# windows (--duty 0.5 --window WINDOW) and detached between. RUNS processes.
+# windows (--duty 0.5 --window WINDOW) and detached between. RUNS processes;
+# each cost by step and by window (the one to judge by: tools/gpu/probe_windows.py),
+# then by window over all the runs' windows.
 # Usage (repo root, GPU machine, after make static and the shim):
 #   [L=LOADER] [STEPS=3000] [BIG_STEPS=1000] [LAUNCHES=0] [WINDOW=1] [RUNS=2] tools/gpu/probe_windows.sh OUTDIR
 set -uo pipefail
@@ -30,8 +32,16 @@ train_run() { # RUN
 	windows "run $r" "$out/p$r.pb.gz" "$out/train-$r.log" "$out/loader-$r.log" "$out/edges-$r.txt" \
 		STEPS="$STEPS" BIG_STEPS="$BIG_STEPS" GRAPH_REPLAYS=0 STEP_TIMES="$out/steps-b-$r.txt" \
 		BIG_STEP_TIMES="$out/steps-e-$r.txt" $PY tools/gpu/train.py
-	echo "(b):"; $PY tools/gpu/probe_windows.py "$out/edges-$r.txt" "$out/steps-b-$r.txt"
-	echo "(e):"; $PY tools/gpu/probe_windows.py "$out/edges-$r.txt" "$out/steps-e-$r.txt"
+	[ "$STEPS" -gt 0 ] && { echo "(b):"; $PY tools/gpu/probe_windows.py "$out/edges-$r.txt" "$out/steps-b-$r.txt"; }
+	[ "$BIG_STEPS" -gt 0 ] && { echo "(e):"; $PY tools/gpu/probe_windows.py "$out/edges-$r.txt" "$out/steps-e-$r.txt"; }
+}
+# The cost by window over every run's windows (tools/gpu/probe_windows.py --pool).
+pooled() { # NAME EDGES_PREFIX STEPS_PREFIX
+	local args=() r
+	for r in $(seq "$RUNS"); do
+		[ -s "$3-$r.txt" ] && args+=("$2-$r.txt" "$3-$r.txt")
+	done
+	[ ${#args[@]} -gt 2 ] && echo "$1: $($PY tools/gpu/probe_windows.py --pool "${args[@]}")"
 }
 launch_run() { # RUN
 	local r=$1
@@ -43,3 +53,7 @@ for r in $(seq "$RUNS"); do
 	[ "$STEPS" -gt 0 ] || [ "$BIG_STEPS" -gt 0 ] && train_run "$r"
 	[ "$LAUNCHES" -gt 0 ] && launch_run "$r"
 done
+pooled "(b), all runs" "$out/edges" "$out/steps-b"
+pooled "(e), all runs" "$out/edges" "$out/steps-e"
+pooled "(a), all runs" "$out/edges-a" "$out/steps-a"
+true

@@ -46,7 +46,7 @@ for r in $(seq "$RUNS"); do
 	report peer "$r" "$out/edges-peer-$r.txt"
 done
 for m in full peer; do
-	pooled $m b
-	pooled $m e
+	[ "$STEPS" -gt 0 ] && pooled $m b
+	[ "$BIG_STEPS" -gt 0 ] && pooled $m e
 done
 true

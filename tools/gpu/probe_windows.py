@@ -84,6 +84,8 @@ def read_steps(path, skip):
 
 def pool(args):
     """--pool: the cost by window over every process's windows."""
+    if not args or len(args) % 2:
+        sys.exit("probe_windows.py --pool: LOADER_LOG STEP_TIMES pairs, one for each process")
     got = []
     for log, times in zip(args[::2], args[1::2]):
         got += bracketed(windows(log), read_steps(times, 20))

@@ -53,7 +53,7 @@ for r in $(seq "$RUNS"); do
 	[ "$STEPS" -gt 0 ] || [ "$BIG_STEPS" -gt 0 ] && train_run "$r"
 	[ "$LAUNCHES" -gt 0 ] && launch_run "$r"
 done
-pooled "(b), all runs" "$out/edges" "$out/steps-b"
-pooled "(e), all runs" "$out/edges" "$out/steps-e"
-pooled "(a), all runs" "$out/edges-a" "$out/steps-a"
+[ "$STEPS" -gt 0 ] && pooled "(b), all runs" "$out/edges" "$out/steps-b"
+[ "$BIG_STEPS" -gt 0 ] && pooled "(e), all runs" "$out/edges" "$out/steps-e"
+[ "$LAUNCHES" -gt 0 ] && pooled "(a), all runs" "$out/edges-a" "$out/steps-a"
 true

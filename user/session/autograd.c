@@ -19,7 +19,8 @@
  * driver call, and again after its first launch. GPUPROBE_TEST_AUTOGRAD_TRIES
  * (1 to AUTOGRAD_TRIES) lowers it, for the tests of a libtorch mapped late.
  * Once those looks found none, a target that goes on launching is looked at
- * once more every AUTOGRAD_AGAIN_PER times as many scans (about a minute):
+ * once more every AUTOGRAD_AGAIN_PER times as many scans it launched in
+ * (about a minute of launching):
  * one that maps libtorch much later (CUDA work first, `import torch` after
  * it) is probed from then on, at the cost of a read of its maps a minute.
  */
@@ -68,6 +69,7 @@ void session__autograd_setup(struct session *s, struct target *t)
 		return; /* mapped no more (or for now): looked at again next scan */
 	if (r < 0 || ++t->autograd_tries >= autograd_tries_max()) {
 		t->autograd_done = true;
+		t->autograd_refused = r < 0; /* not looked at again now and then */
 		if (r < 0)
 			log_debug(s->o->verbose, "pid %d (%s): autograd engine not probed: %s", t->pid, t->comm,
 				  strerror(-r));
@@ -79,24 +81,28 @@ void session__autograd_setup(struct session *s, struct target *t)
 
 /*
  * Each scan: while the looks go on, one more (session__autograd_setup).
- * Once they ended with none, the scans a target launched in are counted,
+ * Once they ended with none (not with a libtorch refused: its file would
+ * be read again for nothing), the scans a target launched in are counted,
  * and every AUTOGRAD_AGAIN_PER * AUTOGRAD_TRIES of them it is looked at
- * once more. A target that stopped launching is not looked at.
+ * once more. A target that stopped launching is not looked at; under
+ * --duty, launches are seen in windows only, so the looks are as rare
+ * as the windows make them. The first look again is said under -v.
  */
 void session__autograd_scan(struct session *s, struct target *t)
 {
+	bool launched = t->autograd_launched;
+
+	t->autograd_launched = false; /* since this scan */
 	if (t->autograd_done && !t->autograd_probed) {
-		if (!t->autograd_launched)
-			return;
-		t->autograd_launched = false;
-		if (++t->autograd_launch_scans < AUTOGRAD_AGAIN_PER * autograd_tries_max())
+		if (t->autograd_refused || !launched ||
+		    ++t->autograd_launch_scans < AUTOGRAD_AGAIN_PER * autograd_tries_max())
 			return;
 		t->autograd_launch_scans = 0;
-		t->autograd_agains++;
+		if (!t->autograd_agains++)
+			log_debug(s->o->verbose, "pid %d (%s): autograd engine looked for again", t->pid,
+				  t->comm);
 		t->autograd_tries = autograd_tries_max() - 1; /* one look */
 		t->autograd_done = false;
-		log_debug(s->o->verbose, "pid %d (%s): autograd engine looked for again (%u)", t->pid, t->comm,
-			  t->autograd_agains);
 	}
 	session__autograd_setup(s, t);
 }

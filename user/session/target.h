@@ -47,6 +47,7 @@ struct target {
 	bool autograd_done;        /* its engine is probed, or will not be */
 	bool autograd_probed;      /* its engine is probed (marked mapped on each scan) */
 	bool autograd_no_slot;     /* refused for want of a slot: counted once */
+	bool autograd_refused;     /* the looks ended on a libtorch refused (not looked at again) */
 	bool autograd_launched;    /* it launched since the last scan (autograd.c) */
 	unsigned autograd_launch_scans; /* scans it launched in since, once the looks ended */
 	unsigned autograd_agains;  /* looks again after the looks ended with none */

@@ -144,8 +144,28 @@ check_unlaunched() {
 # the loader has stopped looking for it (GPUPROBE_TEST_AUTOGRAD_TRIES=1: one
 # look, at the module load): its first launch starts the looks again.
 # launched: it launched before too, and the looks at that launch ended as
-# well (two "no autograd engine" lines); it goes on launching after it maps
-# libtorch, and is looked at again once it launched in two scans.
+# well (two "no autograd engine" lines); idle, it is not looked at again
+# (idle_not_looked); it goes on launching after it maps libtorch, and is
+# looked at again once it launched in two scans.
+# The loader's own clock: wall_s of its last -v "loader:" line (0 before one).
+loader_wall() { # ERR
+	grep "^loader:" "$1" | tail -1 | sed -n 's/.* wall_s=\([0-9.]*\) .*/\1/p'
+}
+# A target that launches nothing is not looked at again: three scans
+# (SCAN_NS, 2 s) by the loader's clock pass with no look after the looks ended.
+idle_not_looked() { # NAME
+	local from now=0
+	from=$(loader_wall "$WORK/$1.err")
+	for _ in $(seq 300); do # 30 s at most
+		now=$(loader_wall "$WORK/$1.err")
+		awk -v a="${now:-0}" -v b="${from:-0}" 'BEGIN { exit !(a >= b + 6.5) }' && break
+		sleep 0.1
+	done
+	awk -v a="${now:-0}" -v b="${from:-0}" 'BEGIN { exit !(a >= b + 6.5) }' ||
+		fail "$1: the loader's clock did not reach $from + 6.5 s (at $now)"
+	! grep -q "autograd engine looked for again" "$WORK/$1.err" ||
+		fail "$1: looked for again while it launched nothing"
+}
 check_late() { # [launched]
 	local mode=${1:-} name=late${1:+_$1} lpid ppid caller gaveup=1
 	[ -n "$mode" ] && gaveup=2
@@ -163,6 +183,7 @@ check_late() { # [launched]
 	ppid=$(sed -n 's/^autograd_late: waiting pid=\([0-9]*\)$/\1/p' "$WORK/$name.out")
 	[ "$(grep -c "no autograd engine after 1 looks" "$WORK/$name.err")" -ge $gaveup ] && [ -n "$ppid" ] ||
 		{ kill $lpid 2>/dev/null; wait $lpid; cat "$WORK/$name.err" "$WORK/$name.out"; fail "$name: the loader never gave up its looks"; }
+	[ -n "$mode" ] && idle_not_looked "$name"
 	kill -USR1 "$ppid" || fail "$name: autograd_late ($ppid) is gone before its signal"
 	wait $lpid || { cat "$WORK/$name.err" "$WORK/$name.out"; fail "loader failed ($name)"; }
 	caller=$(sed -n 's/^autograd_late: caller=\([0-9]*\)$/\1/p' "$WORK/$name.out")
@@ -173,7 +194,7 @@ check_late() { # [launched]
 	if [ -n "$mode" ]; then
 		grep -q "autograd engine looked for again$" "$WORK/$name.err" ||
 			fail "$name: probed, but not by a look after the looks ended"
-		ok "libtorch mapped after the looks at the first launch ended too: looked for again while it launches, its pass under its caller"
+		ok "libtorch mapped after the looks at the first launch ended too: not looked for while idle, looked for again while it launches, its pass under its caller"
 	else
 		ok "libtorch mapped after the loader's looks at the module load ended: looked for again at the first launch, its pass under its caller"
 	fi

@@ -147,22 +147,33 @@ check_unlaunched() {
 # well (two "no autograd engine" lines); idle, it is not looked at again
 # (idle_not_looked); it goes on launching after it maps libtorch, and is
 # looked at again once it launched in two scans.
-# The loader's own clock: wall_s of its last -v "loader:" line (0 before one).
+# The loader's own clock: wall_s of its last -v "loader:" line (empty before one).
 loader_wall() { # ERR
-	grep "^loader:" "$1" | tail -1 | sed -n 's/.* wall_s=\([0-9.]*\) .*/\1/p'
+	sed -n 's/^loader: .* wall_s=\([0-9.]*\) .*/\1/p' "$1" | tail -1
 }
-# A target that launches nothing is not looked at again: three scans
-# (SCAN_NS, 2 s) by the loader's clock pass with no look after the looks ended.
+# Whether the loader's clock in ERR has passed FROM + 6.5 s (three scans, SCAN_NS 2 s).
+three_scans_past() { # ERR FROM
+	awk -v a="$(loader_wall "$1")" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 6.5) }'
+}
+# A target that launches nothing is not looked at again: three scans by
+# the loader's clock pass with no look after the looks ended.
 idle_not_looked() { # NAME
-	local from now=0
-	from=$(loader_wall "$WORK/$1.err")
+	local from=
+	# The lines that ended the looks are written inside a tick, its "loader:"
+	# line after them: there may be none yet, and the last one may be the
+	# tick's before, a tick early at most (three scans take 6 s of the 6.5).
 	for _ in $(seq 300); do # 30 s at most
-		now=$(loader_wall "$WORK/$1.err")
-		awk -v a="${now:-0}" -v b="${from:-0}" 'BEGIN { exit !(a >= b + 6.5) }' && break
+		from=$(loader_wall "$WORK/$1.err")
+		[ -n "$from" ] && break
 		sleep 0.1
 	done
-	awk -v a="${now:-0}" -v b="${from:-0}" 'BEGIN { exit !(a >= b + 6.5) }' ||
-		fail "$1: the loader's clock did not reach $from + 6.5 s (at $now)"
+	[ -n "$from" ] || fail "$1: the loader wrote no -v \"loader:\" line"
+	for _ in $(seq 300); do # 30 s at most
+		three_scans_past "$WORK/$1.err" "$from" && break
+		sleep 0.1
+	done
+	three_scans_past "$WORK/$1.err" "$from" ||
+		fail "$1: the loader's clock did not reach $from + 6.5 s (at $(loader_wall "$WORK/$1.err"))"
 	! grep -q "autograd engine looked for again" "$WORK/$1.err" ||
 		fail "$1: looked for again while it launched nothing"
 }

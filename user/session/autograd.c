@@ -73,7 +73,7 @@ void session__autograd_setup(struct session *s, struct target *t)
 		if (r < 0)
 			log_debug(s->o->verbose, "pid %d (%s): autograd engine not probed: %s", t->pid, t->comm,
 				  strerror(-r));
-		else if (!t->autograd_agains)
+		else if (!t->autograd_looked_again)
 			log_debug(s->o->verbose, "pid %d (%s): no autograd engine after %u looks", t->pid,
 				  t->comm, t->autograd_tries);
 	}
@@ -98,9 +98,10 @@ void session__autograd_scan(struct session *s, struct target *t)
 		    ++t->autograd_launch_scans < AUTOGRAD_AGAIN_PER * autograd_tries_max())
 			return;
 		t->autograd_launch_scans = 0;
-		if (!t->autograd_agains++)
+		if (!t->autograd_looked_again)
 			log_debug(s->o->verbose, "pid %d (%s): autograd engine looked for again", t->pid,
 				  t->comm);
+		t->autograd_looked_again = true;
 		t->autograd_tries = autograd_tries_max() - 1; /* one look */
 		t->autograd_done = false;
 	}

@@ -50,7 +50,7 @@ struct target {
 	bool autograd_refused;     /* the looks ended on a libtorch refused (not looked at again) */
 	bool autograd_launched;    /* it launched since the last scan (autograd.c) */
 	unsigned autograd_launch_scans; /* scans it launched in since, once the looks ended */
-	unsigned autograd_agains;  /* looks again after the looks ended with none */
+	bool autograd_looked_again; /* looked at again after the looks ended with none (said once) */
 	__u32 py_entry_kind;       /* enum gp_py_entry_kind of that CPython */
 	__u64 py_next_try_ns;      /* detection retried until then (0: try now) */
 	__u64 py_wait_ns;          /* the wait before the next look for one not yet found */

@@ -14,8 +14,8 @@
  *
  * autograd_late launched: k_first is launched before the wait too (the
  * loader's looks at the first launch end with none as well); after the
- * signal, k_first is launched every 10 ms until the probes are in (a
- * minute at most): a process that goes on launching is looked at again
+ * signal, k_first is launched again at every look until the probes are
+ * in (wait_for: a minute at most): a process that goes on launching is looked at again
  * now and then.
  */
 #define _GNU_SOURCE
@@ -84,19 +84,20 @@ static int open_engine(void)
 	return start_fn && probed_fn && backward_fn ? 0 : -1;
 }
 
-/* Until the engine's probes are in, a minute at most, k_first launched every 10 ms. */
-static int launch_until_probed(void)
+/* k_first launched and waited for. */
+static void launch_first(void)
 {
-	struct timespec ms10 = { 0, 10 * 1000 * 1000 };
+	CHECK(cuLaunchKernel(k_first, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
+	CHECK(cuStreamSynchronize(stream));
+}
 
-	for (int i = 0; i < 6000; i++) {
-		if (probed_fn())
-			return 0;
-		CHECK(cuLaunchKernel(k_first, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
-		CHECK(cuStreamSynchronize(stream));
-		nanosleep(&ms10, NULL);
-	}
-	return -1;
+/* wait_for's condition in launched mode: the engine's probes in, or else k_first once more. */
+static int probed_else_launch(void)
+{
+	if (probed_fn())
+		return 1;
+	launch_first();
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -120,10 +121,8 @@ int main(int argc, char **argv)
 	CHECK(cuModuleGetFunction(&k_first, mod, "k_first"));
 	CHECK(cuModuleGetFunction(&k_late, mod, "k_late"));
 	CHECK(cuStreamCreate(&stream, 0));
-	if (launched) {
-		CHECK(cuLaunchKernel(k_first, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
-		CHECK(cuStreamSynchronize(stream));
-	}
+	if (launched)
+		launch_first();
 	printf("autograd_late: waiting pid=%d\n", (int)getpid());
 	fflush(stdout);
 	if (wait_for_go()) {
@@ -132,9 +131,8 @@ int main(int argc, char **argv)
 	}
 	if (open_engine())
 		return 1;
-	CHECK(cuLaunchKernel(k_first, 1, 1, 1, BLOCK, 1, 1, 0, stream, NULL, NULL));
-	CHECK(cuStreamSynchronize(stream));
-	if (start_fn() || (launched ? launch_until_probed() : wait_for(probed_fn))) {
+	launch_first();
+	if (start_fn() || wait_for(launched ? probed_else_launch : probed_fn)) {
 		fprintf(stderr, PROG ": the engine's probes never appeared\n");
 		return 3;
 	}

@@ -25,9 +25,7 @@ report() { # MODE RUN EDGES
 	[ "$STEPS" -gt 0 ] && { echo "$1 $2 (b):"; $PY tools/gpu/probe_windows.py "$3" "$out/steps-b-$1-$2.txt"; }
 	[ "$BIG_STEPS" -gt 0 ] && { echo "$1 $2 (e):"; $PY tools/gpu/probe_windows.py "$3" "$out/steps-e-$1-$2.txt"; }
 }
-pooled() { # MODE WORKLOAD: by window over every round (tools/gpu/probe_windows.py --pool)
-	local args=() r
-	for r in $(seq "$RUNS"); do
+for r in $(seq "$RUNS"); do
 		[ -s "$out/steps-$2-$1-$r.txt" ] && args+=("$out/edges-$1-$r.txt" "$out/steps-$2-$1-$r.txt")
 	done
 	[ ${#args[@]} -gt 2 ] && echo "$1 ($2), all rounds: $($PY tools/gpu/probe_windows.py --pool "${args[@]}")"
@@ -45,8 +43,8 @@ for r in $(seq "$RUNS"); do
 	report full "$r" "$out/edges-full-$r.txt"
 	report peer "$r" "$out/edges-peer-$r.txt"
 done
-for m in full peer; do
-	[ "$STEPS" -gt 0 ] && pooled $m b
-	[ "$BIG_STEPS" -gt 0 ] && pooled $m e
+for m in full peer; do # by window over every round
+	[ "$STEPS" -gt 0 ] && $PY tools/gpu/probe_windows.py --runs "$m (b), all rounds" "$out/edges-$m" "$out/steps-b-$m" "$RUNS"
+	[ "$BIG_STEPS" -gt 0 ] && $PY tools/gpu/probe_windows.py --runs "$m (e), all rounds" "$out/edges-$m" "$out/steps-e-$m" "$RUNS"
 done
 true

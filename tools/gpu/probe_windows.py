@@ -15,10 +15,13 @@ medians of the gaps either side of it (the steps wholly between it and
 the windows before and after; a window without steps on all three is left
 out), the mean of those over the windows, with its 95% bootstrap interval
 over the windows (each window, with its gaps, is one unit). --pool gives
-it over the windows of several processes together (SKIP 20).
+it over the windows of several processes together (SKIP 20); --runs
+over a script's runs 1..N (PREFIX-r.txt files; runs without steps left
+out, nothing said for fewer than two).
 
   probe_windows.py LOADER_LOG STEP_TIMES [SKIP [PER]]
   probe_windows.py --pool LOADER_LOG STEP_TIMES [LOADER_LOG STEP_TIMES ...]
+  probe_windows.py --runs NAME EDGES_PREFIX STEPS_PREFIX N
 STEP_TIMES: train.py's STEP_TIMES or BIG_STEP_TIMES file, or empty_launch's
 BATCH_TIMES (a "step" is then a batch of launches); steps before SKIP
 (default 20) are not judged (warm-up). PER (launches a step): the cost is
@@ -58,12 +61,18 @@ def bracketed(win, steps):
     return out
 
 
+def window_cost(got):
+    """bracketed()'s windows: the mean of their costs, a share of the step,
+    and its 95% bootstrap interval over the windows."""
+    return mean_interval([on / off - 1 for on, off in got])
+
+
 def by_window(win, steps, per):
     """The lines of the cost by window (module docstring)."""
     got = bracketed(win, steps)
     if not got:
         return ["by window: no window has steps inside and on both sides"]
-    m, lo, hi = mean_interval([on / off - 1 for on, off in got])
+    m, lo, hi = window_cost(got)
     lines = ["by window (each against the gaps either side): %+.2f%% [%+.2f%%, %+.2f%%] of the step "
              "(mean of %d windows, 95%% over them)" % (100 * m, 100 * lo, 100 * hi, len(got))]
     if per:
@@ -82,7 +91,7 @@ def read_steps(path, skip):
     return out
 
 
-def pool(args):
+def pool(args, name="by window, pooled"):
     """--pool: the cost by window over every process's windows."""
     if not args or len(args) % 2:
         sys.exit("probe_windows.py --pool: LOADER_LOG STEP_TIMES pairs, one for each process")
@@ -90,16 +99,31 @@ def pool(args):
     for log, times in zip(args[::2], args[1::2]):
         got += bracketed(windows(log), read_steps(times, 20))
     if not got:
-        print("by window, pooled: no window has steps inside and on both sides")
+        print("%s: no window has steps inside and on both sides" % name)
         return
-    m, lo, hi = mean_interval([on / off - 1 for on, off in got])
-    print("by window, pooled over %d processes: %+.2f%% [%+.2f%%, %+.2f%%] of the step (mean of %d windows)" %
-          (len(args) // 2, 100 * m, 100 * lo, 100 * hi, len(got)))
+    m, lo, hi = window_cost(got)
+    print("%s over %d processes: %+.2f%% [%+.2f%%, %+.2f%%] of the step (mean of %d windows)" %
+          (name, len(args) // 2, 100 * m, 100 * lo, 100 * hi, len(got)))
+
+
+def runs(name, edges, steps, n):
+    """--runs: --pool over a script's runs 1..n (EDGES-r.txt, STEPS-r.txt),
+    those whose step file has steps; nothing with fewer than two."""
+    args = []
+    for r in range(1, int(n) + 1):
+        path = "%s-%d.txt" % (steps, r)
+        if os.path.exists(path) and os.path.getsize(path):
+            args += ["%s-%d.txt" % (edges, r), path]
+    if len(args) > 2:
+        pool(args, name + ": by window, pooled")
 
 
 def main():
     if sys.argv[1] == "--pool":
         pool(sys.argv[2:])
+        return
+    if sys.argv[1] == "--runs":
+        runs(*sys.argv[2:6])
         return
     win = windows(sys.argv[1])
     skip = int(sys.argv[3]) if len(sys.argv) > 3 else 20

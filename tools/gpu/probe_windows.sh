@@ -35,14 +35,6 @@ train_run() { # RUN
 	[ "$STEPS" -gt 0 ] && { echo "(b):"; $PY tools/gpu/probe_windows.py "$out/edges-$r.txt" "$out/steps-b-$r.txt"; }
 	[ "$BIG_STEPS" -gt 0 ] && { echo "(e):"; $PY tools/gpu/probe_windows.py "$out/edges-$r.txt" "$out/steps-e-$r.txt"; }
 }
-# The cost by window over every run's windows (tools/gpu/probe_windows.py --pool).
-pooled() { # NAME EDGES_PREFIX STEPS_PREFIX
-	local args=() r
-	for r in $(seq "$RUNS"); do
-		[ -s "$3-$r.txt" ] && args+=("$2-$r.txt" "$3-$r.txt")
-	done
-	[ ${#args[@]} -gt 2 ] && echo "$1: $($PY tools/gpu/probe_windows.py --pool "${args[@]}")"
-}
 launch_run() { # RUN
 	local r=$1
 	windows "run $r (a)" "$out/a$r.pb.gz" "$out/launch-$r.log" "$out/loader-a-$r.log" \
@@ -53,7 +45,9 @@ for r in $(seq "$RUNS"); do
 	[ "$STEPS" -gt 0 ] || [ "$BIG_STEPS" -gt 0 ] && train_run "$r"
 	[ "$LAUNCHES" -gt 0 ] && launch_run "$r"
 done
-[ "$STEPS" -gt 0 ] && pooled "(b), all runs" "$out/edges" "$out/steps-b"
-[ "$BIG_STEPS" -gt 0 ] && pooled "(e), all runs" "$out/edges" "$out/steps-e"
-[ "$LAUNCHES" -gt 0 ] && pooled "(a), all runs" "$out/edges-a" "$out/steps-a"
+# The cost by window over every run's windows.
+pool() { $PY tools/gpu/probe_windows.py --runs "$1, all runs" "$out/$2" "$out/$3" "$RUNS"; }
+[ "$STEPS" -gt 0 ] && pool "(b)" edges steps-b
+[ "$BIG_STEPS" -gt 0 ] && pool "(e)" edges steps-e
+[ "$LAUNCHES" -gt 0 ] && pool "(a)" edges-a steps-a
 true

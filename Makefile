@@ -366,7 +366,7 @@ fuzz: $(FUZZERS)
 # ---------------------------------------------------------------- the rest
 tools-check: $(SHIM_SO)
 	$(Q)tools/run-tests.sh tools $(BUILD) "tools/check-portable-elf $(SHIM_SO)" tools/check-cubin-defer \
-		tools/check-pc-unload tools/check-ablate-patch tools/check-window-ratio
+		tools/check-pc-unload tools/check-ablate-patch tools/check-window-ratio tools/check-syntax
 
 deps:
 	$(Q)tools/deps.sh

@@ -26,11 +26,6 @@ report() { # MODE RUN EDGES
 	[ "$BIG_STEPS" -gt 0 ] && { echo "$1 $2 (e):"; $PY tools/gpu/probe_windows.py "$3" "$out/steps-e-$1-$2.txt"; }
 }
 for r in $(seq "$RUNS"); do
-		[ -s "$out/steps-$2-$1-$r.txt" ] && args+=("$out/edges-$1-$r.txt" "$out/steps-$2-$1-$r.txt")
-	done
-	[ ${#args[@]} -gt 2 ] && echo "$1 ($2), all rounds: $($PY tools/gpu/probe_windows.py --pool "${args[@]}")"
-}
-for r in $(seq "$RUNS"); do
 	$L -v --duty 0.5 --window "$WINDOW" --shim "$PWD/build/libgpuprobe_shim.so" -o "$out/full-$r.pb.gz" -- \
 		env "${run_env[@]}" STEP_TIMES="$out/steps-b-full-$r.txt" BIG_STEP_TIMES="$out/steps-e-full-$r.txt" \
 		$PY tools/gpu/train.py >"$out/train-full-$r.log" 2>"$out/loader-$r.log"

@@ -6,12 +6,12 @@
 # BPF ring, the shim's shared ring, the heap, other anonymous memory, files.
 # Also the `loader:` line's own figures (peak RSS, queue, symbols, CFI).
 # Usage (repo root, GPU machine, after make static all):
-#   [STEPS=40] [REPLAYS=100] [BIG_STEPS=20] [LOADER_ARGS=...] tools/gpu/loader_mem.sh OUTDIR [ROUNDS]
+#   [L=LOADER] [STEPS=40] [REPLAYS=100] [BIG_STEPS=20] [LOADER_ARGS=...] tools/gpu/loader_mem.sh OUTDIR [ROUNDS]
 set -uo pipefail
 out=${1:?OUTDIR}; rounds=${2:-3}
 mkdir -p "$out"
 . "$(dirname "$0")/launch_tools.sh"
-L=$PWD/build/static/gpuprobe-bpf
+L=${L:-$PWD/build/static/gpuprobe-bpf} # the loader (another build to compare: L=PATH)
 STEPS=${STEPS:-40}; REPLAYS=${REPLAYS:-100}; BIG_STEPS=${BIG_STEPS:-20}
 for r in $(seq 1 "$rounds"); do
 	STEPS=$STEPS GRAPH_REPLAYS=$REPLAYS BIG_STEPS=$BIG_STEPS $L -v ${LOADER_ARGS:-} \

@@ -933,6 +933,24 @@ static void pending_expire(struct join *j, struct jproc *p, __u32 node)
 	jproc__release_pending(p, node);
 }
 
+/*
+ * A call that took the one activity it was due (a kernel launch, a copy)
+ * can take no other: CUPTI gives a call one id and one record. It stays
+ * in the table JOIN_SPENT_KEEP_NS, not the horizon, so that a stuck id's
+ * next call still finds it held (corr_note_reuse: a thread's calls come
+ * microseconds apart); once gone, a chain of its id (join_chain.c) counts
+ * it gone, as it does a call past the horizon. Keeping every call the
+ * horizon's 10 s held about 114,000 on the bench's small step, and their
+ * lookups missed the caches (docs/BENCHMARKS.md). The table is a queue: a
+ * spent call leaves from its front, behind any call still waiting, and at
+ * the horizon at the latest.
+ */
+static bool corr_spent(const struct join *j, const struct jcorr *c)
+{
+	return c->seen && (c->takes == TAKES_ONE_KERNEL || c->takes == TAKES_ONE_COPY) &&
+	       c->added + JOIN_SPENT_KEEP_NS <= j->now;
+}
+
 static void expire_proc(struct join *j, struct jproc *p, bool all)
 {
 	while (p->pending_order.len) {
@@ -948,7 +966,7 @@ static void expire_proc(struct join *j, struct jproc *p, bool all)
 	while (p->corrs.len) {
 		const struct jcorr *c = fifo__at(&p->corrs, 0);
 
-		if (!all && c->added + j->o.horizon_ns > j->now)
+		if (!all && c->added + j->o.horizon_ns > j->now && !corr_spent(j, c))
 			break;
 		corr_drop_front(j, p);
 	}

@@ -112,6 +112,9 @@ struct jorder {
  */
 #define ATTACH_DRIVER_SLACK_NS 1000000ull
 
+/* How long a call that took its one activity stays held (corr_spent, join.c). */
+#define JOIN_SPENT_KEEP_NS 1000000000ull
+
 struct jproc {
 	__u32 pid;
 	__u64 attach_ts;

@@ -20,15 +20,12 @@ __u64 u64map__hash(__u64 x)
 
 static int alloc_slots(struct u64map *m, size_t cap)
 {
-	m->keys = calloc(cap, sizeof(*m->keys));
-	m->vals = calloc(cap, sizeof(*m->vals));
-	m->used = calloc(cap, sizeof(*m->used));
-	if (!m->keys || !m->vals || !m->used) {
-		free(m->keys);
-		free(m->vals);
-		free(m->used);
+	struct u64slot *s = malloc(cap * sizeof(*s));
+
+	if (!s)
 		return -ENOMEM;
-	}
+	memset(s, 0xff, cap * sizeof(*s)); /* every key U64MAP_FREE */
+	m->slots = s;
 	m->cap = cap;
 	return 0;
 }
@@ -61,25 +58,28 @@ void u64map__fini(struct u64map *m)
 {
 	if (!m)
 		return;
-	free(m->keys);
-	free(m->vals);
-	free(m->used);
+	free(m->slots);
 	memset(m, 0, sizeof(*m));
 }
 
+/* key's slot, or the free slot ending its probe run (key is not U64MAP_FREE). */
 static size_t slot_of(const struct u64map *m, __u64 key, bool *ret_found)
 {
 	size_t mask = m->cap - 1, i = u64map__hash(key ^ m->seed) & mask;
 
-	while (m->used[i]) {
-		if (m->keys[i] == key) {
+	for (;;) {
+		__u64 k = m->slots[i].key;
+
+		if (k == key) {
 			*ret_found = true;
+			return i;
+		}
+		if (k == U64MAP_FREE) {
+			*ret_found = false;
 			return i;
 		}
 		i = (i + 1) & mask;
 	}
-	*ret_found = false;
-	return i;
 }
 
 /* The map rebuilt with cap slots (a power of two, over len * 4 / 3). */
@@ -92,31 +92,38 @@ static int rehash(struct u64map *m, size_t cap)
 		*m = old;
 		return err;
 	}
-	m->len = 0;
 	for (size_t i = 0; i < old.cap; i++) {
-		if (old.used[i]) {
+		if (old.slots[i].key != U64MAP_FREE) {
 			bool found;
-			size_t s = slot_of(m, old.keys[i], &found);
 
-			m->used[s] = 1;
-			m->keys[s] = old.keys[i];
-			m->vals[s] = old.vals[i];
-			m->len++;
+			m->slots[slot_of(m, old.slots[i].key, &found)] = old.slots[i];
 		}
 	}
-	free(old.keys);
-	free(old.vals);
-	free(old.used);
+	free(old.slots);
+	return 0;
+}
+
+/* The key U64MAP_FREE, kept beside the slots. */
+static int put_free_key(struct u64map *m, __u64 val)
+{
+	if (!m->has_free_key && m->len >= m->limit)
+		return -E2BIG;
+	m->len += !m->has_free_key;
+	m->has_free_key = true;
+	m->free_key_val = val;
 	return 0;
 }
 
 int u64map__put(struct u64map *m, __u64 key, __u64 val)
 {
 	bool found;
-	size_t s = slot_of(m, key, &found);
+	size_t s;
 
+	if (key == U64MAP_FREE)
+		return put_free_key(m, val);
+	s = slot_of(m, key, &found);
 	if (found) {
-		m->vals[s] = val;
+		m->slots[s].val = val;
 		return 0;
 	}
 	if (m->len >= m->limit)
@@ -128,9 +135,7 @@ int u64map__put(struct u64map *m, __u64 key, __u64 val)
 			return err;
 		s = slot_of(m, key, &found);
 	}
-	m->used[s] = 1;
-	m->keys[s] = key;
-	m->vals[s] = val;
+	m->slots[s] = (struct u64slot){ .key = key, .val = val };
 	m->len++;
 	return 0;
 }
@@ -138,10 +143,16 @@ int u64map__put(struct u64map *m, __u64 key, __u64 val)
 bool u64map__get(const struct u64map *m, __u64 key, __u64 *ret_val)
 {
 	bool found;
-	size_t s = slot_of(m, key, &found);
+	size_t s;
 
+	if (key == U64MAP_FREE) {
+		if (m->has_free_key && ret_val)
+			*ret_val = m->free_key_val;
+		return m->has_free_key;
+	}
+	s = slot_of(m, key, &found);
 	if (found && ret_val)
-		*ret_val = m->vals[s];
+		*ret_val = m->slots[s].val;
 	return found;
 }
 
@@ -150,27 +161,35 @@ bool u64map__del(struct u64map *m, __u64 key, __u64 *ret_val)
 	size_t mask = m->cap - 1, i, j;
 	bool found;
 
+	if (key == U64MAP_FREE) {
+		if (!m->has_free_key)
+			return false;
+		if (ret_val)
+			*ret_val = m->free_key_val;
+		m->has_free_key = false;
+		m->len--;
+		return true;
+	}
 	i = slot_of(m, key, &found);
 	if (!found)
 		return false;
 	if (ret_val)
-		*ret_val = m->vals[i];
+		*ret_val = m->slots[i].val;
 	/* Backward shift: pull later members of the probe run into the hole. */
 	j = i;
 	for (;;) {
 		size_t home;
 
 		j = (j + 1) & mask;
-		if (!m->used[j])
+		if (m->slots[j].key == U64MAP_FREE)
 			break;
-		home = u64map__hash(m->keys[j] ^ m->seed) & mask;
+		home = u64map__hash(m->slots[j].key ^ m->seed) & mask;
 		if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
-			m->keys[i] = m->keys[j];
-			m->vals[i] = m->vals[j];
+			m->slots[i] = m->slots[j];
 			i = j;
 		}
 	}
-	m->used[i] = 0;
+	m->slots[i].key = U64MAP_FREE;
 	m->len--;
 	return true;
 }
@@ -183,21 +202,28 @@ size_t u64map__len(const struct u64map *m)
 bool u64map__next(const struct u64map *m, size_t *iter, __u64 *ret_key, __u64 *ret_val)
 {
 	for (size_t i = *iter; i < m->cap; i++) {
-		if (m->used[i]) {
-			*ret_key = m->keys[i];
-			*ret_val = m->vals[i];
+		if (m->slots[i].key != U64MAP_FREE) {
+			*ret_key = m->slots[i].key;
+			*ret_val = m->slots[i].val;
 			*iter = i + 1;
 			return true;
 		}
 	}
-	*iter = m->cap;
+	if (*iter <= m->cap && m->has_free_key) { /* the key kept beside, last */
+		*ret_key = U64MAP_FREE;
+		*ret_val = m->free_key_val;
+		*iter = m->cap + 1;
+		return true;
+	}
+	*iter = m->cap + 1;
 	return false;
 }
 
 void u64map__clear(struct u64map *m)
 {
-	if (m->used)
-		memset(m->used, 0, m->cap * sizeof(*m->used));
+	if (m->slots)
+		memset(m->slots, 0xff, m->cap * sizeof(*m->slots));
+	m->has_free_key = false;
 	m->len = 0;
 }
 
@@ -208,7 +234,7 @@ bool u64map__grows(const struct u64map *m)
 
 size_t u64map__bytes(const struct u64map *m)
 {
-	return m->cap * (sizeof(*m->keys) + sizeof(*m->vals) + sizeof(*m->used));
+	return m->cap * sizeof(*m->slots);
 }
 
 #define TRIM_ABOVE 64

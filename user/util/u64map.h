@@ -2,7 +2,11 @@
 /*
  * A u64 -> u64 hash map: open addressing, linear probing, backward-shift
  * deletion (no tombstones, so lookups stay short under churn). Keys are any
- * u64; the map grows by doubling up to a caller-given bound.
+ * u64; the map grows by doubling up to a caller-given bound. A slot holds
+ * its key and value together, U64MAP_FREE marking a free one, so a probe
+ * reads one cache line (three arrays of keys, values and marks took three
+ * misses a lookup in the join's large tables); the key U64MAP_FREE itself
+ * is kept beside the slots.
  */
 #ifndef GP_U64MAP_H
 #define GP_U64MAP_H
@@ -12,14 +16,21 @@
 #include <stdint.h>
 #include <linux/types.h>
 
+#define U64MAP_FREE UINT64_MAX
+
+struct u64slot {
+	__u64 key; /* U64MAP_FREE: a free slot */
+	__u64 val;
+};
+
 struct u64map {
-	__u64 *keys;
-	__u64 *vals;
-	__u8 *used;
+	struct u64slot *slots;
 	size_t cap;   /* slots, a power of two */
-	size_t len;
+	size_t len;   /* entries, the key U64MAP_FREE's included */
 	size_t limit; /* most entries ever held; put() beyond it fails */
 	__u64 seed;   /* random, per map: keys a process chooses cannot collide at will */
+	bool has_free_key; /* the key U64MAP_FREE is held, with free_key_val */
+	__u64 free_key_val;
 };
 
 int u64map__init(struct u64map *m, size_t limit);

@@ -247,7 +247,7 @@ static void test_a_full_pump_queue_holds_events_back_and_loses_none(void **state
 	for (;;) {
 		bool reached = event_pump__reached(&pump, mark);
 
-		assert_int_equal(event_pump__drain(&pump, 0, count_launches, &s), 0);
+		assert_int_equal(event_pump__drain(&pump, count_launches, &s), 0);
 		rounds++;
 		if (reached)
 			break;

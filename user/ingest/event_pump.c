@@ -195,16 +195,26 @@ static int drain_one(void *ctx, const void *data, size_t len)
 	return d->fn(d->ctx, data, len);
 }
 
-int event_pump__drain(struct event_pump *p, int timeout_ms, launch_event_fn fn, void *ctx)
+bool event_pump__wait(struct event_pump *p, int timeout_ms)
 {
 	struct timespec until = deadline_in((long long)timeout_ms * 1000000ll);
-	struct drain_ctx d = { .fn = fn, .ctx = ctx };
-	struct eq_block *list;
+	bool some;
 
 	pthread_mutex_lock(&p->lock);
 	while (timeout_ms > 0 && event_queue__empty(&p->q) && p->running &&
 	       pthread_cond_timedwait(&p->cond, &p->lock, &until) != ETIMEDOUT)
 		;
+	some = !event_queue__empty(&p->q);
+	pthread_mutex_unlock(&p->lock);
+	return some;
+}
+
+int event_pump__drain(struct event_pump *p, launch_event_fn fn, void *ctx)
+{
+	struct drain_ctx d = { .fn = fn, .ctx = ctx };
+	struct eq_block *list;
+
+	pthread_mutex_lock(&p->lock);
 	list = event_queue__take(&p->q);
 	if (p->full)
 		pthread_cond_broadcast(&p->cond); /* room for the waiting pump */

@@ -43,11 +43,13 @@ __u64 event_pump__mark(struct event_pump *p);
  * it, then ask again), or when the second ran out.
  */
 bool event_pump__reached(struct event_pump *p, __u64 mark);
+/* Waits up to timeout_ms for events, taking none: whether some are queued. */
+bool event_pump__wait(struct event_pump *p, int timeout_ms);
 /*
- * Waits up to timeout_ms for events (0: not at all), then hands every queued
- * event to fn on the calling thread, in order. Returns fn's first error.
+ * Hands every event queued now to fn on the calling thread, in order,
+ * waiting for none. Returns fn's first error.
  */
-int event_pump__drain(struct event_pump *p, int timeout_ms, launch_event_fn fn, void *ctx);
+int event_pump__drain(struct event_pump *p, launch_event_fn fn, void *ctx);
 size_t event_pump__peak_bytes(struct event_pump *p);
 /* CPU ns the pump's thread has used (0 when it does not run). */
 __u64 event_pump__cpu_ns(const struct event_pump *p);

@@ -32,7 +32,8 @@ static void follow_maps_gen(struct session *s, struct target *t, const struct gp
 		return;
 	}
 	if (space__new_gen(t->space, e->maps_gen, true) == -EBUSY) {
-		TIMED(s, STAGE_NAME, session__resolve_pending(s, t->pid)); /* drops the earlier spaces */
+		/* drops the earlier spaces; inside a drain, timed as STAGE_EVENTS */
+		TIMED_WITHIN(s, STAGE_EVENTS, STAGE_NAME, session__resolve_pending(s, t->pid));
 		target__drop_old_spaces(t);
 		space__new_gen(t->space, e->maps_gen, true);
 	}

@@ -76,6 +76,14 @@
 		stmt;                                     \
 		(s)->stage_ns[st] += now_ns() - t0_;      \
 	} while (0)
+/* stmt, run while stage outer is timed around it, counted in inner instead. */
+#define TIMED_WITHIN(s, outer, inner, stmt) do {          \
+		__u64 t0_ = now_ns(), d_;                 \
+		stmt;                                     \
+		d_ = now_ns() - t0_;                      \
+		(s)->stage_ns[inner] += d_;               \
+		(s)->stage_ns[outer] -= d_;               \
+	} while (0)
 
 /* Windows a profile lists in its comment, at most (the rest counted). */
 #define PROFILE_WINDOWS_MAX 64
@@ -246,6 +254,8 @@ void session__resolve_pending(struct session *s, pid_t pid);
 
 /* bpf_side.c: one launch event (a launch_event_fn, ctx the session). */
 int session__on_launch_event(void *ctx, const struct gp_launch_event *e, size_t size);
+/* Every launch event queued now, through session__on_launch_event, timed as STAGE_EVENTS. */
+int session__drain(struct session *s);
 /* Every launch event committed to the BPF ring before the call, handled. */
 int session__drain_events(struct session *s);
 

@@ -1275,11 +1275,21 @@ static void test_the_memory_a_burst_took_goes_back_once_it_is_done(void **state)
 	join__destroy(j);
 }
 
+/* A kernel launch of corr at 1.7 s, matched at 1.8 s, then its kernel (cookie). */
+static void call_at_1700ms(struct join *j, __u64 corr, __u64 site, __u32 cookie)
+{
+	launch(j, 1, 1700 * MS, site);
+	api(j, 1, 1700 * MS + 1, 1700 * MS + 5, corr, JOIN_DOMAIN_DRIVER);
+	join__advance(j, 1800 * MS, 1800 * MS);
+	kernel(j, corr, cookie);
+}
+
 /*
- * A call that took its one kernel leaves the table a second after it was
- * matched, not at the horizon (10 s here, as the loader's): a stuck id's
- * next call within that second is still counted a reuse; one after it is
- * a call of its own, and its kernel joins it, not a guess. A call still
+ * A call that took its one kernel leaves the table a second after it took
+ * it, not at the horizon (10 s here, as the loader's): a stuck id's next
+ * call within that second is still counted a reuse, and the kernel that
+ * comes then is that call's, not the done one's; a call after that second
+ * is one of its own, and its kernel joins it, not a guess. A call still
  * waiting for its kernel stays for the horizon.
  */
 static void test_a_call_that_took_its_kernel_leaves_before_the_horizon(void **state)
@@ -1303,11 +1313,15 @@ static void test_a_call_that_took_its_kernel_leaves_before_the_horizon(void **st
 	join__advance(j, 600 * MS, 500 * MS);
 	join__counters(j, &c);
 	assert_int_equal(c.corr_reused, 1);
+	{ /* C's kernel, begun after C was made: B is done with its own */
+		struct join_activity a = { .pid = 100, .corr = 600, .start = 500 * MS + 10,
+					   .end = 500 * MS + 20, .aux = { 5 } };
+
+		join__add_activity(j, &a);
+	}
+	assert_int_equal(find(&k, 5)->site, 13);
 	join__advance(j, 1600 * MS, 1500 * MS); /* A has left; D waits */
-	launch(j, 1, 1700 * MS, 14); /* E, 500 again: a call of its own now */
-	api(j, 1, 1700 * MS + 1, 1700 * MS + 5, 500, JOIN_DOMAIN_DRIVER);
-	join__advance(j, 1800 * MS, 1800 * MS);
-	kernel(j, 500, 3);
+	call_at_1700ms(j, 500, 14, 3); /* E, 500 again: a call of its own now */
 	join__advance(j, 5000 * MS, 5000 * MS);
 	kernel(j, 700, 4);
 	join__advance(j, 5100 * MS, 5100 * MS);
@@ -1317,7 +1331,50 @@ static void test_a_call_that_took_its_kernel_leaves_before_the_horizon(void **st
 	assert_int_equal(find(&k, 3)->reason, JOIN_OK);
 	assert_int_equal(find(&k, 4)->site, 11); /* D: kept while it waited */
 	assert_int_equal(find(&k, 4)->reason, JOIN_OK);
-	assert_int_equal(c.activities_on_reused, 0);
+	assert_int_equal(c.activities_on_reused, 1); /* C's, paired in the chain of 600 */
+	join__destroy(j);
+}
+
+static void typed_call(struct join *j, enum join_class cls, bool single, __u64 at, __u64 corr, __u64 site)
+{
+	struct join_launch l = { .pid = 100, .tid = 1, .ts = at, .cls = cls, .site = site,
+				 .single = single };
+	struct join_api a = { .pid = 100, .tid = 1, .start = at + 1, .end = at + 5, .corr = corr,
+			      .domain = JOIN_DOMAIN_DRIVER, .cls = cls };
+
+	join__add_launch(j, &l);
+	join__add_api(j, &a);
+}
+
+/*
+ * A copy call's second each counts from its record, not from its match (a
+ * record 3 s late, then one more); a graph launch, which takes what its
+ * graph ran however many, stays for the horizon after its first kernel.
+ */
+static void test_a_copy_stays_a_second_after_its_record_and_a_graph_launch_the_horizon(void **state)
+{
+	struct sink k;
+	struct join *j = new_join_opts(&k, (struct join_opts){ .horizon_ns = 10000 * MS });
+
+	(void)state;
+	typed_call(j, JOIN_CLASS_COPY, true, 1000, 500, 10);    /* K: one copy */
+	typed_call(j, JOIN_CLASS_LAUNCH, false, 2000, 600, 11); /* G: a graph launch */
+	join__advance(j, 10 * MS, 1);
+	kind_act(j, 600, 1, JOIN_ACT_GRAPH, 7);
+	join__advance(j, 3000 * MS, 3000 * MS);
+	kind_act(j, 500, 2, JOIN_ACT_COPY, 0);
+	join__advance(j, 3100 * MS, 3100 * MS);
+	join__advance(j, 3500 * MS, 3500 * MS);
+	kind_act(j, 500, 3, JOIN_ACT_COPY, 0); /* within K's second: still K's */
+	join__advance(j, 5000 * MS, 5000 * MS); /* K has left */
+	kind_act(j, 600, 4, JOIN_ACT_GRAPH, 8);
+	join__advance(j, 6000 * MS, 6000 * MS);
+	assert_int_equal(find(&k, 2)->site, 10);
+	assert_int_equal(find(&k, 3)->site, 10);
+	assert_int_equal(find(&k, 3)->reason, JOIN_OK);
+	assert_int_equal(find(&k, 1)->site, 11);
+	assert_int_equal(find(&k, 4)->site, 11);
+	assert_int_equal(find(&k, 4)->reason, JOIN_OK);
 	join__destroy(j);
 }
 
@@ -1356,6 +1413,36 @@ static void test_calls_that_took_their_kernels_do_not_pile_up_for_the_horizon(vo
 	join__destroy(j);
 }
 
+/*
+ * A call due no activity (it failed) leaves a second after it was matched,
+ * so the calls behind it that are done leave too: a later call of their id
+ * is one of its own, not a reuse.
+ */
+static void test_a_call_due_nothing_leaves_after_a_second(void **state)
+{
+	struct sink k;
+	struct join *j = new_join_opts(&k, (struct join_opts){ .horizon_ns = 10000 * MS });
+	struct join_api failed = { .pid = 100, .tid = 1, .start = 1001, .end = 1005, .corr = 900,
+				   .domain = JOIN_DOMAIN_DRIVER, .cls = JOIN_CLASS_LAUNCH, .failed = true };
+	struct join_counters c;
+
+	(void)state;
+	launch(j, 1, 1000, 10); /* F: returned an error */
+	join__add_api(j, &failed);
+	launch(j, 1, 2000, 11); /* A, 500 */
+	api(j, 1, 2001, 2005, 500, JOIN_DOMAIN_DRIVER);
+	join__advance(j, 10 * MS, 1);
+	kernel(j, 500, 1);
+	join__advance(j, 1500 * MS, 1500 * MS);
+	call_at_1700ms(j, 500, 12, 2); /* E, 500 again */
+	join__advance(j, 1900 * MS, 1900 * MS);
+	join__counters(j, &c);
+	assert_int_equal(c.corr_reused, 0);
+	assert_int_equal(find(&k, 2)->site, 12);
+	assert_int_equal(c.launches_without_activity, 0);
+	join__destroy(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1363,6 +1450,8 @@ int main(void)
 		cmocka_unit_test(test_a_correlation_id_two_calls_hold_is_counted),
 		cmocka_unit_test(test_a_call_that_took_its_kernel_leaves_before_the_horizon),
 		cmocka_unit_test(test_calls_that_took_their_kernels_do_not_pile_up_for_the_horizon),
+		cmocka_unit_test(test_a_copy_stays_a_second_after_its_record_and_a_graph_launch_the_horizon),
+		cmocka_unit_test(test_a_call_due_nothing_leaves_after_a_second),
 		cmocka_unit_test(test_activities_of_calls_sharing_one_id_go_to_them_in_order),
 		cmocka_unit_test(test_a_burst_of_one_ids_activities_goes_to_its_calls_by_kind),
 		cmocka_unit_test(test_kernels_of_one_id_from_two_streams_go_by_their_shape),

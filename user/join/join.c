@@ -345,6 +345,16 @@ void jact__emit(struct join *j, const struct join_activity *act, __u32 tid, __u6
 }
 
 /*
+ * The clock of the horizon, for entries added between ticks: before the
+ * first join__advance there is none yet, and an entry stamped 0 would expire
+ * at once; its own end time stands in.
+ */
+static __u64 join_now(const struct join *j, __u64 fallback)
+{
+	return j->now ? j->now : fallback;
+}
+
+/*
  * What waits on c's id goes to c. Where a call's kind says what it may take
  * (jcorr__fits, without the chain's clocks and shapes), it takes only that:
  * a kernel launch the oldest kernel, a copy the oldest copy, a graph launch
@@ -391,7 +401,7 @@ static void resolve_pending(struct join *j, struct jproc *p, struct jcorr *c)
 	for (__u32 i = n; i-- > 0;) { /* oldest first */
 		node = nodes[i];
 		if (jcorr__fits(c, &p->pending[node].act, false)) {
-			jcorr__give(c, &p->pending[node].act);
+			jcorr__give(c, &p->pending[node].act, join_now(j, p->pending[node].act.end));
 			jact__emit(j, &p->pending[node].act, c->tid, c->site, c->probe, c->ts, c->reason);
 			j->c.activities_on_reused += c->reused;
 			jproc__release_pending(p, node);
@@ -408,16 +418,6 @@ static void resolve_pending(struct join *j, struct jproc *p, struct jcorr *c)
 		u64map__del(&p->pending_head, c->corr, NULL);
 	else
 		u64map__put(&p->pending_head, c->corr, head); /* no growth */
-}
-
-/*
- * The clock of the horizon, for entries added between ticks: before the
- * first join__advance there is none yet, and an entry stamped 0 would expire
- * at once; its own end time stands in.
- */
-static __u64 join_now(const struct join *j, __u64 fallback)
-{
-	return j->now ? j->now : fallback;
 }
 
 /* ------------------------------------------------------------ corr table */
@@ -889,7 +889,10 @@ void join__add_activity(struct join *j, const struct join_activity *act)
 	}
 	c = corr_find(p, act->corr);
 	if (c) {
-		c->seen = true;
+		if (jcorr__kind_fits(c->takes, act->kind))
+			jcorr__give(c, act, join_now(j, act->end)); /* a kernel launch's kernel: done */
+		else
+			c->seen = true;
 		j->c.activities_on_reused += c->reused;
 		jact__emit(j, act, c->tid, c->site, c->probe, c->ts, c->reason);
 		return;
@@ -934,21 +937,27 @@ static void pending_expire(struct join *j, struct jproc *p, __u32 node)
 }
 
 /*
- * A call that took the one activity it was due (a kernel launch, a copy)
- * can take no other: CUPTI gives a call one id and one record. It stays
- * in the table JOIN_SPENT_KEEP_NS, not the horizon, so that a stuck id's
- * next call still finds it held (corr_note_reuse: a thread's calls come
- * microseconds apart); once gone, a chain of its id (join_chain.c) counts
- * it gone, as it does a call past the horizon. Keeping every call the
- * horizon's 10 s held about 114,000 on the bench's small step, and their
- * lookups missed the caches (docs/BENCHMARKS.md). The table is a queue: a
- * spent call leaves from its front, behind any call still waiting, and at
- * the horizon at the latest.
+ * A call done with what it was due (a kernel launch's kernel, a copy's
+ * copy: jcorr__give) can take no other: CUPTI gives a call one id and one
+ * record. It stays in the table JOIN_SPENT_KEEP_NS after it was done, not
+ * the horizon, so that a stuck id's next call still finds it held
+ * (corr_note_reuse: a thread's calls come microseconds apart); once gone,
+ * a chain of its id (join_chain.c) counts it gone, as it does a call past
+ * the horizon. So does a call due nothing (it made a graph node, failed,
+ * or added a node) JOIN_SPENT_KEEP_NS after it was matched. Keeping every
+ * call the horizon's 10 s held about 114,000 on the bench's small step,
+ * and their lookups missed the caches (docs/BENCHMARKS.md). The table is a
+ * queue: a spent call leaves from its front, behind any call still
+ * waiting (a graph launch, an API record without its launch: the horizon),
+ * and at the horizon at the latest.
  */
 static bool corr_spent(const struct join *j, const struct jcorr *c)
 {
-	return c->seen && (c->takes == TAKES_ONE_KERNEL || c->takes == TAKES_ONE_COPY) &&
-	       c->added + JOIN_SPENT_KEEP_NS <= j->now;
+	if (c->done && (c->takes == TAKES_ONE_KERNEL || c->takes == TAKES_ONE_COPY))
+		return c->done_ns + JOIN_SPENT_KEEP_NS <= j->now;
+	if (c->reason == JOIN_OK && (c->none_due || c->takes == TAKES_NOTHING))
+		return c->added + JOIN_SPENT_KEEP_NS <= j->now;
+	return false;
 }
 
 static void expire_proc(struct join *j, struct jproc *p, bool all)

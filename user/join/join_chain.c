@@ -51,19 +51,21 @@ bool jcorr__fits(struct jcorr *c, const struct join_activity *a, bool chained)
 	return true;
 }
 
-/* c takes a: it has one, and a call that takes one is done. */
-void jcorr__give(struct jcorr *c, const struct join_activity *a)
+/* c takes a at now (the join's clock): it has one, and a call that takes one is done. */
+void jcorr__give(struct jcorr *c, const struct join_activity *a, __u64 now)
 {
 	if (!c->seen)
 		c->first_node = a->aux[4];
 	c->seen = true;
 	c->done = c->takes == TAKES_ONE_KERNEL || c->takes == TAKES_ONE_COPY;
+	if (c->done && !c->done_ns)
+		c->done_ns = now;
 }
 
 /* a goes to c. */
 static void chain_give(struct join *j, struct jcorr *c, struct jchain_act *a)
 {
-	jcorr__give(c, &a->act);
+	jcorr__give(c, &a->act, j->now ? j->now : a->act.end);
 	a->served = true;
 	j->c.activities_on_reused++;
 	jact__emit(j, &a->act, c->tid, c->site, c->probe, c->ts, c->reason);

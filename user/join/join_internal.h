@@ -43,7 +43,8 @@ struct jcorr {
 	bool seen;      /* an activity of it came */
 	bool reused;    /* its correlation id was a held call's too (corr_reused) */
 	__u8 takes;     /* the activities it may take where calls share its id (enum chain_takes) */
-	bool done;      /* in a chain: takes no more */
+	bool done;      /* it took what it may take (jcorr__give): one kernel, one copy */
+	__u64 done_ns;  /* when it was done, on the join's clock (corr_spent) */
 	__u64 shape;    /* a kernel launch's (join_launch) */
 	__u32 first_node; /* in a chain, a graph launch: the node of the first activity it took */
 };
@@ -112,7 +113,7 @@ struct jorder {
  */
 #define ATTACH_DRIVER_SLACK_NS 1000000ull
 
-/* How long a call that took its one activity stays held (corr_spent, join.c). */
+/* How long a call done with its one activity, or due none, stays held (corr_spent, join.c). */
 #define JOIN_SPENT_KEEP_NS 1000000000ull
 
 struct jproc {
@@ -203,8 +204,8 @@ void jproc__trim(struct join *j, struct jproc *p);
 bool jcorr__kind_fits(__u8 takes, __u32 k);
 /* Whether call c may take activity a (in a chain: chained, with its clocks and shapes). */
 bool jcorr__fits(struct jcorr *c, const struct join_activity *a, bool chained);
-/* c takes a: it has one, and a call that takes one is done. */
-void jcorr__give(struct jcorr *c, const struct join_activity *a);
+/* c takes a at now (the join's clock): it has one, and a call that takes one is done. */
+void jcorr__give(struct jcorr *c, const struct join_activity *a, __u64 now);
 /* p's chain of corr, NULL if none. */
 struct jchain *jchain__of(struct jproc *p, __u64 corr);
 /* A second call of corr while the call at pos holds it: a chain, NULL when none is free. */

@@ -52,7 +52,7 @@ static void target_met(struct session *s, struct target *t, const struct gp_laun
  * (STAGE_EVENTS around each, session__drain): two clock reads an event
  * were a few percent of the loader's time on the bench's small step.
  */
-int session__on_launch_event(void *ctx, const struct gp_launch_event *e, size_t size)
+static int on_launch_event(void *ctx, const struct gp_launch_event *e, size_t size)
 {
 	struct session *s = ctx;
 	struct join_launch jl;
@@ -104,7 +104,7 @@ int session__drain(struct session *s)
 {
 	int err;
 
-	TIMED(s, STAGE_EVENTS, err = event_pump__drain(&s->pump, session__on_launch_event, s));
+	TIMED(s, STAGE_EVENTS, err = event_pump__drain(&s->pump, on_launch_event, s));
 	return err;
 }
 

@@ -229,8 +229,8 @@ static void tick_sliced(struct session *s)
 	while ((!stop_signal || s->stop_ns) && (now = now_ns()) < end) {
 		__u64 left_ms = (end - now + NS_PER_MS - 1) / NS_PER_MS;
 
-		event_pump__wait(&s->pump, left_ms < SLICE_MS ? (int)left_ms : SLICE_MS);
-		session__drain(s);
+		if (event_pump__wait(&s->pump, left_ms < SLICE_MS ? (int)left_ms : SLICE_MS))
+			session__drain(s);
 		session__take_held_rings(s);
 		answer_exits(s);
 		if (s->have_child) {

@@ -253,8 +253,7 @@ void session__defer_stack(struct session *s, struct target *t, __u32 stack_id,
 void session__resolve_pending(struct session *s, pid_t pid);
 
 /* bpf_side.c: one launch event (a launch_event_fn, ctx the session). */
-int session__on_launch_event(void *ctx, const struct gp_launch_event *e, size_t size);
-/* Every launch event queued now, through session__on_launch_event, timed as STAGE_EVENTS. */
+/* Every launch event queued now, each made a launch for the join, timed as STAGE_EVENTS. */
 int session__drain(struct session *s);
 /* Every launch event committed to the BPF ring before the call, handled. */
 int session__drain_events(struct session *s);

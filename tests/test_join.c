@@ -284,6 +284,8 @@ static void test_a_kernel_arriving_before_its_api_record_waits_for_it(void **sta
 	struct sink k;
 	struct join *j = new_join(&k, 0);
 
+	struct join_counters c;
+
 	kernel(j, 7, 1);
 	join__advance(j, 0, 1);
 	assert_int_equal(k.n, 0);
@@ -293,6 +295,9 @@ static void test_a_kernel_arriving_before_its_api_record_waits_for_it(void **sta
 	assert_int_equal(k.n, 1);
 	assert_int_equal(find(&k, 1)->site, 42);
 	assert_int_equal(find(&k, 1)->reason, JOIN_OK);
+	kernel(j, 7, 2); /* its call is matched now: joined at once, no wait */
+	join__counters(j, &c);
+	assert_int_equal(c.activities_waited, 1);
 	join__destroy(j);
 }
 

@@ -868,6 +868,7 @@ static int pending_add(struct join *j, struct jproc *p, const struct join_activi
 					      .gen = o.gen, .live = true };
 	jproc__put(j, p, &p->pending_head, act->corr, node, false);
 	p->live_pending++;
+	j->c.activities_waited++;
 	return 0;
 }
 

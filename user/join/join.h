@@ -170,6 +170,8 @@ struct join_counters {
 					  the other is left without (CUPTI gives each call its own id) */
 	__u64 activities_on_reused;    /* activities that went to such a call: their id is the
 					  reused one too, so which call was theirs is a guess */
+	__u64 activities_waited;       /* activities that came before their call was matched, and
+					  waited for it (not a loss: a cost, a few more lookups) */
 	__u64 budget_refused;          /* allocations refused: the join past max_bytes, the process past
 					  its share (what they were for counted at its own bound too) */
 };

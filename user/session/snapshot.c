@@ -126,6 +126,7 @@ static void join_counters(struct session *s, struct counters *c)
 	counters__add(c, "launches_without_activity", jc.launches_without_activity);
 	counters__add(c, "corr_reused", jc.corr_reused);
 	counters__add(c, "activities_on_reused", jc.activities_on_reused);
+	counters__add(c, "activities_waited", jc.activities_waited);
 	counters__add(c, "launches_outside", jc.launches_outside);
 	counters__add(c, "activities_outside", jc.activities_outside);
 	counters__add(c, "duty_windows", s->duty_windows);

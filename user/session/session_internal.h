@@ -252,8 +252,7 @@ void session__defer_stack(struct session *s, struct target *t, __u32 stack_id,
 			  const struct raw_stack *raw);
 void session__resolve_pending(struct session *s, pid_t pid);
 
-/* bpf_side.c: one launch event (a launch_event_fn, ctx the session). */
-/* Every launch event queued now, each made a launch for the join, timed as STAGE_EVENTS. */
+/* bpf_side.c: every launch event queued now, each made a launch for the join, timed as STAGE_EVENTS. */
 int session__drain(struct session *s);
 /* Every launch event committed to the BPF ring before the call, handled. */
 int session__drain_events(struct session *s);

@@ -1344,11 +1344,12 @@ static void typed_call(struct join *j, enum join_class cls, bool single, __u64 a
 {
 	struct join_launch l = { .pid = 100, .tid = 1, .ts = at, .cls = cls, .site = site,
 				 .single = single };
-	struct join_api a = { .pid = 100, .tid = 1, .start = at + 1, .end = at + 5, .corr = corr,
-			      .domain = JOIN_DOMAIN_DRIVER, .cls = cls };
 
 	join__add_launch(j, &l);
-	join__add_api(j, &a);
+	if (cls == JOIN_CLASS_COPY)
+		copy_api(j, 1, at + 1, at + 5, corr);
+	else
+		api(j, 1, at + 1, at + 5, corr, JOIN_DOMAIN_DRIVER);
 }
 
 /*

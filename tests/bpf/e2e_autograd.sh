@@ -158,21 +158,13 @@ three_scans_past() { # ERR FROM
 # A target that launches nothing is not looked at again: three scans by
 # the loader's clock pass with no look after the looks ended.
 idle_not_looked() { # NAME
-	local from=
+	local from
 	# The lines that ended the looks are written inside a tick, its "loader:"
 	# line after them: there may be none yet, and the last one may be the
 	# tick's before, a tick early at most (three scans take 6 s of the 6.5).
-	for _ in $(seq 300); do # 30 s at most
-		from=$(loader_wall "$WORK/$1.err")
-		[ -n "$from" ] && break
-		sleep 0.1
-	done
-	[ -n "$from" ] || fail "$1: the loader wrote no -v \"loader:\" line"
-	for _ in $(seq 300); do # 30 s at most
-		three_scans_past "$WORK/$1.err" "$from" && break
-		sleep 0.1
-	done
-	three_scans_past "$WORK/$1.err" "$from" ||
+	wait_line "$WORK/$1.err" "^loader: .* wall_s=" 30 || fail "$1: the loader wrote no -v \"loader:\" line"
+	from=$(loader_wall "$WORK/$1.err")
+	wait_until 30 three_scans_past "$WORK/$1.err" "$from" ||
 		fail "$1: the loader's clock did not reach $from + 6.5 s (at $(loader_wall "$WORK/$1.err"))"
 	! grep -q "autograd engine looked for again" "$WORK/$1.err" ||
 		fail "$1: looked for again while it launched nothing"

@@ -345,16 +345,6 @@ void jact__emit(struct join *j, const struct join_activity *act, __u32 tid, __u6
 }
 
 /*
- * The clock of the horizon, for entries added between ticks: before the
- * first join__advance there is none yet, and an entry stamped 0 would expire
- * at once; its own end time stands in.
- */
-static __u64 join_now(const struct join *j, __u64 fallback)
-{
-	return j->now ? j->now : fallback;
-}
-
-/*
  * What waits on c's id goes to c. Where a call's kind says what it may take
  * (jcorr__fits, without the chain's clocks and shapes), it takes only that:
  * a kernel launch the oldest kernel, a copy the oldest copy, a graph launch

@@ -65,7 +65,7 @@ void jcorr__give(struct jcorr *c, const struct join_activity *a, __u64 now)
 /* a goes to c. */
 static void chain_give(struct join *j, struct jcorr *c, struct jchain_act *a)
 {
-	jcorr__give(c, &a->act, j->now ? j->now : a->act.end);
+	jcorr__give(c, &a->act, join_now(j, a->act.end));
 	a->served = true;
 	j->c.activities_on_reused++;
 	jact__emit(j, &a->act, c->tid, c->site, c->probe, c->ts, c->reason);

@@ -171,6 +171,16 @@ void jact__emit(struct join *j, const struct join_activity *act, __u32 tid, __u6
 /* Whether ts is outside, or inside within JOIN_EDGE_NS of its window's close. */
 bool jwin__at_close(const struct join *j, __u64 ts);
 
+/*
+ * The clock of the horizon, for entries added between ticks: before the
+ * first join__advance there is none yet, and an entry stamped 0 would expire
+ * at once; its own end time stands in.
+ */
+static inline __u64 join_now(const struct join *j, __u64 fallback)
+{
+	return j->now ? j->now : fallback;
+}
+
 /* A pending activity's node goes back to p's free list. */
 static inline void jproc__release_pending(struct jproc *p, __u32 node)
 {

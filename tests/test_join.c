@@ -301,6 +301,42 @@ static void test_a_kernel_arriving_before_its_api_record_waits_for_it(void **sta
 	join__destroy(j);
 }
 
+/*
+ * join__advance_pid between a read's API records and its activities (the
+ * shim side): the process's calls are paired, so its kernels join at once;
+ * another process's call is left for the tick's advance, its kernel waits.
+ */
+static void test_advance_pid_pairs_one_process_before_its_activities(void **state)
+{
+	struct join_launch l = { .pid = 200, .tid = 1, .ts = 100, .cls = JOIN_CLASS_LAUNCH,
+				 .site = 43, .single = true };
+	struct join_api a = { .pid = 200, .tid = 1, .start = 101, .end = 110, .corr = 8,
+			      .domain = JOIN_DOMAIN_DRIVER, .cls = JOIN_CLASS_LAUNCH };
+	struct join_activity other = { .pid = 200, .corr = 8, .start = 1, .end = 2, .aux = { 2 } };
+	struct join_counters c;
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+
+	(void)state;
+	launch(j, 1, 100, 42);
+	join__add_launch(j, &l);
+	api(j, 1, 101, 110, 7, JOIN_DOMAIN_DRIVER);
+	join__add_api(j, &a);
+	join__advance_pid(j, 100, 200, 2);
+	kernel(j, 7, 1);
+	join__add_activity(j, &other);
+	assert_int_equal(k.n, 1); /* pid 100's, at once */
+	assert_int_equal(find(&k, 1)->site, 42);
+	join__counters(j, &c);
+	assert_int_equal(c.activities_waited, 1); /* pid 200's */
+	assert_int_equal(c.launches_matched, 1);
+	join__advance(j, 200, 3);
+	assert_int_equal(k.n, 2);
+	assert_int_equal(find(&k, 2)->site, 43);
+	assert_int_equal(find(&k, 2)->reason, JOIN_OK);
+	join__destroy(j);
+}
+
 static void test_a_graph_launch_gives_all_its_kernels_to_one_site(void **state)
 {
 	struct sink k;
@@ -1462,6 +1498,7 @@ int main(void)
 		cmocka_unit_test(test_a_burst_of_one_ids_activities_goes_to_its_calls_by_kind),
 		cmocka_unit_test(test_kernels_of_one_id_from_two_streams_go_by_their_shape),
 		cmocka_unit_test(test_a_kernel_arriving_before_its_api_record_waits_for_it),
+		cmocka_unit_test(test_advance_pid_pairs_one_process_before_its_activities),
 		cmocka_unit_test(test_a_graph_launch_gives_all_its_kernels_to_one_site),
 		cmocka_unit_test(test_a_lost_launch_event_is_counted_and_the_rest_resynchronise),
 		cmocka_unit_test(test_a_lost_api_record_is_counted_and_the_rest_resynchronise),

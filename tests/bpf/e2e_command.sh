@@ -47,6 +47,22 @@ grep "^counters:" "$WORK/err-moved" | grep -q " joined=[1-9]" &&
 	fail "counters line without -v: $(grep "^counters:" "$WORK/err-moved")"
 ok "without -v the counters line shows only what moved"
 
+# The shim side pairs a read's calls before its activities (join__advance_pid).
+# With the shim flushing only at the command's exit, every record is read after
+# the launch events were drained, so each kernel finds its call paired, where
+# before every one waited for the tick's pairing (activities_waited: each such
+# costs the join several lookups more). A call made between a tick's drain and
+# its read of the ring may still wait: a tenth is allowed.
+GPUPROBE_FLUSH_MS=60000 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/paired.pb.gz" \
+	--libcuda "$STUBLIB" -- "$PROGS/launcher" -t 4 -n 50 2>"$WORK/err-paired" ||
+	{ cat "$WORK/err-paired"; fail "loader failed (paired)"; }
+$CHECK "$WORK/paired.pb.gz" launcher 4 50 || { cat "$WORK/err-paired"; fail "profile mismatch (paired)"; }
+paired() { grep "^counters:" "$WORK/err-paired" | tail -1 | sed -n "s/.* $1=\([0-9]*\).*/\1/p"; }
+joined=$(paired joined) waited=$(paired activities_waited)
+[ "${joined:-0}" -ge 1400 ] && [ -n "$waited" ] && [ $((waited * 10)) -le "$joined" ] ||
+	fail "activities waited for calls read before them: ${waited:-?} of ${joined:-?}"
+ok "a read's calls paired before its activities: $waited of $joined activities waited"
+
 # CUPTI's u32 correlation ids wrap mid-run: the shim's epoch keeps pairs together.
 GPUPROBE_STUB_CORR_START=4294966000 LD_LIBRARY_PATH="$B/stub" "$LOADER" -o "$WORK/wrap.pb.gz" \
 	--libcuda "$STUBLIB" -- "$PROGS/launcher" -t 4 -n 50 2>"$WORK/err-wrap" || fail "loader failed (wrap)"

@@ -78,7 +78,7 @@ static void proc__free(struct jproc *p)
 	}
 	free(p->threads);
 	u64map__fini(&p->thread_idx);
-	u64map__fini(&p->corr_idx);
+	corr_index__fini(&p->corr_idx);
 	for (size_t i = 0; i < JOIN_CHAINS; i++) {
 		fifo__free(&p->chains[i].calls);
 		fifo__free(&p->chains[i].acts);
@@ -127,14 +127,14 @@ static struct jproc *proc_get(struct join *j, __u32 pid, bool create)
 	p->free_head = NONE;
 	p->disorder_left = j->o.max_disorder;
 	if (u64map__init(&p->thread_idx, j->o.max_threads) ||
-	    u64map__init(&p->corr_idx, j->o.max_corr) ||
+	    corr_index__init(&p->corr_idx, j->o.max_corr) ||
 	    u64map__init(&p->pending_head, j->o.max_pending) ||
 	    u64map__put(&j->proc_idx, pid, j->nr_procs)) {
 		proc__free(p);
 		return NULL;
 	}
 	j->procs[j->nr_procs++] = p;
-	jproc__ledger(p, 0, sizeof(*p) + u64map__bytes(&p->thread_idx) + u64map__bytes(&p->corr_idx) +
+	jproc__ledger(p, 0, sizeof(*p) + u64map__bytes(&p->thread_idx) + corr_index__bytes(&p->corr_idx) +
 		       u64map__bytes(&p->pending_head));
 	return p;
 }
@@ -444,8 +444,8 @@ static void corr_drop_front(struct join *j, struct jproc *p)
 	__u64 pos;
 
 	corr_unseen(j, p, c);
-	if (u64map__get(&p->corr_idx, c->corr, &pos) && pos == p->corr_base)
-		u64map__del(&p->corr_idx, c->corr, NULL);
+	if (corr_index__get(&p->corr_idx, c->corr, &pos) && pos == p->corr_base)
+		corr_index__del(&p->corr_idx, c->corr);
 	jproc__pop(j, p, &p->corrs);
 	p->corr_base++;
 }
@@ -485,11 +485,11 @@ static void corr_add(struct join *j, struct jproc *p, const struct jcorr *c_in)
 		corr_drop_front(j, p);
 		j->c.corr_evicted++;
 	}
-	if (!ch && cc.reused && u64map__get(&p->corr_idx, cc.corr, &held))
+	if (!ch && cc.reused && corr_index__get(&p->corr_idx, cc.corr, &held))
 		ch = jchain__begin(j, p, cc.corr, held);
 	if (jproc__push(j, p, &p->corrs, c) == 0) {
 		at = p->corr_base + p->corrs.len - 1;
-		if (jproc__put(j, p, &p->corr_idx, c->corr, at, true) != 0) {
+		if (jproc__corr_put(j, p, c->corr, at) != 0) {
 			fifo__drop_last(&p->corrs); /* cannot index it: activities will be unattributed */
 		} else if (ch) {
 			if (jproc__push(j, p, &ch->calls, &at) == 0)
@@ -508,7 +508,7 @@ static struct jcorr *corr_find(struct jproc *p, __u64 corr)
 {
 	__u64 pos;
 
-	if (!u64map__get(&p->corr_idx, corr, &pos))
+	if (!corr_index__get(&p->corr_idx, corr, &pos))
 		return NULL;
 	return fifo__at(&p->corrs, pos - p->corr_base);
 }
@@ -998,6 +998,16 @@ void join__advance(struct join *j, __u64 bpf_watermark, __u64 now)
 		expire_proc(j, p, false);
 		jproc__trim(j, p);
 	}
+}
+
+void join__advance_pid(struct join *j, __u32 pid, __u64 bpf_watermark, __u64 now)
+{
+	struct jproc *p = proc_get(j, pid, false);
+
+	if (now > j->now)
+		j->now = now;
+	if (p)
+		merge_proc(j, p, bpf_watermark);
 }
 
 static void finish_proc(struct join *j, struct jproc *p)

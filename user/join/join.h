@@ -251,6 +251,14 @@ void join__add_activity(struct join *j, const struct join_activity *act);
  * horizon.
  */
 void join__advance(struct join *j, __u64 bpf_watermark, __u64 now);
+/*
+ * Matches what can be matched of pid only, as join__advance does, and
+ * expires nothing: called between a read's API records and its
+ * activities, it lets each activity find its call already matched (one
+ * lookup) rather than wait for it (activities_waited: several). Spends
+ * pid's budget of steps left for this tick (max_disorder), not a new one.
+ */
+void join__advance_pid(struct join *j, __u32 pid, __u64 bpf_watermark, __u64 now);
 /* Resolves everything of pid (it exited, or the run ends). */
 void join__finish_pid(struct join *j, __u32 pid);
 void join__finish_all(struct join *j);

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include "user/join/join.h"
+#include "user/join/corr_index.h"
 #include "user/util/fifo.h"
 #include "user/util/mem_share.h"
 #include "user/util/u64map.h"
@@ -125,7 +126,7 @@ struct jproc {
 	struct u64map thread_idx;   /* tid << 2 | cls -> index in threads */
 	struct jthread *threads;
 	size_t nr_threads, cap_threads;
-	struct u64map corr_idx;     /* corr -> absolute position in corrs */
+	struct corr_index corr_idx; /* corr -> absolute position in corrs */
 	struct fifo corrs;          /* struct jcorr, insertion order */
 	__u64 corr_base;            /* absolute position of corrs' head */
 	struct u64map pending_head; /* corr -> first pending node */
@@ -203,6 +204,8 @@ void jproc__shrink(struct join *j, struct jproc *p, struct fifo *f, void (*op)(s
 void jproc__pop(struct join *j, struct jproc *p, struct fifo *f);
 /* Whether key may go into m, one of p's: a key it holds, or room without growing, or the budget's. */
 bool jproc__map_room(struct join *j, struct jproc *p, const struct u64map *m, __u64 key);
+/* corr at pos in p's correlation index: growing only within the budget. 0, -E2BIG, -ENOMEM. */
+int jproc__corr_put(struct join *j, struct jproc *p, __u64 corr, __u64 pos);
 /* key into m, one of p's: growing only within the budget, unless it must (check false). */
 int jproc__put(struct join *j, struct jproc *p, struct u64map *m, __u64 key, __u64 val, bool check);
 /* What a burst left in p's queues and tables goes back (each advance). */

@@ -79,6 +79,19 @@ int jproc__put(struct join *j, struct jproc *p, struct u64map *m, __u64 key, __u
 	return err;
 }
 
+/* corr at pos in p's correlation index: growing only within the budget. */
+int jproc__corr_put(struct join *j, struct jproc *p, __u64 corr, __u64 pos)
+{
+	size_t before = corr_index__bytes(&p->corr_idx);
+	int err;
+
+	if (corr_index__allocates(&p->corr_idx, corr) && !jproc__may_grow(j, p))
+		return -E2BIG;
+	err = corr_index__put(&p->corr_idx, corr, pos);
+	jproc__ledger(p, before, corr_index__bytes(&p->corr_idx));
+	return err;
+}
+
 static void trim_map(struct join *j, struct jproc *p, struct u64map *m)
 {
 	size_t before = u64map__bytes(m);
@@ -94,13 +107,17 @@ static void trim_map(struct join *j, struct jproc *p, struct u64map *m)
  */
 void jproc__trim(struct join *j, struct jproc *p)
 {
+	size_t before;
+
 	for (size_t k = 0; k < p->nr_threads; k++) {
 		jproc__shrink(j, p, &p->threads[k].launches, fifo__trim);
 		jproc__shrink(j, p, &p->threads[k].apis, fifo__trim);
 	}
 	jproc__shrink(j, p, &p->corrs, fifo__trim);
 	jproc__shrink(j, p, &p->pending_order, fifo__trim);
-	trim_map(j, p, &p->corr_idx);
+	before = corr_index__bytes(&p->corr_idx);
+	corr_index__trim(&p->corr_idx);
+	jproc__ledger(p, before, corr_index__bytes(&p->corr_idx));
 	trim_map(j, p, &p->pending_head);
 	trim_map(j, p, &p->thread_idx);
 	/* The nodes' pool is indexed: it goes back whole, once nothing waits in it. */

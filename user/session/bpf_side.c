@@ -111,13 +111,15 @@ int session__drain(struct session *s)
 /*
  * Every launch event committed to the BPF ring so far, through the pump.
  * Once all of them are handled, the stack cache hears of it: entries taken
- * out of its map before the mark can no longer come back in an event.
+ * out of its map before the mark can no longer come back in an event; and
+ * the join may pair every API record that ended before the call's start
+ * (s->events_watermark, read_records).
  * -EAGAIN when the pump had not caught up with the mark in its bounded
  * wait (a loaded machine): some events committed before the call wait on.
  */
 int session__drain_events(struct session *s)
 {
-	__u64 mark = event_pump__mark(&s->pump);
+	__u64 start = now_ns(), mark = event_pump__mark(&s->pump);
 	int err = 0;
 
 	for (int i = 0; i < 64; i++) { /* a full queue leaves some in the ring: take them too */
@@ -129,6 +131,8 @@ int session__drain_events(struct session *s)
 		if (reached) {
 			if (s->cache)
 				stack_cache__drained(s->cache);
+			if (start > WATERMARK_SLACK_NS + s->events_watermark)
+				s->events_watermark = start - WATERMARK_SLACK_NS;
 			return 0;
 		}
 	}

@@ -54,8 +54,6 @@
 #define PUMP_MAX_BYTES (256ull << 20)
 /* Stack-cache audits a second per CPU, at most (--stack-audit picks how often). */
 #define STACK_AUDIT_MAX 256
-/* Events committed after we read the clock may still be in flight. */
-#define WATERMARK_SLACK_NS (5 * NS_PER_MS)
 
 static volatile sig_atomic_t stop_signal;
 
@@ -125,7 +123,7 @@ static void tick(struct session *s)
 	session__note_tables(s); /* before targets that exited take their tables along */
 	/* Everything committed before this clock reading is drained below. */
 	before = now_ns();
-	err = session__drain_events(s);
+	err = session__drain_events(s); /* it notes before too: s->events_watermark */
 	if (err && err != -EINTR && err != -EAGAIN)
 		log_error("reading the BPF ring: %s", strerror(-err));
 	session__take_held_rings(s);

@@ -85,6 +85,9 @@
 		(s)->stage_ns[outer] -= d_;               \
 	} while (0)
 
+/* Events committed after we read the clock may still be in flight. */
+#define WATERMARK_SLACK_NS (5 * NS_PER_MS)
+
 /* Windows a profile lists in its comment, at most (the rest counted). */
 #define PROFILE_WINDOWS_MAX 64
 
@@ -185,6 +188,8 @@ struct session {
 	__u64 settle_cpu_ns;           /* of STAGE_SETTLE: CPU (the rest waits on the CRC helper) */
 	__u64 copied_bytes, copied_events; /* stack copies received (cfi) */
 	__u64 events_seen;             /* launch events handled */
+	__u64 events_watermark;        /* every launch event before it is handed to the join (the
+					  last full drain's start, less WATERMARK_SLACK_NS); 0: none */
 	__u64 quiet_events, quiet_since_ns; /* events_seen when the last quiet spell began */
 	bool trimmed;                  /* the heap was trimmed in this quiet spell */
 	size_t peak_sym_bytes, peak_cfi_bytes; /* symbol and CFI tables, most held at a tick */

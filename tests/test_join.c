@@ -337,6 +337,60 @@ static void test_advance_pid_pairs_one_process_before_its_activities(void **stat
 	join__destroy(j);
 }
 
+struct match_order {
+	__u64 corr[8];
+	unsigned n;
+};
+
+static bool note_match(void *ctx, const struct join_matched *m)
+{
+	struct match_order *o = ctx;
+
+	if (o->n < 8)
+		o->corr[o->n] = m->corr;
+	o->n++;
+	return false;
+}
+
+static void graph_launch(struct join *j, __u32 tid, __u64 ts, __u64 site)
+{
+	struct join_launch l = { .pid = 100, .tid = tid, .ts = ts, .cls = JOIN_CLASS_LAUNCH,
+				 .site = site, .single = false };
+
+	join__add_launch(j, &l);
+}
+
+/*
+ * A read's early pairing (join__advance_pid) leaves a graph launch, and
+ * its thread's calls after it, for the tick's advance: thread 2's replay
+ * (a launch after it, so it could pair at once) whose node thread 1's
+ * capture made; the capture pairs, the replay waits, then both pair.
+ */
+static void test_advance_pid_leaves_a_graph_launch_for_the_tick(void **state)
+{
+	struct match_order o = { 0 };
+	struct sink k;
+	struct join *j = new_join(&k, 0);
+
+	(void)state;
+	join__on_matched(j, note_match, &o);
+	graph_launch(j, 2, 200, 20); /* thread 2 first in the process's threads */
+	launch(j, 2, 300, 21);
+	launch(j, 1, 100, 10);
+	launch(j, 1, 400, 11);
+	api(j, 1, 101, 110, 1, JOIN_DOMAIN_DRIVER);
+	api(j, 2, 201, 210, 2, JOIN_DOMAIN_DRIVER);
+	api(j, 2, 301, 310, 3, JOIN_DOMAIN_DRIVER);
+	join__advance_pid(j, 100, 1000, 1);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.corr[0], 1);
+	join__advance(j, 1000, 2);
+	assert_int_equal(o.n, 3);
+	assert_int_equal(o.corr[1], 2);
+	assert_int_equal(o.corr[2], 3);
+	join__destroy(j);
+}
+
 static void test_a_graph_launch_gives_all_its_kernels_to_one_site(void **state)
 {
 	struct sink k;
@@ -1499,6 +1553,7 @@ int main(void)
 		cmocka_unit_test(test_kernels_of_one_id_from_two_streams_go_by_their_shape),
 		cmocka_unit_test(test_a_kernel_arriving_before_its_api_record_waits_for_it),
 		cmocka_unit_test(test_advance_pid_pairs_one_process_before_its_activities),
+		cmocka_unit_test(test_advance_pid_leaves_a_graph_launch_for_the_tick),
 		cmocka_unit_test(test_a_graph_launch_gives_all_its_kernels_to_one_site),
 		cmocka_unit_test(test_a_lost_launch_event_is_counted_and_the_rest_resynchronise),
 		cmocka_unit_test(test_a_lost_api_record_is_counted_and_the_rest_resynchronise),

@@ -1071,6 +1071,68 @@ static void test_compact_forgets_gone_processes_and_renumbers_kept_stacks(void *
 	assert_false(dec_has_fn(&d, "gone_fn"));
 }
 
+static void add_named(struct profile *p, __u32 name_id, const char *name)
+{
+	struct profile_activity a = { .name = name, .name_id = name_id, .ns = 1000 };
+
+	assert_int_equal(profile__add(p, 100, 1, "cuLaunchKernel", NULL, &a), 0);
+}
+
+/* The samples of kernel name in pid 100: their count. */
+static uint64_t kernel_count(const struct decoded *d, const char *name)
+{
+	const struct dec_location *l = kernel_leaf(d, name, 100);
+
+	for (int i = 0; i < d->nsample; i++)
+		if (d->sample[i].leaf == l->id)
+			return d->sample[i].value[1];
+	return 0;
+}
+
+/*
+ * Names given by the caller's id (profile_activity.name_id) are looked up
+ * by it after the first: each sample keeps its own name, and after a
+ * compaction renumbers the strings, an id names its string again, not
+ * whatever took the old string id.
+ */
+static void test_names_given_by_id_keep_their_names_across_a_compaction(void **state)
+{
+	struct profile_frame fr[] = {
+		{ .name = "main", .file = "/bin/app", .build_id = "cafe", .addr = 0x1234 },
+		{ .name = "gone_fn", .file = "/bin/gone", .build_id = "dead", .addr = 0x20 },
+	};
+	struct profile_proc procs[] = { { .pid = 100, .comm = "app" }, { .pid = 200, .comm = "gone" } };
+	__u32 remap[] = { 0, 1, 0 };
+	struct profile *p = profile_with(procs, 2, fr, 2, 0);
+	static struct decoded d;
+	char path[PATH_MAX];
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		add_named(p, 7, "gemm");
+	add_named(p, 9, "relu");
+	add_named(p, 9, "relu");
+	path_in_tmp(path, sizeof(path), "named.pb.gz");
+	assert_int_equal(profile__write_pprof(p, path, 1, 1, NULL, 0), 0);
+	decode_profile(path, &d);
+	assert_int_equal(d.nsample, 2);
+	assert_int_equal(kernel_count(&d, "gemm"), 3);
+	assert_int_equal(kernel_count(&d, "relu"), 2);
+
+	profile__reset_samples(p);
+	assert_int_equal(profile__compact(p, remap, 2, keep_pid_100, NULL), 0);
+	add_named(p, 9, "relu");
+	add_named(p, 11, "softmax");
+	add_named(p, 7, "gemm");
+	assert_int_equal(profile__write_pprof(p, path, 1, 1, NULL, 0), 0);
+	profile__destroy(p);
+	decode_profile(path, &d);
+	assert_int_equal(d.nsample, 3);
+	assert_int_equal(kernel_count(&d, "relu"), 1);
+	assert_int_equal(kernel_count(&d, "softmax"), 1);
+	assert_int_equal(kernel_count(&d, "gemm"), 1);
+}
+
 /*
  * Compaction keeps the source lines of the cubins still held (pid 100's)
  * and drops a gone process's (200's), and PC samples stay wanted.
@@ -1359,6 +1421,7 @@ int main(void)
 		cmocka_unit_test(test_pc_samples_carry_their_source_lines),
 		cmocka_unit_test(test_cubin_lines_keep_whole_sequences_and_leave_what_a_process_cannot_pay_for),
 		cmocka_unit_test(test_compact_forgets_gone_processes_and_renumbers_kept_stacks),
+		cmocka_unit_test(test_names_given_by_id_keep_their_names_across_a_compaction),
 		cmocka_unit_test(test_compact_keeps_the_lines_of_cubins_still_held),
 		cmocka_unit_test(test_the_executable_under_the_most_gpu_time_is_the_main_binary),
 		cmocka_unit_test(test_launches_without_a_record_count_apart_with_no_device),

@@ -632,6 +632,24 @@ static void unrecorded(struct join *j, struct jproc *p, __u32 tid, __u64 site, _
 }
 
 /*
+ * Whether l, a launch event of t paired with a, is a graph launch that
+ * waits for the tick's advance: a read's early pairing
+ * (join__advance_pid) leaves those. Its kernels go under the launch that
+ * captured their nodes (the session's matched callback gives the nodes
+ * that launch's site), and the capture, on another thread, may be its
+ * thread's last call, waiting for the launch events' watermark, while the
+ * replay, with a later call behind it, could pair at once: an engine
+ * thread's replays paired at the exit's read, before the main thread's
+ * capture (e2e_autograd.sh, 3 runs of 4). The tick's advance pairs them as
+ * before the early pairing was added.
+ */
+static bool graph_launch_waits(const struct join *j, const struct jthread *t,
+			       const struct jlaunch *l)
+{
+	return j->early && t->cls == JOIN_CLASS_LAUNCH && !l->single;
+}
+
+/*
  * One step of the merge for the oldest API record a and launch event l of
  * a thread. Returns false when nothing can be decided yet.
  */
@@ -652,6 +670,8 @@ static bool merge_step(struct join *j, struct jproc *p, struct jthread *t, __u64
 			launch_orphan(j, p, t);
 		else if (l->ts > a->end)
 			api_orphan(j, p, t);
+		else if (graph_launch_waits(j, t, l))
+			return false;
 		else
 			match(j, p, t);
 		return true;
@@ -676,6 +696,8 @@ static bool merge_step(struct join *j, struct jproc *p, struct jthread *t, __u64
 	 * its node takes the earlier call's stack.
 	 */
 	if (!l2 && watermark <= a->end && t->cls != JOIN_CLASS_NODE)
+		return false;
+	if (graph_launch_waits(j, t, l))
 		return false;
 	match(j, p, t);
 	return true;
@@ -1006,8 +1028,11 @@ void join__advance_pid(struct join *j, __u32 pid, __u64 bpf_watermark, __u64 now
 
 	if (now > j->now)
 		j->now = now;
-	if (p)
-		merge_proc(j, p, bpf_watermark);
+	if (!p)
+		return;
+	j->early = true;
+	merge_proc(j, p, bpf_watermark);
+	j->early = false;
 }
 
 static void finish_proc(struct join *j, struct jproc *p)

@@ -257,6 +257,8 @@ void join__advance(struct join *j, __u64 bpf_watermark, __u64 now);
  * activities, it lets each activity find its call already matched (one
  * lookup) rather than wait for it (activities_waited: several). Spends
  * pid's budget of steps left for this tick (max_disorder), not a new one.
+ * A graph launch, and the calls of its thread after it, are left for
+ * join__advance: another thread's capture of its nodes pairs first there.
  */
 void join__advance_pid(struct join *j, __u32 pid, __u64 bpf_watermark, __u64 now);
 /* Resolves everything of pid (it exited, or the run ends). */

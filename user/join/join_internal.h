@@ -161,6 +161,7 @@ struct join {
 	size_t nr_procs;
 	struct join_counters c;
 	__u64 now;
+	bool early;                 /* in join__advance_pid: graph launches wait (graph_launch_waits) */
 	struct mem_share share;     /* the memory budget (max_bytes), its processes the holders */
 };
 

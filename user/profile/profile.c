@@ -26,7 +26,8 @@ int profile__new(struct profile **ret_p)
 	if (blobtab__new(MAX_STRINGS, MAX_STRING_BYTES, &p->str) ||
 	    blobtab__new(MAX_FRAMES, SIZE_MAX, &p->frames) ||
 	    blobtab__new(MAX_KEYS, SIZE_MAX, &p->keys) || u64map__init(&p->stack_idx, 0) ||
-	    u64map__init(&p->procs, 0) || u64map__init(&p->cubin_idx, MAX_CUBINS)) {
+	    u64map__init(&p->procs, 0) || u64map__init(&p->cubin_idx, MAX_CUBINS) ||
+	    u64map__init(&p->name_ids, MAX_NAME_IDS)) {
 		profile__destroy(p);
 		return -ENOMEM;
 	}
@@ -54,6 +55,7 @@ void profile__destroy(struct profile *p)
 		u64map__fini(&p->proc_infos[i].kernels);
 	free(p->proc_infos);
 	u64map__fini(&p->cubin_idx);
+	u64map__fini(&p->name_ids);
 	free(p->cubin_crcs);
 	profile__lines_free(p->lines);
 	pc_table__fini(&p->pc);
@@ -182,11 +184,26 @@ static void key_under(struct profile *p, struct agg_key *k, unsigned l, const st
 	k->under_marker[l] = profile__intern(p, u->marker);
 }
 
+/* act's name's string id: by its name_id once met (past MAX_NAME_IDS ids, by its bytes). */
+static __u32 name_of(struct profile *p, const struct profile_activity *act)
+{
+	__u64 id;
+
+	if (!act->name_id)
+		return profile__intern(p, act->name);
+	if (u64map__get(&p->name_ids, act->name_id, &id))
+		return (__u32)id;
+	id = profile__intern(p, act->name);
+	if (id)
+		u64map__put(&p->name_ids, act->name_id, id); /* full: interned each time */
+	return (__u32)id;
+}
+
 int profile__add(struct profile *p, __u32 pid, __u32 stack_id, const char *api,
 		 const char *reason, const struct profile_activity *act)
 {
 	struct agg_key k = { .pid = pid, .stack_id = stack_id, .api = profile__intern(p, api),
-			     .reason = profile__intern(p, reason), .name = profile__intern(p, act->name),
+			     .reason = profile__intern(p, reason), .name = name_of(p, act),
 			     .device = act->device, .stream = act->stream, .graph_id = act->graph_id };
 
 	for (unsigned l = 0; l < PROFILE_UNDERS && act->under[l].stack; l++)

@@ -33,6 +33,13 @@ struct profile_under {
 /* What ran on the GPU, as the activity record says. */
 struct profile_activity {
 	const char *name;      /* kernel name (mangled) or a [memcpy ...] label */
+	/*
+	 * The caller's lasting id of name (0: none): a name met again by its
+	 * id is not hashed and compared again (a kernel's mangled name runs to
+	 * hundreds of bytes, an activity's). One id must name one string for
+	 * the profile's life.
+	 */
+	__u32 name_id;
 	__u64 ns;              /* duration */
 	__u32 device, stream, graph_id;
 	/*

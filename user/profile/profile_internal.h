@@ -19,6 +19,8 @@
 #define MAX_STRINGS (1u << 20)
 #define MAX_STRING_BYTES (256u << 20)
 #define MAX_KEYS (1u << 21)
+/* Activities' names remembered by their caller's id (profile_activity.name_id), at most. */
+#define MAX_NAME_IDS (1u << 16)
 #define MAX_FRAMES (1u << 21)
 /*
  * Kernel -> cubin bounds. A process loading every module eagerly (PyTorch:
@@ -107,6 +109,7 @@ struct pc_table {
 
 struct profile {
 	struct blobtab *str, *frames, *keys;
+	struct u64map name_ids;      /* profile_activity.name_id -> string id (at most MAX_NAME_IDS) */
 	struct agg_val *vals;        /* vals[key id - 1] */
 	size_t cap_vals;
 	struct u64map stack_idx;     /* stack id -> index in stacks */

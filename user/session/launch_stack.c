@@ -84,12 +84,15 @@ static void check_python_code(struct session *s, struct target *t, const struct 
 	__u64 before = t->py_checked_ns; /* that check found them as they were read */
 	size_t replaced = 0;
 
-	__u64 now = now_ns();
-
+	/*
+	 * The launch's own time (the BPF program's, on the same clock, at most
+	 * a drain old) says whether PY_CHECK_NS passed: the clock is read only
+	 * for a check, not for every launch.
+	 */
 	if (!t->py || !(e->flags & GP_EV_F_PY) || e->ts_ns <= t->py_checked_ns || !s->py_codes ||
-	    now - t->py_checked_ns < PY_CHECK_NS)
+	    e->ts_ns - t->py_checked_ns < PY_CHECK_NS)
 		return;
-	t->py_checked_ns = now;
+	t->py_checked_ns = now_ns();
 	s->py_checks++;
 	if (pycode_cache__check(t->py, space__epoch(t->space) + 1, PY_CHECK_MAX, s->py_codes,
 				&replaced) || !replaced)

@@ -58,7 +58,7 @@ void session__on_sample(void *ctx, const struct join_sample *js)
 	const struct join_activity *a = js->act;
 	const char *name = blobtab__get(s->names, a->aux[0], NULL);
 	struct profile_activity pa = {
-		.name = name ? name : "[unknown]",
+		.name = name ? name : "[unknown]", .name_id = name ? a->aux[0] : 0,
 		.ns = a->end > a->start ? a->end - a->start : 0,
 		.device = a->aux[1], .stream = a->aux[2], .graph_id = a->aux[3],
 	};

@@ -632,7 +632,7 @@ static void unrecorded(struct join *j, struct jproc *p, __u32 tid, __u64 site, _
 }
 
 /*
- * Whether l, a launch event of t paired with a, is a graph launch that
+ * Whether l, the launch event at the head of t, is a graph launch that
  * waits for the tick's advance: a read's early pairing
  * (join__advance_pid) leaves those. Its kernels go under the launch that
  * captured their nodes (the session's matched callback gives the nodes

@@ -123,7 +123,7 @@ static void tick(struct session *s)
 	session__note_tables(s); /* before targets that exited take their tables along */
 	/* Everything committed before this clock reading is drained below. */
 	before = now_ns();
-	err = session__drain_events(s); /* it notes before too: s->events_watermark */
+	err = session__drain_events(s); /* its own clock reading, less the slack: s->events_watermark */
 	if (err && err != -EINTR && err != -EAGAIN)
 		log_error("reading the BPF ring: %s", strerror(-err));
 	session__take_held_rings(s);
